@@ -1,0 +1,124 @@
+#include "aten/tensor_fields.h"
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace api_tracer::aten {
+
+std::string_view DtypeName(c10::ScalarType t) {
+  using S = c10::ScalarType;
+  switch (t) {
+    case S::Byte: return "uint8";
+    case S::Char: return "int8";
+    case S::Short: return "int16";
+    case S::Int: return "int32";
+    case S::Long: return "int64";
+    case S::UInt16: return "uint16";
+    case S::UInt32: return "uint32";
+    case S::UInt64: return "uint64";
+    case S::Half: return "float16";
+    case S::Float: return "float32";
+    case S::Double: return "float64";
+    case S::BFloat16: return "bfloat16";
+    case S::ComplexHalf: return "complex32";
+    case S::ComplexFloat: return "complex64";
+    case S::ComplexDouble: return "complex128";
+    case S::Bool: return "bool";
+    case S::QInt8: return "qint8";
+    case S::QUInt8: return "quint8";
+    case S::QInt32: return "qint32";
+    case S::QUInt4x2: return "quint4x2";
+    case S::QUInt2x4: return "quint2x4";
+    case S::Float8_e5m2: return "float8_e5m2";
+    case S::Float8_e4m3fn: return "float8_e4m3fn";
+    case S::Float8_e5m2fnuz: return "float8_e5m2fnuz";
+    case S::Float8_e4m3fnuz: return "float8_e4m3fnuz";
+    default: {
+      // Newer or rarer dtypes: c10's own name, lower-cased, interned.
+      static std::mutex mu;
+      static std::unordered_map<int, std::string> names;
+      std::lock_guard<std::mutex> lock(mu);
+      auto [it, fresh] = names.try_emplace(static_cast<int>(t));
+      if (fresh) {
+        for (char c : std::string(c10::toString(t))) it->second.push_back(static_cast<char>(std::tolower(c)));
+      }
+      return it->second;
+    }
+  }
+}
+
+std::string_view DeviceName(c10::Device d) {
+  if (d.is_cpu() && !d.has_index()) return "cpu";
+  // Few distinct devices exist in a process: intern their names once.
+  static std::mutex mu;
+  static std::deque<std::string> storage;
+  static std::unordered_map<int32_t, std::string_view> names;
+  int32_t key = (static_cast<int32_t>(d.type()) << 16) | static_cast<uint16_t>(d.index());
+  thread_local std::unordered_map<int32_t, std::string_view> local;
+  if (auto it = local.find(key); it != local.end()) return it->second;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = names.try_emplace(key);
+  if (fresh) it->second = storage.emplace_back(d.str());
+  local.emplace(key, it->second);
+  return it->second;
+}
+
+std::string_view LayoutName(c10::Layout l) {
+  switch (l) {
+    case c10::kStrided: return "";
+    case c10::kSparse: return "torch.sparse_coo";
+    case c10::kSparseCsr: return "torch.sparse_csr";
+    case c10::kSparseCsc: return "torch.sparse_csc";
+    case c10::kSparseBsr: return "torch.sparse_bsr";
+    case c10::kSparseBsc: return "torch.sparse_bsc";
+    case c10::kMkldnn: return "torch._mkldnn";
+    case c10::kJagged: return "torch.jagged";
+    default: return "torch.strided_unknown";
+  }
+}
+
+static void ReadSymInts(c10::SymIntArrayRef sizes, std::vector<int64_t>* out) {
+  out->clear();
+  for (const c10::SymInt& s : sizes) out->push_back(s.maybe_as_int().value_or(-1));
+}
+
+bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) {
+  if (!t.defined() || t.is_nested()) return false;
+  try {
+    c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    bool symbolic = impl->has_symbolic_sizes_strides();
+    if (symbolic) {
+      ReadSymInts(t.sym_sizes(), &scratch->shape);
+    } else {
+      auto sizes = t.sizes();
+      scratch->shape.assign(sizes.begin(), sizes.end());
+    }
+    scratch->stride.clear();
+    c10::Layout layout = t.layout();
+    if (layout == c10::kStrided) {
+      bool contiguous = symbolic ? impl->sym_is_contiguous().maybe_as_bool().value_or(true)
+                                 : t.is_contiguous();
+      if (!contiguous) {
+        if (symbolic) {
+          ReadSymInts(t.sym_strides(), &scratch->stride);
+        } else {
+          auto strides = t.strides();
+          scratch->stride.assign(strides.begin(), strides.end());
+        }
+      }
+    }
+    out->shape = scratch->shape;
+    out->stride = scratch->stride;
+    out->dtype = DtypeName(t.scalar_type());
+    out->device = DeviceName(t.device());
+    out->requires_grad = t.requires_grad();
+    out->layout = LayoutName(layout);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace api_tracer::aten

@@ -1,0 +1,98 @@
+// Aggregator: the distinct configs of one output set, their counts, the
+// order APIs were first seen in, and up to kMaxStacks distinct call stacks
+// per API.
+//
+// A call arrives as its key (key.h). The first time a key is seen it is
+// decoded and formatted once, into its config line and its YAML record body;
+// every later call with that key only bumps a counter. Memory therefore grows
+// with the number of distinct configs, not with the number of calls.
+//
+// Ownership: Config objects live as long as the Aggregator; pointers to them
+// stay valid. Thread-safety: all methods may be called concurrently; the map
+// is guarded by a mutex, counts are atomic.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/api_table.h"
+#include "core/format.h"
+#include "core/key.h"
+#include "core/status.h"
+
+namespace api_tracer {
+
+// A call stack: its frames as the stack format wrote them, outermost first.
+using Stack = std::vector<std::string>;
+
+class Aggregator {
+ public:
+  static constexpr size_t kMaxStacks = 3;
+
+  struct Config {
+    ApiId api;
+    std::string line;                // the config line
+    std::string yaml_body;           // yaml::RecordBody of the call
+    const std::string* yaml_header;  // ApiTable::YamlHeader(api)
+    std::atomic<uint64_t> count{0};
+  };
+
+  Aggregator(const ApiTable* apis, FormatOptions format) : apis_(apis), format_(format) {}
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
+
+  // Finds or creates the config of `key` and counts one call of it.
+  // nullptr (and *status set) only for a key that cannot be decoded.
+  const Config* Record(std::string_view key, Status* status);
+
+  // Whether `api` still has room for another distinct stack.
+  bool WantsStack(ApiId api) const;
+  // Offers a stack identified by `hash`; `make` builds its frames, and is
+  // only called when the stack is new and there is room for it.
+  void AddStack(ApiId api, uint64_t hash, const std::function<Stack()>& make);
+
+  // Snapshots for the writers (writers.h).
+  struct ApiCount {
+    ApiId api;
+    uint64_t count;
+  };
+  // Per API, in the order the APIs were first seen.
+  std::vector<ApiCount> ApiCounts() const;
+  // Every distinct config line (duplicates possible: two keys may differ only
+  // in fields a config line does not show).
+  std::vector<std::string> ConfigLines() const;
+  // Per API that has stacks: its stacks in first-seen order.
+  std::vector<std::pair<ApiId, std::vector<Stack>>> Stacks() const;
+  const ApiTable& apis() const { return *apis_; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  struct StackSet {
+    std::vector<uint64_t> hashes;
+    std::vector<Stack> stacks;
+  };
+
+  const ApiTable* apis_;
+  const FormatOptions format_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Config>, Hash, std::equal_to<>> configs_;
+  std::vector<ApiId> api_order_;
+  std::unordered_set<ApiId> api_seen_;
+
+  mutable std::mutex stacks_mu_;
+  std::unordered_map<ApiId, StackSet> stacks_;
+};
+
+}  // namespace api_tracer

@@ -1,0 +1,473 @@
+#include "core/parse.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace api_tracer {
+namespace {
+
+constexpr int kMaxDepth = 200;
+
+bool IsIdentStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view s) : s_(s) {}
+
+  Status Call(api_tracer::Call* out) {
+    SkipSpace();
+    if (!Dotted(&out->api)) return Error("expected an API name");
+    SkipSpace();
+    if (!Eat('(')) return Error("expected '(' after the API name");
+    std::vector<Value> items;
+    std::vector<std::string> keywords;
+    Status st = Arguments(')', &items, &keywords, 0);
+    if (!st.ok()) return st;
+    size_t npos = items.size() - keywords.size();
+    out->args.assign(std::make_move_iterator(items.begin()),
+                     std::make_move_iterator(items.begin() + npos));
+    out->kwargs.clear();
+    for (size_t i = 0; i < keywords.size(); ++i) {
+      out->kwargs.emplace_back(std::move(keywords[i]), std::move(items[npos + i]));
+    }
+    return End();
+  }
+
+  Status Single(Value* out) {
+    Status st = Parse(out, 0);
+    if (!st.ok()) return st;
+    return End();
+  }
+
+ private:
+  Status End() {
+    SkipSpace();
+    if (pos_ != s_.size()) return Error("unexpected text after the end");
+    return Status::OK();
+  }
+
+  Status Error(const std::string& msg) const {
+    // Columns count characters, not bytes: skip UTF-8 continuation bytes.
+    size_t column = 1;
+    for (size_t i = 0; i < pos_ && i < s_.size(); ++i) {
+      if ((static_cast<unsigned char>(s_[i]) & 0xc0) != 0x80) ++column;
+    }
+    return Status::ParseError(msg, column);
+  }
+
+  void SkipSpace() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r' ||
+                                s_[pos_] == '\n')) {
+      ++pos_;
+    }
+  }
+  bool Peek(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
+  bool Eat(char c) {
+    if (!Peek(c)) return false;
+    ++pos_;
+    return true;
+  }
+  bool Ident(std::string* out) {
+    if (pos_ >= s_.size() || !IsIdentStart(s_[pos_])) return false;
+    size_t start = pos_;
+    while (pos_ < s_.size() && IsIdentChar(s_[pos_])) ++pos_;
+    out->assign(s_.substr(start, pos_ - start));
+    return true;
+  }
+  bool Dotted(std::string* out) {
+    if (!Ident(out)) return false;
+    std::string part;
+    while (Peek('.') && pos_ + 1 < s_.size() && IsIdentStart(s_[pos_ + 1])) {
+      ++pos_;
+      Ident(&part);
+      out->push_back('.');
+      out->append(part);
+    }
+    return true;
+  }
+
+  // Items up to `close`: values, then `name=value` keywords when allowed.
+  Status Arguments(char close, std::vector<Value>* items, std::vector<std::string>* keywords,
+                   int depth) {
+    SkipSpace();
+    if (Eat(close)) return Status::OK();
+    while (true) {
+      SkipSpace();
+      size_t save = pos_;
+      std::string name;
+      bool keyword = false;
+      if (keywords && Ident(&name)) {
+        SkipSpace();
+        if (Peek('=') && !(pos_ + 1 < s_.size() && s_[pos_ + 1] == '=')) {
+          ++pos_;
+          keyword = true;
+        } else {
+          pos_ = save;
+        }
+      }
+      if (!keyword && keywords && !keywords->empty()) {
+        return Error("positional argument after a keyword argument");
+      }
+      if (keyword) {
+        for (const auto& k : *keywords) {
+          if (k == name) {
+            pos_ = save;
+            return Error("keyword argument '" + name + "' repeated");
+          }
+        }
+        keywords->push_back(name);
+      }
+      Value v;
+      Status st = Parse(&v, depth + 1);
+      if (!st.ok()) return st;
+      items->push_back(std::move(v));
+      SkipSpace();
+      if (Eat(close)) return Status::OK();
+      if (!Eat(',')) return Error(std::string("expected ',' or '") + close + "'");
+      SkipSpace();
+      if (Eat(close)) return Status::OK();  // a trailing comma
+    }
+  }
+
+  Status Parse(Value* out, int depth) {
+    if (depth > kMaxDepth) return Error("nested too deeply");
+    SkipSpace();
+    if (pos_ >= s_.size()) return Error("expected a value");
+    char c = s_[pos_];
+    if (c == '"' || c == '\'') return String(out);
+    if (c == '[') {
+      ++pos_;
+      std::vector<Value> items;
+      Status st = Arguments(']', &items, nullptr, depth);
+      if (st.ok()) *out = Value::List(std::move(items));
+      return st;
+    }
+    if (c == '(') return Paren(out, depth);
+    if (c == '{') return Dict(out, depth);
+    if (c == '.' && s_.substr(pos_, 3) == "...") {
+      pos_ += 3;
+      *out = Value::Ellipsis();
+      return Status::OK();
+    }
+    if (c == '-' || IsDigit(c) || c == '.') return Number(out);
+    if (IsIdentStart(c)) return Named(out, depth);
+    return Error("expected a value");
+  }
+
+  Status String(Value* out) {
+    char quote = s_[pos_++];
+    std::string text;
+    while (true) {
+      if (pos_ >= s_.size()) return Error("unterminated string");
+      char c = s_[pos_++];
+      if (c == quote) break;
+      if (c == '\n') return Error("newline in string");
+      if (c != '\\') {
+        text.push_back(c);
+        continue;
+      }
+      if (pos_ >= s_.size()) return Error("unterminated string");
+      char e = s_[pos_++];
+      switch (e) {
+        case '\\': text.push_back('\\'); break;
+        case '"': text.push_back('"'); break;
+        case '\'': text.push_back('\''); break;
+        case 'n': text.push_back('\n'); break;
+        case 'r': text.push_back('\r'); break;
+        case 't': text.push_back('\t'); break;
+        case '0': text.push_back('\0'); break;
+        case 'x':
+        case 'u':
+        case 'U': {
+          size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+          if (s_.size() - pos_ < n) return Error("truncated escape");
+          uint32_t cp = 0;
+          auto res = std::from_chars(s_.data() + pos_, s_.data() + pos_ + n, cp, 16);
+          if (res.ptr != s_.data() + pos_ + n || cp > 0x10ffff) return Error("bad escape");
+          pos_ += n;
+          AppendUtf8(cp, &text);
+          break;
+        }
+        default:
+          pos_ -= 2;  // point at the backslash
+          return Error(std::string("unknown escape '\\") + e + "'");
+      }
+    }
+    *out = Value::Str(std::move(text));
+    return Status::OK();
+  }
+
+  // A real number token: [-](digits[.digits][e[+-]digits] | inf | nan).
+  // Sets *is_float when the token is not a plain integer.
+  bool RealToken(std::string_view* token, bool* is_float) {
+    size_t start = pos_;
+    if (Peek('-') || Peek('+')) ++pos_;
+    if (s_.substr(pos_, 3) == "inf" || s_.substr(pos_, 3) == "nan") {
+      pos_ += 3;
+      if (pos_ < s_.size() && IsIdentChar(s_[pos_]) && s_[pos_] != 'j') {
+        pos_ = start;
+        return false;
+      }
+      *token = s_.substr(start, pos_ - start);
+      *is_float = true;
+      return true;
+    }
+    size_t digits_start = pos_;
+    while (pos_ < s_.size() && IsDigit(s_[pos_])) ++pos_;
+    bool any = pos_ > digits_start;
+    *is_float = false;
+    if (Peek('.') && s_.substr(pos_, 3) != "...") {
+      ++pos_;
+      *is_float = true;
+      size_t frac = pos_;
+      while (pos_ < s_.size() && IsDigit(s_[pos_])) ++pos_;
+      any = any || pos_ > frac;
+    }
+    if (!any) {
+      pos_ = start;
+      return false;
+    }
+    if (Peek('e') || Peek('E')) {
+      size_t save = pos_++;
+      if (Peek('+') || Peek('-')) ++pos_;
+      size_t exp = pos_;
+      while (pos_ < s_.size() && IsDigit(s_[pos_])) ++pos_;
+      if (pos_ == exp) {
+        pos_ = save;
+      } else {
+        *is_float = true;
+      }
+    }
+    *token = s_.substr(start, pos_ - start);
+    return true;
+  }
+
+  static double ToDouble(std::string_view token) {
+    bool neg = !token.empty() && token[0] == '-';
+    if (!token.empty() && (token[0] == '-' || token[0] == '+')) token.remove_prefix(1);
+    double d = 0;
+    if (token == "inf") {
+      d = std::numeric_limits<double>::infinity();
+    } else if (token == "nan") {
+      d = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      std::from_chars(token.data(), token.data() + token.size(), d);
+    }
+    return neg ? -d : d;
+  }
+
+  Status Number(Value* out) {
+    size_t start = pos_;
+    std::string_view token;
+    bool is_float;
+    if (!RealToken(&token, &is_float)) return Error("malformed number");
+    if (Eat('j')) {
+      *out = Value::Complex(0.0, ToDouble(token));
+      return Status::OK();
+    }
+    if (pos_ < s_.size() && IsIdentChar(s_[pos_])) {
+      pos_ = start;
+      return Error("malformed number");
+    }
+    if (is_float) {
+      *out = Value::Float(ToDouble(token));
+      return Status::OK();
+    }
+    std::string_view digits = token;
+    if (digits[0] == '+') digits.remove_prefix(1);
+    int64_t i;
+    auto res = std::from_chars(digits.data(), digits.data() + digits.size(), i);
+    if (res.ec == std::errc() && res.ptr == digits.data() + digits.size()) {
+      *out = Value::Int(i);
+    } else {
+      *out = Value::BigInt(std::string(digits));
+    }
+    return Status::OK();
+  }
+
+  // "(re+imj)" is a complex number; anything else in parentheses a tuple.
+  Status Paren(Value* out, int depth) {
+    size_t open = pos_++;
+    std::string_view re_token, im_token;
+    bool is_float;
+    if (RealToken(&re_token, &is_float) && (Peek('+') || Peek('-')) &&
+        RealToken(&im_token, &is_float) && Eat('j') && Eat(')')) {
+      *out = Value::Complex(ToDouble(re_token), ToDouble(im_token));
+      return Status::OK();
+    }
+    pos_ = open + 1;
+    std::vector<Value> items;
+    SkipSpace();
+    if (Eat(')')) {
+      *out = Value::Tuple({});
+      return Status::OK();
+    }
+    bool trailing_comma = false;
+    while (true) {
+      Value v;
+      Status st = Parse(&v, depth + 1);
+      if (!st.ok()) return st;
+      items.push_back(std::move(v));
+      SkipSpace();
+      if (Eat(')')) break;
+      if (!Eat(',')) return Error("expected ',' or ')'");
+      SkipSpace();
+      if (Eat(')')) {
+        trailing_comma = true;
+        break;
+      }
+    }
+    if (items.size() == 1 && !trailing_comma) {
+      pos_ = open;
+      return Error("a one-element tuple needs a trailing comma");
+    }
+    *out = Value::Tuple(std::move(items));
+    return Status::OK();
+  }
+
+  Status Dict(Value* out, int depth) {
+    ++pos_;
+    std::vector<Value> items;
+    SkipSpace();
+    while (!Eat('}')) {
+      Value k, v;
+      Status st = Parse(&k, depth + 1);
+      if (!st.ok()) return st;
+      SkipSpace();
+      if (!Eat(':')) return Error("expected ':' in a dict");
+      st = Parse(&v, depth + 1);
+      if (!st.ok()) return st;
+      items.push_back(std::move(k));
+      items.push_back(std::move(v));
+      SkipSpace();
+      if (Eat('}')) break;
+      if (!Eat(',')) return Error("expected ',' or '}'");
+      SkipSpace();
+    }
+    *out = Value::Dict(std::move(items));
+    return Status::OK();
+  }
+
+  Status Named(Value* out, int depth) {
+    size_t start = pos_;
+    std::string name;
+    Dotted(&name);
+    if (name == "inf" || name == "nan") {
+      pos_ = start;
+      return Number(out);
+    }
+    if (name == "infj" || name == "nanj") {
+      *out = Value::Complex(0.0, ToDouble(std::string_view(name).substr(0, 3)));
+      return Status::OK();
+    }
+    if (name == "None") {
+      *out = Value::None();
+      return Status::OK();
+    }
+    if (name == "True" || name == "False") {
+      *out = Value::Bool(name == "True");
+      return Status::OK();
+    }
+    SkipSpace();
+    if (!Eat('(')) {
+      *out = Value::Symbol(std::move(name));
+      return Status::OK();
+    }
+    std::vector<Value> items;
+    std::vector<std::string> keywords;
+    Status st = Arguments(')', &items, &keywords, depth);
+    if (!st.ok()) return st;
+    if (name == "Tensor") return MakeTensor(start, std::move(items), keywords, out);
+    if (name == "slice") {
+      if (items.size() != 3 || !keywords.empty()) {
+        pos_ = start;
+        return Error("slice takes exactly (start, stop, step)");
+      }
+      *out = Value::Slice(std::move(items[0]), std::move(items[1]), std::move(items[2]));
+      return Status::OK();
+    }
+    *out = Value::Object(std::move(name), std::move(items), std::move(keywords));
+    return Status::OK();
+  }
+
+  static bool IntList(const Value& v, std::vector<int64_t>* out) {
+    if (v.kind() != Value::Kind::kList) return false;
+    out->clear();
+    for (const Value& item : v.items()) {
+      if (item.kind() != Value::Kind::kInt) return false;
+      out->push_back(item.as_int());
+    }
+    return true;
+  }
+
+  Status MakeTensor(size_t start, std::vector<Value> items, const std::vector<std::string>& keywords,
+                    Value* out) {
+    auto fail = [&](const std::string& msg) {
+      pos_ = start;
+      return Error(msg);
+    };
+    size_t npos = items.size() - keywords.size();
+    TensorInfo t;
+    if (npos != 2 || !IntList(items[0], &t.shape) || items[1].kind() != Value::Kind::kStr) {
+      return fail("Tensor takes (shape, \"dtype\") then optional fields");
+    }
+    t.dtype = items[1].text();
+    for (size_t i = 0; i < keywords.size(); ++i) {
+      const std::string& k = keywords[i];
+      const Value& v = items[npos + i];
+      if (k == "stride") {
+        if (!IntList(v, &t.stride) || t.stride.size() != t.shape.size()) {
+          return fail("Tensor stride must be a list of ints, one per dimension");
+        }
+      } else if (k == "device") {
+        if (v.kind() != Value::Kind::kStr) return fail("Tensor device must be a string");
+        t.device = v.text();
+      } else if (k == "requires_grad") {
+        if (v.kind() != Value::Kind::kBool) return fail("Tensor requires_grad must be True or False");
+        t.requires_grad = v.as_bool();
+      } else if (k == "layout") {
+        if (v.kind() != Value::Kind::kSymbol) return fail("Tensor layout must be a name");
+        t.layout = v.text() == "torch.strided" ? "" : v.text();
+      } else {
+        return fail("unknown Tensor field '" + k + "'");
+      }
+    }
+    *out = Value::Tensor(std::move(t));
+    return Status::OK();
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Status ParseCall(std::string_view line, Call* out) { return Parser(line).Call(out); }
+
+Status ParseValue(std::string_view text, Value* out) { return Parser(text).Single(out); }
+
+}  // namespace api_tracer

@@ -1,0 +1,23 @@
+// The config line parser: reads what format.h writes, and nothing more.
+//
+// A config line is data: it is parsed by this grammar (docs/format.md) and
+// never evaluated. Names are kept as text; deciding what a name may refer to
+// is the consumer's business (replay resolves them in torch's namespaces only).
+// Errors carry the 1-based column (in characters) where parsing stopped.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "core/value.h"
+
+namespace api_tracer {
+
+// Parses a whole line (surrounding white space allowed) into `out`.
+Status ParseCall(std::string_view line, Call* out);
+
+// Parses a single value, e.g. "Tensor([2], \"int64\")" or "(1+2j)".
+Status ParseValue(std::string_view text, Value* out);
+
+}  // namespace api_tracer

@@ -1,0 +1,114 @@
+#include "core/parse.h"
+
+#include <gtest/gtest.h>
+
+#include "core/format.h"
+#include "core/test_values.h"
+
+namespace api_tracer {
+namespace {
+
+const FormatOptions kAllFields{.tensor_device = true, .tensor_requires_grad = true};
+
+TEST(ParseTest, EveryFormattedValueParsesBack) {
+  for (const Value& v : testing::EveryKind()) {
+    std::string text;
+    FormatValue(v, kAllFields, &text);
+    Value back;
+    Status st = ParseValue(text, &back);
+    ASSERT_TRUE(st.ok()) << text << ": " << st.message();
+    EXPECT_EQ(back, v) << text;
+  }
+}
+
+TEST(ParseTest, EveryFormattedCallParsesBack) {
+  auto values = testing::EveryKind();
+  Call call{"torch.ops.aten.add.Tensor", values, {}};
+  for (size_t i = 0; i < values.size(); ++i) {
+    call.kwargs.emplace_back("k" + std::to_string(i), values[i]);
+  }
+  std::string line = FormatCall(call, kAllFields);
+  Call back;
+  Status st = ParseCall(line, &back);
+  ASSERT_TRUE(st.ok()) << st.message() << " at " << st.column();
+  EXPECT_EQ(back, call);
+}
+
+TEST(ParseTest, HiddenTensorFieldsTakeDefaults) {
+  TensorInfo t = testing::MakeTensor({2, 3});
+  t.device = "cuda:1";
+  t.requires_grad = true;
+  std::string line = FormatCall({"f", {Value::Tensor(t)}, {}});
+  Call back;
+  ASSERT_TRUE(ParseCall(line, &back).ok());
+  EXPECT_EQ(back.args[0].tensor(), testing::MakeTensor({2, 3}));
+}
+
+TEST(ParseTest, AcceptsHandWrittenForms) {
+  Call c;
+  ASSERT_TRUE(ParseCall("  torch.add( 1 , 2.5e3 ,x='s', y=(1,2,), z=-inf ) ", &c).ok());
+  EXPECT_EQ(c.args[1], Value::Float(2500));
+  EXPECT_EQ(c.kwargs[0].second, Value::Str("s"));
+  EXPECT_EQ(c.kwargs[1].second, Value::Tuple({Value::Int(1), Value::Int(2)}));
+  Value v;
+  ASSERT_TRUE(ParseValue("\"\\u00e9\\x41\"", &v).ok());
+  EXPECT_EQ(v, Value::Str("\xc3\xa9" "A"));
+}
+
+struct BadLine {
+  const char* line;
+  size_t column;
+};
+
+TEST(ParseTest, ErrorsNameTheColumn) {
+  const BadLine cases[] = {
+      {"", 1},
+      {"torch.add", 10},
+      {"torch.add(1, 2", 15},
+      {"torch.add(1,, 2)", 13},
+      {"torch.add(x=1, 2)", 16},
+      {"torch.add(1) junk", 14},
+      {"torch.add(\"abc)", 11 + 5},
+      {"torch.add((1))", 11},
+      {"torch.add(Tensor(2, \"float32\"))", 11},
+      {"torch.add(Tensor([2], \"float32\", color=1))", 11},
+      {"torch.add(1 + 2)", 13},
+      {"torch.add(x=1, x=2)", 16},
+      {"f(\"\\q\")", 4},
+      {"f(\xc3\xa9)", 3},
+  };
+  for (const auto& c : cases) {
+    Call call;
+    Status st = ParseCall(c.line, &call);
+    EXPECT_EQ(st.code(), Status::Code::kParseError) << c.line;
+    EXPECT_EQ(st.column(), c.column) << c.line << ": " << st.message();
+  }
+}
+
+TEST(ParseTest, CodeIsNotAValue) {
+  // Configs are data: expressions that would run code do not parse.
+  const char* lines[] = {
+      "torch.add(__import__(\"os\").system(\"echo hi\"))",  // parses as an object: see below
+      "torch.add(lambda: 1)",
+      "torch.add(1 if True else 2)",
+      "torch.add(x.y[0])",
+      "torch.add(f\"{x}\")",
+      "torch.add(a; b)",
+  };
+  Call call;
+  // The first line is well-formed data: a call-shaped object named
+  // "__import__" whose "method" is not part of the grammar, so it fails at '.'.
+  for (const char* line : lines) {
+    EXPECT_FALSE(ParseCall(line, &call).ok()) << line;
+  }
+}
+
+TEST(ParseTest, DeepNestingIsAnErrorNotACrash) {
+  std::string line = "f(" + std::string(100000, '[') + std::string(100000, ']') + ")";
+  Call call;
+  Status st = ParseCall(line, &call);
+  EXPECT_FALSE(st.ok());
+}
+
+}  // namespace
+}  // namespace api_tracer

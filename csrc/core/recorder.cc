@@ -1,0 +1,129 @@
+#include "core/recorder.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace api_tracer {
+
+struct Recorder::OutputSet {
+  std::string suffix;  // "" when merged, else "_level_N"
+  std::unique_ptr<Aggregator> agg;
+  std::ofstream trace_yaml, trace_txt, apis, configs, statistics, stacks;
+  std::unique_ptr<TraceWriter> trace;
+};
+
+Recorder::Recorder(const RecorderOptions& options)
+    : options_(options), by_level_(kMaxLevel + 1, nullptr) {}
+
+Recorder::~Recorder() { Close(); }
+
+std::string Recorder::Path(int level, std::string_view stem, std::string_view ext) const {
+  std::string name(stem);
+  if (!options_.merge) name += "_level_" + std::to_string(level);
+  name += ext;
+  return (std::filesystem::path(options_.output_dir) / name).string();
+}
+
+static Status OpenFile(const std::string& path, std::ofstream* f) {
+  f->open(path, std::ios::out | std::ios::trunc | std::ios::binary);
+  if (!f->is_open()) {
+    return Status::IOError("cannot open " + path + " for writing: " + std::strerror(errno));
+  }
+  return Status::OK();
+}
+
+Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>* out) {
+  if (options.levels.empty()) return Status::InvalidArgument("no levels to record");
+  for (int level : options.levels) {
+    if (level < 0 || level > kMaxLevel) {
+      return Status::InvalidArgument("level " + std::to_string(level) + " is out of range");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.output_dir, ec);
+  if (ec) {
+    return Status::IOError("cannot create output directory " + options.output_dir + ": " +
+                           ec.message());
+  }
+  std::unique_ptr<Recorder> rec(new Recorder(options));
+  bool write_level = options.merge && options.levels.size() > 1;
+  for (int level : options.levels) {
+    if (rec->by_level_[level]) continue;
+    if (options.merge && !rec->sets_.empty()) {
+      rec->by_level_[level] = rec->sets_.front().get();
+      continue;
+    }
+    auto set = std::make_unique<OutputSet>();
+    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format);
+    struct {
+      const char* stem;
+      const char* ext;
+      std::ofstream* file;
+      bool wanted;
+    } files[] = {
+        {"api_trace", ".yaml", &set->trace_yaml, options.stream_trace},
+        {"api_trace", ".txt", &set->trace_txt, options.stream_trace},
+        {"api_apis", ".txt", &set->apis, true},
+        {"api_configs", ".yaml", &set->configs, true},
+        {"api_statistics", ".yaml", &set->statistics, true},
+        {"api_stacks", ".yaml", &set->stacks, options.record_stack},
+    };
+    for (auto& f : files) {
+      if (!f.wanted) continue;
+      Status st = OpenFile(rec->Path(level, f.stem, f.ext), f.file);
+      if (!st.ok()) return st;
+    }
+    if (options.stream_trace) {
+      set->trace = std::make_unique<TraceWriter>(&set->trace_yaml, &set->trace_txt, write_level);
+    }
+    rec->by_level_[level] = set.get();
+    rec->sets_.push_back(std::move(set));
+  }
+  *out = std::move(rec);
+  return Status::OK();
+}
+
+const Aggregator::Config* Recorder::Record(int level, std::string_view key, Status* status) {
+  OutputSet* set = level >= 0 && level <= kMaxLevel ? SetFor(level) : nullptr;
+  if (!set) {
+    *status = Status::InvalidArgument("level " + std::to_string(level) + " is not recorded");
+    return nullptr;
+  }
+  const Aggregator::Config* config = set->agg->Record(key, status);
+  if (config && set->trace) set->trace->Append(*config, level);
+  return config;
+}
+
+bool Recorder::WantsStack(int level, ApiId api) const {
+  return options_.record_stack && SetFor(level)->agg->WantsStack(api);
+}
+
+void Recorder::AddStack(int level, ApiId api, uint64_t hash, const std::function<Stack()>& make) {
+  SetFor(level)->agg->AddStack(api, hash, make);
+}
+
+Status Recorder::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  Status result;
+  auto keep_first = [&result](const Status& st) {
+    if (result.ok() && !st.ok()) result = st;
+  };
+  for (auto& set : sets_) {
+    if (set->trace) keep_first(set->trace->Flush());
+    WriteApis(*set->agg, set->apis);
+    WriteConfigs(*set->agg, set->configs);
+    WriteStatistics(*set->agg, set->statistics);
+    if (options_.record_stack) WriteStacks(*set->agg, set->stacks);
+    for (std::ofstream* f : {&set->trace_yaml, &set->trace_txt, &set->apis, &set->configs,
+                             &set->statistics, &set->stacks}) {
+      if (!f->is_open()) continue;
+      f->close();
+      if (f->fail()) keep_first(Status::IOError("writing to " + options_.output_dir + " failed"));
+    }
+  }
+  return result;
+}
+
+}  // namespace api_tracer

@@ -1,0 +1,153 @@
+// Value: one argument of a captured API call, abstracted the way a config
+// line writes it (tensors by shape and dtype, everything else by value).
+//
+// A Value is a small tree. It is built on the cold path only: when a config
+// is seen for the first time (decoded from its key, see key.h), or when a
+// config line is parsed. The hot path never builds Values.
+// Ownership: a Value owns its children. Thread-safety: a plain value type.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace api_tracer {
+
+// What a tensor argument is reduced to.
+struct TensorInfo {
+  std::vector<int64_t> shape;
+  std::string dtype = "float32";  // Python's name without "torch."
+  std::string device = "cpu";     // torch.device's str(): "cpu", "cuda:0"
+  // Empty when the tensor is contiguous; else one stride per dimension.
+  std::vector<int64_t> stride;
+  bool requires_grad = false;
+  // Empty for torch.strided; else the layout's Python name ("torch.sparse_coo").
+  std::string layout;
+  // Empty for torch.Tensor itself; else the subclass's qualified name.
+  std::string subclass;
+
+  bool operator==(const TensorInfo&) const = default;
+};
+
+class Value {
+ public:
+  enum class Kind : uint8_t {
+    kNone,
+    kBool,
+    kInt,     // fits in int64
+    kBigInt,  // an integer beyond int64, kept as its decimal digits in text()
+    kFloat,
+    kComplex,
+    kStr,
+    kEllipsis,
+    kList,
+    kTuple,
+    kDict,    // items(): key0, value0, key1, value1, ...
+    kSlice,   // items(): start, stop, step
+    kTensor,
+    kSymbol,  // a named constant written bare: torch.float16, torch.strided
+    kObject,  // NAME(args..., kw=v...): torch.device("cpu"), torch.Size([2]),
+              // torch.nn.Linear(3, 4), and placeholders such as Opaque("T")
+  };
+
+  Value() = default;
+
+  static Value None() { return Value(Kind::kNone); }
+  static Value Bool(bool b) {
+    Value v(Kind::kBool);
+    v.int_ = b;
+    return v;
+  }
+  static Value Int(int64_t i) {
+    Value v(Kind::kInt);
+    v.int_ = i;
+    return v;
+  }
+  static Value BigInt(std::string digits) {
+    Value v(Kind::kBigInt);
+    v.text_ = std::move(digits);
+    return v;
+  }
+  // NaNs are stored as the one canonical quiet NaN: the text says "nan"
+  // whatever the sign or payload, and equal text must mean equal values.
+  static Value Float(double d);
+  static Value Complex(double re, double im);
+  static Value Str(std::string s) {
+    Value v(Kind::kStr);
+    v.text_ = std::move(s);
+    return v;
+  }
+  static Value Ellipsis() { return Value(Kind::kEllipsis); }
+  static Value List(std::vector<Value> items) {
+    return Container(Kind::kList, std::move(items));
+  }
+  static Value Tuple(std::vector<Value> items) {
+    return Container(Kind::kTuple, std::move(items));
+  }
+  // `items` alternates keys and values.
+  static Value Dict(std::vector<Value> items) {
+    return Container(Kind::kDict, std::move(items));
+  }
+  static Value Slice(Value start, Value stop, Value step);
+  static Value Tensor(TensorInfo info);
+  static Value Symbol(std::string name) {
+    Value v(Kind::kSymbol);
+    v.text_ = std::move(name);
+    return v;
+  }
+  // The last `keywords.size()` items are keyword arguments, named in order.
+  static Value Object(std::string name, std::vector<Value> items,
+                      std::vector<std::string> keywords = {});
+
+  Kind kind() const { return kind_; }
+  bool as_bool() const { return int_ != 0; }
+  int64_t as_int() const { return int_; }
+  double real() const { return real_; }
+  double imag() const { return imag_; }
+  // kStr: the string; kBigInt: the digits; kSymbol and kObject: the name.
+  const std::string& text() const { return text_; }
+  const std::vector<Value>& items() const { return items_; }
+  // kObject: the names of its keyword arguments.
+  const std::vector<std::string>& keywords() const { return keywords_; }
+  size_t positional_count() const { return items_.size() - keywords_.size(); }
+  const TensorInfo& tensor() const { return *tensor_; }
+
+  // Structural equality. Floats compare by bits, so that nan == nan and
+  // 0.0 != -0.0: what matters is that the same text is written.
+  bool operator==(const Value& other) const;
+  bool operator!=(const Value& other) const { return !(*this == other); }
+
+ private:
+  explicit Value(Kind k) : kind_(k) {}
+  static Value Container(Kind k, std::vector<Value> items) {
+    Value v(k);
+    v.items_ = std::move(items);
+    return v;
+  }
+
+  Kind kind_ = Kind::kNone;
+  int64_t int_ = 0;
+  double real_ = 0;
+  double imag_ = 0;
+  std::string text_;
+  std::vector<Value> items_;
+  std::vector<std::string> keywords_;
+  std::shared_ptr<const TensorInfo> tensor_;
+};
+
+// `d`, or the canonical quiet NaN when `d` is any NaN.
+double CanonicalNan(double d);
+
+// One API call: the API's dotted name, positional arguments as passed, then
+// keyword arguments as passed.
+struct Call {
+  std::string api;
+  std::vector<Value> args;
+  std::vector<std::pair<std::string, Value>> kwargs;
+
+  bool operator==(const Call&) const = default;
+};
+
+}  // namespace api_tracer

@@ -1,0 +1,127 @@
+// Config lines from Python: parse them into Python values (the classes of
+// api_tracer.values), and format Python calls as config lines.
+#include <pybind11/stl.h>
+
+#include "core/format.h"
+#include "core/parse.h"
+#include "python/bindings.h"
+#include "python/convert.h"
+
+namespace py = pybind11;
+
+namespace api_tracer::py {
+namespace {
+
+struct ValueTypes {
+  pybind11::object call, symbol, tensor_spec;
+};
+ValueTypes& Types() {
+  static ValueTypes* types = new ValueTypes();  // lives as long as the module
+  return *types;
+}
+
+pybind11::object ToPython(const Value& v) {
+  using K = Value::Kind;
+  auto items = [&](size_t begin, size_t end) {
+    pybind11::list out;
+    for (size_t i = begin; i < end; ++i) out.append(ToPython(v.items()[i]));
+    return out;
+  };
+  switch (v.kind()) {
+    case K::kNone: return pybind11::none();
+    case K::kBool: return pybind11::bool_(v.as_bool());
+    case K::kInt: return pybind11::int_(v.as_int());
+    case K::kBigInt:
+      return pybind11::reinterpret_steal<pybind11::object>(PyLong_FromString(v.text().c_str(), nullptr, 10));
+    case K::kFloat: return pybind11::float_(v.real());
+    case K::kComplex:
+      return pybind11::reinterpret_steal<pybind11::object>(PyComplex_FromDoubles(v.real(), v.imag()));
+    case K::kStr: return pybind11::str(v.text());
+    case K::kEllipsis: return pybind11::ellipsis();
+    case K::kList: return items(0, v.items().size());
+    case K::kTuple: return pybind11::tuple(items(0, v.items().size()));
+    case K::kDict: {
+      pybind11::dict d;
+      for (size_t i = 0; i + 1 < v.items().size(); i += 2) {
+        d[ToPython(v.items()[i])] = ToPython(v.items()[i + 1]);
+      }
+      return d;
+    }
+    case K::kSlice:
+      return pybind11::reinterpret_steal<pybind11::object>(
+          PySlice_New(ToPython(v.items()[0]).ptr(), ToPython(v.items()[1]).ptr(), ToPython(v.items()[2]).ptr()));
+    case K::kTensor: {
+      const TensorInfo& t = v.tensor();
+      pybind11::object stride = t.stride.empty() ? pybind11::object(pybind11::none()) : pybind11::cast(t.stride);
+      pybind11::object layout = t.layout.empty() ? pybind11::object(pybind11::none()) : pybind11::str(t.layout);
+      return Types().tensor_spec(pybind11::cast(t.shape), t.dtype, pybind11::arg("stride") = stride,
+                                 pybind11::arg("device") = t.device,
+                                 pybind11::arg("requires_grad") = t.requires_grad,
+                                 pybind11::arg("layout") = layout);
+    }
+    case K::kSymbol: return Types().symbol(v.text());
+    case K::kObject: {
+      size_t npos = v.positional_count();
+      pybind11::list args = items(0, npos);
+      args.insert(0, pybind11::str(v.text()));
+      pybind11::dict kwargs;
+      for (size_t i = 0; i < v.keywords().size(); ++i) {
+        kwargs[pybind11::str(v.keywords()[i])] = ToPython(v.items()[npos + i]);
+      }
+      return Types().call(*pybind11::tuple(args), **kwargs);
+    }
+  }
+  return pybind11::none();
+}
+
+pybind11::tuple ParseCallToPython(const std::string& line) {
+  Call call;
+  RaiseIfError(ParseCall(line, &call));
+  pybind11::list args;
+  for (const Value& a : call.args) args.append(ToPython(a));
+  pybind11::dict kwargs;
+  for (const auto& [name, value] : call.kwargs) kwargs[pybind11::str(name)] = ToPython(value);
+  return pybind11::make_tuple(call.api, args, kwargs);
+}
+
+std::string FormatFromPython(const std::string& api, pybind11::tuple args, pybind11::dict kwargs,
+                             pybind11::object classify, pybind11::object tensor_type_name,
+                             bool show_device, bool show_requires_grad) {
+  Converter converter(classify.ptr(), tensor_type_name.ptr());
+  KeyWriter key;
+  converter.WriteCall(0, CallArgs::Tuple(args.ptr(), kwargs.ptr()), &key);
+  ApiId unused;
+  Call call;
+  RaiseIfError(DecodeCall(key.view(), &unused, &call));
+  call.api = api;
+  return FormatCall(call, {show_device, show_requires_grad});
+}
+
+}  // namespace
+
+void InitConfigBindings(pybind11::module_& m) {
+  m.def(
+      "set_value_types",
+      [](pybind11::object call, pybind11::object symbol, pybind11::object tensor_spec) {
+        Types() = {call, symbol, tensor_spec};
+        SetValueTypes(call.ptr(), symbol.ptr(), tensor_spec.ptr());
+      },
+      "Registers api_tracer.values' Call, Symbol and TensorSpec.");
+  m.def("parse_call", &ParseCallToPython, pybind11::arg("line"),
+        "Parses a config line into (api, args, kwargs); ValueError(message, column) if malformed.");
+  m.def(
+      "parse_value",
+      [](const std::string& text) {
+        Value v;
+        RaiseIfError(ParseValue(text, &v));
+        return ToPython(v);
+      },
+      pybind11::arg("text"));
+  m.def("format_call", &FormatFromPython, pybind11::arg("api"), pybind11::arg("args"),
+        pybind11::arg("kwargs"), pybind11::kw_only(), pybind11::arg("classify"),
+        pybind11::arg("tensor_type_name"), pybind11::arg("show_device") = false,
+        pybind11::arg("show_requires_grad") = false,
+        "Formats a call of `api` with Python arguments as a config line.");
+}
+
+}  // namespace api_tracer::py

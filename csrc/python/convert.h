@@ -1,0 +1,111 @@
+// Converter: Python call arguments -> a call key (key.h), in C++.
+//
+// Tensors, torch.Size/dtype/device/layout/memory_format/qscheme/Generator
+// and the builtin types are read natively (tensor metadata through
+// THPVariable_Unpack, never through Python attribute calls). Any other type
+// is classified once, by the dialect's Python `classify(type)` callback:
+//   ("opaque", name)     -> Opaque("name")
+//   ("replace", fn)      -> fn(obj)'s value is written instead
+//   ("instance", fn)     -> like replace, but computed once per object
+//                           (modules: their constructor call) and cached
+//                           until the object dies
+// and the answer is cached per type. Values built by the dialect use the
+// classes of api_tracer.values (Call, Symbol, TensorSpec), read natively too.
+//
+// Writing never fails and never raises: a value that cannot be read becomes a
+// placeholder naming its type, and any Python error is cleared.
+// Thread-safety: the GIL must be held; one Converter per session.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "core/key.h"
+
+namespace api_tracer::py {
+
+// A call's arguments as CPython hands them over: either a vectorcall
+// (args[0..nargs) positional, then the values named by kwnames), or a tuple
+// and an optional dict.
+struct CallArgs {
+  PyObject* const* args = nullptr;
+  size_t nargs = 0;
+  PyObject* kwnames = nullptr;  // tuple of str, or nullptr
+  PyObject* kwargs = nullptr;   // dict, or nullptr (tuple form only)
+
+  static CallArgs Vector(PyObject* const* args, size_t nargs, PyObject* kwnames) {
+    return {args, nargs, kwnames, nullptr};
+  }
+  static CallArgs Tuple(PyObject* tuple, PyObject* kwargs) {
+    return {&PyTuple_GET_ITEM(tuple, 0), static_cast<size_t>(PyTuple_GET_SIZE(tuple)), nullptr,
+            kwargs && PyDict_Check(kwargs) ? kwargs : nullptr};
+  }
+  // The same call without its first positional argument (a bound self).
+  CallArgs DropFirst() const {
+    CallArgs c = *this;
+    if (c.nargs) {
+      ++c.args;
+      --c.nargs;
+    }
+    return c;
+  }
+};
+
+class Converter {
+ public:
+  // `classify` is the dialect's callback described above; `tensor_type_name`
+  // names a tensor subclass (e.g. "torch.nn.Parameter"). Both borrowed refs.
+  Converter(PyObject* classify, PyObject* tensor_type_name);
+  ~Converter();
+  Converter(const Converter&) = delete;
+  Converter& operator=(const Converter&) = delete;
+
+  void WriteCall(ApiId api, const CallArgs& call, KeyWriter* w);
+  // The call as a value: NAME(args..., kw=v...).
+  void WriteObject(const std::string& name, const CallArgs& call, KeyWriter* w);
+  void Write(PyObject* obj, KeyWriter* w, int depth = 0);
+
+  // Caches the encoded value that stands for `obj` from now on (a module's
+  // constructor call, recorded when level 0 saw it being constructed).
+  void RememberInstance(PyObject* obj, std::string encoded);
+  // Drops an instance entry; called by the weakref callback.
+  void ForgetInstance(PyObject* obj);
+
+ private:
+  struct TypeRule {
+    enum Kind { kOpaque, kReplace, kInstance } kind;
+    std::string name;            // kOpaque
+    PyObject* fn = nullptr;      // kReplace, kInstance (owned)
+  };
+  struct Instance {
+    std::string encoded;
+    PyObject* weakref;  // owned; its callback forgets the entry
+  };
+
+  const TypeRule& Rule(PyTypeObject* type);
+  void WriteTensor(PyObject* obj, KeyWriter* w);
+  void WriteOpaque(PyTypeObject* type, KeyWriter* w);
+  void WriteValueObject(PyObject* obj, KeyWriter* w, int depth);
+  void WriteInstance(PyObject* obj, PyObject* fn, KeyWriter* w, int depth);
+  void WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w);
+  const std::string& SubclassName(PyTypeObject* type);
+
+  PyObject* classify_;
+  PyObject* tensor_type_name_;
+  std::unordered_map<PyTypeObject*, TypeRule> rules_;          // types owned
+  std::unordered_map<PyTypeObject*, std::string> subclasses_;  // types owned
+  std::unordered_map<PyObject*, Instance> instances_;
+};
+
+// Registers the Python classes of api_tracer.values (borrowed, kept alive by
+// their module) so the converter can recognize them.
+void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec);
+
+// The converter of the running session (nullptr when none); used by the
+// weakref callbacks.
+Converter* ActiveConverter();
+void SetActiveConverter(Converter* c);
+
+}  // namespace api_tracer::py

@@ -1,0 +1,215 @@
+#include "python/hooks.h"
+
+#include <cstddef>
+#include <string>
+
+#include "python/session.h"
+
+namespace api_tracer::py {
+namespace {
+
+struct Wrapper {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* original;
+  PyObject* owner;  // the class, for constructors; else nullptr
+  PyObject* weaklist;
+  uint64_t epoch;
+  ApiId api;
+  int level;
+  bool binds;        // bind `self` when looked up through an instance
+  bool constructor;  // an __init__: args[0] is the object being made
+};
+
+PyTypeObject WrapperType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// Remembers that `self` was made by this constructor call, so that a module
+// passed as an argument later is written as its constructor call.
+void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
+  PyObject* self = call.args[0];
+  if (reinterpret_cast<PyObject*>(Py_TYPE(self)) != w->owner) return;  // a subclass's super().__init__
+  Suspend suspend;
+  KeyWriter key;
+  s->converter().WriteObject(s->ApiName(w->api), call.DropFirst(), &key);
+  s->converter().RememberInstance(self, std::string(key.view()));
+}
+
+PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* w = reinterpret_cast<Wrapper*>(self);
+  Session* s = Session::Active();
+  ThreadState& ts = CurrentThread();
+  if (!s || s->epoch() != w->epoch || ts.suspended || ts.depth[w->level] > 0) {
+    return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
+  }
+  CallArgs call = CallArgs::Vector(args, PyVectorcall_NARGS(nargsf), kwnames);
+  if (w->constructor && call.nargs == 0) return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
+  s->Record(w->level, w->api, w->constructor ? call.DropFirst() : call);
+  ++ts.depth[w->level];
+  PyObject* outer = ts.open_call;
+  ts.open_call = w->original;
+  PyObject* result = PyObject_Vectorcall(w->original, args, nargsf, kwnames);
+  ts.open_call = outer;
+  --ts.depth[w->level];
+  if (result && w->constructor && Session::Active() == s) RememberConstruction(s, w, call);
+  return result;
+}
+
+PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"original", "api", "level", "binds", "owner", nullptr};
+  PyObject* original;
+  const char* api;
+  int level;
+  int binds = 0;
+  PyObject* owner = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|$pO", const_cast<char**>(kwlist), &original,
+                                   &api, &level, &binds, &owner)) {
+    return nullptr;
+  }
+  Session* s = Session::Active();
+  if (!s) {
+    PyErr_SetString(PyExc_RuntimeError, "ApiWrapper needs an active tracing session");
+    return nullptr;
+  }
+  if (!s->Records(level)) {
+    PyErr_Format(PyExc_ValueError, "level %d is not being traced", level);
+    return nullptr;
+  }
+  if (!PyCallable_Check(original)) {
+    PyErr_SetString(PyExc_TypeError, "ApiWrapper wraps callables only");
+    return nullptr;
+  }
+  auto* w = reinterpret_cast<Wrapper*>(type->tp_alloc(type, 0));
+  if (!w) return nullptr;
+  w->vectorcall = WrapperCall;
+  w->original = Py_NewRef(original);
+  w->owner = owner == Py_None ? nullptr : Py_NewRef(owner);
+  w->epoch = s->epoch();
+  w->api = s->Intern(api);
+  w->level = level;
+  w->binds = binds;
+  w->constructor = w->owner != nullptr;
+  return reinterpret_cast<PyObject*>(w);
+}
+
+void WrapperDealloc(PyObject* self) {
+  auto* w = reinterpret_cast<Wrapper*>(self);
+  PyObject_GC_UnTrack(self);
+  if (w->weaklist) PyObject_ClearWeakRefs(self);
+  Py_CLEAR(w->original);
+  Py_CLEAR(w->owner);
+  Py_TYPE(self)->tp_free(self);
+}
+
+int WrapperTraverse(PyObject* self, visitproc visit, void* arg) {
+  auto* w = reinterpret_cast<Wrapper*>(self);
+  Py_VISIT(w->original);
+  Py_VISIT(w->owner);
+  return 0;
+}
+
+int WrapperClear(PyObject* self) {
+  auto* w = reinterpret_cast<Wrapper*>(self);
+  Py_CLEAR(w->original);
+  Py_CLEAR(w->owner);
+  return 0;
+}
+
+PyObject* WrapperGet(PyObject* self, PyObject* obj, PyObject* /*type*/) {
+  auto* w = reinterpret_cast<Wrapper*>(self);
+  if (!w->binds || obj == nullptr || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
+// __name__, __doc__, __module__, ...: whatever the original says.
+PyObject* WrapperGetAttr(PyObject* self, PyObject* name) {
+  PyObject* r = PyObject_GenericGetAttr(self, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+  PyErr_Clear();
+  return PyObject_GetAttr(reinterpret_cast<Wrapper*>(self)->original, name);
+}
+
+PyObject* WrapperRepr(PyObject* self) {
+  return PyUnicode_FromFormat("<api_tracer wrapper of %R>", reinterpret_cast<Wrapper*>(self)->original);
+}
+
+PyObject* WrapperWrapped(PyObject* self, void*) { return Py_NewRef(reinterpret_cast<Wrapper*>(self)->original); }
+
+PyGetSetDef kWrapperGetSet[] = {
+    {"__wrapped__", WrapperWrapped, nullptr, "The wrapped original.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+// (mode, func, types, args[, kwargs]) -> func(*args, **kwargs), recorded.
+PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 4 || nargs > 5 || !PyTuple_Check(args[3])) {
+    PyErr_SetString(PyExc_TypeError, "expected (mode, func, types, args, kwargs=None)");
+    return nullptr;
+  }
+  PyObject* func = args[1];
+  PyObject* call_args = args[3];
+  PyObject* call_kwargs = nargs == 5 && args[4] != Py_None ? args[4] : nullptr;
+  // A method looked up on torch.Tensor while level 0 runs is our wrapper:
+  // the mode stands for the original.
+  if (Py_TYPE(func) == &WrapperType) func = reinterpret_cast<Wrapper*>(func)->original;
+  Session* s = Session::Active();
+  ThreadState& ts = CurrentThread();
+  if (s && !ts.suspended && s->Records(level)) {
+    // The first call a mode sees inside a wrapper's call is nested directly
+    // in it; if it is the same callable, it is the same call.
+    bool same_call = false;
+    if (ts.open_call) {
+      same_call = s->merges() && ts.open_call == func;
+      ts.open_call = nullptr;
+    }
+    if (!same_call) {
+      const Session::ApiEntry* api = s->Resolve(func);
+      if (api->included) s->Record(level, api->id, CallArgs::Tuple(call_args, call_kwargs));
+    }
+  }
+  return PyObject_Call(func, call_args, call_kwargs);
+}
+
+PyObject* TorchFunctionHandler(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return ModeHandler(1, args, nargs);
+}
+
+PyObject* TorchDispatchHandler(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return ModeHandler(2, args, nargs);
+}
+
+PyMethodDef kHandlers[] = {
+    {"torch_function_handler", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(TorchFunctionHandler)),
+     METH_FASTCALL, "__torch_function__ of the level-1 mode (bind with types.MethodType)."},
+    {"torch_dispatch_handler", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(TorchDispatchHandler)),
+     METH_FASTCALL, "__torch_dispatch__ of the level-2 mode (bind with types.MethodType)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+bool InitHooks(PyObject* module) {
+  WrapperType.tp_name = "api_tracer._C.ApiWrapper";
+  WrapperType.tp_basicsize = sizeof(Wrapper);
+  WrapperType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  WrapperType.tp_doc = "ApiWrapper(original, api, level, *, binds=False, owner=None): records calls of "
+                       "`original` as `api` at `level`; with `owner` (a class) it wraps the class's "
+                       "__init__ and records constructions.";
+  WrapperType.tp_new = WrapperNew;
+  WrapperType.tp_dealloc = WrapperDealloc;
+  WrapperType.tp_traverse = WrapperTraverse;
+  WrapperType.tp_clear = WrapperClear;
+  WrapperType.tp_call = PyVectorcall_Call;
+  WrapperType.tp_vectorcall_offset = offsetof(Wrapper, vectorcall);
+  WrapperType.tp_descr_get = WrapperGet;
+  WrapperType.tp_getattro = WrapperGetAttr;
+  WrapperType.tp_repr = WrapperRepr;
+  WrapperType.tp_getset = kWrapperGetSet;
+  WrapperType.tp_weaklistoffset = offsetof(Wrapper, weaklist);
+  if (PyType_Ready(&WrapperType) < 0) return false;
+  if (PyModule_AddObjectRef(module, "ApiWrapper", reinterpret_cast<PyObject*>(&WrapperType)) < 0) {
+    return false;
+  }
+  return PyModule_AddFunctions(module, kHandlers) == 0;
+}
+
+}  // namespace api_tracer::py

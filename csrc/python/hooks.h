@@ -1,0 +1,27 @@
+// The C++ callables behind levels 0-2 (and user hooks built on them):
+//
+//   ApiWrapper                 replaces an API by setattr (level 0): records
+//                              the call, then calls the original. Behaves as
+//                              the original does when looked up on a class
+//                              (binds self like a function or method
+//                              descriptor), forwards unknown attributes to it,
+//                              and exposes it as __wrapped__.
+//   torch_function_handler     a TorchFunctionMode's __torch_function__
+//                              (level 1), bound to the mode with MethodType.
+//   torch_dispatch_handler     a TorchDispatchMode's __torch_dispatch__
+//                              (level 2), bound the same way.
+//
+// Each records only while its session is active and the thread is not
+// running the tracer's own code; a wrapper records only the outermost call
+// of its level on a thread. With merged output, a mode's call directly inside
+// a wrapper's call of the same callable is the same call, recorded once.
+#pragma once
+
+#include <Python.h>
+
+namespace api_tracer::py {
+
+// Adds ApiWrapper and the two handlers to `module`; false on error.
+bool InitHooks(PyObject* module);
+
+}  // namespace api_tracer::py

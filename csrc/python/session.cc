@@ -1,0 +1,132 @@
+#include "python/session.h"
+
+namespace api_tracer::py {
+namespace {
+
+Session* g_session = nullptr;
+uint64_t g_epochs = 0;
+
+}  // namespace
+
+ThreadState& CurrentThread() {
+  static thread_local ThreadState state;
+  return state;
+}
+
+Session* Session::Active() { return g_session; }
+
+Status Session::Start(const SessionOptions& options) {
+  if (g_session) return Status::InvalidArgument("a tracing session is already running");
+  std::unique_ptr<Recorder> recorder;
+  Status st = Recorder::Open(options.recorder, &recorder);
+  if (!st.ok()) return st;
+  g_session = new Session(options, std::move(recorder), ++g_epochs);
+  SetActiveConverter(&g_session->converter_);
+  return Status::OK();
+}
+
+Status Session::Stop() {
+  if (!g_session) return Status::OK();
+  Session* s = g_session;
+  g_session = nullptr;
+  SetActiveConverter(nullptr);
+  Status st = s->recorder_->Close();
+  if (st.ok()) st = s->record_error_;
+  delete s;
+  return st;
+}
+
+Session::Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch)
+    : recorder_(std::move(recorder)),
+      epoch_(epoch),
+      merges_(options.recorder.merge && options.recorder.levels.size() > 1),
+      filter_(options.include, options.exclude),
+      converter_(options.classify, options.tensor_type_name),
+      resolve_(options.resolve) {
+  for (int level : options.recorder.levels) levels_[level] = true;
+  if (options.recorder.record_stack) {
+    stacks_ = std::make_unique<StackCapture>(options.stack_format, options.stack_skip_prefixes);
+  }
+  Py_XINCREF(resolve_);
+}
+
+Session::~Session() {
+  for (auto& [func, entry] : apis_) Py_DECREF(func);
+  for (auto& [key, entry] : accessors_) Py_DECREF(key.first);
+  Py_XDECREF(resolve_);
+}
+
+Session::ApiEntry Session::Name(PyObject* func) {
+  PyObject* name;
+  {
+    Suspend suspend;  // the dialect's Python code runs here
+    name = resolve_ ? PyObject_CallOneArg(resolve_, func) : nullptr;
+  }
+  ApiEntry entry{0, false};
+  const char* s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+  if (s) entry = ApiEntry{Intern(s), filter_.Allows(s)};
+  Py_XDECREF(name);
+  PyErr_Clear();
+  return entry;
+}
+
+const Session::ApiEntry* Session::Resolve(PyObject* func) {
+  if (Py_TYPE(func) == &_PyMethodWrapper_Type) return ResolveAccessor(func);
+  auto it = apis_.find(func);
+  if (it != apis_.end()) return &it->second;
+  ApiEntry entry = Name(func);
+  Py_INCREF(func);  // owned, so that its address is never reused
+  return &apis_.emplace(func, entry).first->second;
+}
+
+const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
+  // A method-wrapper (a property's bound __get__, say) is a new object at
+  // every access: key it by the descriptor it belongs to, which lives on.
+  PyObject* self = PyObject_GetAttrString(func, "__self__");
+  PyObject* name = PyObject_GetAttrString(func, "__name__");
+  PyErr_Clear();
+  int which = -1;
+  if (self && name && PyUnicode_Check(name) &&
+      (Py_TYPE(self) == &PyGetSetDescr_Type || Py_TYPE(self) == &PyMemberDescr_Type ||
+       PyObject_TypeCheck(self, &PyProperty_Type))) {
+    which = PyUnicode_CompareWithASCIIString(name, "__get__") == 0   ? 0
+            : PyUnicode_CompareWithASCIIString(name, "__set__") == 0 ? 1
+                                                                     : 2;
+  }
+  Py_XDECREF(name);
+  const ApiEntry* result;
+  if (which < 0) {  // not a descriptor's accessor: nothing stable to key on
+    static thread_local ApiEntry uncached;
+    uncached = Name(func);
+    result = &uncached;
+  } else if (auto it = accessors_.find({self, which}); it != accessors_.end()) {
+    result = &it->second;
+  } else {
+    ApiEntry entry = Name(func);
+    Py_INCREF(self);
+    result = &accessors_.emplace(std::make_pair(self, which), entry).first->second;
+  }
+  Py_XDECREF(self);
+  return result;
+}
+
+void Session::Record(int level, ApiId api, const CallArgs& args) {
+  ThreadState& ts = CurrentThread();
+  ts.key.Clear();
+  {
+    Suspend suspend;  // the converter may call the dialect's Python code
+    converter_.WriteCall(api, args, &ts.key);
+  }
+  Status st;
+  const Aggregator::Config* config = recorder_->Record(level, ts.key.view(), &st);
+  if (!config) {
+    if (record_error_.ok()) record_error_ = st;
+    return;
+  }
+  if (stacks_) {
+    Suspend suspend;
+    stacks_->Offer(recorder_.get(), level, api);
+  }
+}
+
+}  // namespace api_tracer::py

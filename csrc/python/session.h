@@ -1,0 +1,105 @@
+// Session: the one tracing session of the process, as the hooks see it.
+//
+// APITracer.start() opens it (the Recorder opens its files then) and stop()
+// closes it; at most one is active at a time. It owns the Recorder, the
+// Converter, the optional StackCapture and the cache that maps the callables
+// the modes meet to API ids. Every hook checks Session::Active() on each
+// call, so a hook that outlives its session (a wrapper someone kept a
+// reference to) simply calls through.
+//
+// Thread-safety: all state is guarded by the GIL; ThreadState is per thread.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/glob.h"
+#include "core/recorder.h"
+#include "python/convert.h"
+#include "python/stack.h"
+
+namespace api_tracer::py {
+
+// What each thread keeps between hook invocations.
+struct ThreadState {
+  int suspended = 0;                  // > 0: the tracer's own work, record nothing
+  int depth[Recorder::kMaxLevel + 1] = {};  // recorded calls open, per level
+  // The callable of the innermost recorded setattr-level call, until a mode
+  // has seen the first call inside it ("nested directly", for merging).
+  PyObject* open_call = nullptr;
+  KeyWriter key;
+};
+ThreadState& CurrentThread();
+
+struct SessionOptions {
+  RecorderOptions recorder;
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
+  StackCapture::Format stack_format = StackCapture::Format::kShort;
+  std::vector<std::string> stack_skip_prefixes;
+  PyObject* resolve = nullptr;           // callable(func) -> str | None
+  PyObject* classify = nullptr;          // see convert.h
+  PyObject* tensor_type_name = nullptr;  // callable(type) -> str
+};
+
+class Session {
+ public:
+  struct ApiEntry {
+    ApiId id;
+    bool included;
+  };
+
+  static Session* Active();
+  // Fails (Status) when a session is active or the output cannot be opened.
+  static Status Start(const SessionOptions& options);
+  static Status Stop();
+
+  uint64_t epoch() const { return epoch_; }
+  bool Records(int level) const { return level >= 0 && level <= Recorder::kMaxLevel && levels_[level]; }
+  // Whether calls seen by several levels are merged into one record.
+  bool merges() const { return merges_; }
+  bool Allows(std::string_view api) const { return filter_.Allows(api); }
+  ApiId Intern(std::string_view api) { return recorder_->apis().Intern(api); }
+  const std::string& ApiName(ApiId api) const { return recorder_->apis().Name(api); }
+  Converter& converter() { return converter_; }
+
+  // The API a mode's `func` stands for; `included` is false for callables
+  // the dialect does not name and for APIs the filter leaves out.
+  const ApiEntry* Resolve(PyObject* func);
+
+  // Records one call at `level`. Never raises.
+  void Record(int level, ApiId api, const CallArgs& args);
+
+ private:
+  Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch);
+  ~Session();
+  ApiEntry Name(PyObject* func);
+  const ApiEntry* ResolveAccessor(PyObject* func);
+
+  std::unique_ptr<Recorder> recorder_;
+  const uint64_t epoch_;
+  bool levels_[Recorder::kMaxLevel + 1] = {};
+  bool merges_;
+  ApiFilter filter_;
+  Converter converter_;
+  std::unique_ptr<StackCapture> stacks_;
+  PyObject* resolve_;
+  std::unordered_map<PyObject*, ApiEntry> apis_;            // keys owned
+  std::map<std::pair<PyObject*, int>, ApiEntry> accessors_;  // descriptors owned
+  Status record_error_;
+};
+
+// Runs the tracer's own code: nothing is recorded on this thread meanwhile.
+class Suspend {
+ public:
+  Suspend() { ++CurrentThread().suspended; }
+  ~Suspend() { --CurrentThread().suspended; }
+};
+
+}  // namespace api_tracer::py

@@ -1,0 +1,62 @@
+// StackCapture: the Python call stack of a recorded call, for api_stacks.yaml.
+//
+// The walk identifies a stack by its (code object, line) pairs and only
+// formats frames for a stack the output set has not seen yet and has room
+// for (Aggregator::kMaxStacks per API); once an API has its stacks, a call
+// costs one lookup. Frames of the skipped files (the tracer's own package,
+// torch's package, Python's frozen modules) are left out: a stack shows the
+// program's own frames, outermost first.
+//
+// Formats: "short"  file.py:12 in Net.forward
+//          "full"   File "/abs/file.py", line 12, in forward
+//          "api"    mypkg.model.Net.forward
+// Thread-safety: the GIL must be held.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/recorder.h"
+
+namespace api_tracer::py {
+
+class StackCapture {
+ public:
+  enum class Format { kShort, kFull, kApi };
+  static constexpr int kMaxFrames = 32;
+
+  StackCapture(Format format, std::vector<std::string> skip_prefixes)
+      : format_(format), skip_prefixes_(std::move(skip_prefixes)) {}
+  ~StackCapture();
+  StackCapture(const StackCapture&) = delete;
+  StackCapture& operator=(const StackCapture&) = delete;
+
+  // Offers the current thread's stack as a stack of `api` at `level`.
+  void Offer(Recorder* recorder, int level, ApiId api);
+
+ private:
+  struct CodeInfo {
+    bool skip;
+    std::string filename;
+    std::string basename;
+    std::string name;
+    std::string qualname;
+  };
+  struct Frame {
+    const CodeInfo* code;
+    int line;
+    std::string module;  // kApi only
+  };
+
+  const CodeInfo& Info(PyCodeObject* code);
+  std::string FormatFrame(const Frame& f) const;
+
+  const Format format_;
+  const std::vector<std::string> skip_prefixes_;
+  std::unordered_map<PyCodeObject*, CodeInfo> codes_;  // code objects owned
+};
+
+}  // namespace api_tracer::py

@@ -1,0 +1,35 @@
+"""api_tracer: records the API calls a PyTorch program makes, with their
+argument configurations, and profiles models layer by layer.
+
+    from api_tracer import APITracer
+    with APITracer(dialect="torch", output_path="trace_output", levels=1):
+        ...
+
+See README.md and docs/ for the output files and the config-line format.
+"""
+from . import _C
+from .values import Call, Symbol, TensorSpec
+
+_C.set_value_types(Call, Symbol, TensorSpec)
+
+from .config import ConfigSyntaxError, format_call, parse_call  # noqa: E402
+from .dialect import FrameworkDialect, PyTorchDialect  # noqa: E402
+from .hooks import SetattrHook, TorchDispatchHook, TorchFunctionHook, TracingHook  # noqa: E402
+from .tracer import APITracer  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = [
+    "APITracer",
+    "TracingHook",
+    "SetattrHook",
+    "TorchFunctionHook",
+    "TorchDispatchHook",
+    "FrameworkDialect",
+    "PyTorchDialect",
+    "Call",
+    "Symbol",
+    "TensorSpec",
+    "parse_call",
+    "format_call",
+    "ConfigSyntaxError",
+]

@@ -1,0 +1,406 @@
+"""Frameworks, as the tracer needs to know them.
+
+A ``FrameworkDialect`` tells the tracer what is particular to one framework:
+which hook serves each level, which APIs level 0 wraps and which it must
+leave alone (and why), what a callable a mode meets is called, and how the
+framework's own types are written in a config. ``PyTorchDialect`` is the
+one for PyTorch; subclass it (or ``FrameworkDialect``) to serialize your own
+types or to add levels, and pass the instance as ``APITracer(dialect=...)``.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import os
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type
+
+from .values import Call, Symbol
+
+# What classify() answers, as the converter (csrc/python/convert.h) reads it.
+Rule = Tuple[str, Any]
+
+API_LIST_DIR = Path(__file__).resolve().parent / "api_list"
+
+
+def read_api_list(path: os.PathLike) -> List[str]:
+    """The API names of an api_list YAML file (a sequence of dotted names)."""
+    names = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if not line.startswith("- "):
+                raise ValueError(f"{path}:{lineno}: expected '- api.name', got {line!r}")
+            names.append(line[2:].strip())
+    return names
+
+
+def public_name(obj: Any) -> str:
+    """The shortest dotted path under which obj's module exports it.
+
+    ``torch.nn.modules.linear.Linear`` is ``torch.nn.Linear``; builtins are
+    bare (``float``)."""
+    module = getattr(obj, "__module__", None) or "builtins"
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
+    if module == "builtins":
+        return qualname
+    if "." not in qualname:
+        parts = module.split(".")
+        for i in range(1, len(parts)):
+            prefix = ".".join(parts[:i])
+            mod = sys.modules.get(prefix)
+            if mod is not None and getattr(mod, qualname, None) is obj:
+                return f"{prefix}.{qualname}"
+    return f"{module}.{qualname}"
+
+
+@dataclass
+class PatchTarget:
+    """One attribute level 0 replaces: ``owner.attr``, recorded as ``api``."""
+
+    api: str
+    owner: Any
+    attr: str
+    kind: str  # "function", "method", "staticmethod", "classmethod", "property", "constructor"
+    raw: Any  # what owner.__dict__ (or the MRO) holds: the thing replaced
+
+
+class FrameworkDialect:
+    """The base class of dialects. Subclasses provide at least ``name`` and
+    ``hook_classes``; the rest has neutral defaults."""
+
+    name: str = ""
+
+    def hook_classes(self) -> Dict[int, type]:
+        """Level number -> TracingHook subclass."""
+        raise NotImplementedError
+
+    def api_list(self, full: bool = False) -> List[str]:
+        """The APIs level 0 wraps (full: everything a full scan found)."""
+        return []
+
+    def default_exclude(self) -> List[str]:
+        """API-name patterns left out unless the user says otherwise."""
+        return []
+
+    def serializers(self) -> Dict[type, Callable[[Any], Any]]:
+        """Per type (subclasses included), a function returning what to write
+        for a value of it: a plain value or a ``values.Call``/``Symbol``/
+        ``TensorSpec``. Consulted before the dialect's own rules."""
+        return {}
+
+    def api_name(self, func: Any) -> Optional[str]:
+        """The API name of a callable a mode hands over; None to ignore it."""
+        module = getattr(func, "__module__", None)
+        qualname = getattr(func, "__qualname__", None)
+        return f"{module}.{qualname}" if module and qualname else None
+
+    def classify(self, tp: type) -> Rule:
+        """How values of `tp` are written (see csrc/python/convert.h); asked
+        once per type."""
+        for klass in tp.__mro__:
+            fn = self._serializer_table().get(klass)
+            if fn is not None:
+                return ("replace", fn)
+        return ("opaque", public_name(tp))
+
+    def tensor_type_name(self, tp: type) -> str:
+        return public_name(tp)
+
+    def stack_skip_prefixes(self) -> List[str]:
+        """Files whose frames never appear in a recorded stack."""
+        return [str(Path(__file__).resolve().parent) + os.sep]
+
+    def skip_reason(self, api: str, raw: Any) -> Optional[str]:
+        """Why level 0 must not wrap `api` (None: it may)."""
+        return None
+
+    def setattr_targets(self, names: Iterable[str]) -> Tuple[List[PatchTarget], Dict[str, str]]:
+        """Resolves API names into the attributes level 0 replaces; also
+        returns the names left out, with the reason."""
+        targets: List[PatchTarget] = []
+        skipped: Dict[str, str] = {}
+        for api in names:
+            target, why = self._target(api)
+            if target is None:
+                skipped[api] = why
+                continue
+            why = self.skip_reason(api, target.raw)
+            if why:
+                skipped[api] = why
+            else:
+                targets.append(target)
+        return targets, skipped
+
+    # -- helpers -----------------------------------------------------------
+
+    @functools.lru_cache(maxsize=None)
+    def _serializer_table(self) -> Dict[type, Callable[[Any], Any]]:
+        return dict(self.serializers())
+
+    def _target(self, api: str) -> Tuple[Optional[PatchTarget], str]:
+        parts = api.split(".")
+        try:
+            owner = sys.modules.get(parts[0]) or __import__(parts[0])
+        except ImportError as e:
+            return None, f"cannot import {parts[0]}: {e}"
+        for i, part in enumerate(parts[1:-1], 1):
+            nxt = getattr(owner, part, None)
+            if nxt is None:
+                try:  # a submodule not imported yet
+                    __import__(".".join(parts[: i + 1]))
+                    nxt = getattr(owner, part, None)
+                except Exception:  # noqa: BLE001 - any import failure means "not there"
+                    nxt = None
+            if nxt is None:
+                return None, f"{'.'.join(parts[: i + 1])} does not exist"
+            owner = nxt
+        attr = parts[-1]
+        if isinstance(owner, types.ModuleType):
+            value = getattr(owner, attr, None)
+            if value is None:
+                return None, "does not exist"
+            if isinstance(value, type):
+                return self._constructor_target(api, value)
+            if not callable(value) or isinstance(value, types.ModuleType):
+                return None, "not callable"
+            return PatchTarget(api, owner, attr, "function", value), ""
+        if not isinstance(owner, type):
+            return None, "owner is neither a module nor a class"
+        raw = _lookup_static(owner, attr)
+        if raw is None:
+            return None, "does not exist"
+        if isinstance(raw, staticmethod):
+            return PatchTarget(api, owner, attr, "staticmethod", raw), ""
+        if isinstance(raw, classmethod):
+            return PatchTarget(api, owner, attr, "classmethod", raw), ""
+        if isinstance(raw, property):
+            if raw.fget is None:
+                return None, "a property without a getter"
+            return PatchTarget(api, owner, attr, "property", raw), ""
+        if isinstance(raw, (types.GetSetDescriptorType, types.MemberDescriptorType)):
+            return None, "a C-level attribute descriptor (level 1 sees its __get__)"
+        if isinstance(raw, types.ClassMethodDescriptorType):
+            return None, "a C-level classmethod"
+        if isinstance(raw, type):
+            return None, "a nested class"
+        if not callable(raw):
+            return None, "not callable"
+        return PatchTarget(api, owner, attr, "method", raw), ""
+
+    def _constructor_target(self, api: str, cls: type) -> Tuple[Optional[PatchTarget], str]:
+        if not (cls.__flags__ & (1 << 9)):  # Py_TPFLAGS_HEAPTYPE
+            return None, "a built-in class, whose attributes cannot be set"
+        init = _lookup_static(cls, "__init__")
+        if init is object.__init__ or not isinstance(init, types.FunctionType):
+            return None, "a class without a Python __init__"
+        return PatchTarget(api, cls, "__init__", "constructor", init), ""
+
+
+def _lookup_static(cls: type, attr: str) -> Any:
+    """cls's attribute as stored (no descriptor binding), searching the MRO."""
+    for klass in cls.__mro__:
+        if attr in klass.__dict__:
+            return klass.__dict__[attr]
+    return None
+
+
+class PyTorchDialect(FrameworkDialect):
+    """PyTorch: levels 0-2, torch's API lists, torch's types."""
+
+    name = "torch"
+
+    # Level 0 never wraps these: the reason is part of the documentation
+    # (docs/design.md) and of the error a user's own list gets.
+    SKIP: Dict[str, str] = {
+        "torch.Tensor.__torch_function__": "the override protocol itself: every call re-enters it",
+        "torch.Tensor.__torch_dispatch__": "the override protocol itself",
+        "torch.Tensor.__new__": "object creation protocol",
+        "torch.Tensor.__init__": "object creation protocol",
+        "torch.Tensor.__init_subclass__": "class creation protocol",
+        "torch.Tensor.__subclasshook__": "isinstance protocol",
+        "torch.Tensor.__class_getitem__": "typing protocol",
+        "torch.Tensor.__getattribute__": "attribute protocol",
+        "torch.Tensor.__getattr__": "attribute protocol",
+        "torch.Tensor.__setattr__": "attribute protocol",
+        "torch.Tensor.__delattr__": "attribute protocol",
+        "torch.Tensor.__dir__": "introspection",
+        "torch.Tensor.__repr__": "printing a tensor would record its internals",
+        "torch.Tensor.__str__": "printing a tensor would record its internals",
+        "torch.Tensor.__format__": "printing a tensor would record its internals",
+        "torch.Tensor.__hash__": "identity hashing underlies every dict and set of tensors",
+        "torch.Tensor.__reduce__": "pickling",
+        "torch.Tensor.__reduce_ex__": "pickling",
+        "torch.Tensor.__getstate__": "pickling",
+        "torch.Tensor.__setstate__": "pickling",
+        "torch.Tensor.__deepcopy__": "copying protocol",
+        "torch.Tensor.__sizeof__": "introspection",
+        "torch.Tensor.__del__": "finalization",
+        "torch.nn.Module": "the base class: every module's construction would be recorded twice",
+        "torch.compile": "the compiler's entry point",
+    }
+    # Namespaces that compilers and tracers walk through: wrapping them
+    # would change what they see.
+    SKIP_PREFIXES: Tuple[str, ...] = ("torch._", "torch.jit.", "torch.fx.", "torch.export.",
+                                      "torch.compiler.", "torch.overrides.", "torch.utils._")
+
+    def hook_classes(self) -> Dict[int, type]:
+        from .hooks import SetattrHook, TorchDispatchHook, TorchFunctionHook
+
+        return {0: SetattrHook, 1: TorchFunctionHook, 2: TorchDispatchHook}
+
+    def api_list(self, full: bool = False) -> List[str]:
+        name = "torch_api_list_full.yaml" if full else "torch_api_list.yaml"
+        return read_api_list(API_LIST_DIR / name)
+
+    def default_exclude(self) -> List[str]:
+        # Property getters and setters (tensor.shape, .requires_grad, .grad)
+        # are a large share of a model's calls and no one fuzzes them.
+        return ["*.__get__", "*.__set__", "*.__delete__"]
+
+    def stack_skip_prefixes(self) -> List[str]:
+        import torch
+
+        return super().stack_skip_prefixes() + [str(Path(torch.__file__).resolve().parent) + os.sep]
+
+    def skip_reason(self, api: str, raw: Any) -> Optional[str]:
+        if api in self.SKIP:
+            return self.SKIP[api]
+        if api.startswith(self.SKIP_PREFIXES):
+            return "a namespace compilers and tracers walk through"
+        return None
+
+    def api_name(self, func: Any) -> Optional[str]:
+        import torch
+        from torch.overrides import resolve_name
+
+        if isinstance(func, torch._ops.OpOverload):
+            return f"torch.ops.{func.namespace}.{func._opname}.{func._overloadname}"
+        try:
+            name = resolve_name(func)
+        except Exception:  # noqa: BLE001 - an unhashable or odd callable
+            name = None
+        return name or super().api_name(func)
+
+    def tensor_type_name(self, tp: type) -> str:
+        return public_name(tp)
+
+    def classify(self, tp: type) -> Rule:
+        import torch
+
+        for klass in tp.__mro__:
+            fn = self._serializer_table().get(klass)
+            if fn is not None:
+                return ("replace", fn)
+        if issubclass(tp, torch.nn.Module):
+            return ("instance", self.describe_module)
+        np = sys.modules.get("numpy")
+        if np is not None:
+            if issubclass(tp, np.ndarray):
+                return ("replace", lambda a: Call("numpy.ndarray", list(a.shape), str(a.dtype)))
+            if issubclass(tp, np.generic):
+                return ("replace", lambda x: Call(f"numpy.{type(x).__name__}", x.item()))
+        if tp in (torch.SymInt, torch.SymFloat, torch.SymBool):
+            return ("replace", lambda s: Call(f"torch.{type(s).__name__}", str(s)))
+        if issubclass(tp, enum.Enum):
+            return ("replace", lambda e: Symbol(f"{public_name(type(e))}.{e.name}"))
+        if issubclass(tp, tuple):
+            fields = getattr(tp, "_fields", None)
+            if fields is not None:  # a namedtuple
+                return ("replace", lambda t: Call(public_name(type(t)), **dict(zip(type(t)._fields, t))))
+            match_args = getattr(tp, "__match_args__", None)
+            if match_args is not None and hasattr(tp, "n_fields"):  # a structseq (torch.return_types)
+                return ("replace", lambda t: Call(public_name(type(t)), **dict(zip(type(t).__match_args__, t))))
+            return ("replace", tuple)
+        for base in (bool, int, float, complex, str, list, dict):
+            if issubclass(tp, base):
+                return ("replace", base)
+        if issubclass(tp, type):
+            return ("replace", lambda c: Symbol(public_name(c)))
+        if issubclass(tp, types.ModuleType):
+            return ("replace", lambda m: Symbol(m.__name__))
+        if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                           types.MethodDescriptorType, types.WrapperDescriptorType,
+                           functools.partial, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            return ("replace", lambda f: Call("Callable", self._callable_name(f)))
+        return ("opaque", public_name(tp))
+
+    def _callable_name(self, f: Any) -> str:
+        if isinstance(f, functools.partial):
+            return self._callable_name(f.func)
+        name = self.api_name(f)
+        if name:
+            return name
+        return public_name(f)
+
+    # -- modules -----------------------------------------------------------
+
+    def describe_module(self, module: Any) -> Any:
+        """A module instance as its constructor call where that can be known
+        (torch.nn's own modules, checked by rebuilding on the meta device),
+        else the placeholder ``Module("class")``."""
+        cls = type(module)
+        name = public_name(cls)
+        if cls.__module__.startswith("torch.nn."):
+            call = _rebuild_constructor(module, cls, name)
+            if call is not None:
+                return call
+        return Call("Module", name)
+
+
+_SIMPLE = (bool, int, float, str, type(None))
+
+
+def _simple(v: Any) -> bool:
+    return isinstance(v, _SIMPLE) or (isinstance(v, tuple) and all(isinstance(x, _SIMPLE) for x in v))
+
+
+def _rebuild_constructor(module: Any, cls: type, name: str) -> Optional[Call]:
+    """Reads a torch.nn module's constructor arguments back from its
+    attributes, and keeps them only if a module built from them describes
+    itself (extra_repr) exactly as this one does."""
+    import torch
+
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return None
+    args: List[Any] = []
+    kwargs: Dict[str, Any] = {}
+    factory = {}
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return None
+        if p.name in ("device", "dtype"):
+            factory[p.name] = "meta" if p.name == "device" else None
+            continue
+        if not hasattr(module, p.name):
+            if p.default is p.empty:
+                return None
+            continue
+        v = getattr(module, p.name)
+        if isinstance(v, torch.Tensor) or (v is None and p.name == "bias"):
+            v = v is not None  # bias=True/False is stored as the parameter
+        if not _simple(v):
+            return None
+        if p.default is p.empty:
+            if kwargs:
+                return None
+            args.append(v)
+        elif v != p.default:
+            kwargs[p.name] = v
+    if "device" not in factory and any(isinstance(t, torch.Tensor) for t in module.parameters(recurse=False)):
+        return None  # cannot rebuild without allocating real memory
+    try:
+        probe = cls(*args, **kwargs, **({"device": "meta"} if "device" in factory else {}))
+    except Exception:  # noqa: BLE001 - any failure means "not known"
+        return None
+    if probe.extra_repr() != module.extra_repr():
+        return None
+    return Call(name, *args, **kwargs)

@@ -1,0 +1,221 @@
+"""Hook strategies: the ways the tracer sees API calls.
+
+Each ``TracingHook`` serves one level and writes its records to that level's
+output set. The per-call work is C++ (``api_tracer._C``): a hook only puts
+the C++ callables in place and takes them away again.
+
+- ``SetattrHook`` (level 0) replaces the APIs of the dialect's API list by
+  setattr with ``_C.ApiWrapper`` objects. It sees calls from every thread,
+  records the outermost API call of a thread (calls torch makes inside it are
+  not recorded again), and restores every attribute on uninstall.
+- ``TorchFunctionHook`` (level 1) enters a ``TorchFunctionMode`` whose
+  ``__torch_function__`` is ``_C.torch_function_handler``.
+- ``TorchDispatchHook`` (level 2) enters a ``TorchDispatchMode`` whose
+  ``__torch_dispatch__`` is ``_C.torch_dispatch_handler``: aten operators,
+  forward and backward.
+
+Modes are PyTorch's thread-local mechanism: levels 1 and 2 see the calls of
+the thread that started the tracer (and nothing else).
+
+To add a strategy, subclass ``TracingHook``, give it a ``level`` number and
+implement ``install``/``uninstall``; ``record``, ``wrap`` and ``patch`` do
+the work. Pass the class in ``APITracer(levels=[..., MyHook])``.
+"""
+from __future__ import annotations
+
+import abc
+import types
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+
+from . import _C
+
+if TYPE_CHECKING:
+    from .dialect import FrameworkDialect, PatchTarget
+
+
+class TracingHook(abc.ABC):
+    """One way of seeing API calls, recording them at ``level``."""
+
+    level: int = -1
+
+    def __init__(self, dialect: "FrameworkDialect", options: Optional[dict] = None) -> None:
+        self.dialect = dialect
+        self.options = options or {}
+        self._patches: List[Tuple[Any, str, bool, Any]] = []
+
+    @abc.abstractmethod
+    def install(self) -> None:
+        """Starts seeing calls (the session is open)."""
+
+    @abc.abstractmethod
+    def uninstall(self) -> None:
+        """Stops seeing calls and undoes everything install() did."""
+
+    # -- what a hook builds on ---------------------------------------------
+
+    def record(self, api: str, args: tuple = (), kwargs: Optional[dict] = None) -> None:
+        """Records one call of `api` at this hook's level."""
+        _C.record(self.level, api, tuple(args), kwargs)
+
+    def wrap(self, fn: Callable, api: str, *, binds: bool = False, owner: Optional[type] = None) -> Any:
+        """A C++ callable that records each call of `fn` as `api`, then calls
+        `fn`. With `binds`, it binds `self` when looked up on an instance (as
+        a function in a class does); with `owner`, `fn` is owner's __init__
+        and calls are recorded as constructions."""
+        return _C.ApiWrapper(fn, api, self.level, binds=binds, owner=owner)
+
+    def patch(self, owner: Any, attr: str, value: Any) -> None:
+        """setattr(owner, attr, value), remembered for restore()."""
+        had_own = attr in vars(owner)
+        old = vars(owner)[attr] if had_own else None
+        setattr(owner, attr, value)
+        self._patches.append((owner, attr, had_own, old))
+
+    def restore(self) -> None:
+        """Puts back every patched attribute, the latest first; an attribute
+        that was inherited is deleted again."""
+        errors = []
+        while self._patches:
+            owner, attr, had_own, old = self._patches.pop()
+            try:
+                if had_own:
+                    setattr(owner, attr, old)
+                else:
+                    delattr(owner, attr)
+            except Exception as e:  # noqa: BLE001 - keep restoring the rest
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+
+class SetattrHook(TracingHook):
+    """Level 0: the dialect's API list, wrapped by setattr."""
+
+    level = 0
+
+    def __init__(self, dialect: "FrameworkDialect", options: Optional[dict] = None) -> None:
+        super().__init__(dialect, options)
+        self.skipped: dict = {}
+
+    def install(self) -> None:
+        names = self.options.get("api_list")
+        if names is None:
+            names = self.dialect.api_list(full=self.options.get("full_api_list", False))
+        targets, self.skipped = self.dialect.setattr_targets(names)
+        try:
+            for target in targets:
+                self._install_one(target)
+        except BaseException:
+            self.restore()
+            raise
+
+    def uninstall(self) -> None:
+        self.restore()
+
+    def _install_one(self, t: "PatchTarget") -> None:
+        kind, raw = t.kind, t.raw
+        if kind == "property":
+            getter = t.api + ".__get__"
+            if not _C.allows(getter):
+                return
+            new = property(self.wrap(raw.fget, getter), raw.fset, raw.fdel, raw.__doc__)
+        elif not _C.allows(t.api):
+            return
+        elif kind == "constructor":
+            new = self.wrap(raw, t.api, binds=True, owner=t.owner)
+        elif kind == "staticmethod":
+            new = staticmethod(self.wrap(raw.__func__, t.api))
+        elif kind == "classmethod":
+            new = classmethod(self.wrap(raw.__func__, t.api, binds=True))
+        elif kind == "method":
+            new = self.wrap(raw, t.api, binds=hasattr(type(raw), "__get__"))
+        else:  # a module-level function: module attributes never bind
+            new = self.wrap(raw, t.api)
+        self.patch(t.owner, t.attr, new)
+
+
+class _ModeHook(TracingHook):
+    """Enters a mode whose handler is one of the C++ handlers."""
+
+    handler_name = ""  # the mode's handler attribute
+    _c_handler = ""  # the C++ handler's name in _C
+
+    @abc.abstractmethod
+    def _make_mode(self) -> Any: ...
+
+    @staticmethod
+    @abc.abstractmethod
+    def _current_mode() -> Any: ...
+
+    def install(self) -> None:
+        mode = self._make_mode()
+        # An instance attribute shadows the base class's method; PyTorch
+        # requires it to be bound to the mode (its __self__ is checked).
+        setattr(mode, self.handler_name, types.MethodType(getattr(_C, self._c_handler), mode))
+        mode.__enter__()
+        self.mode = mode
+
+    def uninstall(self) -> None:
+        mode = getattr(self, "mode", None)
+        if mode is None:
+            return
+        if self._current_mode() is not mode:
+            raise RuntimeError(
+                f"{type(self).__name__}: another mode was entered inside the traced block and not "
+                "exited; the tracer's mode is not on top of the mode stack"
+            )
+        mode.__exit__(None, None, None)
+        delattr(mode, self.handler_name)  # break the mode <-> bound method cycle
+        self.mode = None
+
+
+class TorchFunctionHook(_ModeHook):
+    """Level 1: a TorchFunctionMode (torch functions, Tensor methods,
+    torch.nn.functional, factories), on the thread that starts tracing."""
+
+    level = 1
+    handler_name = "__torch_function__"
+    _c_handler = "torch_function_handler"
+
+    def _make_mode(self) -> Any:
+        return _TracerFunctionMode()
+
+    @staticmethod
+    def _current_mode() -> Any:
+        from torch.overrides import _get_current_function_mode
+
+        return _get_current_function_mode()
+
+
+class TorchDispatchHook(_ModeHook):
+    """Level 2: a TorchDispatchMode (aten operators, forward and backward),
+    on the thread that starts tracing."""
+
+    level = 2
+    handler_name = "__torch_dispatch__"
+    _c_handler = "torch_dispatch_handler"
+
+    def _make_mode(self) -> Any:
+        return _TracerDispatchMode()
+
+    @staticmethod
+    def _current_mode() -> Any:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+        return _get_current_dispatch_mode()
+
+
+def _mode_classes() -> None:
+    """Defines the mode classes once torch is imported."""
+    global _TracerFunctionMode, _TracerDispatchMode
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _TracerFunctionMode(TorchFunctionMode):
+        """api_tracer's level-1 mode; its handler is set per instance."""
+
+    class _TracerDispatchMode(TorchDispatchMode):
+        """api_tracer's level-2 mode; its handler is set per instance."""
+
+
+_mode_classes()

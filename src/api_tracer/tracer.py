@@ -1,0 +1,228 @@
+"""APITracer: the user's entry point.
+
+    from api_tracer import APITracer
+    with APITracer(dialect="torch", output_path="trace_output", levels=[1, 2]):
+        model(x).sum().backward()
+
+The tracer validates its options when it is made, opens the output files
+when it starts (so a bad path fails before any work), installs one hook per
+level, and on stop removes the hooks and writes the files. Exactly one
+tracer runs at a time in a process.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import _C
+from .dialect import FrameworkDialect, PyTorchDialect
+from .hooks import TracingHook
+
+STACK_FORMATS = ("short", "full", "api")
+
+_DIALECTS = {"torch": PyTorchDialect}
+_lock = threading.Lock()
+_running: Optional["APITracer"] = None
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def _check_patterns(name: str, value: Any, default: List[str]) -> List[str]:
+    if value is None:
+        return list(default)
+    if isinstance(value, str) or not all(isinstance(p, str) for p in value):
+        raise ValueError(f"{name} must be a list of API-name patterns (strings), not {value!r}")
+    return list(value)
+
+
+class APITracer:
+    """Records the API calls a program makes, at one or more levels.
+
+    Parameters
+    ----------
+    dialect: "torch", or a FrameworkDialect instance.
+    output_path: the directory the files go to (created if needed).
+    levels: a level or a list of them: 0 SetattrHook, 1 TorchFunctionHook,
+        2 TorchDispatchHook (what the dialect offers), or TracingHook
+        subclasses of your own.
+    merge_output: one file set for all levels (a call several levels saw is
+        one record), or one set per level with the suffix ``_level_N``.
+    record_stack: also write api_stacks.yaml (up to 3 stacks per API).
+    stack_format: "short" (file.py:12 in func), "full" (traceback style) or
+        "api" (module.function).
+    disable_torch_api_list: level 0 wraps everything a full scan of torch
+        found (api_list/torch_api_list_full.yaml) instead of the public API
+        list (api_list/torch_api_list.yaml).
+    include_apis, exclude_apis: API-name glob patterns; a call is recorded
+        when its API matches an include pattern (default: all) and no exclude
+        pattern (default: the dialect's, property accessors for torch).
+    api_list: level 0 wraps these API names instead of a list file.
+    show_device, show_requires_grad: write these tensor fields in config
+        lines too (YAML records always carry them).
+    stream_trace: write api_trace.yaml/.txt (off: only configs, APIs and
+        statistics, for very long runs).
+    """
+
+    def __init__(
+        self,
+        dialect: Union[str, FrameworkDialect] = "torch",
+        output_path: Union[str, os.PathLike] = "trace_output",
+        levels: Union[int, type, Sequence[Union[int, type]]] = 0,
+        merge_output: bool = False,
+        record_stack: bool = False,
+        stack_format: str = "short",
+        disable_torch_api_list: bool = False,
+        *,
+        include_apis: Optional[Iterable[str]] = None,
+        exclude_apis: Optional[Iterable[str]] = None,
+        api_list: Optional[Iterable[str]] = None,
+        show_device: bool = False,
+        show_requires_grad: bool = False,
+        stream_trace: bool = True,
+    ) -> None:
+        if isinstance(dialect, FrameworkDialect):
+            self.dialect = dialect
+        elif isinstance(dialect, str) and dialect in _DIALECTS:
+            self.dialect = _DIALECTS[dialect]()
+        else:
+            raise ValueError(
+                f"dialect must be one of {sorted(_DIALECTS)} or a FrameworkDialect instance, not {dialect!r}"
+            )
+        if not isinstance(output_path, (str, os.PathLike)) or not os.fspath(output_path):
+            raise ValueError(f"output_path must be a non-empty path, not {output_path!r}")
+        self.output_path = os.fspath(output_path)
+        self.hook_classes = self._check_levels(levels)
+        self.levels = sorted(self.hook_classes)
+        self.merge_output = _check_bool("merge_output", merge_output)
+        self.record_stack = _check_bool("record_stack", record_stack)
+        if stack_format not in STACK_FORMATS:
+            raise ValueError(f"stack_format must be one of {list(STACK_FORMATS)}, not {stack_format!r}")
+        self.stack_format = stack_format
+        self.disable_torch_api_list = _check_bool("disable_torch_api_list", disable_torch_api_list)
+        self.include_apis = _check_patterns("include_apis", include_apis, [])
+        self.exclude_apis = _check_patterns("exclude_apis", exclude_apis, self.dialect.default_exclude())
+        self.api_list = None if api_list is None else _check_patterns("api_list", api_list, [])
+        self.show_device = _check_bool("show_device", show_device)
+        self.show_requires_grad = _check_bool("show_requires_grad", show_requires_grad)
+        self.stream_trace = _check_bool("stream_trace", stream_trace)
+        self._hooks: List[TracingHook] = []
+
+    def _check_levels(self, levels: Any) -> Dict[int, type]:
+        offered = self.dialect.hook_classes()
+        allowed = ", ".join(f"{n} ({cls.__name__})" for n, cls in sorted(offered.items()))
+        items = list(levels) if isinstance(levels, (list, tuple)) else [levels]
+        if not items:
+            raise ValueError(f"levels must name at least one level; allowed: {allowed}, or a TracingHook subclass")
+        chosen: Dict[int, type] = {}
+        for item in items:
+            if isinstance(item, type) and issubclass(item, TracingHook):
+                number, cls = item.level, item
+                if not isinstance(number, int) or not 0 <= number <= 63:
+                    raise ValueError(f"levels: {cls.__name__}.level must be an int in 0..63, not {number!r}")
+            elif isinstance(item, int) and not isinstance(item, bool) and item in offered:
+                number, cls = item, offered[item]
+            else:
+                raise ValueError(f"levels: {item!r} is not a level; allowed: {allowed}, or a TracingHook subclass")
+            if number in chosen:
+                raise ValueError(f"levels: level {number} is given twice")
+            chosen[number] = cls
+        return chosen
+
+    # -- lifecycle -----------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return _running is self
+
+    def start(self) -> "APITracer":
+        """Opens the output files and installs the hooks."""
+        global _running
+        with _lock:
+            if _running is not None:
+                raise RuntimeError("an APITracer is already running in this process; stop it first")
+            _C.start(
+                output_dir=self.output_path,
+                levels=self.levels,
+                merge=self.merge_output,
+                record_stack=self.record_stack,
+                stack_format=self.stack_format,
+                stream_trace=self.stream_trace,
+                show_device=self.show_device,
+                show_requires_grad=self.show_requires_grad,
+                include=self.include_apis,
+                exclude=self.exclude_apis,
+                stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
+                resolve=self.dialect.api_name,
+                classify=self.dialect.classify,
+                tensor_type_name=self.dialect.tensor_type_name,
+            )
+            _running = self
+            options = {"full_api_list": self.disable_torch_api_list, "api_list": self.api_list}
+            try:
+                with _C.suspended():
+                    for level in self.levels:
+                        hook = self.hook_classes[level](self.dialect, options)
+                        hook.install()
+                        self._hooks.append(hook)
+            except BaseException:
+                self._teardown()
+                raise
+        atexit.register(self.stop)
+        return self
+
+    def stop(self) -> None:
+        """Removes the hooks and writes the files. Does nothing if not running."""
+        with _lock:
+            if _running is not self:
+                return
+            self._teardown()
+        atexit.unregister(self.stop)
+
+    def _teardown(self) -> None:
+        """Uninstalls every hook (the latest first), then closes the session;
+        raises the first error once all of it is done."""
+        global _running
+        errors: List[BaseException] = []
+        with _C.suspended():
+            while self._hooks:
+                try:
+                    self._hooks.pop().uninstall()
+                except BaseException as e:  # noqa: BLE001 - finish the teardown first
+                    errors.append(e)
+        try:
+            _C.stop()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+        _running = None
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> "APITracer":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop()
+
+    # -- results -------------------------------------------------------------
+
+    def files(self) -> Dict[str, str]:
+        """The files this tracer writes, by kind ("api_trace.txt", ...), per
+        level suffix when output is not merged."""
+        stems = ["api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml", "api_statistics.yaml"]
+        if self.record_stack:
+            stems.append("api_stacks.yaml")
+        if not self.stream_trace:
+            stems = stems[2:]
+        suffixes = [""] if self.merge_output else [f"_level_{n}" for n in self.levels]
+        out = {}
+        for suffix in suffixes:
+            for stem in stems:
+                base, ext = os.path.splitext(stem)
+                out[base + suffix + ext] = os.path.join(self.output_path, base + suffix + ext)
+        return out

@@ -1,0 +1,94 @@
+"""The values of a config line that Python has no literal for.
+
+A parsed config line (``api_tracer.parse_call``) gives plain Python values
+where Python has them (ints, floats, complex, strings, lists, tuples, dicts,
+slices, Ellipsis, None) and these classes for the rest:
+
+- ``TensorSpec``: ``Tensor([2, 3], "float32", stride=[1, 2])``
+- ``Symbol``: a named constant written bare, ``torch.float16``
+- ``Call``: ``name(args..., kw=v...)``: ``torch.device("cuda:0")``,
+  ``torch.nn.Linear(3, 4)``, and the placeholders ``Opaque("T")``,
+  ``Callable("f")``, ``Module("torch.nn.Linear")``.
+
+A dialect's serializer returns these to say how a value is written.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+
+class TensorSpec:
+    """A tensor reduced to what a config line keeps of it."""
+
+    __slots__ = ("shape", "dtype", "stride", "device", "requires_grad", "layout")
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        dtype: str,
+        stride: Optional[Sequence[int]] = None,
+        device: str = "cpu",
+        requires_grad: bool = False,
+        layout: Optional[str] = None,
+    ) -> None:
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.stride = None if stride is None else tuple(stride)
+        self.device = device
+        self.requires_grad = requires_grad
+        self.layout = layout
+
+    def _key(self) -> tuple:
+        return (self.shape, self.dtype, self.stride, self.device, self.requires_grad, self.layout)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        extra = "" if self.stride is None else f", stride={list(self.stride)}"
+        return f'Tensor({list(self.shape)}, "{self.dtype}"{extra})'
+
+
+class Symbol:
+    """A named constant, such as ``torch.float16`` or ``torch.channels_last``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Symbol) and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash(("Symbol", self.name))
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Call:
+    """``name(*args, **kwargs)`` as a value: a constructor call or a placeholder."""
+
+    __slots__ = ("name", "args", "kwargs")
+
+    def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.name = name
+        self.args = args
+        self.kwargs = kwargs
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Call)
+            and (self.name, self.args, self.kwargs) == (other.name, other.args, other.kwargs)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.args, tuple(sorted(self.kwargs.items()))))
+
+    def __repr__(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.name}({', '.join(parts)})"
