@@ -26,7 +26,6 @@ class CMakeBuild(build_ext):
             "cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja",
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
-            "-DAPI_TRACER_BUILD_TESTS=OFF",
         ])
         subprocess.check_call(["cmake", "--build", str(build_dir), "--target", "_C",
                                "--parallel", str(os.cpu_count() or 2)])

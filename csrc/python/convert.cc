@@ -51,6 +51,11 @@ std::string QualifiedName(PyTypeObject* type) {
   return name;
 }
 
+// A torch constant's Python spelling: qschemes name themselves without "torch.".
+std::string TorchName(std::string_view name) {
+  return name.rfind("torch.", 0) == 0 ? std::string(name) : "torch." + std::string(name);
+}
+
 // The attribute `name` of `obj`, or nullptr (error cleared).
 PyObject* Attr(PyObject* obj, const char* name) {
   PyObject* v = PyObject_GetAttrString(obj, name);
@@ -222,9 +227,9 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
     w->BeginObject("torch.device", 1, 0);
     return w->Str(aten::DeviceName(reinterpret_cast<THPDevice*>(obj)->device));
   }
-  if (THPLayout_Check(obj)) return w->Symbol(reinterpret_cast<THPLayout*>(obj)->name);
-  if (THPMemoryFormat_Check(obj)) return w->Symbol(reinterpret_cast<THPMemoryFormat*>(obj)->name);
-  if (THPQScheme_Check(obj)) return w->Symbol(reinterpret_cast<THPQScheme*>(obj)->name);
+  if (THPLayout_Check(obj)) return w->Symbol(TorchName(reinterpret_cast<THPLayout*>(obj)->name));
+  if (THPMemoryFormat_Check(obj)) return w->Symbol(TorchName(reinterpret_cast<THPMemoryFormat*>(obj)->name));
+  if (THPQScheme_Check(obj)) return w->Symbol(TorchName(reinterpret_cast<THPQScheme*>(obj)->name));
   if (THPGeneratorClass && PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(THPGeneratorClass))) {
     w->BeginObject("torch.Generator", 0, 1);
     w->Keyword("device");

@@ -153,7 +153,10 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   if (Py_TYPE(func) == &WrapperType) func = reinterpret_cast<Wrapper*>(func)->original;
   Session* s = Session::Active();
   ThreadState& ts = CurrentThread();
+  PyObject* target = func;
   if (s && !ts.suspended && s->Records(level)) {
+    const Session::ApiEntry* api = s->Resolve(func);
+    if (api->target) target = api->target;
     // The first call a mode sees inside a wrapper's call is nested directly
     // in it; if it is the same callable, it is the same call.
     bool same_call = false;
@@ -161,12 +164,9 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
       same_call = s->merges() && ts.open_call == func;
       ts.open_call = nullptr;
     }
-    if (!same_call) {
-      const Session::ApiEntry* api = s->Resolve(func);
-      if (api->included) s->Record(level, api->id, CallArgs::Tuple(call_args, call_kwargs));
-    }
+    if (api->included && !same_call) s->Record(level, api->id, CallArgs::Tuple(call_args, call_kwargs));
   }
-  return PyObject_Call(func, call_args, call_kwargs);
+  return PyObject_Call(target, call_args, call_kwargs);
 }
 
 PyObject* TorchFunctionHandler(PyObject*, PyObject* const* args, Py_ssize_t nargs) {

@@ -51,8 +51,14 @@ Session::Session(const SessionOptions& options, std::unique_ptr<Recorder> record
 }
 
 Session::~Session() {
-  for (auto& [func, entry] : apis_) Py_DECREF(func);
-  for (auto& [key, entry] : accessors_) Py_DECREF(key.first);
+  for (auto& [func, entry] : apis_) {
+    Py_XDECREF(entry.target);
+    Py_DECREF(func);
+  }
+  for (auto& [key, entry] : accessors_) {
+    Py_XDECREF(entry.target);
+    Py_DECREF(key.first);
+  }
   Py_XDECREF(resolve_);
 }
 
@@ -62,9 +68,14 @@ Session::ApiEntry Session::Name(PyObject* func) {
     Suspend suspend;  // the dialect's Python code runs here
     name = resolve_ ? PyObject_CallOneArg(resolve_, func) : nullptr;
   }
-  ApiEntry entry{0, false};
-  const char* s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
-  if (s) entry = ApiEntry{Intern(s), filter_.Allows(s)};
+  ApiEntry entry{0, false, nullptr};
+  if (name && PyTuple_Check(name) && PyTuple_GET_SIZE(name) == 2) {
+    PyObject* api = PyTuple_GET_ITEM(name, 0);
+    PyObject* target = PyTuple_GET_ITEM(name, 1);
+    const char* s = PyUnicode_Check(api) ? PyUnicode_AsUTF8(api) : nullptr;
+    if (s) entry = ApiEntry{Intern(s), filter_.Allows(s), nullptr};
+    if (target != func && PyCallable_Check(target)) entry.target = Py_NewRef(target);
+  }
   Py_XDECREF(name);
   PyErr_Clear();
   return entry;
@@ -97,6 +108,7 @@ const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
   const ApiEntry* result;
   if (which < 0) {  // not a descriptor's accessor: nothing stable to key on
     static thread_local ApiEntry uncached;
+    Py_CLEAR(uncached.target);
     uncached = Name(func);
     result = &uncached;
   } else if (auto it = accessors_.find({self, which}); it != accessors_.end()) {

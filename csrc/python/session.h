@@ -43,7 +43,7 @@ struct SessionOptions {
   std::vector<std::string> exclude;
   StackCapture::Format stack_format = StackCapture::Format::kShort;
   std::vector<std::string> stack_skip_prefixes;
-  PyObject* resolve = nullptr;           // callable(func) -> str | None
+  PyObject* resolve = nullptr;           // callable(func) -> (str | None, direct callable)
   PyObject* classify = nullptr;          // see convert.h
   PyObject* tensor_type_name = nullptr;  // callable(type) -> str
 };
@@ -53,6 +53,9 @@ class Session {
   struct ApiEntry {
     ApiId id;
     bool included;
+    // What calling the API comes down to (OpOverload -> its C++ _op), or
+    // nullptr to call the callable itself. Owned.
+    PyObject* target;
   };
 
   static Session* Active();

@@ -95,6 +95,11 @@ class FrameworkDialect:
         ``TensorSpec``. Consulted before the dialect's own rules."""
         return {}
 
+    def direct_callable(self, func: Any) -> Callable:
+        """What calling `func` comes down to, called instead of it by the
+        modes' handlers (skipping a Python frame where there is one)."""
+        return func
+
     def api_name(self, func: Any) -> Optional[str]:
         """The API name of a callable a mode hands over; None to ignore it."""
         module = getattr(func, "__module__", None)
@@ -112,6 +117,11 @@ class FrameworkDialect:
 
     def tensor_type_name(self, tp: type) -> str:
         return public_name(tp)
+
+    def on_start(self, levels: List[int]) -> Callable[[], None]:
+        """Called when tracing starts, before the hooks are installed; returns
+        what undoes it at stop."""
+        return lambda: None
 
     def stack_skip_prefixes(self) -> List[str]:
         """Files whose frames never appear in a recorded stack."""
@@ -264,6 +274,21 @@ class PyTorchDialect(FrameworkDialect):
         # are a large share of a model's calls and no one fuzzes them.
         return ["*.__get__", "*.__set__", "*.__delete__"]
 
+    def on_start(self, levels: List[int]) -> Callable[[], None]:
+        # A compiled function runs eagerly while a Python level traces, so
+        # every call is seen (PyTorch does the same on its own for dispatch
+        # modes) and no compiler internals are mistaken for the program's
+        # calls. The previous stance comes back at stop.
+        if not set(levels) & {0, 1, 2}:
+            return lambda: None
+        import torch
+
+        # torch builds its function -> name table on first use and keeps it;
+        # build it now, before level 0 puts wrappers where the originals are.
+        torch.overrides._get_overridable_functions()
+        stance = torch.compiler.set_stance("force_eager")
+        return lambda: stance.__exit__(None, None, None)
+
     def stack_skip_prefixes(self) -> List[str]:
         import torch
 
@@ -282,14 +307,40 @@ class PyTorchDialect(FrameworkDialect):
 
         if isinstance(func, torch._ops.OpOverload):
             return f"torch.ops.{func.namespace}.{func._opname}.{func._overloadname}"
+        if isinstance(func, torch._ops.OpOverloadPacket):
+            return f"torch.ops.{func._qualified_op_name.replace('::', '.')}"
         try:
             name = resolve_name(func)
         except Exception:  # noqa: BLE001 - an unhashable or odd callable
             name = None
-        return name or super().api_name(func)
+        if name:
+            return name
+        # Not in torch's table: the namespace that exports it under its name.
+        short = getattr(func, "__name__", None)
+        for prefix, ns in self._namespaces():
+            if short and getattr(ns, short, None) is func:
+                return f"{prefix}.{short}"
+        return super().api_name(func)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=None)
+    def _namespaces() -> Tuple[Tuple[str, Any], ...]:
+        import torch
+        import torch.nn.functional
+
+        return (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
+                ("torch.linalg", torch.linalg), ("torch.fft", torch.fft), ("torch.special", torch.special))
 
     def tensor_type_name(self, tp: type) -> str:
         return public_name(tp)
+
+    def direct_callable(self, func: Any) -> Callable:
+        import torch
+
+        # OpOverload.__call__ is `return self._op(*args, **kwargs)`.
+        if type(func) is torch._ops.OpOverload:
+            return func._op
+        return func
 
     def classify(self, tp: type) -> Rule:
         import torch
@@ -363,42 +414,47 @@ def _simple(v: Any) -> bool:
 
 def _rebuild_constructor(module: Any, cls: type, name: str) -> Optional[Call]:
     """Reads a torch.nn module's constructor arguments back from its
-    attributes, and keeps them only if a module built from them describes
-    itself (extra_repr) exactly as this one does."""
+    attributes: the required ones positionally, the others by keyword where
+    they differ from what the defaults give. Kept only if a module built from
+    them (on the meta device) describes itself (extra_repr) exactly as this
+    one does."""
     import torch
 
+    def read(m: Any, attr: str) -> Any:
+        v = getattr(m, attr)
+        if isinstance(v, torch.Tensor) or (v is None and attr == "bias"):
+            return v is not None  # bias=True/False is stored as the parameter
+        return v
+
     try:
-        sig = inspect.signature(cls.__init__)
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return None
-    args: List[Any] = []
-    kwargs: Dict[str, Any] = {}
-    factory = {}
-    for p in list(sig.parameters.values())[1:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            return None
-        if p.name in ("device", "dtype"):
-            factory[p.name] = "meta" if p.name == "device" else None
-            continue
-        if not hasattr(module, p.name):
-            if p.default is p.empty:
-                return None
-            continue
-        v = getattr(module, p.name)
-        if isinstance(v, torch.Tensor) or (v is None and p.name == "bias"):
-            v = v is not None  # bias=True/False is stored as the parameter
-        if not _simple(v):
-            return None
-        if p.default is p.empty:
-            if kwargs:
-                return None
-            args.append(v)
-        elif v != p.default:
-            kwargs[p.name] = v
-    if "device" not in factory and any(isinstance(t, torch.Tensor) for t in module.parameters(recurse=False)):
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return None
+    names = {p.name for p in params}
+    if "device" not in names and any(True for _ in module.parameters(recurse=False)):
         return None  # cannot rebuild without allocating real memory
+    meta = {"device": "meta"} if "device" in names else {}
+    args = []
+    optional = []
+    for p in params:
+        if p.name in ("device", "dtype"):
+            continue
+        if p.default is p.empty:
+            if not hasattr(module, p.name) or not _simple(read(module, p.name)):
+                return None
+            args.append(read(module, p.name))
+        elif hasattr(module, p.name):
+            optional.append(p.name)
     try:
-        probe = cls(*args, **kwargs, **({"device": "meta"} if "device" in factory else {}))
+        base = cls(*args, **meta)
+        kwargs = {}
+        for attr in optional:
+            mine = read(module, attr)
+            if _simple(mine) and (not hasattr(base, attr) or read(base, attr) != mine):
+                kwargs[attr] = mine
+        probe = cls(*args, **kwargs, **meta) if kwargs else base
     except Exception:  # noqa: BLE001 - any failure means "not known"
         return None
     if probe.extra_repr() != module.extra_repr():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _C
 from .dialect import FrameworkDialect, PyTorchDialect
@@ -112,6 +112,7 @@ class APITracer:
         self.show_requires_grad = _check_bool("show_requires_grad", show_requires_grad)
         self.stream_trace = _check_bool("stream_trace", stream_trace)
         self._hooks: List[TracingHook] = []
+        self._undo_start: Optional[Callable[[], None]] = None
 
     def _check_levels(self, levels: Any) -> Dict[int, type]:
         offered = self.dialect.hook_classes()
@@ -133,6 +134,10 @@ class APITracer:
                 raise ValueError(f"levels: level {number} is given twice")
             chosen[number] = cls
         return chosen
+
+    def _resolve(self, func: Any) -> tuple:
+        """What the C++ handlers ask once per callable a mode meets."""
+        return self.dialect.api_name(func), self.dialect.direct_callable(func)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -158,13 +163,14 @@ class APITracer:
                 include=self.include_apis,
                 exclude=self.exclude_apis,
                 stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
-                resolve=self.dialect.api_name,
+                resolve=self._resolve,
                 classify=self.dialect.classify,
                 tensor_type_name=self.dialect.tensor_type_name,
             )
             _running = self
             options = {"full_api_list": self.disable_torch_api_list, "api_list": self.api_list}
             try:
+                self._undo_start = self.dialect.on_start(self.levels)
                 with _C.suspended():
                     for level in self.levels:
                         hook = self.hook_classes[level](self.dialect, options)
@@ -195,10 +201,13 @@ class APITracer:
                     self._hooks.pop().uninstall()
                 except BaseException as e:  # noqa: BLE001 - finish the teardown first
                     errors.append(e)
-        try:
-            _C.stop()
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        undo, self._undo_start = self._undo_start, None
+        for step in (undo, _C.stop):
+            try:
+                if step is not None:
+                    step()
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
         _running = None
         if errors:
             raise errors[0]

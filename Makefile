@@ -1,0 +1,44 @@
+# api_tracer: the two commands of README.md are `make demo` and `make test`.
+PY      := .venv/bin/python
+BUILD   := build
+TORCH_CMAKE = $(shell $(PY) -c 'import torch; print(torch.utils.cmake_prefix_path)')
+
+.PHONY: all setup build test test-cpp test-python demo bench api-lists clean
+
+all: build
+
+setup: .venv/.setup-done
+.venv/.setup-done: requirements.txt scripts/setup.sh
+	scripts/setup.sh
+	touch $@
+
+# The core, its unit tests and the extension (into src/api_tracer/), then the
+# package installed in the venv (editable: it points at src/).
+build: setup
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPI_TRACER_BUILD_TESTS=ON \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -DCMAKE_PREFIX_PATH="$(TORCH_CMAKE)" > $(BUILD).log 2>&1 \
+	  || { cat $(BUILD).log; exit 1; }
+	cmake --build $(BUILD)
+	@test -f .venv/.installed || { $(PY) -m pip install -q --no-build-isolation --no-deps -e . && touch .venv/.installed; }
+
+test: build test-cpp test-python
+
+test-cpp:
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+test-python:
+	$(PY) -m pytest -q
+
+# The main job on the bundled example: trace a small model, print the files and statistics.
+demo: build
+	$(PY) examples/quickstart.py
+
+bench: build
+	$(PY) bench/bench_overhead.py
+
+# Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
+api-lists: build
+	$(PY) -m api_tracer.api_list
+
+clean:
+	rm -rf $(BUILD) $(BUILD).log src/api_tracer/_C*.so .venv/.installed

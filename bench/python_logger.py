@@ -1,0 +1,138 @@
+"""The comparison points of bench_overhead.py, in plain Python.
+
+- FloorFunctionMode / FloorDispatchMode / PythonSetattr(): PyTorch's own
+  machinery with a handler that only calls the function: the least any
+  tracer built on the same hook point can cost.
+- LoggerFunctionMode / LoggerDispatchMode / PythonSetattr(logger): the design of
+  the original pure-Python tracer: the same hook points, and per call the
+  same fields api_tracer records (API name, each tensor's shape, dtype,
+  device and strides, scalars by repr), a config line deduplicated in a dict,
+  and the YAML record and text line of the streamed trace.
+"""
+from __future__ import annotations
+
+import io
+import threading
+
+import torch
+from torch.overrides import TorchFunctionMode, resolve_name
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class FloorFunctionMode(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class FloorDispatchMode(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class PythonLogger:
+    """Serializes calls the way the original tracer did, in Python."""
+
+    def __init__(self):
+        self.configs = {}
+        self.yaml = io.StringIO()
+        self.txt = io.StringIO()
+
+    def value(self, v):
+        if isinstance(v, torch.Tensor):
+            text = f'Tensor({list(v.shape)}, "{str(v.dtype)[6:]}"'
+            if not v.is_contiguous():
+                text += f", stride={list(v.stride())}"
+            record = {"type": "torch.Tensor", "shape": list(v.shape), "dtype": str(v.dtype),
+                      "device": str(v.device)}
+            return text + ")", record
+        if isinstance(v, (list, tuple)):
+            parts = [self.value(x) for x in v]
+            inner = ", ".join(p[0] for p in parts)
+            return (f"[{inner}]" if isinstance(v, list) else f"({inner})"), [p[1] for p in parts]
+        if isinstance(v, str):
+            return f'"{v}"', v
+        return repr(v), v
+
+    def record(self, name, args, kwargs):
+        parts = [self.value(a) for a in args]
+        kw = {k: self.value(v) for k, v in (kwargs or {}).items()}
+        line = f"{name}({', '.join([p[0] for p in parts] + [f'{k}={v[0]}' for k, v in kw.items()])})"
+        self.configs[line] = self.configs.get(line, 0) + 1
+        self.yaml.write(f"- api: {name}\n  args: {[p[1] for p in parts]}\n  kwargs: {dict((k, v[1]) for k, v in kw.items())}\n")
+        self.txt.write(line + "\n")
+
+
+class LoggerFunctionMode(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.log = PythonLogger()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.log.record(resolve_name(func) or func.__qualname__, args, kwargs)
+        return func(*args, **(kwargs or {}))
+
+
+class LoggerDispatchMode(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.log = PythonLogger()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.log.record(f"torch.ops.{func}", args, kwargs)
+        return func(*args, **(kwargs or {}))
+
+
+class PythonSetattr:
+    """Level 0 in Python: every API of the default list replaced by setattr
+    with a Python wrapper. `logger` None: the floor (only calls through);
+    else the wrapper records the outermost call of a thread, as level 0
+    does."""
+
+    def __init__(self, logger=None):
+        from api_tracer.dialect import PyTorchDialect
+
+        dialect = PyTorchDialect()
+        self.targets, _ = dialect.setattr_targets(dialect.api_list())
+        self.log = logger
+        self.depth = threading.local()
+
+    def _wrap(self, fn, name, drop_self=False):
+        if self.log is None:
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+        log, depth = self.log, self.depth
+
+        def wrapper(*args, **kwargs):
+            if getattr(depth, "n", 0):
+                return fn(*args, **kwargs)
+            depth.n = 1  # before recording: reading tensors calls wrapped methods
+            try:
+                log.record(name, args[1:] if drop_self else args, kwargs)
+                return fn(*args, **kwargs)
+            finally:
+                depth.n = 0
+        return wrapper
+
+    def __enter__(self):
+        self.saved = []
+        for t in self.targets:
+            raw = t.raw
+            if t.kind == "staticmethod":
+                new = staticmethod(self._wrap(raw.__func__, t.api))
+            elif t.kind == "classmethod":
+                new = classmethod(self._wrap(raw.__func__, t.api))
+            elif t.kind == "property":
+                new = property(self._wrap(raw.fget, t.api), raw.fset, raw.fdel)
+            else:
+                new = self._wrap(raw, t.api, drop_self=t.kind == "constructor")
+            self.saved.append((t.owner, t.attr, t.attr in vars(t.owner), vars(t.owner).get(t.attr)))
+            setattr(t.owner, t.attr, new)
+        return self
+
+    def __exit__(self, *exc):
+        for owner, attr, had, old in reversed(self.saved):
+            if had:
+                setattr(owner, attr, old)
+            else:
+                delattr(owner, attr)

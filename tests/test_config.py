@@ -1,0 +1,63 @@
+"""Config lines are data: parsed by the project's parser, never evaluated."""
+import os
+
+import pytest
+import torch
+
+from api_tracer import Call, ConfigSyntaxError, Symbol, TensorSpec, format_call, parse_call
+
+
+def test_parse_gives_python_values():
+    api, args, kwargs = parse_call(
+        'torch.ops.aten.addmm.default(Tensor([4], "float32"), Tensor([3, 4], "float32", stride=[1, 3]), '
+        '(slice(None, 2, None), ...), [1, 2.5, (1+2j)], {"k": None}, beta=torch.float16, '
+        'device=torch.device("cuda:0"), big=123456789012345678901234567890)')
+    assert api == "torch.ops.aten.addmm.default"
+    assert args == [TensorSpec([4], "float32"), TensorSpec([3, 4], "float32", stride=[1, 3]),
+                    (slice(None, 2, None), ...), [1, 2.5, 1 + 2j], {"k": None}]
+    assert kwargs == {"beta": Symbol("torch.float16"), "device": Call("torch.device", "cuda:0"),
+                      "big": 123456789012345678901234567890}
+
+
+def test_format_then_parse_round_trips():
+    args = (torch.zeros(2, 3).t(), 1e-05, float("inf"), "s\n", [1, (2,)], {"a": 1}, slice(1, 2, 3), ...,
+            torch.int8, torch.device("cpu"), torch.Size([1]), 2 ** 80, -0.0, 1j)
+    line = format_call("torch.f", *args, alpha=2)
+    api, parsed, kwargs = parse_call(line)
+    assert format_call(api, *parsed, **kwargs) == line
+    assert parsed[0] == TensorSpec([3, 2], "float32", stride=[1, 3])
+
+
+CODE_LINES = [
+    '__import__("os").system("touch PWNED")',
+    'torch.add(__import__("os").system("touch PWNED"))',
+    'torch.add(open("PWNED", "w"))',
+    'torch.add((lambda: __import__("os").system("touch PWNED"))())',
+    'torch.add(torch.__class__.__bases__[0].__subclasses__())',
+    'torch.add(exec("import os; os.system(\'touch PWNED\')"))',
+    'torch.add(1); import os',
+]
+
+
+@pytest.mark.parametrize("line", CODE_LINES)
+def test_code_is_never_run(tmp_path, monkeypatch, line):
+    monkeypatch.chdir(tmp_path)
+    try:
+        parse_call(line)
+    except ConfigSyntaxError as e:
+        assert e.column >= 1
+    assert not os.path.exists("PWNED")
+
+
+def test_lines_that_parse_as_calls_stay_inert_data(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    api, args, kwargs = parse_call('torch.add(open("PWNED", "w"))')
+    assert args == [Call("open", "PWNED", "w")]  # a name and its arguments, nothing more
+    assert not os.path.exists("PWNED")
+
+
+def test_malformed_line_reports_file_line_and_column():
+    with pytest.raises(ConfigSyntaxError) as e:
+        parse_call("torch.add(1,, 2)", path="configs.txt", lineno=7)
+    assert str(e.value).startswith("configs.txt:7:13: ")
+    assert (e.value.lineno, e.value.column) == (7, 13)

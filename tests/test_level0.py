@@ -1,0 +1,192 @@
+"""Level 0: APIs wrapped by setattr, every descriptor kind kept, everything restored."""
+import threading
+
+import pytest
+import torch
+import torch.nn as nn
+
+from api_tracer import APITracer
+from conftest import trace_lines
+
+
+class Widget:
+    """A class of the test's own, wrapped through api_list."""
+
+    scale = 3
+
+    def __init__(self, n):
+        self.n = n
+
+    def grow(self, k=1):
+        return self.n + k
+
+    @staticmethod
+    def make(n):
+        return Widget(n)
+
+    @classmethod
+    def build(cls, n):
+        return cls(n)
+
+    @property
+    def double(self):
+        return 2 * self.n
+
+
+class SubWidget(Widget):
+    pass
+
+
+W = f"{__name__}.Widget"
+ALL = [W, f"{W}.grow", f"{W}.make", f"{W}.build", f"{W}.double"]
+
+
+def test_level0_sees_functions_methods_and_classes(out):
+    lin = None
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        lin = nn.Linear(3, 4)
+        x = torch.randn(2, 3)
+        y = lin(x)
+        torch.nn.functional.relu(y)
+        y.sum(dim=0)
+        x[:, 1]
+    assert trace_lines(out) == [
+        "torch.nn.Linear(3, 4)",
+        "torch.randn(2, 3)",
+        'torch.nn.Linear.forward(torch.nn.Linear(3, 4), Tensor([2, 3], "float32"))',
+        'torch.nn.functional.relu(Tensor([2, 4], "float32"))',
+        'torch.Tensor.sum(Tensor([2, 4], "float32"), dim=0)',
+        'torch.Tensor.__getitem__(Tensor([2, 3], "float32"), (slice(None, None, None), 1))',
+    ]
+    assert isinstance(lin, nn.Linear) and lin(torch.ones(1, 3)).shape == (1, 4)
+
+
+def test_module_made_before_tracing_is_its_constructor_call_or_a_placeholder(out):
+    conv = nn.Conv2d(3, 8, 3, stride=2, bias=False)
+    norm = nn.LayerNorm(4, eps=1e-3)
+    seq = nn.Sequential(nn.ReLU())
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        conv(torch.zeros(1, 3, 8, 8))
+        norm(torch.zeros(2, 4))
+        seq(torch.zeros(2))
+    lines = trace_lines(out)
+    assert 'torch.nn.Conv2d.forward(torch.nn.Conv2d(3, 8, (3, 3), stride=(2, 2), bias=False), ' \
+           'Tensor([1, 3, 8, 8], "float32"))' in lines
+    assert 'torch.nn.LayerNorm.forward(torch.nn.LayerNorm((4,), eps=0.001), Tensor([2, 4], "float32"))' in lines
+    # A container's constructor cannot be read back: a placeholder names the class.
+    assert 'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([2], "float32"))' in lines
+
+
+def test_descriptor_kinds_are_kept(out):
+    before = {k: Widget.__dict__[k] for k in ("__init__", "grow", "make", "build", "double")}
+    with APITracer(output_path=str(out), levels=0, merge_output=True, api_list=ALL):
+        assert isinstance(Widget.__dict__["make"], staticmethod)
+        assert isinstance(Widget.__dict__["build"], classmethod)
+        assert isinstance(Widget.__dict__["double"], property)
+        w = Widget(2)
+        assert w.grow(3) == 5 and Widget.grow(w) == 3
+        assert Widget.make(4).n == 4 and w.make(5).n == 5
+        sub = SubWidget.build(6)  # a classmethod binds the subclass it is called on
+        assert type(sub) is SubWidget and sub.n == 6
+        assert w.double == 4
+        assert Widget.scale == 3
+    assert {k: Widget.__dict__[k] for k in before} == before
+    assert all(Widget.__dict__[k] is v for k, v in before.items())
+    lines = trace_lines(out)
+    assert lines[0] == f"{W}(2)"
+    assert f"{W}.grow(Opaque(\"{W}\"), 3)" in lines
+    assert f"{W}.make(4)" in lines
+    assert f"{W}.build({__name__}.SubWidget, 6)" in lines
+    # property getters are left out by default (noise control) ...
+    assert not any(".double" in line for line in lines)
+
+
+def test_property_getter_recorded_when_not_excluded(out):
+    with APITracer(output_path=str(out), levels=0, merge_output=True, api_list=ALL, exclude_apis=[]):
+        assert Widget(5).double == 10
+    assert f"{W}.double.__get__(Opaque(\"{W}\"))" in trace_lines(out)
+
+
+def snapshot():
+    import torch.nn.functional as F
+
+    owners = [torch, F, torch.Tensor, nn.Linear, nn.Conv2d, torch.optim.SGD]
+    return {(id(o), k): v for o in owners for k, v in list(vars(o).items())}
+
+
+def test_everything_is_restored_after_stop(out):
+    before = snapshot()
+    tracer = APITracer(output_path=str(out), levels=0)
+    tracer.start()
+    assert type(torch.add).__name__ == "ApiWrapper"
+    assert "__init__" in vars(nn.Tanh)  # an inherited __init__ is shadowed while tracing
+    tracer.stop()
+    after = snapshot()
+    assert after.keys() == before.keys()
+    assert all(after[k] is before[k] for k in before)
+    assert "__init__" not in vars(nn.Tanh)
+
+
+def test_everything_is_restored_after_an_exception(out):
+    before = snapshot()
+    with pytest.raises(KeyError, match="boom"):
+        with APITracer(output_path=str(out), levels=0, merge_output=True):
+            torch.ones(2)
+            raise KeyError("boom")
+    after = snapshot()
+    assert all(after[k] is before[k] for k in before) and after.keys() == before.keys()
+    assert trace_lines(out) == ["torch.ones(2)"]
+
+
+def test_outermost_calls_only(out):
+    """torch's own calls inside a recorded call are not recorded again."""
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        torch.nn.functional.softmax(torch.ones(2, 2), dim=1)  # calls Tensor.softmax inside
+    assert trace_lines(out) == ["torch.ones(2, 2)", 'torch.nn.functional.softmax(Tensor([2, 2], "float32"), dim=1)']
+
+
+def test_exceptions_of_the_api_propagate_and_the_call_is_recorded(out):
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        with pytest.raises(RuntimeError, match="size of tensor a"):
+            torch.add(torch.ones(2), torch.ones(3))
+    assert trace_lines(out)[-1] == 'torch.add(Tensor([2], "float32"), Tensor([3], "float32"))'
+
+
+def test_wrappers_kept_after_stop_call_through(out):
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        kept = torch.add
+    assert type(kept).__name__ == "ApiWrapper"
+    assert kept(torch.ones(1), 1).item() == 2.0
+    assert kept.__wrapped__ is torch.add and kept.__name__ == "add"
+    assert trace_lines(out) == []
+
+
+def test_threads_all_recorded(out):
+    n_threads, n_calls = 4, 50
+
+    def work():
+        for _ in range(n_calls):
+            torch.zeros(2)
+
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        threads = [threading.Thread(target=work) for _ in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert trace_lines(out) == ["torch.zeros(2)"] * (n_threads * n_calls)
+    stats = (out / "api_statistics.yaml").read_text()
+    assert f"Total API calls: {n_threads * n_calls}" in stats
+
+
+def test_start_and_stop_are_fast_enough_to_measure_in_bench(out):
+    """Correctness of install over the whole default list (timing is in bench/)."""
+    from api_tracer.dialect import PyTorchDialect
+
+    names = PyTorchDialect().api_list()
+    assert len(names) > 1500
+    tracer = APITracer(output_path=str(out), levels=0)
+    tracer.start()
+    hook = tracer._hooks[0]
+    assert not hook.skipped, hook.skipped  # the default list holds only wrappable APIs
+    tracer.stop()

@@ -1,0 +1,113 @@
+"""Levels 1 (TorchFunctionMode) and 2 (TorchDispatchMode)."""
+import threading
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from api_tracer import APITracer
+from conftest import trace_lines, yaml_records
+
+
+def test_level1_sees_factories_methods_and_functional(out):
+    with APITracer(output_path=str(out), levels=1, merge_output=True):
+        x = torch.randn(2, 3)
+        w = torch.ones(4, 3)
+        y = F.linear(x, w)
+        y.sum()
+        torch.zeros(3, dtype=torch.float16)
+    assert trace_lines(out) == [
+        "torch.randn(2, 3)",
+        "torch.ones(4, 3)",
+        'torch.nn.functional.linear(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"))',
+        'torch.Tensor.sum(Tensor([2, 4], "float32"))',
+        "torch.zeros(3, dtype=torch.float16)",
+    ]
+
+
+def test_level2_sees_forward_and_backward_aten_ops(out):
+    lin = nn.Linear(3, 4)
+    x = torch.randn(2, 3)
+    with APITracer(output_path=str(out), levels=2, merge_output=True):
+        lin(x).relu().sum().backward()
+    lines = trace_lines(out)
+    assert lines[:3] == [
+        'torch.ops.aten.t.default(Tensor([4, 3], "float32"))',
+        'torch.ops.aten.addmm.default(Tensor([4], "float32"), Tensor([2, 3], "float32"), '
+        'Tensor([3, 4], "float32", stride=[1, 3]))',
+        'torch.ops.aten.relu.default(Tensor([2, 4], "float32"))',
+    ]
+    # backward: relu's and addmm's gradients
+    assert any(line.startswith("torch.ops.aten.threshold_backward.default(") for line in lines)
+    assert any(line.startswith("torch.ops.aten.mm.default(") for line in lines)
+    assert all(line.startswith("torch.ops.aten.") for line in lines)
+    assert lin.weight.grad is not None
+
+
+def test_level2_keyword_only_arguments_are_keywords(out):
+    with APITracer(output_path=str(out), levels=2, merge_output=True):
+        torch.zeros(3, dtype=torch.float16)
+    assert trace_lines(out) == [
+        'torch.ops.aten.zeros.default([3], dtype=torch.float16, device=torch.device("cpu"), pin_memory=False)'
+    ]
+
+
+def test_calls_one_tracer_sees_are_ours_only(out):
+    """The tracer's own work (reading tensors, naming functions) is never recorded."""
+    x = torch.randn(3, requires_grad=True)
+    with APITracer(output_path=str(out), levels=[1, 2], merge_output=True):
+        x.mul(2)
+    assert trace_lines(out) == [
+        'torch.Tensor.mul(Tensor([3], "float32"), 2)',
+        'torch.ops.aten.mul.Tensor(Tensor([3], "float32"), 2)',
+    ]
+    assert [r["level"] for r in yaml_records(out)] == [1, 2]
+
+
+def test_modes_follow_the_thread_that_started_tracing(out):
+    """Levels 1 and 2 are PyTorch modes: thread-local to the starting thread."""
+    def other_thread():
+        for _ in range(10):
+            torch.ones(1)
+
+    with APITracer(output_path=str(out), levels=[1, 2], merge_output=False):
+        t = threading.Thread(target=other_thread)
+        t.start()
+        for _ in range(25):
+            torch.zeros(2)
+        t.join()
+    assert trace_lines(out, "_level_1") == ["torch.zeros(2)"] * 25
+    assert trace_lines(out, "_level_2") == [
+        'torch.ops.aten.zeros.default([2], device=torch.device("cpu"), pin_memory=False)'] * 25
+
+
+def test_property_getters_are_noise_excluded_by_default(out):
+    x = torch.ones(2)
+    with APITracer(output_path=str(out / "default"), levels=1, merge_output=True):
+        x.shape, x.requires_grad, x.grad
+        x.abs()
+    with APITracer(output_path=str(out / "all"), levels=1, merge_output=True, exclude_apis=[]):
+        x.shape
+        x.abs()
+    assert trace_lines(out / "default") == ['torch.Tensor.abs(Tensor([2], "float32"))']
+    assert trace_lines(out / "all") == ['torch.Tensor.shape.__get__(Tensor([2], "float32"))',
+                                        'torch.Tensor.abs(Tensor([2], "float32"))']
+
+
+def test_include_patterns(out):
+    with APITracer(output_path=str(out), levels=[1, 2], merge_output=True,
+                   include_apis=["torch.ops.aten.*"], exclude_apis=["*.detach.*"]):
+        torch.ones(2).abs()
+    assert trace_lines(out) == [
+        'torch.ops.aten.ones.default([2], device=torch.device("cpu"), pin_memory=False)',
+        'torch.ops.aten.abs.default(Tensor([2], "float32"))',
+    ]
+
+
+def test_operator_packets_are_named_under_torch_ops(out):
+    with APITracer(output_path=str(out), levels=[1, 2], merge_output=True):
+        torch.ops.aten.abs(torch.ones(1))
+    assert trace_lines(out) == ["torch.ones(1)",
+                                'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)',
+                                'torch.ops.aten.abs(Tensor([1], "float32"))',
+                                'torch.ops.aten.abs.default(Tensor([1], "float32"))']

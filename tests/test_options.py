@@ -1,0 +1,98 @@
+"""Bad options fail early and clearly; the lifecycle rules hold."""
+import pytest
+import torch
+
+from api_tracer import APITracer, TracingHook
+
+BAD = [
+    (dict(dialect="jax"), "dialect"),
+    (dict(dialect=3), "dialect"),
+    (dict(output_path=""), "output_path"),
+    (dict(output_path=7), "output_path"),
+    (dict(levels=5), "levels"),
+    (dict(levels=[]), "levels"),
+    (dict(levels=[1, 1]), "levels"),
+    (dict(levels="1"), "levels"),
+    (dict(levels=True), "levels"),
+    (dict(merge_output="yes"), "merge_output"),
+    (dict(record_stack=1), "record_stack"),
+    (dict(stack_format="long"), "stack_format"),
+    (dict(disable_torch_api_list=None), "disable_torch_api_list"),
+    (dict(include_apis="torch.*"), "include_apis"),
+    (dict(exclude_apis=[1]), "exclude_apis"),
+]
+
+
+@pytest.mark.parametrize("kwargs,name", BAD)
+def test_bad_value_names_the_parameter(out, kwargs, name):
+    kwargs.setdefault("output_path", str(out))
+    with pytest.raises(ValueError) as e:
+        APITracer(**kwargs)
+    assert name in str(e.value)
+    assert not out.exists()  # nothing was done
+
+
+def test_levels_error_lists_what_is_allowed(out):
+    with pytest.raises(ValueError, match=r"0 \(SetattrHook\), 1 \(TorchFunctionHook\), 2 \(TorchDispatchHook\)"):
+        APITracer(output_path=str(out), levels=[9])
+
+
+def test_unwritable_output_fails_at_start_not_after(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    tracer = APITracer(output_path=str(blocker / "sub"), levels=1)
+    with pytest.raises(OSError, match="a_file"):
+        tracer.start()
+    assert not tracer.running
+    # Nothing is hooked: a new tracer can start, and torch is untouched.
+    assert torch.overrides._get_current_function_mode() is None
+    with APITracer(output_path=str(tmp_path / "ok"), levels=1):
+        torch.ones(1)
+    assert (tmp_path / "ok" / "api_trace_level_1.txt").read_text() == "torch.ones(1)\n"
+
+
+def test_second_start_raises_runtime_error(out):
+    first = APITracer(output_path=str(out / "a"), levels=1)
+    second = APITracer(output_path=str(out / "b"), levels=2)
+    with first:
+        with pytest.raises(RuntimeError, match="already running"):
+            second.start()
+        with pytest.raises(RuntimeError, match="already running"):
+            first.start()
+        torch.zeros(2)
+    assert (out / "a" / "api_trace_level_1.txt").read_text() == "torch.zeros(2)\n"
+    assert not (out / "b").exists()
+
+
+def test_start_stop_methods_and_idempotent_stop(out):
+    tracer = APITracer(output_path=str(out), levels=1, merge_output=True)
+    tracer.stop()  # not running: nothing happens
+    tracer.start()
+    assert tracer.running
+    torch.ones(3)
+    tracer.stop()
+    tracer.stop()
+    assert not tracer.running
+    assert (out / "api_trace.txt").read_text() == "torch.ones(3)\n"
+    assert set(tracer.files()) == {"api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml",
+                                   "api_statistics.yaml"}
+
+
+def test_a_tracer_can_run_twice(out):
+    tracer = APITracer(output_path=str(out), levels=1, merge_output=True)
+    for n in (1, 2):
+        with tracer:
+            torch.ones(n)
+        assert (out / "api_trace.txt").read_text() == f"torch.ones({n})\n"
+
+
+def test_hook_class_with_bad_level_is_rejected(out):
+    class Bad(TracingHook):
+        level = 99
+
+        def install(self): ...
+
+        def uninstall(self): ...
+
+    with pytest.raises(ValueError, match="levels"):
+        APITracer(output_path=str(out), levels=[Bad])
