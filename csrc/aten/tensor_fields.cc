@@ -1,5 +1,9 @@
 #include "aten/tensor_fields.h"
 
+#include <ATen/Functions.h>
+#include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include <deque>
 #include <mutex>
 #include <string>
@@ -119,6 +123,27 @@ bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) 
   } catch (const std::exception&) {
     return false;
   }
+}
+
+ValueRange ReadValueRange(const at::Tensor& t) {
+  ValueRange r;
+  if (!t.defined() || t.numel() == 0 || t.is_meta() || t.layout() != c10::kStrided ||
+      t.key_set().has(c10::DispatchKey::Python)) {
+    return r;
+  }
+  try {
+    at::DisableRecordFunctionGuard no_observers;
+    c10::impl::ExcludeDispatchKeyGuard no_python(
+        c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
+    at::AutoDispatchBelowADInplaceOrView no_autograd;
+    at::Tensor flat = t.scalar_type() == at::kBool ? t.to(at::kLong) : t;
+    r.min = flat.min().item<int64_t>();
+    r.max = flat.max().item<int64_t>();
+    r.valid = true;
+  } catch (const std::exception&) {
+    r.valid = false;
+  }
+  return r;
 }
 
 }  // namespace api_tracer::aten

@@ -35,4 +35,10 @@ struct TensorScratch {
 // Dimensions that are symbolic and have no concrete value are written as -1.
 bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out);
 
+// The smallest and largest element of an integer or bool tensor. Reads the
+// data (and so waits for a device); computed outside every observer and
+// Python mode. Invalid for empty tensors and tensors without data (meta,
+// fake, tensor subclasses).
+ValueRange ReadValueRange(const at::Tensor& t);
+
 }  // namespace api_tracer::aten

@@ -1,18 +1,96 @@
 #include "core/aggregator.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 
+#include "core/thread_local_slots.h"
 #include "core/yaml.h"
 
 namespace api_tracer {
+namespace {
 
-const Aggregator::Config* Aggregator::Record(std::string_view key, Status* status) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = configs_.find(key);
-  if (it != configs_.end()) {
-    it->second->count.fetch_add(1, std::memory_order_relaxed);
-    return it->second.get();
+// The paths of a call's integer and bool tensors, in the order a converter
+// writes them (depth first, positional before keyword arguments).
+void CollectRangePaths(const Value& v, const std::string& path, std::vector<std::string>* out) {
+  using K = Value::Kind;
+  switch (v.kind()) {
+    case K::kTensor:
+      if (IsIntegralDtype(v.tensor().dtype)) out->push_back(path);
+      return;
+    case K::kList:
+    case K::kTuple:
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        CollectRangePaths(v.items()[i], path + "[" + std::to_string(i) + "]", out);
+      }
+      return;
+    case K::kDict:
+      for (size_t i = 0; i + 1 < v.items().size(); i += 2) {
+        std::string key;
+        FormatValue(v.items()[i], {}, &key);
+        CollectRangePaths(v.items()[i], path + ".keys[" + std::to_string(i / 2) + "]", out);
+        CollectRangePaths(v.items()[i + 1], path + "[" + key + "]", out);
+      }
+      return;
+    case K::kSlice:
+    case K::kObject: {
+      size_t npos = v.kind() == K::kObject ? v.positional_count() : v.items().size();
+      for (size_t i = 0; i < npos; ++i) {
+        CollectRangePaths(v.items()[i], path + ".args[" + std::to_string(i) + "]", out);
+      }
+      for (size_t i = 0; i < v.keywords().size(); ++i) {
+        CollectRangePaths(v.items()[npos + i], path + "." + v.keywords()[i], out);
+      }
+      return;
+    }
+    default:
+      return;
   }
+}
+
+void AtomicMin(std::atomic<int64_t>& a, int64_t v) {
+  int64_t cur = a.load(std::memory_order_relaxed);
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
+  int64_t cur = a.load(std::memory_order_relaxed);
+  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+struct LocalCacheTag {};
+
+}  // namespace
+
+uint64_t Aggregator::NextGenerationId() { return NextGeneration(); }
+
+const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<const ValueRange> ranges,
+                                             Status* status) {
+  auto& cache = ThreadLocalSlots<ConfigMap, LocalCacheTag>::Get(generation_);
+  Config* config;
+  if (auto it = cache.find(key); it != cache.end()) {
+    config = it->second;
+  } else {
+    config = Intern(key, status);
+    if (!config) return nullptr;
+    cache.emplace(std::string(key), config);
+  }
+  config->count.fetch_add(1, std::memory_order_relaxed);
+  if (config->range_min && ranges.size() == config->range_paths.size()) {
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (!ranges[i].valid) continue;
+      AtomicMin(config->range_min[i], ranges[i].min);
+      AtomicMax(config->range_max[i], ranges[i].max);
+    }
+  }
+  return config;
+}
+
+Aggregator::Config* Aggregator::Intern(std::string_view key, Status* status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = configs_.find(key); it != configs_.end()) return it->second.get();
   // First sight. Decoding and formatting under the lock costs each distinct
   // config once, and spares a race between two threads meeting it together.
   ApiId api;
@@ -28,9 +106,25 @@ const Aggregator::Config* Aggregator::Record(std::string_view key, Status* statu
   config->line = FormatCall(call, format_);
   config->yaml_body = yaml::RecordBody(call);
   config->yaml_header = &apis_->YamlHeader(api);
-  config->count.store(1, std::memory_order_relaxed);
+  if (value_ranges_) {
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      CollectRangePaths(call.args[i], "args[" + std::to_string(i) + "]", &config->range_paths);
+    }
+    for (const auto& [name, value] : call.kwargs) {
+      CollectRangePaths(value, "kwargs." + name, &config->range_paths);
+    }
+    size_t n = config->range_paths.size();
+    if (n) {
+      config->range_min = std::make_unique<std::atomic<int64_t>[]>(n);
+      config->range_max = std::make_unique<std::atomic<int64_t>[]>(n);
+      for (size_t i = 0; i < n; ++i) {
+        config->range_min[i] = std::numeric_limits<int64_t>::max();
+        config->range_max[i] = std::numeric_limits<int64_t>::min();
+      }
+    }
+  }
   if (api_seen_.insert(api).second) api_order_.push_back(api);
-  const Config* result = config.get();
+  Config* result = config.get();
   configs_.emplace(std::string(key), std::move(config));
   return result;
 }
@@ -77,6 +171,29 @@ std::vector<std::pair<ApiId, std::vector<Stack>>> Aggregator::Stacks() const {
   std::vector<std::pair<ApiId, std::vector<Stack>>> result;
   for (const auto& [api, set] : stacks_) {
     if (!set.stacks.empty()) result.emplace_back(api, set.stacks);
+  }
+  return result;
+}
+
+std::vector<std::pair<std::string, std::vector<Aggregator::Range>>> Aggregator::ValueRanges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> merged;
+  for (const auto& [key, config] : configs_) {
+    for (size_t i = 0; i < config->range_paths.size(); ++i) {
+      int64_t lo = config->range_min[i].load(), hi = config->range_max[i].load();
+      if (lo > hi) continue;  // no values seen (empty tensors)
+      auto [it, fresh] = merged[config->line].try_emplace(config->range_paths[i], lo, hi);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, lo);
+        it->second.second = std::max(it->second.second, hi);
+      }
+    }
+  }
+  std::vector<std::pair<std::string, std::vector<Range>>> result;
+  for (auto& [line, paths] : merged) {
+    std::vector<Range> ranges;
+    for (auto& [path, mm] : paths) ranges.push_back({path, mm.first, mm.second});
+    result.emplace_back(line, std::move(ranges));
   }
   return result;
 }

@@ -1,6 +1,6 @@
 // Aggregator: the distinct configs of one output set, their counts, the
-// order APIs were first seen in, and up to kMaxStacks distinct call stacks
-// per API.
+// order APIs were first seen in, up to kMaxStacks distinct call stacks per
+// API, and (when asked) the value ranges of integer tensor arguments.
 //
 // A call arrives as its key (key.h). The first time a key is seen it is
 // decoded and formatted once, into its config line and its YAML record body;
@@ -8,8 +8,10 @@
 // with the number of distinct configs, not with the number of calls.
 //
 // Ownership: Config objects live as long as the Aggregator; pointers to them
-// stay valid. Thread-safety: all methods may be called concurrently; the map
-// is guarded by a mutex, counts are atomic.
+// stay valid. Thread-safety: all methods may be called concurrently. Record
+// looks a key up in a per-thread cache first and takes the mutex only for a
+// key the thread has not met yet: no lock is shared on the hot path. Counts
+// and ranges are atomics.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,15 +46,22 @@ class Aggregator {
     std::string yaml_body;           // yaml::RecordBody of the call
     const std::string* yaml_header;  // ApiTable::YamlHeader(api)
     std::atomic<uint64_t> count{0};
+    // With value ranges: where each integer tensor argument is ("args[1]",
+    // "kwargs.index"), and the smallest and largest value seen there.
+    std::vector<std::string> range_paths;
+    std::unique_ptr<std::atomic<int64_t>[]> range_min, range_max;
   };
 
-  Aggregator(const ApiTable* apis, FormatOptions format) : apis_(apis), format_(format) {}
+  Aggregator(const ApiTable* apis, FormatOptions format, bool value_ranges = false)
+      : apis_(apis), format_(format), value_ranges_(value_ranges), generation_(NextGenerationId()) {}
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
-  // Finds or creates the config of `key` and counts one call of it.
-  // nullptr (and *status set) only for a key that cannot be decoded.
-  const Config* Record(std::string_view key, Status* status);
+  // Finds or creates the config of `key`, counts one call of it, and merges
+  // `ranges` (one per integer tensor argument) into it when value ranges are
+  // kept. nullptr (and *status set) only for a key that cannot be decoded.
+  const Config* Record(std::string_view key, std::span<const ValueRange> ranges, Status* status);
+  const Config* Record(std::string_view key, Status* status) { return Record(key, {}, status); }
 
   // Whether `api` still has room for another distinct stack.
   bool WantsStack(ApiId api) const;
@@ -71,20 +81,34 @@ class Aggregator {
   std::vector<std::string> ConfigLines() const;
   // Per API that has stacks: its stacks in first-seen order.
   std::vector<std::pair<ApiId, std::vector<Stack>>> Stacks() const;
+  // Per config line with integer tensor arguments: (path, min, max) of each
+  // one that held values; lines merged when two keys share one.
+  struct Range {
+    std::string path;
+    int64_t min, max;
+  };
+  std::vector<std::pair<std::string, std::vector<Range>>> ValueRanges() const;
   const ApiTable& apis() const { return *apis_; }
+  bool value_ranges() const { return value_ranges_; }
 
  private:
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
+  using ConfigMap = std::unordered_map<std::string, Config*, Hash, std::equal_to<>>;
   struct StackSet {
     std::vector<uint64_t> hashes;
     std::vector<Stack> stacks;
   };
+  static uint64_t NextGenerationId();
+
+  Config* Intern(std::string_view key, Status* status);
 
   const ApiTable* apis_;
   const FormatOptions format_;
+  const bool value_ranges_;
+  const uint64_t generation_;  // names this aggregator's per-thread caches
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Config>, Hash, std::equal_to<>> configs_;

@@ -97,3 +97,55 @@ TEST(AggregatorTest, ManyThreadsCountEveryCall) {
 
 }  // namespace
 }  // namespace api_tracer
+
+namespace api_tracer {
+namespace {
+
+TEST(AggregatorTest, ValueRangesMergePerConfig) {
+  ApiTable apis;
+  Aggregator agg(&apis, {}, /*value_ranges=*/true);
+  ApiId emb = apis.Intern("torch.ops.aten.embedding.default");
+  TensorInfo weight = testing::MakeTensor({10, 4});
+  TensorInfo index = testing::MakeTensor({3}, "int64");
+  auto record = [&](std::vector<ValueRange> ranges) {
+    KeyWriter w;
+    w.BeginCall(emb, 2);
+    w.Write(Value::Tensor(weight));
+    w.Write(Value::List({Value::Tensor(index), Value::Tensor(testing::MakeTensor({1}, "bool"))}));
+    w.BeginKwargs(0);
+    for (auto r : ranges) w.AddRange(r);
+    Status st;
+    ASSERT_NE(agg.Record(w.view(), w.ranges(), &st), nullptr);
+  };
+  record({{true, 3, 7}, {false, 0, 0}});
+  record({{true, 0, 5}, {false, 0, 0}});
+  record({{true, 2, 9}, {false, 0, 0}});
+  auto ranges = agg.ValueRanges();
+  ASSERT_EQ(ranges.size(), 1u);
+  ASSERT_EQ(ranges[0].second.size(), 1u);  // the empty bool tensor never held a value
+  EXPECT_EQ(ranges[0].second[0].path, "args[1][0]");
+  EXPECT_EQ(ranges[0].second[0].min, 0);
+  EXPECT_EQ(ranges[0].second[0].max, 9);
+}
+
+TEST(AggregatorTest, ManyAggregatorsOnOneThreadKeepTheirOwnCaches) {
+  ApiTable apis;
+  ApiId f = apis.Intern("f");
+  std::vector<std::unique_ptr<Aggregator>> aggs;
+  for (int i = 0; i < 20; ++i) aggs.push_back(std::make_unique<Aggregator>(&apis, FormatOptions{}));
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < aggs.size(); ++i) {
+      Status st;
+      ASSERT_NE(aggs[i]->Record(Key(f, {Value::Int(static_cast<int64_t>(i))}), &st), nullptr);
+    }
+  }
+  for (size_t i = 0; i < aggs.size(); ++i) {
+    auto counts = aggs[i]->ApiCounts();
+    ASSERT_EQ(counts.size(), 1u);
+    EXPECT_EQ(counts[0].count, 3u);
+    EXPECT_EQ(aggs[i]->ConfigLines(), std::vector<std::string>{"f(" + std::to_string(i) + ")"});
+  }
+}
+
+}  // namespace
+}  // namespace api_tracer

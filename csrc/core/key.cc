@@ -353,6 +353,11 @@ Status DecodeCall(std::string_view key, ApiId* api, Call* out) {
   return Status::OK();
 }
 
+bool IsIntegralDtype(std::string_view dtype) {
+  return dtype == "bool" || dtype == "int64" || dtype == "int32" || dtype == "int16" || dtype == "int8" ||
+         dtype == "uint8" || dtype == "uint16" || dtype == "uint32" || dtype == "uint64";
+}
+
 std::string EncodeValue(const Value& v) {
   KeyWriter w;
   w.Write(v);

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "core/value.h"
@@ -38,10 +39,26 @@ struct TensorFields {
   std::string_view subclass;  // empty for torch.Tensor
 };
 
+// The smallest and largest element of an integer or bool tensor argument.
+// Not part of a call's key: ranges are merged per config (aggregator.h).
+struct ValueRange {
+  bool valid = false;  // false for an empty tensor
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
 class KeyWriter {
  public:
-  void Clear() { buf_.clear(); }
+  void Clear() {
+    buf_.clear();
+    ranges_.clear();
+  }
   std::string_view view() const { return buf_; }
+
+  // Value ranges, one per integer or bool tensor written, in the order they
+  // were written; converters add them only when asked to.
+  void AddRange(ValueRange r) { ranges_.push_back(r); }
+  const std::vector<ValueRange>& ranges() const { return ranges_; }
 
   // A call is BeginCall, `nargs` values, BeginKwargs, then `nkwargs` times
   // Keyword + value.
@@ -80,7 +97,11 @@ class KeyWriter {
   void Double(double d);
 
   std::string buf_;
+  std::vector<ValueRange> ranges_;
 };
+
+// Whether values of this dtype (a Python dtype name) get a ValueRange.
+bool IsIntegralDtype(std::string_view dtype);
 
 // Decodes a key written by BeginCall...: its API id and arguments. `out->api`
 // is left empty (the id names it). Corruption if the key is malformed.

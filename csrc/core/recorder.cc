@@ -9,7 +9,7 @@ namespace api_tracer {
 struct Recorder::OutputSet {
   std::string suffix;  // "" when merged, else "_level_N"
   std::unique_ptr<Aggregator> agg;
-  std::ofstream trace_yaml, trace_txt, apis, configs, statistics, stacks;
+  std::ofstream trace_yaml, trace_txt, apis, configs, statistics, stacks, value_ranges;
   std::unique_ptr<TraceWriter> trace;
 };
 
@@ -55,7 +55,7 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
       continue;
     }
     auto set = std::make_unique<OutputSet>();
-    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format);
+    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format, options.value_ranges);
     struct {
       const char* stem;
       const char* ext;
@@ -68,6 +68,7 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
         {"api_configs", ".yaml", &set->configs, true},
         {"api_statistics", ".yaml", &set->statistics, true},
         {"api_stacks", ".yaml", &set->stacks, options.record_stack},
+        {"api_value_ranges", ".yaml", &set->value_ranges, options.value_ranges},
     };
     for (auto& f : files) {
       if (!f.wanted) continue;
@@ -84,14 +85,16 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
   return Status::OK();
 }
 
-const Aggregator::Config* Recorder::Record(int level, std::string_view key, Status* status) {
+const Aggregator::Config* Recorder::Record(const KeyWriter& key, const RecordExtras& extras,
+                                           Status* status) {
+  int level = extras.level;
   OutputSet* set = level >= 0 && level <= kMaxLevel ? SetFor(level) : nullptr;
   if (!set) {
     *status = Status::InvalidArgument("level " + std::to_string(level) + " is not recorded");
     return nullptr;
   }
-  const Aggregator::Config* config = set->agg->Record(key, status);
-  if (config && set->trace) set->trace->Append(*config, level);
+  const Aggregator::Config* config = set->agg->Record(key.view(), key.ranges(), status);
+  if (config && set->trace) set->trace->Append(*config, extras);
   return config;
 }
 
@@ -116,8 +119,9 @@ Status Recorder::Close() {
     WriteConfigs(*set->agg, set->configs);
     WriteStatistics(*set->agg, set->statistics);
     if (options_.record_stack) WriteStacks(*set->agg, set->stacks);
+    if (options_.value_ranges) WriteValueRanges(*set->agg, set->value_ranges);
     for (std::ofstream* f : {&set->trace_yaml, &set->trace_txt, &set->apis, &set->configs,
-                             &set->statistics, &set->stacks}) {
+                             &set->statistics, &set->stacks, &set->value_ranges}) {
       if (!f->is_open()) continue;
       f->close();
       if (f->fail()) keep_first(Status::IOError("writing to " + options_.output_dir + " failed"));

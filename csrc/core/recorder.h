@@ -31,6 +31,7 @@ struct RecorderOptions {
   bool merge = false;             // one set for all levels, else one per level
   bool record_stack = false;      // write api_stacks.yaml
   bool stream_trace = true;       // write api_trace.yaml and api_trace.txt
+  bool value_ranges = false;      // keep and write integer tensors' value ranges
   FormatOptions format;
 };
 
@@ -46,9 +47,9 @@ class Recorder {
   ApiTable& apis() { return apis_; }
   const RecorderOptions& options() const { return options_; }
 
-  // Records one call seen by `level` (one of options().levels); `key` was
-  // written by a KeyWriter with an id from apis(). Returns the call's config.
-  const Aggregator::Config* Record(int level, std::string_view key, Status* status);
+  // Records one call seen by `extras.level` (one of options().levels); `key`
+  // was written by `key` with an id from apis(). Returns the call's config.
+  const Aggregator::Config* Record(const KeyWriter& key, const RecordExtras& extras, Status* status);
 
   bool WantsStack(int level, ApiId api) const;
   void AddStack(int level, ApiId api, uint64_t hash, const std::function<Stack()>& make);

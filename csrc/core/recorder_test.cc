@@ -35,7 +35,7 @@ class RecorderTest : public ::testing::Test {
     w.Int(arg);
     w.BeginKwargs(0);
     Status st;
-    ASSERT_NE(rec->Record(level, w.view(), &st), nullptr) << st.message();
+    ASSERT_NE(rec->Record(w, {.level = level}, &st), nullptr) << st.message();
   }
 
   fs::path dir_;
@@ -71,7 +71,8 @@ TEST_F(RecorderTest, OneSetPerLevelWithSuffixes) {
   Record(rec.get(), 1, "torch.add", 1);
   Record(rec.get(), 2, "torch.ops.aten.add.Tensor", 1);
   Status st;
-  EXPECT_EQ(rec->Record(0, "x", &st), nullptr);  // level 0 is not recorded
+  KeyWriter w;
+  EXPECT_EQ(rec->Record(w, {.level = 0}, &st), nullptr);  // level 0 is not recorded
   EXPECT_FALSE(st.ok());
   ASSERT_TRUE(rec->Close().ok());
   EXPECT_EQ(Slurp(dir_ / "api_trace_level_1.txt"), "torch.add(1)\n");

@@ -4,35 +4,70 @@
 #include <charconv>
 #include <cstdio>
 
+#include "core/thread_local_slots.h"
 #include "core/yaml.h"
 
 namespace api_tracer {
 
-void TraceWriter::Append(const Aggregator::Config& config, int level) {
-  std::lock_guard<std::mutex> lock(mu_);
-  yaml_buf_.append(*config.yaml_header);
-  if (write_level_) {
-    char buf[32];
-    int n = std::snprintf(buf, sizeof buf, "  level: %d\n", level);
-    yaml_buf_.append(buf, n);
+struct TraceWriter::Buffer {
+  std::mutex mu;  // taken by its thread per call (never contended but by Flush)
+  std::string yaml;
+  std::string txt;
+};
+
+namespace {
+struct BufferTag {};
+}  // namespace
+
+TraceWriter::TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level)
+    : yaml_(yaml), txt_(txt), write_level_(write_level), generation_(NextGeneration()) {}
+
+TraceWriter::~TraceWriter() = default;
+
+TraceWriter::Buffer& TraceWriter::Local() {
+  Buffer*& mine = ThreadLocalSlots<Buffer*, BufferTag>::Get(generation_);
+  if (!mine) {
+    std::lock_guard<std::mutex> lock(buffers_mu_);
+    buffers_.push_back(std::make_unique<Buffer>());
+    mine = buffers_.back().get();
   }
-  yaml_buf_.append(config.yaml_body);
-  txt_buf_.append(config.line);
-  txt_buf_.push_back('\n');
-  if (yaml_buf_.size() + txt_buf_.size() >= kFlushBytes) WriteOutLocked();
+  return *mine;
 }
 
-void TraceWriter::WriteOutLocked() {
-  yaml_->write(yaml_buf_.data(), static_cast<std::streamsize>(yaml_buf_.size()));
-  txt_->write(txt_buf_.data(), static_cast<std::streamsize>(txt_buf_.size()));
+void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& extras) {
+  Buffer& b = Local();
+  std::lock_guard<std::mutex> lock(b.mu);
+  b.yaml.append(*config.yaml_header);
+  char buf[32];
+  if (write_level_) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  level: %d\n", extras.level));
+  if (extras.depth >= 0) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  depth: %d\n", extras.depth));
+  if (!extras.backward.empty()) {
+    b.yaml.append("  backward: ");
+    yaml::AppendString(extras.backward, &b.yaml);
+    b.yaml.push_back('\n');
+  }
+  b.yaml.append(config.yaml_body);
+  b.txt.append(config.line);
+  b.txt.push_back('\n');
+  if (b.yaml.size() + b.txt.size() >= kChunkBytes) WriteOut(b);
+}
+
+void TraceWriter::WriteOut(Buffer& b) {
+  std::lock_guard<std::mutex> lock(files_mu_);
+  yaml_->write(b.yaml.data(), static_cast<std::streamsize>(b.yaml.size()));
+  txt_->write(b.txt.data(), static_cast<std::streamsize>(b.txt.size()));
   failed_ = failed_ || !yaml_->good() || !txt_->good();
-  yaml_buf_.clear();
-  txt_buf_.clear();
+  b.yaml.clear();
+  b.txt.clear();
 }
 
 Status TraceWriter::Flush() {
-  std::lock_guard<std::mutex> lock(mu_);
-  WriteOutLocked();
+  std::lock_guard<std::mutex> list_lock(buffers_mu_);
+  for (auto& b : buffers_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    WriteOut(*b);
+  }
+  std::lock_guard<std::mutex> lock(files_mu_);
   yaml_->flush();
   txt_->flush();
   failed_ = failed_ || !yaml_->good() || !txt_->good();
@@ -83,6 +118,24 @@ void WriteStacks(const Aggregator& agg, std::ostream& out) {
       for (const auto& frame : stack) frames.Add(yaml::Node::String(frame));
     }
     root.Set(agg.apis().Name(api), std::move(entry));
+  }
+  std::string text;
+  yaml::Emit(root, 0, &text);
+  out << text;
+}
+
+
+void WriteValueRanges(const Aggregator& agg, std::ostream& out) {
+  yaml::Node root = yaml::Node::Seq();
+  for (const auto& [line, ranges] : agg.ValueRanges()) {
+    yaml::Node& entry = root.Add(yaml::Node::Map());
+    entry.Set("config", yaml::Node::String(line));
+    yaml::Node& args = entry.Set("ranges", yaml::Node::Map());
+    for (const auto& r : ranges) {
+      yaml::Node& pair = args.Set(r.path, yaml::Node::Seq());
+      pair.Add(yaml::Node::Scalar(std::to_string(r.min)));
+      pair.Add(yaml::Node::Scalar(std::to_string(r.max)));
+    }
   }
   std::string text;
   yaml::Emit(root, 0, &text);

@@ -1,9 +1,9 @@
 // The writers of an output set's files (docs/format.md describes each one).
 //
 // TraceWriter streams api_trace.yaml and api_trace.txt while tracing: each
-// call appends its cached YAML record and config line to a buffer, and the
-// buffer goes to its sink once it holds kFlushBytes, so memory stays bounded
-// however long the run. The summary writers produce the other four files
+// call appends its cached YAML record and config line to its thread's
+// buffer, and a buffer goes to the files once it holds kChunkBytes, so memory
+// stays bounded however long the run. The summary writers produce the other four files
 // from an Aggregator when tracing stops.
 //
 // Writers take their sinks as std::ostream, so tests run them against string
@@ -13,38 +13,54 @@
 
 #include <mutex>
 #include <ostream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/aggregator.h"
 #include "core/status.h"
 
 namespace api_tracer {
 
+// What a record of api_trace.yaml carries beside its config.
+struct RecordExtras {
+  int level = 0;
+  int depth = -1;              // >= 0: "depth: N" (every nested op recorded)
+  std::string_view backward;   // non-empty: "backward: MulBackward0"
+};
+
 class TraceWriter {
  public:
-  static constexpr size_t kFlushBytes = 1 << 20;
+  // Each thread appends to a buffer of its own, written out (under the
+  // files' lock) once it holds kChunkBytes: threads never wait for each
+  // other per call. A thread's records keep their order; the records of
+  // different threads interleave by chunks.
+  static constexpr size_t kChunkBytes = 256 << 10;
 
   // `yaml` and `txt` are borrowed and must outlive the writer. With
   // `write_level`, each YAML record carries "level: N" (merged output of
   // several levels).
-  TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level)
-      : yaml_(yaml), txt_(txt), write_level_(write_level) {}
+  TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level);
+  ~TraceWriter();
 
-  void Append(const Aggregator::Config& config, int level);
-  // Writes out what is buffered and flushes the sinks; reports the first
-  // write error seen since the writer was made.
+  void Append(const Aggregator::Config& config, const RecordExtras& extras);
+  // Writes out every thread's buffer and flushes the sinks; reports the
+  // first write error seen since the writer was made.
   Status Flush();
 
  private:
-  void WriteOutLocked();
+  struct Buffer;
+  Buffer& Local();
+  void WriteOut(Buffer& b);  // with b.mu held
 
   std::ostream* yaml_;
   std::ostream* txt_;
   const bool write_level_;
-  std::mutex mu_;
-  std::string yaml_buf_;
-  std::string txt_buf_;
+  const uint64_t generation_;
+  std::mutex files_mu_;  // the sinks and failed_
   bool failed_ = false;
+  std::mutex buffers_mu_;  // buffers_ (the list, not their contents)
+  std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 
 // api_apis.txt: the distinct API names, byte-wise sorted, one a line.
@@ -56,5 +72,8 @@ void WriteConfigs(const Aggregator& agg, std::ostream& out);
 void WriteStatistics(const Aggregator& agg, std::ostream& out);
 // api_stacks.yaml: per API, byte-wise sorted, its stacks under "3stacks".
 void WriteStacks(const Aggregator& agg, std::ostream& out);
+// api_value_ranges.yaml: per config line (sorted) with integer tensor
+// arguments, each argument's smallest and largest value seen.
+void WriteValueRanges(const Aggregator& agg, std::ostream& out);
 
 }  // namespace api_tracer

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
 
 namespace api_tracer {
 namespace {
@@ -84,22 +85,22 @@ TEST_F(WritersTest, StacksFile) {
             "  - - a.py:3 in <module>\n");
 }
 
-TEST_F(WritersTest, TraceStreamsInCallOrderAndFlushesWhenFull) {
+TEST_F(WritersTest, TraceStreamsInCallOrderAndWritesFullChunks) {
   std::ostringstream yaml, txt;
   TraceWriter trace(&yaml, &txt, /*write_level=*/true);
   Call("torch.add", 1);
-  trace.Append(*last_, 1);
+  trace.Append(*last_, {.level = 1});
   Call("torch.ones", 7);
-  trace.Append(*last_, 0);
+  trace.Append(*last_, {.level = 0});
   EXPECT_EQ(txt.str(), "");  // still buffered
   ASSERT_TRUE(trace.Flush().ok());
   EXPECT_EQ(txt.str(), "torch.add(1)\ntorch.ones(7)\n");
   EXPECT_EQ(yaml.str(),
             "- api: torch.add\n  level: 1\n  args:\n  - 1\n  kwargs: {}\n"
             "- api: torch.ones\n  level: 0\n  args:\n  - 7\n  kwargs: {}\n");
-  // Past kFlushBytes the buffer goes out without an explicit Flush.
-  // Each call appends 70 bytes (14 of text, 56 of YAML): this is 1.4 MiB.
-  for (size_t i = 0; i < TraceWriter::kFlushBytes / 50; ++i) trace.Append(*last_, 0);
+  // Past kChunkBytes the buffer goes out without an explicit Flush.
+  // Each call appends 70 bytes (14 of text, 56 of YAML).
+  for (size_t i = 0; i < TraceWriter::kChunkBytes / 50; ++i) trace.Append(*last_, {.level = 0});
   EXPECT_GT(txt.str().size(), 1000u);
 }
 
@@ -108,8 +109,72 @@ TEST_F(WritersTest, WriteErrorsAreReported) {
   txt.setstate(std::ios::badbit);
   TraceWriter trace(&yaml, &txt, false);
   Call("torch.add", 1);
-  trace.Append(*last_, 0);
+  trace.Append(*last_, {.level = 0});
   EXPECT_FALSE(trace.Flush().ok());
+}
+
+}  // namespace
+}  // namespace api_tracer
+
+namespace api_tracer {
+namespace {
+
+TEST_F(WritersTest, RecordExtrasAreWrittenBeforeTheArguments) {
+  std::ostringstream yaml, txt;
+  TraceWriter trace(&yaml, &txt, /*write_level=*/false);
+  Call("torch.ops.aten.mul.Tensor", 1);
+  trace.Append(*last_, {.level = 3, .depth = 2, .backward = "MulBackward0"});
+  ASSERT_TRUE(trace.Flush().ok());
+  EXPECT_EQ(yaml.str(),
+            "- api: torch.ops.aten.mul.Tensor\n  depth: 2\n  backward: MulBackward0\n"
+            "  args:\n  - 1\n  kwargs: {}\n");
+}
+
+TEST_F(WritersTest, ThreadsAppendingAtOnceLoseNothingAndKeepTheirOrder) {
+  std::ostringstream yaml, txt;
+  TraceWriter trace(&yaml, &txt, false);
+  constexpr int kThreads = 6, kCalls = 20000;
+  std::vector<const Aggregator::Config*> configs;
+  for (int t = 0; t < kThreads; ++t) {
+    Call("t", t);
+    configs.push_back(last_);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) trace.Append(*configs[t], {.level = 0});
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(trace.Flush().ok());
+  std::istringstream lines(txt.str());
+  std::string line;
+  std::vector<int> per_thread(kThreads);
+  while (std::getline(lines, line)) ++per_thread[std::stoi(line.substr(2))];
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(per_thread[t], kCalls) << t;
+}
+
+TEST_F(WritersTest, ValueRangesFile) {
+  ApiTable apis;
+  Aggregator agg(&apis, {}, true);
+  KeyWriter w;
+  w.BeginCall(apis.Intern("torch.ops.aten.index_select.default"), 1);
+  TensorInfo t;
+  t.shape = {2};
+  t.dtype = "int64";
+  w.Write(Value::Tensor(t));
+  w.BeginKwargs(0);
+  w.AddRange({true, -1, 4});
+  Status st;
+  ASSERT_NE(agg.Record(w.view(), w.ranges(), &st), nullptr);
+  std::ostringstream out;
+  WriteValueRanges(agg, out);
+  EXPECT_EQ(out.str(),
+            "- config: torch.ops.aten.index_select.default(Tensor([2], \"int64\"))\n"
+            "  ranges:\n"
+            "    args[0]:\n"
+            "    - -1\n"
+            "    - 4\n");
 }
 
 }  // namespace

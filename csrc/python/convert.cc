@@ -101,8 +101,8 @@ void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec) {
 Converter* ActiveConverter() { return g_active; }
 void SetActiveConverter(Converter* c) { g_active = c; }
 
-Converter::Converter(PyObject* classify, PyObject* tensor_type_name)
-    : classify_(classify), tensor_type_name_(tensor_type_name) {
+Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges)
+    : classify_(classify), tensor_type_name_(tensor_type_name), value_ranges_(value_ranges) {
   Py_XINCREF(classify_);
   Py_XINCREF(tensor_type_name_);
 }
@@ -273,12 +273,14 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
 void Converter::WriteTensor(PyObject* obj, KeyWriter* w) {
   static thread_local aten::TensorScratch scratch;
   TensorFields fields;
-  if (!aten::ReadTensor(THPVariable_Unpack(obj), &scratch, &fields)) {
+  const at::Tensor& tensor = THPVariable_Unpack(obj);
+  if (!aten::ReadTensor(tensor, &scratch, &fields)) {
     return WriteOpaque(Py_TYPE(obj), w);
   }
   PyTypeObject* type = Py_TYPE(obj);
   if (type != reinterpret_cast<PyTypeObject*>(THPVariableClass)) fields.subclass = SubclassName(type);
   w->Tensor(fields);
+  if (value_ranges_ && IsIntegralDtype(fields.dtype)) w->AddRange(aten::ReadValueRange(tensor));
 }
 
 void Converter::WriteOpaque(PyTypeObject* type, KeyWriter* w) {

@@ -57,7 +57,8 @@ class Converter {
  public:
   // `classify` is the dialect's callback described above; `tensor_type_name`
   // names a tensor subclass (e.g. "torch.nn.Parameter"). Both borrowed refs.
-  Converter(PyObject* classify, PyObject* tensor_type_name);
+  // With `value_ranges`, integer tensors also get their ValueRange.
+  Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges = false);
   ~Converter();
   Converter(const Converter&) = delete;
   Converter& operator=(const Converter&) = delete;
@@ -94,6 +95,7 @@ class Converter {
 
   PyObject* classify_;
   PyObject* tensor_type_name_;
+  const bool value_ranges_;
   std::unordered_map<PyTypeObject*, TypeRule> rules_;          // types owned
   std::unordered_map<PyTypeObject*, std::string> subclasses_;  // types owned
   std::unordered_map<PyObject*, Instance> instances_;

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <string>
 
+#include "aten/observer.h"
 #include "python/session.h"
 
 namespace api_tracer::py {
@@ -157,12 +158,16 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   if (s && !ts.suspended && s->Records(level)) {
     const Session::ApiEntry* api = s->Resolve(func);
     if (api->target) target = api->target;
-    // The first call a mode sees inside a wrapper's call is nested directly
-    // in it; if it is the same callable, it is the same call.
+    // The first call a mode sees inside a wrapper's call, or inside an
+    // operator call the native observer recorded, is nested directly in it;
+    // if it is the same API, it is the same call.
     bool same_call = false;
     if (ts.open_call) {
       same_call = s->merges() && ts.open_call == func;
       ts.open_call = nullptr;
+    }
+    if (aten::OpenCall native = aten::TakeOpenCall(); native.open) {
+      same_call = same_call || (s->merges() && native.api == api->id);
     }
     if (api->included && !same_call) s->Record(level, api->id, CallArgs::Tuple(call_args, call_kwargs));
   }

@@ -1,5 +1,7 @@
 #include "python/session.h"
 
+#include "aten/observer.h"
+
 namespace api_tracer::py {
 namespace {
 
@@ -27,6 +29,7 @@ Status Session::Start(const SessionOptions& options) {
 
 Status Session::Stop() {
   if (!g_session) return Status::OK();
+  aten::RemoveObserver();  // if level 3's hook did not remove it already
   Session* s = g_session;
   g_session = nullptr;
   SetActiveConverter(nullptr);
@@ -41,7 +44,7 @@ Session::Session(const SessionOptions& options, std::unique_ptr<Recorder> record
       epoch_(epoch),
       merges_(options.recorder.merge && options.recorder.levels.size() > 1),
       filter_(options.include, options.exclude),
-      converter_(options.classify, options.tensor_type_name),
+      converter_(options.classify, options.tensor_type_name, options.recorder.value_ranges),
       resolve_(options.resolve) {
   for (int level : options.recorder.levels) levels_[level] = true;
   if (options.recorder.record_stack) {
@@ -130,7 +133,7 @@ void Session::Record(int level, ApiId api, const CallArgs& args) {
     converter_.WriteCall(api, args, &ts.key);
   }
   Status st;
-  const Aggregator::Config* config = recorder_->Record(level, ts.key.view(), &st);
+  const Aggregator::Config* config = recorder_->Record(ts.key, {.level = level}, &st);
   if (!config) {
     if (record_error_.ok()) record_error_ = st;
     return;

@@ -68,6 +68,8 @@ class Session {
   // Whether calls seen by several levels are merged into one record.
   bool merges() const { return merges_; }
   bool Allows(std::string_view api) const { return filter_.Allows(api); }
+  const ApiFilter& filter() const { return filter_; }
+  Recorder* recorder() { return recorder_.get(); }
   ApiId Intern(std::string_view api) { return recorder_->apis().Intern(api); }
   const std::string& ApiName(ApiId api) const { return recorder_->apis().Name(api); }
   Converter& converter() { return converter_; }

@@ -2,6 +2,7 @@
 
 #include "python/bindings.h"
 #include "python/session.h"
+#include "aten/observer.h"
 
 namespace py = pybind11;
 
@@ -36,7 +37,8 @@ StackCapture::Format ParseStackFormat(const std::string& s) {
 }
 
 void Start(const std::string& output_dir, const std::vector<int>& levels, bool merge, bool record_stack,
-           const std::string& stack_format, bool stream_trace, bool show_device, bool show_requires_grad,
+           const std::string& stack_format, bool stream_trace, bool value_ranges, bool show_device,
+           bool show_requires_grad,
            const std::vector<std::string>& include, const std::vector<std::string>& exclude,
            const std::vector<std::string>& stack_skip_prefixes, pybind11::object resolve,
            pybind11::object classify, pybind11::object tensor_type_name) {
@@ -46,6 +48,7 @@ void Start(const std::string& output_dir, const std::vector<int>& levels, bool m
   opts.recorder.merge = merge;
   opts.recorder.record_stack = record_stack;
   opts.recorder.stream_trace = stream_trace;
+  opts.recorder.value_ranges = value_ranges;
   opts.recorder.format = {show_device, show_requires_grad};
   opts.include = include;
   opts.exclude = exclude;
@@ -81,7 +84,7 @@ struct Suspended {
 void InitSessionBindings(pybind11::module_& m) {
   m.def("start", &Start, pybind11::kw_only(), pybind11::arg("output_dir"), pybind11::arg("levels"),
         pybind11::arg("merge"), pybind11::arg("record_stack"), pybind11::arg("stack_format"),
-        pybind11::arg("stream_trace"), pybind11::arg("show_device"),
+        pybind11::arg("stream_trace"), pybind11::arg("value_ranges"), pybind11::arg("show_device"),
         pybind11::arg("show_requires_grad"), pybind11::arg("include"), pybind11::arg("exclude"),
         pybind11::arg("stack_skip_prefixes"), pybind11::arg("resolve"), pybind11::arg("classify"),
         pybind11::arg("tensor_type_name"),
@@ -101,6 +104,30 @@ void InitSessionBindings(pybind11::module_& m) {
       },
       pybind11::arg("level"), pybind11::arg("api"), pybind11::arg("args"), pybind11::arg("kwargs") = pybind11::none(),
       "Records one call of `api` at `level` (for hooks written in Python).");
+  m.def(
+      "observer_install",
+      [](int level, const std::string& nesting, bool value_ranges) {
+        Session& s = ActiveOrRaise();
+        if (!s.Records(level)) throw pybind11::value_error("level " + std::to_string(level) + " is not traced");
+        aten::ObserverOptions o;
+        o.level = level;
+        o.value_ranges = value_ranges;
+        o.filter = s.filter();
+        if (nesting == "outermost") {
+          o.nesting = Nesting::kOutermost;
+        } else if (nesting == "all") {
+          o.nesting = Nesting::kAll;
+        } else if (nesting == "innermost") {
+          o.nesting = Nesting::kInnermost;
+        } else {
+          throw pybind11::value_error("nesting must be 'outermost', 'all' or 'innermost', not '" + nesting + "'");
+        }
+        RaiseIfError(aten::InstallObserver(s.recorder(), o));
+      },
+      pybind11::arg("level"), pybind11::arg("nesting"), pybind11::arg("value_ranges"),
+      "Installs the native observer (at::RecordFunction) recording into the running session.");
+  m.def("observer_remove", [] { aten::RemoveObserver(); },
+        "Removes the native observer and waits until no thread is inside it.");
   pybind11::class_<Suspended>(m, "suspended", "with suspended(): the tracer's own work, never recorded")
       .def(pybind11::init<>())
       .def("__enter__", [](Suspended& s) { s.Enter(); })

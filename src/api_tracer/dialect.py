@@ -222,7 +222,7 @@ def _lookup_static(cls: type, attr: str) -> Any:
 
 
 class PyTorchDialect(FrameworkDialect):
-    """PyTorch: levels 0-2, torch's API lists, torch's types."""
+    """PyTorch: levels 0-3, torch's API lists, torch's types."""
 
     name = "torch"
 
@@ -261,9 +261,9 @@ class PyTorchDialect(FrameworkDialect):
                                       "torch.compiler.", "torch.overrides.", "torch.utils._")
 
     def hook_classes(self) -> Dict[int, type]:
-        from .hooks import SetattrHook, TorchDispatchHook, TorchFunctionHook
+        from .hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook
 
-        return {0: SetattrHook, 1: TorchFunctionHook, 2: TorchDispatchHook}
+        return {0: SetattrHook, 1: TorchFunctionHook, 2: TorchDispatchHook, 3: NativeHook}
 
     def api_list(self, full: bool = False) -> List[str]:
         name = "torch_api_list_full.yaml" if full else "torch_api_list.yaml"

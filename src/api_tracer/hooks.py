@@ -219,3 +219,19 @@ def _mode_classes() -> None:
 
 
 _mode_classes()
+
+
+class NativeHook(TracingHook):
+    """Level 3: the native observer (at::RecordFunction): every aten
+    operator call on every thread, autograd's included, with no Python in
+    the path. Options: ``nesting`` ("outermost", "all", "innermost") and
+    ``value_ranges``."""
+
+    level = 3
+
+    def install(self) -> None:
+        _C.observer_install(self.level, self.options.get("nesting", "outermost"),
+                            self.options.get("value_ranges", False))
+
+    def uninstall(self) -> None:
+        _C.observer_remove()

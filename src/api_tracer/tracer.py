@@ -21,6 +21,7 @@ from .dialect import FrameworkDialect, PyTorchDialect
 from .hooks import TracingHook
 
 STACK_FORMATS = ("short", "full", "api")
+NESTINGS = ("outermost", "all", "innermost")
 
 _DIALECTS = {"torch": PyTorchDialect}
 _lock = threading.Lock()
@@ -49,8 +50,8 @@ class APITracer:
     dialect: "torch", or a FrameworkDialect instance.
     output_path: the directory the files go to (created if needed).
     levels: a level or a list of them: 0 SetattrHook, 1 TorchFunctionHook,
-        2 TorchDispatchHook (what the dialect offers), or TracingHook
-        subclasses of your own.
+        2 TorchDispatchHook, 3 NativeHook (what the dialect offers), or
+        TracingHook subclasses of your own.
     merge_output: one file set for all levels (a call several levels saw is
         one record), or one set per level with the suffix ``_level_N``.
     record_stack: also write api_stacks.yaml (up to 3 stacks per API).
@@ -67,6 +68,12 @@ class APITracer:
         lines too (YAML records always carry them).
     stream_trace: write api_trace.yaml/.txt (off: only configs, APIs and
         statistics, for very long runs).
+    nesting: which operator calls level 3 keeps: "outermost" (the calls the
+        program made), "all" (each with its nesting depth) or "innermost"
+        (calls that called no other operator).
+    value_ranges: also keep the smallest and largest value of each integer
+        or bool tensor argument, per config (api_value_ranges.yaml). Reads
+        tensor data; off by default.
     """
 
     def __init__(
@@ -85,6 +92,8 @@ class APITracer:
         show_device: bool = False,
         show_requires_grad: bool = False,
         stream_trace: bool = True,
+        nesting: str = "outermost",
+        value_ranges: bool = False,
     ) -> None:
         if isinstance(dialect, FrameworkDialect):
             self.dialect = dialect
@@ -111,6 +120,10 @@ class APITracer:
         self.show_device = _check_bool("show_device", show_device)
         self.show_requires_grad = _check_bool("show_requires_grad", show_requires_grad)
         self.stream_trace = _check_bool("stream_trace", stream_trace)
+        if nesting not in NESTINGS:
+            raise ValueError(f"nesting must be one of {list(NESTINGS)}, not {nesting!r}")
+        self.nesting = nesting
+        self.value_ranges = _check_bool("value_ranges", value_ranges)
         self._hooks: List[TracingHook] = []
         self._undo_start: Optional[Callable[[], None]] = None
 
@@ -158,6 +171,7 @@ class APITracer:
                 record_stack=self.record_stack,
                 stack_format=self.stack_format,
                 stream_trace=self.stream_trace,
+                value_ranges=self.value_ranges,
                 show_device=self.show_device,
                 show_requires_grad=self.show_requires_grad,
                 include=self.include_apis,
@@ -168,7 +182,8 @@ class APITracer:
                 tensor_type_name=self.dialect.tensor_type_name,
             )
             _running = self
-            options = {"full_api_list": self.disable_torch_api_list, "api_list": self.api_list}
+            options = {"full_api_list": self.disable_torch_api_list, "api_list": self.api_list,
+                       "nesting": self.nesting, "value_ranges": self.value_ranges}
             try:
                 self._undo_start = self.dialect.on_start(self.levels)
                 with _C.suspended():
@@ -226,6 +241,8 @@ class APITracer:
         stems = ["api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml", "api_statistics.yaml"]
         if self.record_stack:
             stems.append("api_stacks.yaml")
+        if self.value_ranges:
+            stems.append("api_value_ranges.yaml")
         if not self.stream_trace:
             stems = stems[2:]
         suffixes = [""] if self.merge_output else [f"_level_{n}" for n in self.levels]

@@ -1,0 +1,254 @@
+#include "aten/observer.h"
+
+#include <ATen/record_function.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "aten/ivalue_key.h"
+#include "core/thread_local_slots.h"
+
+namespace api_tracer::aten {
+namespace {
+
+struct Observer {
+  Recorder* recorder;
+  ObserverOptions options;
+  uint64_t generation;
+  at::CallbackHandle handle = 0;
+  std::mutex mu;  // ids
+  std::unordered_map<const OpSignature*, std::pair<ApiId, bool>> ids;  // api id, included
+};
+
+std::atomic<Observer*> g_observer{nullptr};
+std::mutex g_install_mu;
+
+// Signatures are process-wide: built once per operator, never freed.
+std::mutex g_signatures_mu;
+std::unordered_map<const char*, std::unique_ptr<OpSignature>> g_signatures;
+
+// Whether a thread is inside a callback, for RemoveObserver to wait on.
+struct alignas(64) Activity {
+  std::atomic<bool> busy{false};
+};
+std::mutex g_activities_mu;
+std::vector<Activity*> g_activities;
+
+struct ActivityRegistration {
+  Activity activity;
+  ActivityRegistration() {
+    std::lock_guard<std::mutex> lock(g_activities_mu);
+    g_activities.push_back(&activity);
+  }
+  ~ActivityRegistration() {
+    std::lock_guard<std::mutex> lock(g_activities_mu);
+    std::erase(g_activities, &activity);
+  }
+};
+
+struct OpEntry {
+  const OpSignature* sig = nullptr;  // nullptr: not an operator (a named event)
+  ApiId api = 0;
+  bool included = false;
+};
+
+// An open operator call (or autograd node) of this thread; `rf` matches the
+// end to the start: a RecordFunction stays put for the whole call.
+struct Frame {
+  const at::RecordFunction* rf;
+  OpEntry op;
+  bool has_child = false;
+  bool recorded = false;  // recorded at its start (merging window)
+  KeyWriter key;          // innermost: the call, written at its start
+};
+
+struct Node {
+  const at::RecordFunction* rf;
+  std::string name;
+};
+
+// One thread's state for the observer of `generation`.
+struct ThreadState {
+  uint64_t generation = 0;
+  std::unordered_map<const char*, OpEntry> ops;  // by the schema's name pointer
+  std::vector<Frame> frames;                     // open operator calls
+  std::vector<Node> backward;                    // open autograd nodes
+  WriteContext ctx;
+  KeyWriter key;
+  OpenCall open;
+};
+
+ThreadState& Local(uint64_t generation) {
+  static thread_local ThreadState state;
+  if (state.generation != generation) {
+    state.generation = generation;
+    state.ops.clear();
+    state.frames.clear();
+    state.backward.clear();
+    state.open = {};
+  }
+  return state;
+}
+
+Activity& MyActivity() {
+  static thread_local ActivityRegistration registration;
+  return registration.activity;
+}
+
+// Marks this thread busy while it uses the observer; RemoveObserver clears
+// the observer pointer first and then waits for every mark to drop, so an
+// observer read after the mark was set stays alive until it is lifted.
+class Busy {
+ public:
+  Busy() : activity_(MyActivity()) { activity_.busy.store(true, std::memory_order_seq_cst); }
+  ~Busy() { activity_.busy.store(false, std::memory_order_release); }
+
+ private:
+  Activity& activity_;
+};
+
+OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
+  std::optional<c10::FunctionSchema> schema = fn.operator_schema();
+  if (!schema) return {};  // a named event: its name is no stable key, and it is no operator
+  const char* name = fn.name();
+  OpEntry entry;
+  {
+    std::lock_guard<std::mutex> lock(g_signatures_mu);
+    auto& sig = g_signatures[name];
+    if (!sig) sig = std::make_unique<OpSignature>(*schema);
+    entry.sig = sig.get();
+  }
+  {
+    std::lock_guard<std::mutex> lock(obs->mu);
+    auto [it, fresh] = obs->ids.try_emplace(entry.sig);
+    if (fresh) {
+      it->second = {obs->recorder->apis().Intern(entry.sig->api), obs->options.filter.Allows(entry.sig->api)};
+    }
+    entry.api = it->second.first;
+    entry.included = it->second.second;
+  }
+  ts.ops.emplace(name, entry);
+  return entry;
+}
+
+OpEntry Lookup(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
+  if (auto it = ts.ops.find(fn.name()); it != ts.ops.end()) return it->second;
+  return LookupSlow(obs, ts, fn);
+}
+
+void Record(Observer* obs, ThreadState& ts, const KeyWriter& key, int depth) {
+  RecordExtras extras;
+  extras.level = obs->options.level;
+  extras.depth = obs->options.nesting == Nesting::kAll ? depth : -1;
+  if (!ts.backward.empty()) extras.backward = ts.backward.back().name;
+  Status st;
+  obs->recorder->Record(key, extras, &st);
+}
+
+std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+  Busy busy;
+  Observer* obs = g_observer.load(std::memory_order_seq_cst);
+  if (!obs) return nullptr;
+  ThreadState& ts = Local(obs->generation);
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    std::string_view name = fn.name();
+    size_t colon = name.rfind(": ");
+    ts.backward.push_back({&fn, std::string(colon == std::string_view::npos ? name : name.substr(colon + 2))});
+    return nullptr;
+  }
+  OpEntry op = Lookup(obs, ts, fn);
+  if (!op.sig) return nullptr;
+  int depth = static_cast<int>(ts.frames.size());
+  if (depth) ts.frames.back().has_child = true;
+  Frame& frame = ts.frames.emplace_back();
+  frame.rf = &fn;
+  frame.op = op;
+  if (!op.included) return nullptr;
+  ts.ctx.value_ranges = obs->options.value_ranges;
+  switch (obs->options.nesting) {
+    case Nesting::kInnermost:
+      frame.key.Clear();
+      WriteOpCall(*op.sig, op.api, fn.inputs(), &ts.ctx, &frame.key);
+      break;
+    case Nesting::kOutermost:
+      if (depth) break;
+      [[fallthrough]];
+    case Nesting::kAll:
+      ts.key.Clear();
+      WriteOpCall(*op.sig, op.api, fn.inputs(), &ts.ctx, &ts.key);
+      Record(obs, ts, ts.key, depth);
+      frame.recorded = true;
+      ts.open = {true, op.api};
+      break;
+  }
+  return nullptr;
+}
+
+void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
+  Busy busy;
+  Observer* obs = g_observer.load(std::memory_order_seq_cst);
+  if (!obs) return;
+  ThreadState& ts = Local(obs->generation);
+  if (!ts.backward.empty() && ts.backward.back().rf == &fn) {
+    ts.backward.pop_back();
+    return;
+  }
+  // Named events pushed no frame; calls that started under an earlier
+  // observer have none in this one's state.
+  if (ts.frames.empty() || ts.frames.back().rf != &fn) return;
+  Frame& frame = ts.frames.back();
+  if (frame.recorded) ts.open = {};
+  if (obs->options.nesting == Nesting::kInnermost && frame.op.included && !frame.has_child) {
+    Record(obs, ts, frame.key, static_cast<int>(ts.frames.size()) - 1);
+  }
+  ts.frames.pop_back();
+}
+
+}  // namespace
+
+Status InstallObserver(Recorder* recorder, const ObserverOptions& options) {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (g_observer.load()) return Status::InvalidArgument("the native observer (level 3) is already running");
+  auto* obs = new Observer();
+  obs->recorder = recorder;
+  obs->options = options;
+  obs->generation = NextGeneration();
+  obs->handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnStart, &OnEnd)
+                                          .needsInputs(true)
+                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  g_observer.store(obs, std::memory_order_seq_cst);
+  return Status::OK();
+}
+
+void RemoveObserver() {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  Observer* obs = g_observer.exchange(nullptr, std::memory_order_seq_cst);
+  if (!obs) return;
+  at::removeCallback(obs->handle);
+  // Wait for the threads still inside a callback with this observer.
+  {
+    std::lock_guard<std::mutex> activities(g_activities_mu);
+    for (Activity* a : g_activities) {
+      while (a->busy.load(std::memory_order_acquire)) std::this_thread::yield();
+    }
+  }
+  delete obs;
+}
+
+bool ObserverInstalled() { return g_observer.load() != nullptr; }
+
+OpenCall TakeOpenCall() {
+  Busy busy;
+  Observer* obs = g_observer.load(std::memory_order_seq_cst);
+  if (!obs) return {};
+  ThreadState& ts = Local(obs->generation);
+  OpenCall open = ts.open;
+  ts.open = {};
+  return open;
+}
+
+}  // namespace api_tracer::aten

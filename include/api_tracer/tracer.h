@@ -1,0 +1,79 @@
+// api_tracer for C++ programs linked against libtorch: start here.
+//
+//   #include <api_tracer/tracer.h>
+//
+//   api_tracer::Tracer tracer(api_tracer::Options{.output_path = "trace_output"});
+//   tracer.start();
+//   ...                  // every aten operator call, on every thread
+//   tracer.stop();       // writes the files
+//
+//   {  // or for a scope
+//     api_tracer::TraceScope scope(api_tracer::Options{.output_path = "trace_output"});
+//     ...
+//   }
+//
+// It records what level 3 of the Python tracer records (the native observer,
+// at::RecordFunction), into the same files in the same format:
+// api_trace.yaml, api_trace.txt, api_apis.txt, api_configs.yaml,
+// api_statistics.yaml, and api_value_ranges.yaml with value_ranges. One
+// tracer runs at a time in a process. CMake: find_package(api_tracer) and
+// link api_tracer::api_tracer.
+//
+// Errors (an output path that cannot be written, a second tracer) are thrown
+// as std::runtime_error by start(); stop() throws if writing the files failed.
+// Thread-safety: a Tracer is started and stopped by one thread; what it
+// records may run on any number of threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace api_tracer {
+
+// Which operator calls are kept.
+enum class Nesting {
+  kOutermost,  // the calls the program made, not the ops they call (default)
+  kAll,        // every call, each record with its nesting depth
+  kInnermost,  // only the calls that called no other operator
+};
+
+struct Options {
+  std::string output_path = "trace_output";
+  Nesting nesting = Nesting::kOutermost;
+  bool stream_trace = true;         // false: no api_trace.*, only configs and statistics
+  bool value_ranges = false;        // min and max of integer tensor inputs (reads data)
+  bool show_device = false;         // config lines also show devices other than cpu
+  bool show_requires_grad = false;  // config lines also show requires_grad=True
+  std::vector<std::string> include_apis;  // glob patterns; empty: every operator
+  std::vector<std::string> exclude_apis;
+};
+
+class Tracer {
+ public:
+  explicit Tracer(Options options = {});
+  ~Tracer();  // stops a running tracer (errors are then lost: call stop())
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  void start();
+  void stop();
+  bool running() const;
+  const Options& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Starts a tracer now and stops it at the end of the scope.
+class TraceScope {
+ public:
+  explicit TraceScope(Options options = {}) : tracer_(std::move(options)) { tracer_.start(); }
+  Tracer& tracer() { return tracer_; }
+
+ private:
+  Tracer tracer_;
+};
+
+}  // namespace api_tracer
