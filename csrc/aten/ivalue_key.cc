@@ -49,8 +49,23 @@ void WriteSymInt(const c10::SymInt& s, KeyWriter* w) {
 void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx, KeyWriter* w, int depth) {
   if (depth > kMaxDepth) return WriteOpaque("list", w);
   if (v.isTensor()) {
-    TensorFields f;
     const at::Tensor& t = v.toTensor();
+    // A Python number passed where the schema takes a Tensor (torch.mul(x,
+    // 2)) travels as a 0-dim CPU "wrapped number": write the number, as
+    // PyTorch does when it hands the call to a Python dispatch mode.
+    if (t.defined() && t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      switch (t.scalar_type()) {
+        case at::kLong: return w->Int(*t.const_data_ptr<int64_t>());
+        case at::kDouble: return w->Float(*t.const_data_ptr<double>());
+        case at::kBool: return w->Bool(*t.const_data_ptr<bool>());
+        case at::kComplexDouble: {
+          auto c = *t.const_data_ptr<c10::complex<double>>();
+          return w->Complex(c.real(), c.imag());
+        }
+        default: break;
+      }
+    }
+    TensorFields f;
     if (!ReadTensor(t, &ctx->scratch, &f)) return WriteOpaque("torch.Tensor", w);
     w->Tensor(f);
     if (ctx->value_ranges && IsIntegralDtype(f.dtype)) w->AddRange(ReadValueRange(t));
@@ -129,6 +144,17 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
 
 }  // namespace
 
+bool OpSignature::Arg::IsDefault(const c10::IValue& v) const {
+  if (!default_value) return false;
+  const c10::IValue& d = *default_value;
+  if (d.isNone()) return v.isNone();
+  if (d.isBool()) return v.isBool() && v.toBool() == d.toBool();
+  if (d.isInt()) return v.isInt() && v.toInt() == d.toInt();
+  if (d.isDouble()) return v.isDouble() && v.toDouble() == d.toDouble();
+  if (v.isTensor()) return false;
+  return d == v;
+}
+
 OpSignature::OpSignature(const c10::FunctionSchema& schema) {
   const std::string& name = schema.name();  // "aten::add"
   size_t colons = name.find("::");
@@ -152,10 +178,7 @@ void WriteOpCall(const OpSignature& sig, ApiId api, c10::ArrayRef<const c10::IVa
     for (const auto& v : inputs) WriteIValue(v, OpSignature::Kind::kGeneric, ctx, w, 0);
     return w->BeginKwargs(0);
   }
-  auto is_default = [&](size_t i) {
-    const auto& d = sig.args[i].default_value;
-    return d.has_value() && !inputs[i].isTensor() && *d == inputs[i];
-  };
+  auto is_default = [&](size_t i) { return sig.args[i].IsDefault(inputs[i]); };
   size_t kwarg_start = sig.args.size();
   while (kwarg_start > 0 && sig.args[kwarg_start - 1].kwarg_only) --kwarg_start;
   size_t positional_end = kwarg_start;

@@ -30,6 +30,9 @@ struct OpSignature {
     bool kwarg_only;
     Kind kind;
     std::optional<c10::IValue> default_value;
+    // Whether `v` is this argument's default (most defaults are None, a bool,
+    // an int or a double: those compare without IValue::equals).
+    bool IsDefault(const c10::IValue& v) const;
   };
 
   explicit OpSignature(const c10::FunctionSchema& schema);

@@ -75,11 +75,23 @@ struct Node {
 struct ThreadState {
   uint64_t generation = 0;
   std::unordered_map<const char*, OpEntry> ops;  // by the schema's name pointer
-  std::vector<Frame> frames;                     // open operator calls
-  std::vector<Node> backward;                    // open autograd nodes
+  // Open operator calls: the first `depth` frames. Frames are reused, not
+  // destroyed, so their key buffers are allocated once per nesting level.
+  std::vector<Frame> frames;
+  size_t depth = 0;
+  std::vector<Node> backward;  // open autograd nodes
   WriteContext ctx;
   KeyWriter key;
   OpenCall open;
+
+  Frame& Push() {
+    if (depth == frames.size()) frames.emplace_back();
+    Frame& f = frames[depth++];
+    f.has_child = false;
+    f.recorded = false;
+    return f;
+  }
+  Frame* Top() { return depth ? &frames[depth - 1] : nullptr; }
 };
 
 ThreadState& Local(uint64_t generation) {
@@ -87,7 +99,7 @@ ThreadState& Local(uint64_t generation) {
   if (state.generation != generation) {
     state.generation = generation;
     state.ops.clear();
-    state.frames.clear();
+    state.depth = 0;
     state.backward.clear();
     state.open = {};
   }
@@ -162,9 +174,9 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   }
   OpEntry op = Lookup(obs, ts, fn);
   if (!op.sig) return nullptr;
-  int depth = static_cast<int>(ts.frames.size());
-  if (depth) ts.frames.back().has_child = true;
-  Frame& frame = ts.frames.emplace_back();
+  int depth = static_cast<int>(ts.depth);
+  if (Frame* parent = ts.Top()) parent->has_child = true;
+  Frame& frame = ts.Push();
   frame.rf = &fn;
   frame.op = op;
   if (!op.included) return nullptr;
@@ -199,13 +211,13 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   }
   // Named events pushed no frame; calls that started under an earlier
   // observer have none in this one's state.
-  if (ts.frames.empty() || ts.frames.back().rf != &fn) return;
-  Frame& frame = ts.frames.back();
-  if (frame.recorded) ts.open = {};
-  if (obs->options.nesting == Nesting::kInnermost && frame.op.included && !frame.has_child) {
-    Record(obs, ts, frame.key, static_cast<int>(ts.frames.size()) - 1);
+  Frame* frame = ts.Top();
+  if (!frame || frame->rf != &fn) return;
+  if (frame->recorded) ts.open = {};
+  if (obs->options.nesting == Nesting::kInnermost && frame->op.included && !frame->has_child) {
+    Record(obs, ts, frame->key, static_cast<int>(ts.depth) - 1);
   }
-  ts.frames.pop_back();
+  --ts.depth;
 }
 
 }  // namespace

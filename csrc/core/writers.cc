@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <unordered_map>
 
 #include "core/thread_local_slots.h"
 #include "core/yaml.h"
@@ -10,9 +11,25 @@
 namespace api_tracer {
 
 struct TraceWriter::Buffer {
-  std::mutex mu;  // taken by its thread per call (never contended but by Flush)
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
   std::string yaml;
   std::string txt;
+  // "  backward: NAME\n" per autograd node name: quoting is checked once.
+  std::unordered_map<std::string, std::string, Hash, std::equal_to<>> backward_lines;
+
+  const std::string& BackwardLine(std::string_view node) {
+    auto it = backward_lines.find(node);
+    if (it == backward_lines.end()) {
+      std::string line = "  backward: ";
+      yaml::AppendString(node, &line);
+      line.push_back('\n');
+      it = backward_lines.emplace(std::string(node), std::move(line)).first;
+    }
+    return it->second;
+  }
 };
 
 namespace {
@@ -36,16 +53,11 @@ TraceWriter::Buffer& TraceWriter::Local() {
 
 void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& extras) {
   Buffer& b = Local();
-  std::lock_guard<std::mutex> lock(b.mu);
   b.yaml.append(*config.yaml_header);
   char buf[32];
   if (write_level_) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  level: %d\n", extras.level));
   if (extras.depth >= 0) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  depth: %d\n", extras.depth));
-  if (!extras.backward.empty()) {
-    b.yaml.append("  backward: ");
-    yaml::AppendString(extras.backward, &b.yaml);
-    b.yaml.push_back('\n');
-  }
+  if (!extras.backward.empty()) b.yaml.append(b.BackwardLine(extras.backward));
   b.yaml.append(config.yaml_body);
   b.txt.append(config.line);
   b.txt.push_back('\n');
@@ -63,10 +75,7 @@ void TraceWriter::WriteOut(Buffer& b) {
 
 Status TraceWriter::Flush() {
   std::lock_guard<std::mutex> list_lock(buffers_mu_);
-  for (auto& b : buffers_) {
-    std::lock_guard<std::mutex> lock(b->mu);
-    WriteOut(*b);
-  }
+  for (auto& b : buffers_) WriteOut(*b);
   std::lock_guard<std::mutex> lock(files_mu_);
   yaml_->flush();
   txt_->flush();

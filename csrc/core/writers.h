@@ -7,7 +7,8 @@
 // from an Aggregator when tracing stops.
 //
 // Writers take their sinks as std::ostream, so tests run them against string
-// streams. Thread-safety: TraceWriter::Append may be called concurrently; the
+// streams. Thread-safety: TraceWriter::Append may be called concurrently with
+// itself, never with Flush (the hooks stop before the recorder closes); the
 // summary writers read a snapshot of the Aggregator.
 #pragma once
 
@@ -31,9 +32,9 @@ struct RecordExtras {
 
 class TraceWriter {
  public:
-  // Each thread appends to a buffer of its own, written out (under the
-  // files' lock) once it holds kChunkBytes: threads never wait for each
-  // other per call. A thread's records keep their order; the records of
+  // Each thread appends to a buffer of its own, with no lock, and writes it
+  // out (under the files' lock) once it holds kChunkBytes: threads never
+  // wait for each other per call. A thread's records keep their order; the records of
   // different threads interleave by chunks.
   static constexpr size_t kChunkBytes = 256 << 10;
 
@@ -51,7 +52,7 @@ class TraceWriter {
  private:
   struct Buffer;
   Buffer& Local();
-  void WriteOut(Buffer& b);  // with b.mu held
+  void WriteOut(Buffer& b);
 
   std::ostream* yaml_;
   std::ostream* txt_;
@@ -59,7 +60,7 @@ class TraceWriter {
   const uint64_t generation_;
   std::mutex files_mu_;  // the sinks and failed_
   bool failed_ = false;
-  std::mutex buffers_mu_;  // buffers_ (the list, not their contents)
+  std::mutex buffers_mu_;  // buffers_ (the list; each buffer is its thread's)
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 

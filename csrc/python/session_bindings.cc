@@ -126,6 +126,7 @@ void InitSessionBindings(pybind11::module_& m) {
       },
       pybind11::arg("level"), pybind11::arg("nesting"), pybind11::arg("value_ranges"),
       "Installs the native observer (at::RecordFunction) recording into the running session.");
+  m.def("observer_installed", &aten::ObserverInstalled);
   m.def("observer_remove", [] { aten::RemoveObserver(); },
         "Removes the native observer and waits until no thread is inside it.");
   pybind11::class_<Suspended>(m, "suspended", "with suspended(): the tracer's own work, never recorded")

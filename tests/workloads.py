@@ -1,0 +1,70 @@
+"""Real workloads, built with random weights: for the conformance tests and
+the benchmarks. Each is a zero-argument callable that runs one step; the
+models are built when the workload is made, outside any tracing."""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+
+def mlp_training_step():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+def cnn_forward_backward():
+    torch.manual_seed(0)
+    model = SmallCNN()
+    x = torch.randn(4, 3, 32, 32)
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+
+    return step
+
+
+def transformer_block():
+    """One BERT encoder layer from transformers, from a small config."""
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=4, intermediate_size=128,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config._attn_implementation = "eager"
+    layer = BertLayer(config)
+    x = torch.randn(2, 16, 64, requires_grad=True)
+
+    def step():
+        layer.zero_grad(set_to_none=True)
+        out = layer(x)
+        out = out[0] if isinstance(out, tuple) else out
+        out.pow(2).mean().backward()
+
+    return step
+
+
+WORKLOADS = {"mlp": mlp_training_step, "cnn": cnn_forward_backward, "transformer": transformer_block}
