@@ -1,0 +1,194 @@
+"""The CUDA paths, on a machine with an NVIDIA GPU (CI has none):
+
+    python scripts/gpu_check.py OUTPUT_DIR
+
+Prints one PASS/FAIL line per check and exits 1 if any failed.
+"""
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import Counter
+
+import torch
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from api_tracer import APITracer, TensorSpec, parse_call  # noqa: E402
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
+results = []
+
+
+def check(name):
+    def wrap(fn):
+        t0 = time.perf_counter()
+        try:
+            detail = fn(os.path.join(OUT, name))
+            results.append((name, True))
+            print(f"PASS {name} ({time.perf_counter() - t0:.1f}s) {detail or ''}", flush=True)
+        except Exception:  # noqa: BLE001
+            results.append((name, False))
+            print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
+        return fn
+    return wrap
+
+
+def lines(d):
+    with open(os.path.join(d, "api_trace.txt")) as f:
+        return f.read().splitlines()
+
+
+def records(d):
+    with open(os.path.join(d, "api_trace.yaml")) as f:
+        return yaml.safe_load(f) or []
+
+
+dev = torch.device("cuda")
+
+
+@check("cuda_tensors_each_level")
+def _(out):
+    x = torch.randn(2, 3, device=dev)
+    for level in (0, 1, 2, 3):
+        d = f"{out}/{level}"
+        with APITracer(output_path=d, levels=level, merge_output=True, show_device=True):
+            torch.relu(x)
+        line = [l for l in lines(d) if "relu" in l][0]
+        assert 'Tensor([2, 3], "float32", device="cuda:0")' in line, line
+        rec = [r for r in records(d) if "relu" in r["api"]][0]
+        assert rec["args"][0]["device"] == "cuda:0", rec
+    return line
+
+
+@check("level3_records_autograd_cuda_threads")
+def _(out):
+    lin = torch.nn.Linear(64, 64).to(dev)
+    x = torch.randn(32, 64, device=dev)
+    main = threading.get_ident()
+    with APITracer(output_path=out, levels=3, merge_output=True):
+        lin(x).relu().sum().backward()
+    recs = records(out)
+    nodes = Counter(r["backward"] for r in recs if "backward" in r)
+    assert {"ReluBackward0", "AddmmBackward0"} <= set(nodes), nodes
+    assert lin.weight.grad is not None
+    return f"{sum(nodes.values())} records inside {len(nodes)} autograd nodes"
+
+
+@check("no_device_sync_while_tracing")
+def _(out):
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.LazyLinear(10)).to(dev)
+    x = torch.randn(4, 3, 16, 16, device=dev)
+    idx = torch.tensor([1, 2, 3], device=dev)
+    model(x)  # materialize the lazy layer
+    torch.cuda.synchronize()
+    for level in (0, 1, 2, 3):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            with APITracer(output_path=f"{out}/{level}", levels=level, merge_output=True):
+                model(x).sum().backward()
+                torch.nn.functional.embedding(idx, torch.randn(10, 4, device=dev))
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    return "levels 0-3 traced a CUDA step under sync_debug_mode('error')"
+
+
+@check("value_ranges_on_cuda")
+def _(out):
+    emb = torch.nn.Embedding(100, 8).to(dev)
+    with APITracer(output_path=out, levels=[2, 3], merge_output=False, value_ranges=True):
+        emb(torch.tensor([[5, 9], [70, 3]], device=dev))
+    for level in (2, 3):
+        with open(f"{out}/api_value_ranges_level_{level}.yaml") as f:
+            ranges = yaml.safe_load(f)
+        entry = [r for r in ranges if r["config"].startswith("torch.ops.aten.embedding")][0]
+        assert entry["ranges"] == {"args[1]": [3, 70]}, entry
+    return "[3, 70] at levels 2 and 3"
+
+
+@check("level3_agrees_with_profiler_on_cuda")
+def _(out):
+    from test_profiler_agreement import PROFILER_DTYPES, dispatcher_view
+    from torch.profiler import ProfilerActivity, profile
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 10)).to(dev)
+    opt = torch.optim.Adam(model.parameters())
+    x, y = torch.randn(16, 32, device=dev), torch.randint(0, 10, (16,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        step()
+        torch.cuda.synchronize()
+    expected = Counter()
+    for e in prof.events():
+        if not e.name.startswith("aten::"):
+            continue
+        p = e.cpu_parent
+        while p is not None and not p.name.startswith("aten::"):
+            p = p.cpu_parent
+        if p is None:
+            expected[(e.name, tuple((tuple(s), PROFILER_DTYPES[t]) for s, t in zip(e.input_shapes, e.input_dtypes)
+                                    if t in PROFILER_DTYPES))] += 1
+    with APITracer(output_path=out, levels=3, merge_output=True):
+        step()
+        torch.cuda.synchronize()
+    got = Counter(dispatcher_view(*parse_call(l)) for l in lines(out))
+    assert got == expected, (sorted((got - expected).items())[:5], sorted((expected - got).items())[:5])
+    return f"{sum(got.values())} outermost calls"
+
+
+@check("overhead_cuda_cnn")
+def _(out):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10)).to(dev)
+    x = torch.randn(64, 3, 64, 64, device=dev)
+
+    def run(n=50):
+        for _ in range(n):
+            model.zero_grad(set_to_none=True)
+            model(x).sum().backward()
+        torch.cuda.synchronize()
+
+    def best(ctx_factory):
+        t = []
+        for _ in range(5):
+            with ctx_factory():
+                t0 = time.perf_counter()
+                run()
+                t.append(time.perf_counter() - t0)
+        return min(t)
+
+    import contextlib
+    run(5)
+    base = best(contextlib.nullcontext)
+    l2 = best(lambda: APITracer(output_path=f"{out}/2", levels=2, merge_output=True))
+    l3 = best(lambda: APITracer(output_path=f"{out}/3", levels=3, merge_output=True))
+    return f"untraced {base * 1e3:.1f} ms; level 2 {l2 / base:.3f}x; level 3 {l3 / base:.3f}x"
+
+
+@check("compile_on_cuda_each_level")
+def _(out):
+    f = torch.compile(lambda a, b: torch.sin(a) * b + a.sum())
+    a, b = torch.randn(1024, device=dev), torch.randn(1024, device=dev)
+    ref = f(a, b)
+    for level in (0, 1, 2, 3):
+        with APITracer(output_path=f"{out}/{level}", levels=level, merge_output=True):
+            got = f(a, b)
+        torch.testing.assert_close(got, ref)
+    return "same results at levels 0-3"
+
+
+failed = [n for n, ok in results if not ok]
+print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed: {failed}")
+sys.exit(1 if failed else 0)
