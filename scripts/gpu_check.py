@@ -2,9 +2,11 @@
 
     python scripts/gpu_check.py OUTPUT_DIR
 
-Prints one PASS/FAIL line per check and exits 1 if any failed.
+Each check runs in a process of its own (a crash fails that check only);
+prints one PASS/FAIL line per check and exits 1 if any failed.
 """
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -19,21 +21,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from api_tracer import APITracer, TensorSpec, parse_call  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
-results = []
+ONLY = sys.argv[2] if len(sys.argv) > 2 else None
+CHECKS = {}
 
 
 def check(name):
     def wrap(fn):
-        t0 = time.perf_counter()
-        try:
-            detail = fn(os.path.join(OUT, name))
-            results.append((name, True))
-            print(f"PASS {name} ({time.perf_counter() - t0:.1f}s) {detail or ''}", flush=True)
-        except Exception:  # noqa: BLE001
-            results.append((name, False))
-            print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
+        CHECKS[name] = fn
         return fn
     return wrap
+
+
+def run_one(name):
+    t0 = time.perf_counter()
+    try:
+        detail = CHECKS[name](os.path.join(OUT, name))
+        print(f"PASS {name} ({time.perf_counter() - t0:.1f}s) {detail or ''}", flush=True)
+        return 0
+    except Exception:  # noqa: BLE001
+        print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
+        return 1
 
 
 def lines(d):
@@ -189,6 +196,14 @@ def _(out):
     return "same results at levels 0-3"
 
 
-failed = [n for n, ok in results if not ok]
-print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed: {failed}")
+if ONLY:
+    sys.exit(run_one(ONLY))
+failed = []
+for name in CHECKS:
+    rc = subprocess.run([sys.executable, __file__, OUT, name]).returncode
+    if rc:
+        failed.append(name)
+        if rc < 0:
+            print(f"FAIL {name}: the process died with signal {-rc}", flush=True)
+print(f"\n{len(CHECKS) - len(failed)} passed, {len(failed)} failed: {failed}")
 sys.exit(1 if failed else 0)
