@@ -118,7 +118,7 @@ def _(out):
 
 @check("level3_agrees_with_profiler_on_cuda")
 def _(out):
-    from test_profiler_agreement import PROFILER_DTYPES, dispatcher_view
+    from test_profiler_agreement import dispatcher_view, profiler_tensors
     from torch.profiler import ProfilerActivity, profile
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 10)).to(dev)
@@ -143,12 +143,13 @@ def _(out):
         while p is not None and not p.name.startswith("aten::"):
             p = p.cpu_parent
         if p is None:
-            expected[(e.name, tuple((tuple(s), PROFILER_DTYPES[t]) for s, t in zip(e.input_shapes, e.input_dtypes)
-                                    if t in PROFILER_DTYPES))] += 1
+            expected[(e.name, profiler_tensors(e))] += 1
     with APITracer(output_path=out, levels=3, merge_output=True):
         step()
         torch.cuda.synchronize()
     got = Counter(dispatcher_view(*parse_call(l)) for l in lines(out))
+    if any(t is None for _, t in expected):  # this torch reports no dtypes: names and counts
+        got = Counter({(op, None): n for (op, _), n in got.items()})
     assert got == expected, (sorted((got - expected).items())[:5], sorted((expected - got).items())[:5])
     return f"{sum(got.values())} outermost calls"
 

@@ -45,10 +45,19 @@ def profiler_calls(step, nesting):
     for e in prof.events():
         if not is_op(e) or not KEEP[nesting](e):
             continue
-        tensors = tuple((tuple(shape), PROFILER_DTYPES[dtype])
-                        for shape, dtype in zip(e.input_shapes, e.input_dtypes) if dtype in PROFILER_DTYPES)
-        calls[(e.name, tensors)] += 1
+        calls[(e.name, profiler_tensors(e))] += 1
     return calls
+
+
+def profiler_tensors(e):
+    """The (shape, dtype) of each tensor input of a profiler event; None where
+    the installed torch does not report dtypes (before 2.12): then only op
+    names and counts are compared."""
+    dtypes = getattr(e, "input_dtypes", None)
+    if dtypes is None:
+        return None
+    return tuple((tuple(shape), PROFILER_DTYPES[dtype])
+                 for shape, dtype in zip(e.input_shapes, dtypes) if dtype in PROFILER_DTYPES)
 
 
 # A Python number where the schema takes a Tensor travels as a 0-dim
@@ -129,10 +138,14 @@ def test_agrees_with_the_profiler(out, name, nesting):
     step()  # warm up: lazy initialization happens outside both runs
     expected = profiler_calls(step, nesting)
     got = traced_calls(step, out / "all", nesting)
+    if any(tensors is None for _, tensors in expected):
+        got = Counter({(op, None): n for (op, _), n in got.items()})
     assert sum(expected.values()) > 20
     assert got == expected, (sorted((got - expected).items())[:5], sorted((expected - got).items())[:5])
     if nesting == "outermost":  # traced at that depth directly
         with APITracer(output_path=str(out / nesting), levels=3, merge_output=True, nesting=nesting):
             step()
         direct = Counter(dispatcher_view(*parse_call(line)) for line in trace_lines(out / nesting))
+        if any(tensors is None for _, tensors in expected):
+            direct = Counter({(op, None): n for (op, _), n in direct.items()})
         assert direct == expected

@@ -2,31 +2,45 @@
 
 #include <charconv>
 #include <cstdio>
-#include <regex>
 
 #include "core/format.h"
 
 namespace api_tracer::yaml {
 namespace {
 
-// Strings a YAML loader would resolve to something else (PyYAML's YAML 1.1
-// implicit resolvers, plus the YAML 1.2 core schema's numbers and y/n).
+// Strings a YAML loader would resolve to something else: YAML 1.1's (what
+// PyYAML resolves) and YAML 1.2's booleans, nulls, numbers, timestamps and
+// merge keys. Conservative: a string that might be read as something other
+// than itself is quoted; quoting one more string than needed costs nothing.
 bool LooksTyped(std::string_view s) {
-  static const std::regex kTyped(
-      // bool, null, merge, value
-      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
-      "|y|Y|n|N|~|null|Null|NULL|<<|="
-      // int (1.1: binary, octal, decimal, hex, sexagesimal; 1.2: 0o)
-      "|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
-      "|[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+|0o[0-7]+"
-      // float (1.1 and 1.2)
-      "|[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*([eE][-+]?[0-9]+)"
-      "|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*"
-      "|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)"
-      // timestamp
-      "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?([Tt ].*)?",
-      std::regex::optimize);
-  return std::regex_match(s.begin(), s.end(), kTyped);
+  static constexpr std::string_view kWords[] = {"yes", "no", "true", "false", "on", "off", "y", "n", "null", "~"};
+  std::string lower;
+  for (char c : s) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (std::string_view w : kWords) {
+    if (lower == w) return true;
+  }
+  if (s == "<<" || s == "=") return true;
+  std::string_view body = s;
+  if (!body.empty() && (body[0] == '+' || body[0] == '-')) body.remove_prefix(1);
+  if (body.empty()) return false;
+  auto numeric = [](std::string_view t) {
+    for (char c : t) {
+      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == 'x' ||
+                c == 'X' || c == 'o' || c == 'O' || c == '_' || c == '.' || c == ':' || c == '+' || c == '-';
+      if (!ok) return false;
+    }
+    return true;
+  };
+  bool digit_first = body[0] >= '0' && body[0] <= '9';
+  // ints (decimal, 0x, 0o, 0b, sexagesimal), floats, and dates
+  if (digit_first && numeric(body)) return true;
+  // timestamps with a time part: 2001-12-14T21:59:43
+  if (s.size() >= 6 && numeric(s.substr(0, 4)) && s[4] == '-' && s[5] >= '0' && s[5] <= '9') return true;
+  if (body[0] == '.') {
+    std::string_view rest = std::string_view(lower).substr(lower.size() - body.size() + 1);
+    return rest == "inf" || rest == "nan" || (!rest.empty() && rest[0] >= '0' && rest[0] <= '9' && numeric(rest));
+  }
+  return false;
 }
 
 void Indent(int n, std::string* out) { out->append(static_cast<size_t>(n), ' '); }

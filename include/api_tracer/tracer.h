@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#define API_TRACER_API __attribute__((visibility("default")))
+
 namespace api_tracer {
 
 // Which operator calls are kept.
@@ -49,7 +51,7 @@ struct Options {
   std::vector<std::string> exclude_apis;
 };
 
-class Tracer {
+class API_TRACER_API Tracer {
  public:
   explicit Tracer(Options options = {});
   ~Tracer();  // stops a running tracer (errors are then lost: call stop())
@@ -67,7 +69,7 @@ class Tracer {
 };
 
 // Starts a tracer now and stops it at the end of the scope.
-class TraceScope {
+class API_TRACER_API TraceScope {
  public:
   explicit TraceScope(Options options = {}) : tracer_(std::move(options)) { tracer_.start(); }
   Tracer& tracer() { return tracer_; }
