@@ -16,7 +16,7 @@ TEST(YamlTest, PlainOnlyWhenItLoadsBackAsTheString) {
   }
   for (const char* s : {"", "true", "False", "yes", "off", "null", "~", "y", "N", "12", "-3",
                         "0x1f", "0o17", "1.5", "1e5", "1e-05", ".inf", "-.inf", ".nan", "1:20",
-                        "2001-12-14", "- x", "a: b", "a #b", "#x", "@x", "`x", "x:", " x", "x ",
+                        "2001-12-14", "2001-12-14T21:59:43", "+1", "-.5", ".5e3", "0b101", "- x", "a: b", "a #b", "#x", "@x", "`x", "x:", " x", "x ",
                         "a\nb", "'q'", "\"q\"", "[x]", "{x}", "*x", "&x", "!x", "|", ">", "%x",
                         "<<", "="}) {
     EXPECT_FALSE(IsPlainString(s)) << s;
