@@ -36,6 +36,7 @@ demo: build
 bench: build
 	$(PY) bench/bench_overhead.py
 	$(PY) bench/bench_native.py
+	$(PY) bench/bench_profile.py
 
 # Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
 api-lists: build

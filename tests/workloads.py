@@ -1,6 +1,7 @@
 """Real workloads, built with random weights: for the conformance tests and
-the benchmarks. Each is a zero-argument callable that runs one step; the
-models are built when the workload is made, outside any tracing."""
+the benchmarks. Each returns a zero-argument callable that runs one step
+(its model as the attribute `model`); the models are built when the
+workload is made, outside any tracing."""
 from __future__ import annotations
 
 import torch
@@ -19,6 +20,7 @@ def mlp_training_step():
         loss.backward()
         optimizer.step()
 
+    step.model = model
     return step
 
 
@@ -43,6 +45,7 @@ def cnn_forward_backward():
         model.zero_grad(set_to_none=True)
         model(x).sum().backward()
 
+    step.model = model
     return step
 
 
@@ -64,6 +67,7 @@ def transformer_block():
         out = out[0] if isinstance(out, tuple) else out
         out.pow(2).mean().backward()
 
+    step.model = layer
     return step
 
 

@@ -3,13 +3,13 @@
 #include <ATen/record_function.h>
 
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 
+#include "aten/callback_guard.h"
 #include "aten/ivalue_key.h"
+#include "core/module_context.h"
 #include "core/thread_local_slots.h"
 
 namespace api_tracer::aten {
@@ -30,25 +30,6 @@ std::mutex g_install_mu;
 // Signatures are process-wide: built once per operator, never freed.
 std::mutex g_signatures_mu;
 std::unordered_map<const char*, std::unique_ptr<OpSignature>> g_signatures;
-
-// Whether a thread is inside a callback, for RemoveObserver to wait on.
-struct alignas(64) Activity {
-  std::atomic<bool> busy{false};
-};
-std::mutex g_activities_mu;
-std::vector<Activity*> g_activities;
-
-struct ActivityRegistration {
-  Activity activity;
-  ActivityRegistration() {
-    std::lock_guard<std::mutex> lock(g_activities_mu);
-    g_activities.push_back(&activity);
-  }
-  ~ActivityRegistration() {
-    std::lock_guard<std::mutex> lock(g_activities_mu);
-    std::erase(g_activities, &activity);
-  }
-};
 
 struct OpEntry {
   const OpSignature* sig = nullptr;  // nullptr: not an operator (a named event)
@@ -106,23 +87,6 @@ ThreadState& Local(uint64_t generation) {
   return state;
 }
 
-Activity& MyActivity() {
-  static thread_local ActivityRegistration registration;
-  return registration.activity;
-}
-
-// Marks this thread busy while it uses the observer; RemoveObserver clears
-// the observer pointer first and then waits for every mark to drop, so an
-// observer read after the mark was set stays alive until it is lifted.
-class Busy {
- public:
-  Busy() : activity_(MyActivity()) { activity_.busy.store(true, std::memory_order_seq_cst); }
-  ~Busy() { activity_.busy.store(false, std::memory_order_release); }
-
- private:
-  Activity& activity_;
-};
-
 OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
   std::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) return {};  // a named event: its name is no stable key, and it is no operator
@@ -157,12 +121,13 @@ void Record(Observer* obs, ThreadState& ts, const KeyWriter& key, int depth) {
   extras.level = obs->options.level;
   extras.depth = obs->options.nesting == Nesting::kAll ? depth : -1;
   if (!ts.backward.empty()) extras.backward = ts.backward.back().name;
+  extras.module = ModuleContext::Current();
   Status st;
   obs->recorder->Record(key, extras, &st);
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  Busy busy;
+  CallbackGuard guard;
   Observer* obs = g_observer.load(std::memory_order_seq_cst);
   if (!obs) return nullptr;
   ThreadState& ts = Local(obs->generation);
@@ -201,7 +166,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 }
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
-  Busy busy;
+  CallbackGuard guard;
   Observer* obs = g_observer.load(std::memory_order_seq_cst);
   if (!obs) return;
   ThreadState& ts = Local(obs->generation);
@@ -224,7 +189,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 
 Status InstallObserver(Recorder* recorder, const ObserverOptions& options) {
   std::lock_guard<std::mutex> lock(g_install_mu);
-  if (g_observer.load()) return Status::InvalidArgument("the native observer (level 3) is already running");
+  if (g_observer.load()) return Status::FailedPrecondition("the native observer (level 3) is already running");
   auto* obs = new Observer();
   obs->recorder = recorder;
   obs->options = options;
@@ -241,20 +206,14 @@ void RemoveObserver() {
   Observer* obs = g_observer.exchange(nullptr, std::memory_order_seq_cst);
   if (!obs) return;
   at::removeCallback(obs->handle);
-  // Wait for the threads still inside a callback with this observer.
-  {
-    std::lock_guard<std::mutex> activities(g_activities_mu);
-    for (Activity* a : g_activities) {
-      while (a->busy.load(std::memory_order_acquire)) std::this_thread::yield();
-    }
-  }
+  WaitForCallbacks();  // for the threads still inside a callback with it
   delete obs;
 }
 
 bool ObserverInstalled() { return g_observer.load() != nullptr; }
 
 OpenCall TakeOpenCall() {
-  Busy busy;
+  CallbackGuard guard;
   Observer* obs = g_observer.load(std::memory_order_seq_cst);
   if (!obs) return {};
   ThreadState& ts = Local(obs->generation);

@@ -14,12 +14,16 @@ namespace api_tracer {
 
 class Status {
  public:
-  enum class Code { kOk, kInvalidArgument, kIOError, kParseError, kCorruption };
+  enum class Code { kOk, kInvalidArgument, kFailedPrecondition, kIOError, kParseError, kCorruption };
 
   Status() = default;
   static Status OK() { return Status(); }
   static Status InvalidArgument(std::string msg) {
     return Status(Code::kInvalidArgument, std::move(msg));
+  }
+  // The operation conflicts with what is running now (a second tracer).
+  static Status FailedPrecondition(std::string msg) {
+    return Status(Code::kFailedPrecondition, std::move(msg));
   }
   static Status IOError(std::string msg) {
     return Status(Code::kIOError, std::move(msg));

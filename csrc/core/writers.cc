@@ -17,16 +17,17 @@ struct TraceWriter::Buffer {
   };
   std::string yaml;
   std::string txt;
-  // "  backward: NAME\n" per autograd node name: quoting is checked once.
-  std::unordered_map<std::string, std::string, Hash, std::equal_to<>> backward_lines;
+  using Lines = std::unordered_map<std::string, std::string, Hash, std::equal_to<>>;
+  // "  KEY: VALUE\n" per value of a record field: quoting is checked once.
+  Lines backward_lines, module_lines;
 
-  const std::string& BackwardLine(std::string_view node) {
-    auto it = backward_lines.find(node);
-    if (it == backward_lines.end()) {
-      std::string line = "  backward: ";
-      yaml::AppendString(node, &line);
+  static const std::string& Line(Lines& lines, std::string_view key, std::string_view value) {
+    auto it = lines.find(value);
+    if (it == lines.end()) {
+      std::string line = "  " + std::string(key) + ": ";
+      yaml::AppendString(value, &line);
       line.push_back('\n');
-      it = backward_lines.emplace(std::string(node), std::move(line)).first;
+      it = lines.emplace(std::string(value), std::move(line)).first;
     }
     return it->second;
   }
@@ -57,7 +58,8 @@ void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& e
   char buf[32];
   if (write_level_) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  level: %d\n", extras.level));
   if (extras.depth >= 0) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  depth: %d\n", extras.depth));
-  if (!extras.backward.empty()) b.yaml.append(b.BackwardLine(extras.backward));
+  if (!extras.backward.empty()) b.yaml.append(Buffer::Line(b.backward_lines, "backward", extras.backward));
+  if (!extras.module.empty()) b.yaml.append(Buffer::Line(b.module_lines, "module", extras.module));
   b.yaml.append(config.yaml_body);
   b.txt.append(config.line);
   b.txt.push_back('\n');

@@ -28,6 +28,7 @@ struct RecordExtras {
   int level = 0;
   int depth = -1;              // >= 0: "depth: N" (every nested op recorded)
   std::string_view backward;   // non-empty: "backward: MulBackward0"
+  std::string_view module;     // non-empty: "module: Net.features.0"
 };
 
 class TraceWriter {

@@ -10,10 +10,12 @@ namespace api_tracer::py {
 
 // Raises the Python exception for a failed Status (the one place core
 // errors become exceptions): IOError -> OSError, InvalidArgument ->
-// ValueError, ParseError -> ValueError(message, column), else RuntimeError.
+// ValueError, FailedPrecondition -> RuntimeError, ParseError ->
+// ValueError(message, column), else RuntimeError.
 void RaiseIfError(const Status& st);
 
 void InitSessionBindings(pybind11::module_& m);  // start, stop, record, ...
 void InitConfigBindings(pybind11::module_& m);   // parse and format config lines
+void InitProfileBindings(pybind11::module_& m);  // the layer profiler
 
 }  // namespace api_tracer::py

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_C, m) {
   if (!api_tracer::py::InitHooks(m.ptr())) throw py::error_already_set();
   api_tracer::py::InitSessionBindings(m);
   api_tracer::py::InitConfigBindings(m);
+  api_tracer::py::InitProfileBindings(m);
 }

@@ -1,6 +1,7 @@
 #include "python/session.h"
 
 #include "aten/observer.h"
+#include "core/module_context.h"
 
 namespace api_tracer::py {
 namespace {
@@ -18,7 +19,7 @@ ThreadState& CurrentThread() {
 Session* Session::Active() { return g_session; }
 
 Status Session::Start(const SessionOptions& options) {
-  if (g_session) return Status::InvalidArgument("a tracing session is already running");
+  if (g_session) return Status::FailedPrecondition("a tracing session is already running");
   std::unique_ptr<Recorder> recorder;
   Status st = Recorder::Open(options.recorder, &recorder);
   if (!st.ok()) return st;
@@ -133,7 +134,8 @@ void Session::Record(int level, ApiId api, const CallArgs& args) {
     converter_.WriteCall(api, args, &ts.key);
   }
   Status st;
-  const Aggregator::Config* config = recorder_->Record(ts.key, {.level = level}, &st);
+  const Aggregator::Config* config =
+      recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()}, &st);
   if (!config) {
     if (record_error_.ok()) record_error_ = st;
     return;

@@ -3,6 +3,7 @@
 #include "python/bindings.h"
 #include "python/session.h"
 #include "aten/observer.h"
+#include "core/module_context.h"
 
 namespace py = pybind11;
 
@@ -16,6 +17,9 @@ void RaiseIfError(const Status& st) {
       break;
     case Status::Code::kInvalidArgument:
       PyErr_SetString(PyExc_ValueError, st.message().c_str());
+      break;
+    case Status::Code::kFailedPrecondition:
+      PyErr_SetString(PyExc_RuntimeError, st.message().c_str());
       break;
     case Status::Code::kParseError:
       PyErr_SetObject(PyExc_ValueError,
@@ -127,6 +131,11 @@ void InitSessionBindings(pybind11::module_& m) {
       pybind11::arg("level"), pybind11::arg("nesting"), pybind11::arg("value_ranges"),
       "Installs the native observer (at::RecordFunction) recording into the running session.");
   m.def("observer_installed", &aten::ObserverInstalled);
+  m.def("module_paths", [](std::vector<std::string> paths) { ModuleContext::Set(std::move(paths)); },
+        "Interns the module paths that module_enter(id) names (tag_modules).");
+  m.def("module_paths_clear", &ModuleContext::Clear);
+  m.def("module_enter", &ModuleContext::Push, pybind11::arg("id"));
+  m.def("module_exit", &ModuleContext::Pop);
   m.def("observer_remove", [] { aten::RemoveObserver(); },
         "Removes the native observer and waits until no thread is inside it.");
   pybind11::class_<Suspended>(m, "suspended", "with suspended(): the tracer's own work, never recorded")

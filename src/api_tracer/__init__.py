@@ -14,12 +14,14 @@ _C.set_value_types(Call, Symbol, TensorSpec)
 
 from .config import ConfigSyntaxError, format_call, parse_call  # noqa: E402
 from .dialect import FrameworkDialect, PyTorchDialect  # noqa: E402
+from .profile import Profile  # noqa: E402
 from .hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook, TracingHook  # noqa: E402
 from .tracer import APITracer  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
     "APITracer",
+    "Profile",
     "TracingHook",
     "SetattrHook",
     "TorchFunctionHook",

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 from . import _C
 from .dialect import FrameworkDialect, PyTorchDialect
 from .hooks import TracingHook
+from .module_tree import ModuleHooks, ModuleTree
 
 STACK_FORMATS = ("short", "full", "api")
 NESTINGS = ("outermost", "all", "innermost")
@@ -74,6 +75,9 @@ class APITracer:
     value_ranges: also keep the smallest and largest value of each integer
         or bool tensor argument, per config (api_value_ranges.yaml). Reads
         tensor data; off by default.
+    tag_modules: an nn.Module: each record made while one of its modules
+        runs carries the module's path ("module: Net.features.0" in
+        api_trace.yaml), so configs can be told apart by layer.
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class APITracer:
         stream_trace: bool = True,
         nesting: str = "outermost",
         value_ranges: bool = False,
+        tag_modules: Any = None,
     ) -> None:
         if isinstance(dialect, FrameworkDialect):
             self.dialect = dialect
@@ -124,6 +129,13 @@ class APITracer:
             raise ValueError(f"nesting must be one of {list(NESTINGS)}, not {nesting!r}")
         self.nesting = nesting
         self.value_ranges = _check_bool("value_ranges", value_ranges)
+        if tag_modules is not None:
+            import torch
+
+            if not isinstance(tag_modules, torch.nn.Module):
+                raise ValueError(f"tag_modules must be a torch.nn.Module or None, not {type(tag_modules).__name__}")
+        self.tag_modules = tag_modules
+        self._module_hooks: Optional[ModuleHooks] = None
         self._hooks: List[TracingHook] = []
         self._undo_start: Optional[Callable[[], None]] = None
 
@@ -191,6 +203,11 @@ class APITracer:
                         hook = self.hook_classes[level](self.dialect, options)
                         hook.install()
                         self._hooks.append(hook)
+                    if self.tag_modules is not None:
+                        tree = ModuleTree(self.tag_modules)
+                        _C.module_paths(tree.names())
+                        self._module_hooks = ModuleHooks(tree, _C.module_enter, lambda scope: _C.module_exit())
+                        self._module_hooks.install()
             except BaseException:
                 self._teardown()
                 raise
@@ -210,6 +227,10 @@ class APITracer:
         raises the first error once all of it is done."""
         global _running
         errors: List[BaseException] = []
+        if self._module_hooks is not None:
+            self._module_hooks.remove()
+            self._module_hooks = None
+            _C.module_paths_clear()
         with _C.suspended():
             while self._hooks:
                 try:

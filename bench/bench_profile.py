@@ -1,0 +1,129 @@
+"""The layer profiler's cost, as ratios measured side by side.
+
+    python bench/bench_profile.py [--quick]
+
+A small CNN and a small transformer (a BERT layer from transformers, from a
+config, random weights), forward and backward on the CPU. Each variant runs
+in a fresh process; wall time of the whole profiled block including making
+the table, best of its rounds, the set repeated and interleaved:
+
+  untraced        the steps alone
+  Profile         api_tracer.Profile, then str(prof)
+  torch.profiler  torch.profiler.profile with a record_function per module
+                  (global module hooks), then key_averages().table(): the
+                  modern way to the same table
+
+Target: Profile at most 1.10x untraced, and below the torch.profiler way.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+VARIANTS = ("untraced", "Profile", "torch.profiler")
+
+
+def workload(name):
+    from workloads import cnn_forward_backward, transformer_block
+
+    return {"cnn": cnn_forward_backward, "transformer": transformer_block}[name]()
+
+
+class RecordFunctionPerModule:
+    """torch.profiler, with a record_function span per module call."""
+
+    def __init__(self, model):
+        names = {id(m): (name or type(model).__name__) for name, m in model.named_modules()}
+        self.names, self.open = names, []
+
+    def __enter__(self):
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+        def pre(module, args):
+            name = self.names.get(id(module))
+            if name is not None:
+                rf = torch.autograd.profiler.record_function(name)
+                rf.__enter__()
+                self.open.append(rf)
+
+        def post(module, args, out):
+            if id(module) in self.names and self.open:
+                self.open.pop().__exit__(None, None, None)
+
+        self.handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+        self.prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        self.prof.__enter__()
+
+    def __exit__(self, *exc):
+        self.prof.__exit__(None, None, None)
+        for h in self.handles:
+            h.remove()
+        self.table = self.prof.key_averages().table()
+
+
+def measure_here(name, n, variant, rounds):
+    torch.set_num_threads(1)
+    step = workload(name)
+    for _ in range(3):
+        step()
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        if variant == "untraced":
+            for _ in range(n):
+                step()
+        elif variant == "Profile":
+            from api_tracer import Profile
+
+            with Profile(step.model) as prof:
+                for _ in range(n):
+                    step()
+            str(prof)
+        else:
+            with RecordFunctionPerModule(step.model):
+                for _ in range(n):
+                    step()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def report(name, title, n, rounds, repeats):
+    best = {v: float("inf") for v in VARIANTS}
+    for _ in range(repeats):
+        for v in VARIANTS:
+            out = subprocess.run([sys.executable, __file__, "--one", json.dumps([name, n, v, rounds])],
+                                 capture_output=True, text=True, check=True)
+            best[v] = min(best[v], float(out.stdout.strip().splitlines()[-1]))
+    base = best["untraced"]
+    print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats}x{rounds})")
+    for v in VARIANTS:
+        print(f"  {v:<16} {best[v] * 1e3:9.1f} ms   {best[v] / base:6.3f}x untraced")
+    ratio = best["Profile"] / base
+    print(f"  Profile: {ratio:.3f}x untraced (target 1.10x: {'met' if ratio <= 1.10 else 'MISSED'}); "
+          f"below the torch.profiler way: {'yes' if best['Profile'] < best['torch.profiler'] else 'NO'}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(measure_here(*json.loads(args.one)))
+        return
+    rounds, repeats = (2, 1) if args.quick else (5, 3)
+    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, 1 intra-op thread")
+    report("cnn", "small CNN forward + backward (batch 4, 32x32)", 10 if args.quick else 40, rounds, repeats)
+    report("transformer", "BERT layer forward + backward (hidden 64, seq 16)", 10 if args.quick else 40, rounds,
+           repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+// The profiler's observer: feeds a Profiler (core/profiler.h) with
+//   - every aten operator call (at::RecordFunction, FUNCTION scope, no
+//     inputs: nothing is boxed for it), timed in the innermost frame;
+//   - every autograd node run (BACKWARD_FUNCTION scope), attributed to the
+//     scope whose forward created the node: forward operators carry the
+//     sequence number of the node they create, and a node's run carries it
+//     back with the forward thread's id;
+//   - with memory, the allocator's reports (c10::reportMemoryUsageToProfiler,
+//     CPU and CUDA), through a MemoryReportingInfoBase installed as the
+//     calling thread's profiler debug info, which autograd's threads inherit.
+// One runs at a time; it cannot share the profiler debug info slot with a
+// running torch.profiler.
+#pragma once
+
+#include "core/profiler.h"
+#include "core/status.h"
+
+namespace api_tracer::aten {
+
+Status InstallProfileObserver(Profiler* profiler, bool memory);
+void RemoveProfileObserver();
+
+}  // namespace api_tracer::aten

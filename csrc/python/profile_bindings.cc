@@ -1,0 +1,207 @@
+// The layer profiler from Python: _C.Profiler wraps core/profiler.h and
+// installs the profile observer; api_tracer.profile.Profile drives it.
+#include <pybind11/stl.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "aten/profile_observer.h"
+#include "core/profiler.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace api_tracer::py {
+namespace {
+
+class PyProfiler;
+
+// ScopedForward(forward, scopes, profiler, on_enter=None, on_exit=None): put
+// as a module's `forward` for the profile, it calls `forward` inside the
+// module's scope (a shared module's path chosen by the thread's current
+// scope), exiting it also when `forward` raises. on_enter/on_exit(scope)
+// are Python callbacks (CUDA events), when given.
+struct ScopedForward {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* forward;
+  PyObject* owner;  // the _C.Profiler object, kept alive
+  PyObject* on_enter;
+  PyObject* on_exit;
+  Profiler* profiler;
+  std::vector<int>* scopes;
+};
+
+PyTypeObject ScopedForwardType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* f = reinterpret_cast<ScopedForward*>(self);
+  int scope = f->profiler->PickScope(*f->scopes);
+  f->profiler->EnterScope(scope, Profiler::Now());
+  if (f->on_enter) {
+    PyObject* r = PyObject_CallOneArg(f->on_enter, PyLong_FromLong(scope));
+    if (!r) PyErr_Clear();
+    Py_XDECREF(r);
+  }
+  PyObject* result = PyObject_Vectorcall(f->forward, args, nargsf, kwnames);
+  if (f->on_exit) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);  // keep the forward's exception
+    PyObject* r = PyObject_CallOneArg(f->on_exit, PyLong_FromLong(scope));
+    if (!r) PyErr_Clear();
+    Py_XDECREF(r);
+    PyErr_Restore(type, value, tb);
+  }
+  f->profiler->ExitScope(scope, Profiler::Now());
+  return result;
+}
+
+void ScopedForwardDealloc(PyObject* self) {
+  auto* f = reinterpret_cast<ScopedForward*>(self);
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(f->forward);
+  Py_CLEAR(f->owner);
+  Py_CLEAR(f->on_enter);
+  Py_CLEAR(f->on_exit);
+  delete f->scopes;
+  Py_TYPE(self)->tp_free(self);
+}
+
+int ScopedForwardTraverse(PyObject* self, visitproc visit, void* arg) {
+  auto* f = reinterpret_cast<ScopedForward*>(self);
+  Py_VISIT(f->forward);
+  Py_VISIT(f->owner);
+  Py_VISIT(f->on_enter);
+  Py_VISIT(f->on_exit);
+  return 0;
+}
+
+int ScopedForwardClear(PyObject* self) {
+  auto* f = reinterpret_cast<ScopedForward*>(self);
+  Py_CLEAR(f->forward);
+  Py_CLEAR(f->owner);
+  Py_CLEAR(f->on_enter);
+  Py_CLEAR(f->on_exit);
+  return 0;
+}
+
+// __wrapped__, __name__, ...: the forward's.
+PyObject* ScopedForwardGetAttr(PyObject* self, PyObject* name) {
+  if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+    return Py_NewRef(reinterpret_cast<ScopedForward*>(self)->forward);
+  }
+  PyObject* r = PyObject_GenericGetAttr(self, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+  PyErr_Clear();
+  return PyObject_GetAttr(reinterpret_cast<ScopedForward*>(self)->forward, name);
+}
+
+class PyProfiler {
+ public:
+  explicit PyProfiler(std::vector<int> parents) : profiler_(std::make_unique<Profiler>(std::move(parents))) {}
+  ~PyProfiler() {
+    if (running_) aten::RemoveProfileObserver();
+  }
+
+  void Start(bool memory) {
+    RaiseIfError(aten::InstallProfileObserver(profiler_.get(), memory));
+    running_ = true;
+    profiler_->Begin(Profiler::Now());
+  }
+  void Stop() {
+    if (!running_) return;
+    profiler_->End(Profiler::Now());
+    aten::RemoveProfileObserver();
+    running_ = false;
+  }
+  Profiler* profiler() { return profiler_.get(); }
+  void Enter(int scope) { profiler_->EnterScope(scope, Profiler::Now()); }
+  void Exit(int scope) { profiler_->ExitScope(scope, Profiler::Now()); }
+
+  pybind11::dict Snapshot() const {
+    Profiler::Snapshot s = profiler_->Take();
+    auto dir = [](const std::vector<Profiler::DirStats>& stats) {
+      pybind11::list out;
+      for (const auto& d : stats) {
+        pybind11::list ops;
+        for (const auto& o : d.ops) ops.append(pybind11::make_tuple(o.name, o.calls, o.total_ns, o.self_ns));
+        pybind11::dict row;
+        row["calls"] = d.calls;
+        row["total_ns"] = d.total_ns;
+        row["self_ns"] = d.self_ns;
+        row["mem_self"] = d.mem_self;
+        row["mem_total"] = d.mem_total;
+        row["cuda_mem_self"] = d.cuda_mem_self;
+        row["cuda_mem_total"] = d.cuda_mem_total;
+        row["ops"] = ops;
+        out.append(row);
+      }
+      return out;
+    };
+    pybind11::dict out;
+    out["forward"] = dir(s.forward);
+    out["backward"] = dir(s.backward);
+    out["block_ns"] = s.block_ns;
+    out["unattributed_ns"] = s.unattributed_ns;
+    return out;
+  }
+
+  pybind11::list Spans() const {
+    pybind11::list spans;
+    for (const auto& sp : profiler_->Spans()) {
+      spans.append(pybind11::make_tuple(sp.kind, sp.scope, sp.name ? sp.name : "", sp.begin, sp.end, sp.thread));
+    }
+    return spans;
+  }
+
+ private:
+  std::unique_ptr<Profiler> profiler_;
+  bool running_ = false;
+};
+
+}  // namespace
+
+void InitProfileBindings(pybind11::module_& m) {
+  ScopedForwardType.tp_name = "api_tracer._C.ScopedForward";
+  ScopedForwardType.tp_basicsize = sizeof(ScopedForward);
+  ScopedForwardType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  ScopedForwardType.tp_doc = "A module's forward, run inside the module's profile scope.";
+  ScopedForwardType.tp_dealloc = ScopedForwardDealloc;
+  ScopedForwardType.tp_traverse = ScopedForwardTraverse;
+  ScopedForwardType.tp_clear = ScopedForwardClear;
+  ScopedForwardType.tp_call = PyVectorcall_Call;
+  ScopedForwardType.tp_vectorcall_offset = offsetof(ScopedForward, vectorcall);
+  ScopedForwardType.tp_getattro = ScopedForwardGetAttr;
+  if (PyType_Ready(&ScopedForwardType) < 0) throw pybind11::error_already_set();
+  m.def(
+      "scoped_forward",
+      [](pybind11::object forward, std::vector<int> scopes, pybind11::object profiler, pybind11::object on_enter,
+         pybind11::object on_exit) {
+        PyProfiler& p = profiler.cast<PyProfiler&>();
+        if (scopes.empty()) throw pybind11::value_error("scoped_forward needs at least one scope");
+        auto* f = PyObject_GC_New(ScopedForward, &ScopedForwardType);
+        if (!f) throw pybind11::error_already_set();
+        f->vectorcall = ScopedForwardCall;
+        f->forward = Py_NewRef(forward.ptr());
+        f->owner = Py_NewRef(profiler.ptr());
+        f->on_enter = on_enter.is_none() ? nullptr : Py_NewRef(on_enter.ptr());
+        f->on_exit = on_exit.is_none() ? nullptr : Py_NewRef(on_exit.ptr());
+        f->profiler = p.profiler();
+        f->scopes = new std::vector<int>(std::move(scopes));
+        PyObject_GC_Track(f);
+        return pybind11::reinterpret_steal<pybind11::object>(reinterpret_cast<PyObject*>(f));
+      },
+      pybind11::arg("forward"), pybind11::arg("scopes"), pybind11::arg("profiler"),
+      pybind11::arg("on_enter") = pybind11::none(), pybind11::arg("on_exit") = pybind11::none(),
+      "A callable that runs `forward` inside a profile scope (see ScopedForward).");
+  pybind11::class_<PyProfiler>(m, "Profiler", "Per-scope time and memory (core/profiler.h).")
+      .def(pybind11::init<std::vector<int>>(), pybind11::arg("parents"))
+      .def("start", &PyProfiler::Start, pybind11::arg("memory"))
+      .def("stop", &PyProfiler::Stop)
+      .def("enter", &PyProfiler::Enter, pybind11::arg("scope"))
+      .def("exit", &PyProfiler::Exit, pybind11::arg("scope"))
+      .def("snapshot", &PyProfiler::Snapshot)
+      .def("spans", &PyProfiler::Spans);
+}
+
+}  // namespace api_tracer::py

@@ -1,0 +1,318 @@
+"""Profile: a layer-by-layer profile of an nn.Module, in the spirit of
+torchprof (same interface), with correct totals.
+
+    from api_tracer import Profile
+    with Profile(model, profile_memory=True) as prof:
+        model(x).sum().backward()
+    print(prof)                            # one row per module path
+    print(prof.display(show_events=True))  # each module's aten ops beneath it
+    data = prof.raw()                      # the numbers, for programs
+
+Times come from the C++ core (core/profiler.h): module boundaries from a
+C++ callable put as each module's `forward` for the block (and taken away
+again, also when the block raises), operators and autograd nodes from an
+at::RecordFunction observer, memory from c10's allocator reports. A module's backward is the runs of the autograd nodes its
+forward created (matched by sequence number), so forward and backward are
+separate columns. Self = total minus the children's totals; the self times
+of all rows plus "unattributed" add up to the profiled block's time.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from . import _C
+from .module_tree import ModuleTree
+
+PathLike = Union[str, Sequence[str]]
+SORT_KEYS = ("self_cpu", "cpu_total", "self_cpu_bwd", "cpu_total_bwd", "self_cuda", "cuda_total", "self_mem",
+             "mem", "calls")
+
+
+@dataclass
+class OpRow:
+    """An aten operator run inside a module (its self and inclusive time)."""
+
+    name: str
+    direction: str  # "forward" or "backward"
+    calls: int
+    self_cpu_ns: int
+    cpu_total_ns: int
+
+
+@dataclass
+class Row:
+    """One module path."""
+
+    path: Tuple[str, ...]
+    depth: int
+    calls: int = 0
+    self_cpu_ns: int = 0
+    cpu_total_ns: int = 0
+    bwd_runs: int = 0  # autograd node runs attributed to the module
+    self_cpu_bwd_ns: int = 0
+    cpu_total_bwd_ns: int = 0
+    self_cuda_ns: Optional[int] = None
+    cuda_total_ns: Optional[int] = None
+    self_mem: Optional[int] = None  # CPU bytes, net (allocated minus freed)
+    mem: Optional[int] = None
+    self_mem_bwd: Optional[int] = None
+    mem_bwd: Optional[int] = None
+    self_cuda_mem: Optional[int] = None
+    cuda_mem: Optional[int] = None
+    shared_with: List[str] = field(default_factory=list)  # other paths of the same module
+    alias_of: Optional[str] = None  # this path names a module profiled under another path
+    ops: List[OpRow] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+_running = threading.Lock()
+
+
+def _op_rows(ops: List[tuple], direction: str) -> List[OpRow]:
+    """OpRows from the core's (name, calls, total_ns, self_ns) tuples."""
+    return [OpRow(name=name, direction=direction, calls=calls, self_cpu_ns=self_ns, cpu_total_ns=total_ns)
+            for name, calls, total_ns, self_ns in ops]
+
+
+class Profile:
+    """Profiles `model` layer by layer while the block runs.
+
+    enabled: False makes the block run unprofiled.
+    use_cuda: also measure CUDA time per module forward (CUDA events, read
+        once at the end: no synchronization per layer).
+    profile_memory: CPU and CUDA memory per module (net bytes).
+    paths: profile only these subtrees: paths such as "features.3" or
+        ("AlexNet", "features", "3").
+    """
+
+    def __init__(self, model: Any, enabled: bool = True, use_cuda: bool = False, profile_memory: bool = False,
+                 paths: Optional[Iterable[PathLike]] = None) -> None:
+        import torch
+
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+        for name, value in (("enabled", enabled), ("use_cuda", use_cuda), ("profile_memory", profile_memory)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be True or False, not {value!r}")
+        self.model = model
+        self.enabled = enabled
+        self.use_cuda = use_cuda and torch.cuda.is_available()
+        self.profile_memory = profile_memory
+        self.root = type(model).__name__
+        self._paths = None if paths is None else list(paths)
+        self._active = False
+        self._data: Optional[dict] = None
+        self.rows: List[Row] = []
+
+    def _enter_cuda(self, scope: int) -> None:
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        self._cuda_open.append((scope, event))
+
+    def _exit_cuda(self, scope: int) -> None:
+        import torch
+
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        for i in range(len(self._cuda_open) - 1, -1, -1):
+            if self._cuda_open[i][0] == scope:
+                self._cuda_spans.append((scope, self._cuda_open.pop(i)[1], end))
+                break
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def __enter__(self) -> "Profile":
+        if not self.enabled:
+            return self
+        if self._active:
+            raise RuntimeError("this Profile is already running: it cannot be entered twice at once")
+        if not _running.acquire(blocking=False):
+            raise RuntimeError("another Profile is running in this process")
+        try:
+            self._tree = ModuleTree(self.model, self._paths)
+            self.scope_paths = self._tree.paths
+            self._cuda_open: List[Tuple[int, Any]] = []
+            self._cuda_spans: List[Tuple[int, Any, Any]] = []
+            self._c = _C.Profiler(self._tree.parents)
+            self._wrap_forwards()
+            self._c.start(self.profile_memory)
+        except BaseException:
+            self._teardown()
+            raise
+        self._active = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._active:
+            return
+        self._active = False
+        self._teardown()
+        self._data = self._c.snapshot()
+        self.rows = self._build_rows()
+
+    def _wrap_forwards(self) -> None:
+        """Each profiled module's forward, for the block, is a C++ callable
+        that runs it inside the module's scope: no module hook is added, so
+        PyTorch keeps its fast path for calling modules (hooks make every
+        module call build lists and tuples). Undone by _unwrap_forwards."""
+        self._wrapped: List[Tuple[Any, bool, Any]] = []
+        on_enter, on_exit = (self._enter_cuda, self._exit_cuda) if self.use_cuda else (None, None)
+        for module_id, scopes in self._tree.scopes_of.items():
+            module = self._tree.modules[module_id]
+            had_own = "forward" in vars(module)
+            self._wrapped.append((module, had_own, vars(module).get("forward")))
+            module.forward = _C.scoped_forward(module.forward, scopes, self._c, on_enter, on_exit)
+
+    def _unwrap_forwards(self) -> None:
+        while getattr(self, "_wrapped", None):
+            module, had_own, old = self._wrapped.pop()
+            if had_own:
+                module.forward = old
+            else:
+                del module.forward
+
+    def _teardown(self) -> None:
+        self._unwrap_forwards()
+        c = getattr(self, "_c", None)
+        if c is not None:
+            c.stop()
+        tree = getattr(self, "_tree", None)
+        if tree is not None:
+            tree.modules = {}  # hold no module once done
+        if _running.locked():
+            _running.release()
+
+    # -- results -----------------------------------------------------------
+
+    def _cuda_totals(self) -> Dict[int, int]:
+        totals: Dict[int, int] = {}
+        if self._cuda_spans:
+            import torch
+
+            torch.cuda.synchronize()  # once, at the end
+            for scope, start, end in self._cuda_spans:
+                totals[scope] = totals.get(scope, 0) + int(start.elapsed_time(end) * 1e6)
+        return totals
+
+    def _build_rows(self) -> List[Row]:
+        data = self._data
+        fwd, bwd = data["forward"], data["backward"]
+        cuda = self._cuda_totals() if self.use_cuda else None
+        n = len(self.scope_paths)
+        children: Dict[int, List[int]] = {i: [] for i in range(-1, n)}
+        for i, p in enumerate(self._tree.parents):
+            children[p].append(i)
+        names = dict(enumerate(self._tree.names()))
+        shared = {i: [names[j] for j in scopes if j != i]
+                  for scopes in self._tree.scopes_of.values() if len(scopes) > 1 for i in scopes}
+        rows = []
+        for i, path in enumerate(self.scope_paths):
+            f, b = fwd[i], bwd[i]
+            row = Row(path=path, depth=len(path) - 1, calls=f["calls"], self_cpu_ns=f["self_ns"],
+                      cpu_total_ns=f["total_ns"], bwd_runs=b["calls"], self_cpu_bwd_ns=b["self_ns"],
+                      cpu_total_bwd_ns=b["total_ns"], shared_with=shared.get(i, []))
+            if row.shared_with and not (f["calls"] or b["calls"]):
+                row.alias_of = next((s for s in row.shared_with), None)
+            if self.profile_memory:
+                row.self_mem, row.mem = f["mem_self"], f["mem_total"]
+                row.self_mem_bwd, row.mem_bwd = b["mem_self"], b["mem_total"]
+                row.self_cuda_mem = f["cuda_mem_self"] + b["cuda_mem_self"]
+                row.cuda_mem = f["cuda_mem_total"] + b["cuda_mem_total"]
+            if cuda is not None:
+                row.cuda_total_ns = cuda.get(i, 0)
+                row.self_cuda_ns = row.cuda_total_ns - sum(cuda.get(c, 0) for c in children[i])
+            row.ops = _op_rows(f["ops"], "forward") + _op_rows(b["ops"], "backward")
+            rows.append(row)
+        self._children = children
+        return rows
+
+    def _require_data(self) -> None:
+        if self._data is None:
+            raise RuntimeError("no profile yet: run the model inside `with Profile(model) as prof:` first")
+
+    @property
+    def unattributed_ns(self) -> int:
+        """Block time outside every module's forward and attributed backward."""
+        self._require_data()
+        return self._data["unattributed_ns"]
+
+    @property
+    def total_ns(self) -> int:
+        """The profiled block's time."""
+        self._require_data()
+        return self._data["block_ns"]
+
+    def raw(self) -> Dict[str, Any]:
+        """The profile as plain data: rows (one per module path, tree order),
+        unattributed time and operators, and the block's total."""
+        self._require_data()
+        n = len(self.scope_paths)
+        unattributed_ops = (_op_rows(self._data["forward"][n]["ops"], "forward") +
+                            _op_rows(self._data["backward"][n]["ops"], "backward"))
+        return {
+            "root": self.root,
+            "total_ns": self.total_ns,
+            "unattributed_ns": self.unattributed_ns,
+            "unattributed_ops": [asdict(o) for o in unattributed_ops],
+            "rows": [dict(asdict(r), name=r.name) for r in self.rows],
+        }
+
+    def __str__(self) -> str:
+        return self.display()
+
+    def display(self, show_events: bool = False, depth: Optional[int] = None,
+                sort_by: Optional[str] = None) -> str:
+        """The tree table. show_events: each module's operators beneath it;
+        depth: hide rows deeper than this (the root is 0); sort_by: order
+        siblings by a column, descending (one of SORT_KEYS)."""
+        from .profile_table import render
+
+        if sort_by is not None and sort_by not in SORT_KEYS:
+            raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, not {sort_by!r}")
+        if self._data is None:
+            return "<unprofiled>" if not self.enabled else "<no profile yet>"
+        return render(self, show_events=show_events, depth=depth, sort_by=sort_by)
+
+    # -- exports -------------------------------------------------------------
+
+    def export_json(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.raw(), f, indent=1)
+
+    def export_csv(self, path: str) -> None:
+        self._require_data()
+        columns = ["name", "depth", "calls", "self_cpu_ns", "cpu_total_ns", "bwd_runs", "self_cpu_bwd_ns",
+                   "cpu_total_bwd_ns", "self_cuda_ns", "cuda_total_ns", "self_mem", "mem", "self_mem_bwd", "mem_bwd",
+                   "self_cuda_mem", "cuda_mem"]
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(columns)
+            for r in self.rows:
+                w.writerow([r.name if c == "name" else getattr(r, c) for c in columns])
+            w.writerow(["unattributed", 0, 0, self.unattributed_ns] + [""] * (len(columns) - 4))
+
+    def export_chrome_trace(self, path: str) -> None:
+        """A Chrome trace (opens in Perfetto and chrome://tracing): module
+        forward spans, backward node runs under their module, operators."""
+        self._require_data()
+        spans = self._c.spans()
+        t0 = min((s[3] for s in spans), default=0)
+        events = []
+        cats = {0: "module", 1: "backward", 2: "operator"}
+        for kind, scope, name, begin, end, thread in spans:
+            module = ".".join(self.scope_paths[scope]) if 0 <= scope < len(self.scope_paths) else "unattributed"
+            label = module if kind == 0 else f"{module} [{name}]" if kind == 1 else name
+            events.append({"name": label, "cat": cats[kind], "ph": "X", "ts": (begin - t0) / 1e3,
+                           "dur": (end - begin) / 1e3, "pid": 0, "tid": thread,
+                           "args": {"module": module}})
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)

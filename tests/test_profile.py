@@ -1,0 +1,280 @@
+"""The layer-by-layer profiler (api_tracer.Profile)."""
+import csv
+import json
+import time
+
+import pytest
+import torch
+import torch.nn as nn
+
+from api_tracer import Profile
+from workloads import transformer_block
+
+
+class Sleepy(nn.Module):
+    """Spends a known time in its own forward."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds = seconds
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        time.sleep(self.seconds)
+        return self.lin(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 4, 3))
+        self.slow = Sleepy(0.02)
+        self.shared = nn.Linear(4, 4)
+        self.alias = self.shared
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        x = self.features(x).mean((2, 3))
+        x = self.slow(x)
+        x = self.shared(self.shared(x))
+        x = self.alias(x)
+        return self.head(x)
+
+
+def run(model, prof_kwargs=None, x=None):
+    x = torch.randn(2, 3, 12, 12) if x is None else x
+    with Profile(model, **(prof_kwargs or {})) as prof:
+        loss = model(x).pow(2).sum()  # outside every module: unattributed
+        loss.backward()
+    return prof
+
+
+def rows(prof):
+    return {r.name: r for r in prof.rows}
+
+
+def test_one_row_per_module_path_tree_drawn():
+    prof = run(Net())
+    names = [r.name for r in prof.rows]
+    assert names == ["Net", "Net.features", "Net.features.0", "Net.features.1", "Net.features.2", "Net.slow",
+                     "Net.slow.lin", "Net.shared", "Net.alias", "Net.head"]
+    table = str(prof)
+    lines = table.splitlines()
+    assert lines[0].split("|")[0].strip() == "Module"
+    assert lines[2].startswith("Net ")
+    assert "├── features" in table and "│   ├── 0" in table and "└── head" in table
+    assert "(unattributed)" in table and "(profiled block)" in table
+
+
+def test_totals_are_right():
+    prof = run(Net())
+    rs = rows(prof)
+    for r in prof.rows:
+        assert 0 <= r.self_cpu_ns <= r.cpu_total_ns, r.name
+        assert 0 <= r.self_cpu_bwd_ns <= r.cpu_total_bwd_ns, r.name
+    children = {name: [c for c in rs if c.rsplit(".", 1)[0] == name and c != name] for name in rs}
+    for name, r in rs.items():
+        kids = [rs[c] for c in children[name] if not rs[c].alias_of]
+        # backward: self is total minus the children's totals, exactly
+        assert r.self_cpu_bwd_ns == r.cpu_total_bwd_ns - sum(k.cpu_total_bwd_ns for k in kids), name
+        # forward: every child call ran inside its parent's call here
+        assert r.self_cpu_ns == r.cpu_total_ns - sum(k.cpu_total_ns for k in kids), name
+    selfs = sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows)
+    assert selfs + prof.unattributed_ns == prof.total_ns
+    assert prof.unattributed_ns > 0  # the loss and the engine's own work
+
+
+def test_time_lands_in_the_right_row():
+    prof = run(Net())
+    rs = rows(prof)
+    assert rs["Net.slow"].self_cpu_ns >= 20e6
+    assert rs["Net.slow"].cpu_total_ns >= 20e6
+    assert rs["Net"].self_cpu_ns < 20e6  # a parent's self excludes its child's sleep
+    assert rs["Net.slow.lin"].self_cpu_ns < 20e6
+
+
+def test_forward_and_backward_are_separate():
+    prof = run(Net())
+    rs = rows(prof)
+    assert rs["Net.features.0"].bwd_runs >= 1 and rs["Net.features.0"].self_cpu_bwd_ns > 0
+    assert rs["Net.head"].bwd_runs >= 1
+    bwd_ops = {op.name for op in rs["Net.head"].ops if op.direction == "backward"}
+    fwd_ops = {op.name for op in rs["Net.head"].ops if op.direction == "forward"}
+    assert "aten::mm" in bwd_ops and "aten::linear" in fwd_ops
+    with Profile(Net()) as prof:
+        with torch.no_grad():
+            Net()(torch.randn(1, 3, 12, 12))
+    assert all(r.bwd_runs == 0 and r.cpu_total_bwd_ns == 0 for r in prof.rows)
+
+
+def test_shared_and_repeated_modules_are_counted_once_per_call_and_said_so():
+    prof = run(Net())
+    rs = rows(prof)
+    assert rs["Net.shared"].calls == 3  # twice as shared, once as alias: one module
+    assert rs["Net.shared"].shared_with == ["Net.alias"]
+    assert rs["Net.alias"].alias_of == "Net.shared"
+    assert rs["Net.alias"].calls == 0
+    table = str(prof)
+    assert "shared (also Net.alias)" in table and "alias (same module as Net.shared)" in table
+
+
+def test_memory_per_module():
+    class Alloc(nn.Module):
+        def forward(self, x):
+            self.kept = torch.ones(1 << 18)  # 1 MiB, still alive at the end
+            return x
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.alloc = Alloc()
+
+        def forward(self, x):
+            return self.alloc(x)
+
+    model = Outer()
+    with Profile(model, profile_memory=True) as prof:
+        model(torch.zeros(1))
+    rs = rows(prof)
+    assert rs["Outer.alloc"].self_mem == 1 << 20
+    assert rs["Outer"].mem == (1 << 20) + rs["Outer"].self_mem
+    assert "CPU Mem" in str(prof)
+    with Profile(model) as prof2:
+        model(torch.zeros(1))
+    assert rows(prof2)["Outer.alloc"].self_mem is None
+
+
+def test_paths_depth_and_sorting():
+    prof = run(Net(), {"paths": ["features", "Net.head"]})
+    assert [r.name for r in prof.rows] == ["Net.features", "Net.features.0", "Net.features.1", "Net.features.2",
+                                           "Net.head"]
+    with pytest.raises(ValueError, match="paths: no module at Net.nope"):
+        Profile(Net(), paths=["nope"]).__enter__()
+    prof = run(Net())
+    shallow = prof.display(depth=1)
+    assert "features" in shallow and "│   ├── 0" not in shallow
+    by_time = prof.display(sort_by="self_cpu", depth=1).splitlines()
+    first_child = next(line for line in by_time if line.startswith("├──"))
+    assert first_child.startswith("├── slow")  # the slowest child first
+    with pytest.raises(ValueError, match="sort_by"):
+        prof.display(sort_by="colour")
+
+
+def test_show_events_lists_each_modules_operators():
+    prof = run(Net())
+    text = prof.display(show_events=True)
+    assert "· fwd aten::conv2d" in text and "· bwd aten::convolution_backward" in text
+
+
+def model_state(model):
+    state = {}
+    for name, m in model.named_modules():
+        state[name] = (dict(vars(m)), {k: dict(getattr(m, k)) for k in vars(m) if k.endswith("hooks")})
+    return state
+
+
+def test_model_untouched_also_after_an_exception():
+    model = Net()
+    before = model_state(model)
+    from torch.nn.modules import module as module_mod
+
+    hooks_before = (dict(module_mod._global_forward_hooks), dict(module_mod._global_forward_pre_hooks))
+    run(model)
+    with pytest.raises(ZeroDivisionError):
+        with Profile(model):
+            model(torch.randn(1, 3, 12, 12))
+            1 / 0
+    after = model_state(model)
+    assert after.keys() == before.keys()
+    for name in before:
+        assert after[name][1] == before[name][1], name
+        assert after[name][0].keys() == before[name][0].keys(), name
+    assert (dict(module_mod._global_forward_hooks), dict(module_mod._global_forward_pre_hooks)) == hooks_before
+
+
+def test_entering_twice_at_once_raises():
+    model = Net()
+    prof = Profile(model)
+    with prof:
+        with pytest.raises(RuntimeError, match="already running"):
+            prof.__enter__()
+        with pytest.raises(RuntimeError, match="another Profile"):
+            Profile(model).__enter__()
+    with prof:  # after it ends, it can run again
+        model(torch.randn(1, 3, 12, 12))
+
+
+def test_disabled_profiles_nothing():
+    model = Net()
+    with Profile(model, enabled=False) as prof:
+        model(torch.randn(1, 3, 12, 12))
+    assert str(prof) == "<unprofiled>"
+    assert prof.rows == []
+
+
+def test_memory_profile_refuses_to_share_with_torch_profiler():
+    model = Net()
+    with torch.profiler.profile(profile_memory=True):
+        with pytest.raises(RuntimeError, match="profile_memory cannot run while torch.profiler"):
+            Profile(model, profile_memory=True).__enter__()
+    with Profile(model, profile_memory=True):  # nothing was left behind
+        model(torch.randn(1, 3, 12, 12))
+
+
+def test_exports_load_back(tmp_path):
+    prof = run(Net())
+    prof.export_json(tmp_path / "p.json")
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert [r["name"] for r in data["rows"]] == [r.name for r in prof.rows]
+    assert data["total_ns"] == prof.total_ns and data["unattributed_ns"] == prof.unattributed_ns
+    prof.export_csv(tmp_path / "p.csv")
+    table = list(csv.DictReader((tmp_path / "p.csv").open()))
+    assert [r["name"] for r in table] == [r.name for r in prof.rows] + ["unattributed"]
+    assert int(table[0]["cpu_total_ns"]) == prof.rows[0].cpu_total_ns
+    prof.export_chrome_trace(tmp_path / "p.trace.json")
+    trace = json.loads((tmp_path / "p.trace.json").read_text())["traceEvents"]
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in trace)
+    spans = {e["name"]: e for e in trace if e["cat"] == "module"}
+    conv = spans["Net.features.0"]
+    inside = [e for e in trace if e["cat"] == "operator" and e["name"] == "aten::conv2d"
+              and conv["ts"] <= e["ts"] and e["ts"] + e["dur"] <= conv["ts"] + conv["dur"] + 1e-3]
+    assert inside, "the module span holds its operators"
+    assert any(e["cat"] == "backward" and e["name"].startswith("Net.head [") for e in trace)
+
+
+def test_a_transformer_block_from_transformers():
+    step = transformer_block()
+    with Profile(step.model) as prof:
+        step()
+    rs = rows(prof)
+    assert "BertLayer.attention.self.query" in rs
+    assert rs["BertLayer.attention.self.query"].calls == 1
+    assert rs["BertLayer.intermediate.dense"].bwd_runs >= 1
+    assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
+
+
+def test_tracer_tags_records_with_their_module(tmp_path):
+    from api_tracer import APITracer, parse_call
+    from conftest import trace_lines, yaml_records
+
+    model = Net()
+    x = torch.randn(1, 3, 12, 12)
+    with APITracer(output_path=str(tmp_path), levels=[1, 3], merge_output=True, tag_modules=model):
+        model(x)
+        torch.ones(1)  # outside every module: no tag
+    records = yaml_records(tmp_path)
+    lines = trace_lines(tmp_path)
+    by_module = {}
+    for record, line in zip(records, lines):
+        by_module.setdefault(record.get("module"), []).append(line)
+    assert any(l.startswith("torch.nn.functional.conv2d(") for l in by_module["Net.features.0"])
+    assert any(l.startswith("torch.ops.aten.conv2d.default(") for l in by_module["Net.features.0"])
+    assert any(l.startswith("torch.nn.functional.linear(") for l in by_module["Net.head"])
+    assert all(l.startswith("torch.nn.functional.linear(") or l.startswith("torch.ops.aten.linear")
+               for l in by_module["Net.shared"])
+    assert by_module[None] == ["torch.ones(1)", 'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)']
+    # configs stay what they are: the tag is beside the config, not in it
+    for line in lines:
+        parse_call(line)
+    with pytest.raises(ValueError, match="tag_modules"):
+        APITracer(output_path=str(tmp_path), tag_modules="Net")
