@@ -210,6 +210,11 @@ void RemoveObserver() {
   delete obs;
 }
 
+void AbandonObserverAfterFork() {
+  Observer* obs = g_observer.exchange(nullptr, std::memory_order_seq_cst);
+  if (obs) at::removeCallback(obs->handle);  // the observer itself is left as it is
+}
+
 bool ObserverInstalled() { return g_observer.load() != nullptr; }
 
 OpenCall TakeOpenCall() {

@@ -33,6 +33,10 @@ struct ObserverOptions {
 // Fails when an observer is already installed.
 Status InstallObserver(Recorder* recorder, const ObserverOptions& options);
 void RemoveObserver();
+// In a process just forked from one that was tracing: forget the observer
+// without touching what it recorded into (the parent's) and without waiting
+// for threads that do not exist here.
+void AbandonObserverAfterFork();
 bool ObserverInstalled();
 
 // The op the observer recorded last on this thread and is still running, for

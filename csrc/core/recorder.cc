@@ -115,11 +115,12 @@ Status Recorder::Close() {
   };
   for (auto& set : sets_) {
     if (set->trace) keep_first(set->trace->Flush());
-    WriteApis(*set->agg, set->apis);
-    WriteConfigs(*set->agg, set->configs);
-    WriteStatistics(*set->agg, set->statistics);
-    if (options_.record_stack) WriteStacks(*set->agg, set->stacks);
-    if (options_.value_ranges) WriteValueRanges(*set->agg, set->value_ranges);
+    Summary summary = Summarize(*set->agg);
+    WriteApis(summary, set->apis);
+    WriteConfigs(summary, set->configs);
+    WriteStatistics(summary, set->statistics);
+    if (options_.record_stack) WriteStacks(summary, set->stacks);
+    if (options_.value_ranges) WriteValueRanges(summary, set->value_ranges);
     for (std::ofstream* f : {&set->trace_yaml, &set->trace_txt, &set->apis, &set->configs,
                              &set->statistics, &set->stacks, &set->value_ranges}) {
       if (!f->is_open()) continue;

@@ -85,41 +85,47 @@ Status TraceWriter::Flush() {
   return failed_ ? Status::IOError("writing the trace failed") : Status::OK();
 }
 
-void WriteApis(const Aggregator& agg, std::ostream& out) {
+Summary Summarize(const Aggregator& agg) {
+  Summary s;
+  for (const auto& c : agg.ApiCounts()) s.api_counts.emplace_back(agg.apis().Name(c.api), c.count);
+  s.config_lines = agg.ConfigLines();
+  for (auto& [api, stacks] : agg.Stacks()) s.stacks.emplace_back(agg.apis().Name(api), std::move(stacks));
+  s.value_ranges = agg.ValueRanges();
+  return s;
+}
+
+void WriteApis(const Summary& s, std::ostream& out) {
   std::vector<std::string> names;
-  for (const auto& c : agg.ApiCounts()) names.push_back(agg.apis().Name(c.api));
+  for (const auto& [name, count] : s.api_counts) names.push_back(name);
   std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   for (const auto& name : names) out << name << '\n';
 }
 
-void WriteConfigs(const Aggregator& agg, std::ostream& out) {
-  std::vector<std::string> lines = agg.ConfigLines();
+void WriteConfigs(const Summary& s, std::ostream& out) {
+  std::vector<std::string> lines = s.config_lines;
   std::sort(lines.begin(), lines.end());
   lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
   for (const auto& line : lines) out << line << '\n';
 }
 
-void WriteStatistics(const Aggregator& agg, std::ostream& out) {
-  std::vector<Aggregator::ApiCount> counts = agg.ApiCounts();
+void WriteStatistics(const Summary& s, std::ostream& out) {
+  std::vector<std::pair<std::string, uint64_t>> counts = s.api_counts;
   uint64_t total = 0;
-  for (const auto& c : counts) total += c.count;
+  for (const auto& c : counts) total += c.second;
   out << "Total APIs: " << counts.size() << '\n';
   out << "Total API calls: " << total << "\n\n";
-  std::stable_sort(counts.begin(), counts.end(),
-                   [](const auto& a, const auto& b) { return a.count > b.count; });
-  for (const auto& c : counts) {
+  std::stable_sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [name, count] : counts) {
     char pct[32];
-    std::snprintf(pct, sizeof pct, "%.2f", 100.0 * static_cast<double>(c.count) /
-                                               static_cast<double>(total));
-    out << agg.apis().Name(c.api) << ": " << c.count << " (" << pct << "%)\n";
+    std::snprintf(pct, sizeof pct, "%.2f", 100.0 * static_cast<double>(count) / static_cast<double>(total));
+    out << name << ": " << count << " (" << pct << "%)\n";
   }
 }
 
-void WriteStacks(const Aggregator& agg, std::ostream& out) {
-  auto stacks = agg.Stacks();
-  std::sort(stacks.begin(), stacks.end(), [&](const auto& a, const auto& b) {
-    return agg.apis().Name(a.first) < agg.apis().Name(b.first);
-  });
+void WriteStacks(const Summary& s, std::ostream& out) {
+  auto stacks = s.stacks;
+  std::sort(stacks.begin(), stacks.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   yaml::Node root = yaml::Node::Map();
   for (const auto& [api, list] : stacks) {
     yaml::Node entry = yaml::Node::Map();
@@ -128,21 +134,22 @@ void WriteStacks(const Aggregator& agg, std::ostream& out) {
       yaml::Node& frames = seq.Add(yaml::Node::Seq());
       for (const auto& frame : stack) frames.Add(yaml::Node::String(frame));
     }
-    root.Set(agg.apis().Name(api), std::move(entry));
+    root.Set(api, std::move(entry));
   }
   std::string text;
   yaml::Emit(root, 0, &text);
   out << text;
 }
 
-
-void WriteValueRanges(const Aggregator& agg, std::ostream& out) {
+void WriteValueRanges(const Summary& s, std::ostream& out) {
+  auto ranges = s.value_ranges;
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   yaml::Node root = yaml::Node::Seq();
-  for (const auto& [line, ranges] : agg.ValueRanges()) {
+  for (const auto& [line, list] : ranges) {
     yaml::Node& entry = root.Add(yaml::Node::Map());
     entry.Set("config", yaml::Node::String(line));
     yaml::Node& args = entry.Set("ranges", yaml::Node::Map());
-    for (const auto& r : ranges) {
+    for (const auto& r : list) {
       yaml::Node& pair = args.Set(r.path, yaml::Node::Seq());
       pair.Add(yaml::Node::Scalar(std::to_string(r.min)));
       pair.Add(yaml::Node::Scalar(std::to_string(r.max)));

@@ -65,17 +65,27 @@ class TraceWriter {
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 
+// What the summary files say of an output set: taken from an Aggregator
+// when tracing stops, or built by `api-tracer merge` from several sets.
+struct Summary {
+  std::vector<std::pair<std::string, uint64_t>> api_counts;  // first-seen order
+  std::vector<std::string> config_lines;                     // any order, duplicates allowed
+  std::vector<std::pair<std::string, std::vector<Stack>>> stacks;
+  std::vector<std::pair<std::string, std::vector<Aggregator::Range>>> value_ranges;
+};
+Summary Summarize(const Aggregator& agg);
+
 // api_apis.txt: the distinct API names, byte-wise sorted, one a line.
-void WriteApis(const Aggregator& agg, std::ostream& out);
+void WriteApis(const Summary& s, std::ostream& out);
 // api_configs.yaml: the distinct config lines, byte-wise sorted, one a line.
-void WriteConfigs(const Aggregator& agg, std::ostream& out);
+void WriteConfigs(const Summary& s, std::ostream& out);
 // api_statistics.yaml: totals, then "api: count (pp.pp%)" by count
 // descending, ties in first-seen order.
-void WriteStatistics(const Aggregator& agg, std::ostream& out);
+void WriteStatistics(const Summary& s, std::ostream& out);
 // api_stacks.yaml: per API, byte-wise sorted, its stacks under "3stacks".
-void WriteStacks(const Aggregator& agg, std::ostream& out);
+void WriteStacks(const Summary& s, std::ostream& out);
 // api_value_ranges.yaml: per config line (sorted) with integer tensor
 // arguments, each argument's smallest and largest value seen.
-void WriteValueRanges(const Aggregator& agg, std::ostream& out);
+void WriteValueRanges(const Summary& s, std::ostream& out);
 
 }  // namespace api_tracer

@@ -32,7 +32,7 @@ TEST_F(WritersTest, StatisticsSortByCountThenFirstSeen) {
   Call("torch.add", 2);
   Call("torch.abs", 1, 2);
   std::ostringstream out;
-  WriteStatistics(agg_, out);
+  WriteStatistics(Summarize(agg_), out);
   EXPECT_EQ(out.str(),
             "Total APIs: 4\n"
             "Total API calls: 8\n"
@@ -49,17 +49,17 @@ TEST_F(WritersTest, ApisAndConfigsAreSortedBytewise) {
   Call("torch.add", 2);
   Call("torch.add", 1);
   std::ostringstream apis, configs;
-  WriteApis(agg_, apis);
-  WriteConfigs(agg_, configs);
+  WriteApis(Summarize(agg_), apis);
+  WriteConfigs(Summarize(agg_), configs);
   EXPECT_EQ(apis.str(), "torch.Tensor.sum\ntorch.add\ntorch.zeros\n");
   EXPECT_EQ(configs.str(), "torch.Tensor.sum(1)\ntorch.add(1)\ntorch.add(2)\ntorch.zeros(10)\n");
 }
 
 TEST_F(WritersTest, EmptySetWritesEmptySummaries) {
   std::ostringstream apis, stats, stacks;
-  WriteApis(agg_, apis);
-  WriteStatistics(agg_, stats);
-  WriteStacks(agg_, stacks);
+  WriteApis(Summarize(agg_), apis);
+  WriteStatistics(Summarize(agg_), stats);
+  WriteStacks(Summarize(agg_), stacks);
   EXPECT_EQ(apis.str(), "");
   EXPECT_EQ(stats.str(), "Total APIs: 0\nTotal API calls: 0\n\n");
   EXPECT_EQ(stacks.str(), "{}\n");
@@ -73,7 +73,7 @@ TEST_F(WritersTest, StacksFile) {
   agg_.AddStack(add, 1, [] { return Stack{"a.py:9 in main", "a.py:12 in f"}; });
   agg_.AddStack(add, 2, [] { return Stack{"b.py:1 in <module>"}; });
   std::ostringstream out;
-  WriteStacks(agg_, out);
+  WriteStacks(Summarize(agg_), out);
   EXPECT_EQ(out.str(),
             "torch.add:\n"
             "  3stacks:\n"
@@ -168,7 +168,7 @@ TEST_F(WritersTest, ValueRangesFile) {
   Status st;
   ASSERT_NE(agg.Record(w.view(), w.ranges(), &st), nullptr);
   std::ostringstream out;
-  WriteValueRanges(agg, out);
+  WriteValueRanges(Summarize(agg), out);
   EXPECT_EQ(out.str(),
             "- config: torch.ops.aten.index_select.default(Tensor([2], \"int64\"))\n"
             "  ranges:\n"

@@ -2,8 +2,13 @@
 // api_tracer.values), and format Python calls as config lines.
 #include <pybind11/stl.h>
 
+#include <fstream>
+#include <optional>
+#include <tuple>
+
 #include "core/format.h"
 #include "core/parse.h"
+#include "core/writers.h"
 #include "python/bindings.h"
 #include "python/convert.h"
 
@@ -97,6 +102,36 @@ std::string FormatFromPython(const std::string& api, pybind11::tuple args, pybin
   return FormatCall(call, {show_device, show_requires_grad});
 }
 
+void WriteSummary(const std::string& dir, const std::string& suffix,
+                  const std::vector<std::pair<std::string, uint64_t>>& api_counts,
+                  const std::vector<std::string>& config_lines,
+                  const std::optional<std::vector<std::pair<std::string, std::vector<Stack>>>>& stacks,
+                  const std::optional<std::vector<std::pair<std::string, std::vector<std::tuple<std::string, int64_t, int64_t>>>>>&
+                      value_ranges) {
+  Summary s{api_counts, config_lines, {}, {}};
+  if (stacks) s.stacks = *stacks;
+  if (value_ranges) {
+    for (const auto& [line, list] : *value_ranges) {
+      std::vector<Aggregator::Range> ranges;
+      for (const auto& [path, lo, hi] : list) ranges.push_back({path, lo, hi});
+      s.value_ranges.emplace_back(line, std::move(ranges));
+    }
+  }
+  auto write = [&](const char* stem, const char* ext, void (*fn)(const Summary&, std::ostream&)) {
+    std::string path = dir + "/" + stem + suffix + ext;
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) RaiseIfError(Status::IOError("cannot open " + path + " for writing"));
+    fn(s, f);
+    f.close();
+    if (f.fail()) RaiseIfError(Status::IOError("writing " + path + " failed"));
+  };
+  write("api_apis", ".txt", &WriteApis);
+  write("api_configs", ".yaml", &WriteConfigs);
+  write("api_statistics", ".yaml", &WriteStatistics);
+  if (stacks) write("api_stacks", ".yaml", &WriteStacks);
+  if (value_ranges) write("api_value_ranges", ".yaml", &WriteValueRanges);
+}
+
 }  // namespace
 
 void InitConfigBindings(pybind11::module_& m) {
@@ -117,6 +152,10 @@ void InitConfigBindings(pybind11::module_& m) {
         return ToPython(v);
       },
       pybind11::arg("text"));
+  m.def("write_summary", &WriteSummary, pybind11::arg("dir"), pybind11::arg("suffix"), pybind11::arg("api_counts"),
+        pybind11::arg("config_lines"), pybind11::arg("stacks") = pybind11::none(),
+        pybind11::arg("value_ranges") = pybind11::none(),
+        "Writes a file set's summary files from plain data (api-tracer merge).");
   m.def("format_call", &FormatFromPython, pybind11::arg("api"), pybind11::arg("args"),
         pybind11::arg("kwargs"), pybind11::kw_only(), pybind11::arg("classify"),
         pybind11::arg("tensor_type_name"), pybind11::arg("show_device") = false,

@@ -40,6 +40,13 @@ Status Session::Stop() {
   return st;
 }
 
+void Session::AbandonAfterFork() {
+  aten::AbandonObserverAfterFork();
+  ModuleContext::Clear();
+  g_session = nullptr;  // left as it is: destroying it would flush the parent's buffers
+  SetActiveConverter(nullptr);
+}
+
 Session::Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch)
     : recorder_(std::move(recorder)),
       epoch_(epoch),

@@ -62,6 +62,9 @@ class Session {
   // Fails (Status) when a session is active or the output cannot be opened.
   static Status Start(const SessionOptions& options);
   static Status Stop();
+  // In a process just forked from a tracing one: drop the session without
+  // writing (its files and buffers are the parent's).
+  static void AbandonAfterFork();
 
   uint64_t epoch() const { return epoch_; }
   bool Records(int level) const { return level >= 0 && level <= Recorder::kMaxLevel && levels_[level]; }

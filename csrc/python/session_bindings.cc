@@ -96,6 +96,8 @@ void InitSessionBindings(pybind11::module_& m) {
   m.def("stop", [] { RaiseIfError(Session::Stop()); },
         "Closes the session: flushes the traces and writes the summary files.");
   m.def("active", [] { return Session::Active() != nullptr; });
+  m.def("abandon_after_fork", &Session::AbandonAfterFork,
+        "In a forked child: drop the parent's session without writing its files.");
   m.def("allows", [](const std::string& api) { return ActiveOrRaise().Allows(api); },
         "Whether the running session's include/exclude patterns record `api`.");
   m.def(

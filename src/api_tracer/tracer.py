@@ -248,6 +248,24 @@ class APITracer:
         if errors:
             raise errors[0]
 
+    def _abandon_after_fork(self) -> None:
+        """In a forked child: forget this tracer without writing anything (its
+        files are the parent's), and put every patched attribute back."""
+        global _running
+        _C.abandon_after_fork()
+        if self._module_hooks is not None:
+            self._module_hooks.remove()
+            self._module_hooks = None
+        with _C.suspended():
+            while self._hooks:
+                try:
+                    self._hooks.pop().uninstall()
+                except Exception:  # noqa: BLE001 - nothing of the parent's may stay
+                    pass
+        self._undo_start = None
+        _running = None
+        atexit.unregister(self.stop)
+
     def __enter__(self) -> "APITracer":
         return self.start()
 
@@ -273,3 +291,27 @@ class APITracer:
                 base, ext = os.path.splitext(stem)
                 out[base + suffix + ext] = os.path.join(self.output_path, base + suffix + ext)
         return out
+
+
+def _after_fork_in_child() -> None:
+    """A forked child of a traced process stops tracing into the parent's
+    files; with --follow-children it traces itself into its own."""
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    tracer = _running
+    if tracer is None:
+        return
+    tracer._abandon_after_fork()
+    from .follow import ENV_OPTIONS, child_options
+
+    if os.environ.get(ENV_OPTIONS):
+        import multiprocessing.util
+
+        child = APITracer(**child_options())
+        child.start()
+        # multiprocessing's forked children leave through os._exit: their
+        # finalizers run, atexit does not.
+        multiprocessing.util.Finalize(None, child.stop, exitpriority=100)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,18 @@
+"""Started by Python in the processes a traced program starts, when
+`api-tracer run --follow-children` put this folder on PYTHONPATH: runs the
+sitecustomize this one shadows, if any, then starts tracing this process."""
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
+del sys.modules["sitecustomize"]
+try:
+    import sitecustomize  # noqa: F401  - the next one on the path
+except ImportError:
+    pass
+
+if os.environ.get("API_TRACER_CHILD_OPTIONS"):
+    from api_tracer.follow import start_child
+
+    start_child()

@@ -1,0 +1,49 @@
+"""Tracing the processes a traced program starts (--follow-children).
+
+- Spawned processes (multiprocessing spawn, subprocess, torchrun's workers)
+  inherit two environment variables: API_TRACER_CHILD_OPTIONS (the tracer's
+  options, as JSON) and a PYTHONPATH that puts _child/sitecustomize.py first,
+  which starts a tracer when the interpreter starts.
+- Forked processes (multiprocessing fork, DataLoader workers) inherit the
+  parent's tracer in memory: tracer.py's fork handler abandons it (the
+  child never writes the parent's files) and, when children are followed,
+  starts the child's own.
+
+Each process writes DIR/rank-N (N from the RANK variable torch.distributed
+launchers set) or DIR/pid-N: no two processes ever write one file.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict
+
+ENV_OPTIONS = "API_TRACER_CHILD_OPTIONS"
+CHILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child")
+
+
+def follow_children(options: Dict[str, Any]) -> None:
+    """Makes the processes started from now on trace themselves."""
+    options = dict(options, output_path=os.path.abspath(options["output_path"]))
+    os.environ[ENV_OPTIONS] = json.dumps(options)
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = CHILD_DIR + (os.pathsep + path if path else "")
+
+
+def child_output(base: str) -> str:
+    rank = os.environ.get("RANK")
+    name = f"rank-{rank}" if rank is not None and rank.isdigit() else f"pid-{os.getpid()}"
+    return os.path.join(base, name)
+
+
+def child_options() -> Dict[str, Any]:
+    options = json.loads(os.environ[ENV_OPTIONS])
+    options["output_path"] = child_output(options["output_path"])
+    return options
+
+
+def start_child() -> None:
+    """In a spawned process: trace it until it exits."""
+    from .tracer import APITracer
+
+    APITracer(**child_options()).start()

@@ -1,0 +1,97 @@
+"""api-tracer merge DIR... -o OUT: one file set from many runs or ranks.
+
+Sets are found under the directories (recursively) and merged per level
+suffix: counts add, configs and APIs deduplicate, statistics, stacks (up to
+3 distinct per API) and value ranges combine, and the traces are joined in
+the order the sets were found. The summary files are written by the same
+C++ writers as the tracer's.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Dict, List, Tuple
+
+import yaml
+
+from . import _C
+from .cli import UsageError
+from .filesets import FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics
+
+MAX_STACKS = 3
+
+
+def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
+    counts: Dict[str, int] = {}
+    order: Dict[str, int] = {}  # first-seen position
+    configs = set()
+    traced = all(s.has("api_trace", ".txt") and s.has("api_trace", ".yaml") for s in sets)
+    if traced:
+        with open(os.path.join(out, f"api_trace{suffix}.txt"), "w", encoding="utf-8") as txt, \
+                open(os.path.join(out, f"api_trace{suffix}.yaml"), "w", encoding="utf-8") as yml:
+            for s in sets:
+                for line in read_lines(s.path("api_trace", ".txt")):
+                    order.setdefault(api_of(line), len(order))
+                    txt.write(line + "\n")
+                with open(s.path("api_trace", ".yaml"), encoding="utf-8") as f:
+                    shutil.copyfileobj(f, yml)
+    for s in sets:
+        for api, n in read_statistics(s):
+            counts[api] = counts.get(api, 0) + n
+            order.setdefault(api, len(order))
+        configs.update(read_lines(s.path("api_configs", ".yaml")))
+    api_counts = sorted(counts.items(), key=lambda kv: order[kv[0]])
+
+    stacks = None
+    if any(s.has("api_stacks", ".yaml") for s in sets):
+        merged: Dict[str, List[List[str]]] = {}
+        for s in sets:
+            if not s.has("api_stacks", ".yaml"):
+                continue
+            with open(s.path("api_stacks", ".yaml"), encoding="utf-8") as f:
+                data = yaml.safe_load(f) or {}
+            for api, entry in data.items():
+                have = merged.setdefault(api, [])
+                for stack in entry.get("3stacks", []):
+                    if stack not in have and len(have) < MAX_STACKS:
+                        have.append(stack)
+        stacks = sorted(merged.items())
+
+    ranges = None
+    if any(s.has("api_value_ranges", ".yaml") for s in sets):
+        merged_ranges: Dict[str, Dict[str, List[int]]] = {}
+        for s in sets:
+            if not s.has("api_value_ranges", ".yaml"):
+                continue
+            with open(s.path("api_value_ranges", ".yaml"), encoding="utf-8") as f:
+                for entry in yaml.safe_load(f) or []:
+                    paths = merged_ranges.setdefault(entry["config"], {})
+                    for path, (lo, hi) in entry["ranges"].items():
+                        have = paths.get(path)
+                        paths[path] = [lo, hi] if have is None else [min(have[0], lo), max(have[1], hi)]
+        ranges = [(line, [(p, lo, hi) for p, (lo, hi) in sorted(paths.items())])
+                  for line, paths in sorted(merged_ranges.items())]
+    _C.write_summary(out, suffix, api_counts, sorted(configs), stacks, ranges)
+    return len(api_counts), sum(counts.values())
+
+
+def merge_sets(dirs: List[str], out: str) -> str:
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise UsageError(f"merge: {d} is not a directory")
+    sets = find_sets(dirs, exclude=out)
+    if not sets:
+        raise UsageError(f"merge: no file set (api_statistics*.yaml) under {', '.join(dirs)}")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"merge: cannot create {out}: {e}") from None
+    report = []
+    for suffix, group in group_by_suffix(sets).items():
+        try:
+            apis, calls = _merge_group(group, out, suffix)
+        except (OSError, ValueError, yaml.YAMLError) as e:
+            raise UsageError(f"merge: {e}") from None
+        what = f"level {suffix[len('_level_'):]}" if suffix else "merged levels"
+        report.append(f"{what}: {len(group)} sets -> {apis} APIs, {calls} calls")
+    return f"merged into {out}:\n  " + "\n  ".join(report)
