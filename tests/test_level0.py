@@ -64,17 +64,27 @@ def test_level0_sees_functions_methods_and_classes(out):
 def test_module_made_before_tracing_is_its_constructor_call_or_a_placeholder(out):
     conv = nn.Conv2d(3, 8, 3, stride=2, bias=False)
     norm = nn.LayerNorm(4, eps=1e-3)
-    seq = nn.Sequential(nn.ReLU())
+    seq = nn.Sequential(nn.ReLU(), nn.Dropout(0.25))
+
+    class Mine(nn.Module):
+        def forward(self, x):
+            return x
+
+    opaque = nn.Sequential(Mine())
     with APITracer(output_path=str(out), levels=0, merge_output=True):
         conv(torch.zeros(1, 3, 8, 8))
         norm(torch.zeros(2, 4))
         seq(torch.zeros(2))
+        opaque(torch.zeros(3))
     lines = trace_lines(out)
     assert 'torch.nn.Conv2d.forward(torch.nn.Conv2d(3, 8, (3, 3), stride=(2, 2), bias=False), ' \
            'Tensor([1, 3, 8, 8], "float32"))' in lines
     assert 'torch.nn.LayerNorm.forward(torch.nn.LayerNorm((4,), eps=0.001), Tensor([2, 4], "float32"))' in lines
-    # A container's constructor cannot be read back: a placeholder names the class.
-    assert 'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([2], "float32"))' in lines
+    # A container is the constructor call of its children ...
+    assert ('torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Dropout(p=0.25)), '
+            'Tensor([2], "float32"))') in lines
+    # ... when each can be known; else a placeholder names the class.
+    assert 'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([3], "float32"))' in lines
 
 
 def test_descriptor_kinds_are_kept(out):

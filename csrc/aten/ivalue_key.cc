@@ -50,6 +50,7 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
   if (depth > kMaxDepth) return WriteOpaque("list", w);
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
+    if (!t.defined()) return w->None();  // an absent optional tensor: None, as Python sees it
     // A Python number passed where the schema takes a Tensor (torch.mul(x,
     // 2)) travels as a 0-dim CPU "wrapped number": write the number, as
     // PyTorch does when it hands the call to a Python dispatch mode.

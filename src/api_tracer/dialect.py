@@ -271,8 +271,10 @@ class PyTorchDialect(FrameworkDialect):
 
     def default_exclude(self) -> List[str]:
         # Property getters and setters (tensor.shape, .requires_grad, .grad)
-        # are a large share of a model's calls and no one fuzzes them.
-        return ["*.__get__", "*.__set__", "*.__delete__"]
+        # are a large share of a model's calls and no one fuzzes them; the
+        # profiler's record_function markers (optimizers emit them) are not
+        # computation.
+        return ["*.__get__", "*.__set__", "*.__delete__", "torch.ops.profiler.*"]
 
     def on_start(self, levels: List[int]) -> Callable[[], None]:
         # A compiled function runs eagerly while a Python level traces, so
@@ -351,6 +353,8 @@ class PyTorchDialect(FrameworkDialect):
                 return ("replace", fn)
         if issubclass(tp, torch.nn.Module):
             return ("instance", self.describe_module)
+        if issubclass(tp, torch.optim.Optimizer):
+            return ("replace", self.describe_optimizer)
         np = sys.modules.get("numpy")
         if np is not None:
             if issubclass(tp, np.ndarray):
@@ -396,13 +400,32 @@ class PyTorchDialect(FrameworkDialect):
         """A module instance as its constructor call where that can be known
         (torch.nn's own modules, checked by rebuilding on the meta device),
         else the placeholder ``Module("class")``."""
+        import torch
+
         cls = type(module)
         name = public_name(cls)
-        if cls.__module__.startswith("torch.nn."):
+        if cls in (torch.nn.Sequential, torch.nn.ModuleList):
+            children = [self.describe_module(m) for m in module]
+            if all(c.name != "Module" for c in children):
+                return Call(name, *children) if cls is torch.nn.Sequential else Call(name, children)
+        elif cls.__module__.startswith("torch.nn."):
             call = _rebuild_constructor(module, cls, name)
             if call is not None:
                 return call
         return Call("Module", name)
+
+    def describe_optimizer(self, optimizer: Any) -> Call:
+        """An optimizer as its constructor call: its parameters (as tensors)
+        and its hyperparameters, per parameter group when there are several."""
+        groups = []
+        for group in optimizer.param_groups:
+            options = {k: v for k, v in group.items() if k != "params" and _simple(v)}
+            groups.append(dict(options, params=list(group["params"])))
+        name = public_name(type(optimizer))
+        if len(groups) == 1:
+            params = groups[0].pop("params")
+            return Call(name, params, **groups[0])
+        return Call(name, groups)
 
 
 _SIMPLE = (bool, int, float, str, type(None))

@@ -11,6 +11,8 @@
 
 Each process writes DIR/rank-N (N from the RANK variable torch.distributed
 launchers set) or DIR/pid-N: no two processes ever write one file.
+multiprocessing's own helper processes (resource tracker, forkserver) run
+none of the program's code and are not traced.
 """
 from __future__ import annotations
 
@@ -42,8 +44,18 @@ def child_options() -> Dict[str, Any]:
     return options
 
 
+# Helper processes multiprocessing starts for itself: they run none of the
+# program's code, so they are not traced.
+HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver", "multiprocessing.semaphore_tracker")
+
+
 def start_child() -> None:
     """In a spawned process: trace it until it exits."""
+    import sys
+
+    command = " ".join(getattr(sys, "orig_argv", sys.argv))
+    if any(helper in command for helper in HELPERS):
+        return
     from .tracer import APITracer
 
     APITracer(**child_options()).start()

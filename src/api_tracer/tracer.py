@@ -12,6 +12,7 @@ tracer runs at a time in a process.
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util as _mp_util
 import os
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
@@ -305,13 +306,23 @@ def _after_fork_in_child() -> None:
     from .follow import ENV_OPTIONS, child_options
 
     if os.environ.get(ENV_OPTIONS):
+        APITracer(**child_options()).start()
+
+
+def _stop_at_multiprocessing_exit(_anchor: object) -> None:
+    """multiprocessing's forked children leave through os._exit: atexit does
+    not run, their finalizers do. Their bootstrap clears the finalizers it
+    inherited, then runs these after-fork callbacks: the place to add ours."""
+    if _running is not None:
         import multiprocessing.util
 
-        child = APITracer(**child_options())
-        child.start()
-        # multiprocessing's forked children leave through os._exit: their
-        # finalizers run, atexit does not.
-        multiprocessing.util.Finalize(None, child.stop, exitpriority=100)
+        multiprocessing.util.Finalize(None, _running.stop, exitpriority=100)
+
+
+class _ForkAnchor:
+    """Keeps the after-fork callback registered (multiprocessing holds its
+    callbacks through weak references)."""
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+_mp_util.register_after_fork(_ForkAnchor, _stop_at_multiprocessing_exit)

@@ -1,0 +1,132 @@
+"""api-tracer replay: configs traced from real workloads replay, round-trip,
+and stay data."""
+import json
+import os
+import subprocess
+import sys
+from xml.etree import ElementTree
+
+import pytest
+import torch
+
+from api_tracer import APITracer
+from api_tracer.replay import Config, read_configs, replay_one, roundtrip, run_in_process
+from workloads import WORKLOADS
+
+CLI = [sys.executable, "-m", "api_tracer"]
+
+
+def traced_configs(tmp_path, name, level):
+    step = WORKLOADS[name]()
+    step()
+    out = tmp_path / f"{name}-{level}"
+    with APITracer(output_path=str(out), levels=level, merge_output=True):
+        step()
+    return read_configs(str(out / "api_configs.yaml"))
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_configs_of_real_workloads_replay(tmp_path, name, level):
+    configs = traced_configs(tmp_path, name, level)
+    results = run_in_process(configs, "cpu", {}, 0, lambda r: None)
+    ok = [r for r in results if r.status == "ok"]
+    not_ok = [(r.config, r.status, r.error, r.message) for r in results if r.status != "ok"]
+    assert len(results) >= 5
+    assert len(ok) >= 0.99 * len(results), not_ok
+    assert all(r.message for r in results if r.status != "ok")  # every failure says why
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_tracing_a_replay_gives_back_the_config(tmp_path, name, level):
+    configs = traced_configs(tmp_path, name, level)
+    problems = [(c.text, why) for c, why in roundtrip(configs, level) if why]
+    assert len(problems) <= 0.01 * len(configs), problems
+
+
+def write(tmp_path, lines):
+    path = tmp_path / "configs.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+EVIL = [
+    '__import__("os").system("touch PWNED")',
+    'os.system("touch PWNED")',
+    'torch.os.system("touch PWNED")',
+    'torch.Tensor.__class__.__subclasses__()',
+    'torch.add(Callable("builtins.exec"), 1)',
+    'torch.add(__import__("os").system("touch PWNED"))',
+    'torch.nn.functional.math.sqrt(4)',
+    'torch.load("PWNED")',
+]
+
+
+def test_lines_holding_code_execute_nothing_and_the_rest_still_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    good = 'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"), alpha=2)'
+    path = write(tmp_path, EVIL[:4] + [good] + EVIL[4:])
+    results = run_in_process(read_configs(str(path)), "cpu", {}, 0, lambda r: None)
+    assert not (tmp_path / "PWNED").exists()
+    by_text = {r.config: r for r in results}
+    assert by_text[good].status == "ok"
+    for line in EVIL[:7]:
+        r = by_text[line]
+        assert r.status == "invalid", (line, r)
+        assert r.column >= 1 and r.line >= 1
+    # torch.load is torch's own API: it runs, on a file that is not there
+    assert by_text['torch.load("PWNED")'].status == "failed"
+
+
+def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
+    path = write(tmp_path, ["torch.ones(2, 3)", "torch.ones(2,, 3)", "torch.zeros(3, dtype=torch.int8)"])
+    result = subprocess.run(CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl"),
+                                   "--junit", str(tmp_path / "r.xml")], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert f"INVALID {path}:2:14: Invalid: expected a value" in result.stdout
+    assert "3 configs: 2 ok, 0 failed, 0 skipped, 1 invalid" in result.stdout
+    report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in report] == ["ok", "invalid", "ok"]
+    assert report[1]["line"] == 2 and report[1]["column"] == 14
+    suite = ElementTree.parse(tmp_path / "r.xml").getroot()
+    assert suite.get("tests") == "3" and suite.get("errors") == "1"
+    assert len(suite.findall("testcase/error")) == 1
+
+
+def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
+    lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)", "torch.abs(Tensor([2], \"float32\"))"]
+    path = write(tmp_path, lines)
+    env = dict(os.environ, API_TRACER_REPLAY_CRASH_ON="torch.neg")
+    result = subprocess.run(CLI + ["replay", str(path), "--isolate", "--jobs", "2", "-o", str(tmp_path / "r.jsonl")],
+                            capture_output=True, text=True, env=env, timeout=300)
+    report = {r["config"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
+    assert report[lines[1]]["status"] == "failed" and report[lines[1]]["error"] == "WorkerCrashed"
+    assert [report[line]["status"] for line in (lines[0], lines[2], lines[3])] == ["ok", "ok", "ok"]
+    assert result.returncode == 1
+
+
+def test_integer_tensors_come_from_the_recorded_ranges(tmp_path):
+    emb = torch.nn.Embedding(50, 4)
+    out = tmp_path / "t"
+    with APITracer(output_path=str(out), levels=3, merge_output=True, value_ranges=True):
+        emb(torch.tensor([[30, 40], [35, 49]]))
+    from api_tracer.replay import prepare, ranges_beside, read_value_ranges
+
+    path = str(out / "api_configs.yaml")
+    ranges = read_value_ranges(ranges_beside(path))
+    config = next(c for c in read_configs(path) if "embedding" in c.text)
+    api, func, args, kwargs = prepare(config, "cpu", ranges, seed=0)
+    indices = args[1]
+    assert indices.dtype == torch.int64 and 30 <= int(indices.min()) and int(indices.max()) <= 49
+    assert replay_one(config, ranges=ranges).status == "ok"
+
+
+def test_tensors_keep_recorded_strides_and_dtypes():
+    config = Config("x", 1, 'torch.ops.aten.addmm.default(Tensor([4], "float64"), Tensor([2, 3], "float64"), '
+                            'Tensor([3, 4], "float64", stride=[1, 3]))')
+    from api_tracer.replay import prepare
+
+    api, func, args, kwargs = prepare(config, "cpu", {}, seed=0)
+    assert args[2].stride() == (1, 3) and args[2].dtype == torch.float64
+    assert replay_one(config).status == "ok"
