@@ -19,7 +19,12 @@ build: setup
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DCMAKE_PREFIX_PATH="$(TORCH_CMAKE)" > $(BUILD).log 2>&1 \
 	  || { cat $(BUILD).log; exit 1; }
 	cmake --build $(BUILD)
-	@test -f .venv/.installed || { $(PY) -m pip install -q --no-build-isolation --no-deps -e . && touch .venv/.installed; }
+	@$(MAKE) --no-print-directory .venv/.installed
+
+# The package, installed editable (it points at src/): again when its metadata changes.
+.venv/.installed: pyproject.toml setup.py
+	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	touch $@
 
 test: build test-cpp test-python
 
