@@ -26,51 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import torch
-import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import WORKLOADS, best_in_fresh_processes  # noqa: E402
 
 VARIANTS = ("untraced", "profiler", "execution trace", "level 2", "level 3, no op kept", "level 3")
-
-
-def tiny_ops(n):
-    a = torch.ones(4)
-    b = torch.ones(4)
-    for _ in range(n):
-        c = torch.add(a, b, alpha=2)
-        c = c.mul(b)
-        c = torch.relu(c)
-        c.sum()
-
-
-class SmallCNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
-        self.c2 = nn.Conv2d(8, 16, 3, padding=1)
-        self.fc = nn.Linear(16 * 8 * 8, 10)
-
-    def forward(self, x):
-        x = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
-        x = torch.nn.functional.max_pool2d(torch.relu(self.c2(x)), 2)
-        return self.fc(x.flatten(1))
-
-
-def cnn(n, _model=[]):
-    if not _model:
-        torch.manual_seed(0)
-        _model.append((SmallCNN(), torch.randn(4, 3, 32, 32)))
-    model, x = _model[0]
-    for _ in range(n):
-        model.zero_grad(set_to_none=True)
-        model(x).sum().backward()
-
-
-WORKLOADS = {"tiny": tiny_ops, "cnn": cnn}
 
 
 class Traced:
@@ -123,12 +88,9 @@ def measure_here(workload, n, variant, rounds):
 
 
 def report(title, workload, n, rounds, repeats, target):
-    best = {v: float("inf") for v in VARIANTS}
-    for _ in range(repeats):
-        for variant in VARIANTS:
-            out = subprocess.run([sys.executable, __file__, "--one", json.dumps([workload, n, variant, rounds])],
-                                 capture_output=True, text=True, check=True)
-            best[variant] = min(best[variant], float(out.stdout.strip().splitlines()[-1]))
+    payloads = [[workload, n, v, rounds] for v in VARIANTS]
+    found = best_in_fresh_processes(__file__, payloads, repeats)
+    best = {v: found[json.dumps(p)] for v, p in zip(VARIANTS, payloads)}
     base = best["untraced"]
     print(f"\n== {title} ({n} iterations; wall time incl. start and stop, best of {repeats}x{rounds})")
     for v in VARIANTS:

@@ -28,16 +28,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import statistics
 import sys
 import tempfile
 import time
 
 import torch
-import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import WORKLOADS, best_in_fresh_processes  # noqa: E402
 from python_logger import (FloorDispatchMode, FloorFunctionMode, LoggerDispatchMode,  # noqa: E402
                            LoggerFunctionMode, PythonLogger, PythonSetattr)
 
@@ -48,39 +47,6 @@ torch.set_num_threads(1)
 # steadier than wall time on a machine shared with other work. Each variant
 # takes its fastest round: noise only ever adds time.
 CLOCK = time.thread_time
-
-
-def tiny_ops(n):
-    a = torch.ones(4)
-    b = torch.ones(4)
-    for _ in range(n):
-        c = torch.add(a, b, alpha=2)
-        c = c.mul(b)
-        c = torch.relu(c)
-        c.sum()
-
-
-class SmallCNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
-        self.c2 = nn.Conv2d(8, 16, 3, padding=1)
-        self.fc = nn.Linear(16 * 8 * 8, 10)
-
-    def forward(self, x):
-        x = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
-        x = torch.nn.functional.max_pool2d(torch.relu(self.c2(x)), 2)
-        return self.fc(x.flatten(1))
-
-
-CNN = SmallCNN()
-CNN_X = torch.randn(4, 3, 32, 32)
-
-
-def cnn(n):
-    for _ in range(n):
-        CNN.zero_grad()
-        CNN(CNN_X).sum().backward()
 
 
 def count_calls(level, work):
@@ -114,7 +80,6 @@ class Nothing:
         return None
 
 
-WORKLOADS = {"tiny": tiny_ops, "cnn": cnn}
 VARIANTS = ("untraced", "floor", "python logger", "api_tracer")
 
 
@@ -133,13 +98,9 @@ def measure_here(workload, n, level, variant, rounds):
 
 
 def measure(workload, n, level, rounds, repeats):
-    best = {v: float("inf") for v in VARIANTS}
-    for _ in range(repeats):
-        for variant in VARIANTS:
-            out = subprocess.run([sys.executable, __file__, "--one", json.dumps([workload, n, level, variant, rounds])],
-                                 capture_output=True, text=True, check=True)
-            best[variant] = min(best[variant], float(out.stdout))
-    return best
+    payloads = [[workload, n, level, v, rounds] for v in VARIANTS]
+    best = best_in_fresh_processes(__file__, payloads, repeats)
+    return {v: best[json.dumps(p)] for v, p in zip(VARIANTS, payloads)}
 
 
 def report(title, workload, n, rounds, repeats):

@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import best_in_fresh_processes  # noqa: E402
 VARIANTS = ("untraced", "Profile", "torch.profiler")
 
 
@@ -95,12 +96,9 @@ def measure_here(name, n, variant, rounds):
 
 
 def report(name, title, n, rounds, repeats):
-    best = {v: float("inf") for v in VARIANTS}
-    for _ in range(repeats):
-        for v in VARIANTS:
-            out = subprocess.run([sys.executable, __file__, "--one", json.dumps([name, n, v, rounds])],
-                                 capture_output=True, text=True, check=True)
-            best[v] = min(best[v], float(out.stdout.strip().splitlines()[-1]))
+    payloads = [[name, n, v, rounds] for v in VARIANTS]
+    found = best_in_fresh_processes(__file__, payloads, repeats)
+    best = {v: found[json.dumps(p)] for v, p in zip(VARIANTS, payloads)}
     base = best["untraced"]
     print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats}x{rounds})")
     for v in VARIANTS:

@@ -128,15 +128,18 @@ int Profiler::NodeScope(uint64_t thread, int64_t seq) const {
   return it != t->node_scopes.end() && it->first == seq ? it->second : -1;
 }
 
-void Profiler::ExitScope(int scope, int64_t now) {
-  ThreadData& t = Local();
-  // Unwind to the scope (a forward that raised may skip inner exits).
-  while (!t.frames.empty() && !(t.frames.back().scope == scope && !t.frames.back().node)) t.frames.pop_back();
-  if (t.frames.empty()) return;
-  ThreadData::Frame f = t.frames.back();
+// Closes the innermost frame of `t`: accounts it to its scope and direction
+// and to the frame around it, and keeps its span.
+static void CloseFrame(Profiler::ThreadData& t, int64_t now) {
+  Profiler::ThreadData::Frame f = t.frames.back();
   t.frames.pop_back();
+  const char* name = nullptr;
+  if (f.node) {
+    name = t.node_names.back();
+    t.node_names.pop_back();
+  }
   int64_t dur = now - f.begin;
-  ThreadData::Acc& acc = t.forward[t.Slot(f.scope)];
+  Profiler::ThreadData::Acc& acc = (f.node ? t.backward : t.forward)[t.Slot(f.scope)];
   acc.calls += 1;
   acc.time_ns += dur;
   acc.self_ns += dur - f.nested_ns;
@@ -145,28 +148,26 @@ void Profiler::ExitScope(int scope, int64_t now) {
   } else {
     t.frames.back().nested_ns += dur;
   }
-  t.spans.push_back({0, f.scope, nullptr, f.begin, now, t.thread});
+  t.spans.push_back({f.node ? 1 : 0, f.scope, name, f.begin, now, t.thread});
+}
+
+// Drops the innermost frame unaccounted (one whose exit never came).
+static void DropFrame(Profiler::ThreadData& t) {
+  if (t.frames.back().node) t.node_names.pop_back();
+  t.frames.pop_back();
+}
+
+void Profiler::ExitScope(int scope, int64_t now) {
+  ThreadData& t = Local();
+  // Unwind to the scope (a forward that raised may skip inner exits).
+  while (!t.frames.empty() && !(t.frames.back().scope == scope && !t.frames.back().node)) DropFrame(t);
+  if (!t.frames.empty()) CloseFrame(t, now);
 }
 
 void Profiler::ExitNode(int64_t now) {
   ThreadData& t = Local();
-  while (!t.frames.empty() && !t.frames.back().node) t.frames.pop_back();
-  if (t.frames.empty()) return;
-  ThreadData::Frame f = t.frames.back();
-  t.frames.pop_back();
-  const char* name = t.node_names.back();
-  t.node_names.pop_back();
-  int64_t dur = now - f.begin;
-  ThreadData::Acc& acc = t.backward[t.Slot(f.scope)];
-  acc.calls += 1;
-  acc.time_ns += dur;
-  acc.self_ns += dur - f.nested_ns;
-  if (t.frames.empty()) {
-    t.toplevel_ns += dur;
-  } else {
-    t.frames.back().nested_ns += dur;
-  }
-  t.spans.push_back({1, f.scope, name, f.begin, now, t.thread});
+  while (!t.frames.empty() && !t.frames.back().node) DropFrame(t);
+  if (!t.frames.empty()) CloseFrame(t, now);
 }
 
 void Profiler::EnterOp(const char* name, int64_t now) {

@@ -111,8 +111,9 @@ class Profiler {
   };
   std::vector<Span> Spans() const;
 
+  struct ThreadData;  // one thread's frames and sums (profiler.cc)
+
  private:
-  struct ThreadData;
   ThreadData& Local();
 
   const std::vector<int> parents_;

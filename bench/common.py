@@ -1,0 +1,66 @@
+"""What the benchmarks share: the op-bound and CNN workloads, and running
+each measurement in a fresh process, interleaved and repeated."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Dict, List, Sequence
+
+import torch
+import torch.nn as nn
+
+
+def tiny_ops(n: int) -> None:
+    """The worst case: four operators on 4-element tensors per iteration."""
+    a = torch.ones(4)
+    b = torch.ones(4)
+    for _ in range(n):
+        c = torch.add(a, b, alpha=2)
+        c = c.mul(b)
+        c = torch.relu(c)
+        c.sum()
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = nn.Linear(16 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+        x = torch.nn.functional.max_pool2d(torch.relu(self.c2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+_CNN: List = []
+
+
+def cnn(n: int) -> None:
+    """A small CNN's forward and backward, batch 4, 32x32."""
+    if not _CNN:
+        torch.manual_seed(0)
+        _CNN.append((SmallCNN(), torch.randn(4, 3, 32, 32)))
+    model, x = _CNN[0]
+    for _ in range(n):
+        model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+
+
+WORKLOADS = {"tiny": tiny_ops, "cnn": cnn}
+
+
+def best_in_fresh_processes(script: str, payloads: Sequence[list], repeats: int) -> Dict[str, float]:
+    """Runs `python script --one PAYLOAD` for each payload, `repeats` times
+    interleaved, each in a fresh process; the smallest number each printed
+    (keyed by the payload's JSON)."""
+    best: Dict[str, float] = {}
+    for _ in range(repeats):
+        for payload in payloads:
+            key = json.dumps(payload)
+            out = subprocess.run([sys.executable, script, "--one", key], capture_output=True, text=True, check=True)
+            value = float(out.stdout.strip().splitlines()[-1])
+            best[key] = min(best.get(key, float("inf")), value)
+    return best
