@@ -118,7 +118,7 @@ def memory_check(calls):
                 torch.neg(x)
             before = rss_bytes()
             t0 = time.perf_counter()
-            for i in range(calls):
+            for _ in range(calls):
                 torch.neg(x)
             elapsed = time.perf_counter() - t0
             after = rss_bytes()

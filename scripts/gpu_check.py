@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from collections import Counter
@@ -18,7 +17,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from api_tracer import APITracer, TensorSpec, parse_call  # noqa: E402
+from api_tracer import APITracer, parse_call  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
 ONLY = sys.argv[2] if len(sys.argv) > 2 else None
@@ -74,7 +73,6 @@ def _(out):
 def _(out):
     lin = torch.nn.Linear(64, 64).to(dev)
     x = torch.randn(32, 64, device=dev)
-    main = threading.get_ident()
     with APITracer(output_path=out, levels=3, merge_output=True):
         lin(x).relu().sum().backward()
     recs = records(out)

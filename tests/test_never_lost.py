@@ -1,6 +1,5 @@
 """Nothing recorded is lost, and a traced program behaves as untraced."""
 import signal
-import sys
 import warnings
 
 import pytest

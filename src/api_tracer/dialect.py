@@ -17,7 +17,7 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .values import Call, Symbol
 
@@ -150,9 +150,12 @@ class FrameworkDialect:
 
     # -- helpers -----------------------------------------------------------
 
-    @functools.lru_cache(maxsize=None)
     def _serializer_table(self) -> Dict[type, Callable[[Any], Any]]:
-        return dict(self.serializers())
+        """serializers(), asked once per dialect instance."""
+        table = self.__dict__.get("_serializers_cache")
+        if table is None:
+            table = self.__dict__["_serializers_cache"] = dict(self.serializers())
+        return table
 
     def _target(self, api: str) -> Tuple[Optional[PatchTarget], str]:
         parts = api.split(".")

@@ -16,13 +16,11 @@ written. Each config is reported "ok", "failed" (the exception), "skipped"
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
-import traceback
 import types
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .config import ConfigSyntaxError, parse_call
@@ -157,7 +155,6 @@ class Builder:
         self.requires_grad = False
 
     def build(self, v: Any, path: str) -> Any:
-        torch = self.r.torch
         if isinstance(v, TensorSpec):
             return self.tensor(v, path)
         if isinstance(v, list):
@@ -173,7 +170,6 @@ class Builder:
             return self.symbol(v.name)
         if isinstance(v, Call):
             return self.call(v, path)
-        del torch
         return v
 
     def symbol(self, name: str) -> Any:
@@ -384,7 +380,7 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
                 conn.close()
                 if pending:
                     start()
-    for conn, (p, _) in workers.items():
+    for p, _ in workers.values():
         p.join(timeout=5)
     return [out[i] for i in range(len(configs))]
 
