@@ -33,7 +33,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_in_fresh_processes  # noqa: E402
+from common import WORKLOADS, best_per_variant, print_against_untraced  # noqa: E402
 
 VARIANTS = ("untraced", "profiler", "execution trace", "level 2", "level 3, no op kept", "level 3")
 
@@ -88,13 +88,10 @@ def measure_here(workload, n, variant, rounds):
 
 
 def report(title, workload, n, rounds, repeats, target):
-    payloads = [[workload, n, v, rounds] for v in VARIANTS]
-    found = best_in_fresh_processes(__file__, payloads, repeats)
-    best = {v: found[json.dumps(p)] for v, p in zip(VARIANTS, payloads)}
+    best = best_per_variant(__file__, {v: [workload, n, v, rounds] for v in VARIANTS}, repeats)
     base = best["untraced"]
     print(f"\n== {title} ({n} iterations; wall time incl. start and stop, best of {repeats}x{rounds})")
-    for v in VARIANTS:
-        print(f"  {v:<20} {best[v] * 1e3:9.1f} ms   {best[v] / base:6.3f}x untraced")
+    print_against_untraced(best)
     ratio = best["level 3"] / base
     below = best["level 3"] < min(best["profiler"], best["execution trace"])
     print(f"  level 3: {ratio:.3f}x untraced (target {target}x: {'met' if ratio <= target else 'MISSED'}); "

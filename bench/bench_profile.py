@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_in_fresh_processes  # noqa: E402
+from common import best_per_variant, print_against_untraced  # noqa: E402
 VARIANTS = ("untraced", "Profile", "torch.profiler")
 
 
@@ -96,13 +96,10 @@ def measure_here(name, n, variant, rounds):
 
 
 def report(name, title, n, rounds, repeats):
-    payloads = [[name, n, v, rounds] for v in VARIANTS]
-    found = best_in_fresh_processes(__file__, payloads, repeats)
-    best = {v: found[json.dumps(p)] for v, p in zip(VARIANTS, payloads)}
+    best = best_per_variant(__file__, {v: [name, n, v, rounds] for v in VARIANTS}, repeats)
     base = best["untraced"]
     print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats}x{rounds})")
-    for v in VARIANTS:
-        print(f"  {v:<16} {best[v] * 1e3:9.1f} ms   {best[v] / base:6.3f}x untraced")
+    print_against_untraced(best)
     ratio = best["Profile"] / base
     print(f"  Profile: {ratio:.3f}x untraced (target 1.10x: {'met' if ratio <= 1.10 else 'MISSED'}); "
           f"below the torch.profiler way: {'yes' if best['Profile'] < best['torch.profiler'] else 'NO'}")

@@ -64,3 +64,16 @@ def best_in_fresh_processes(script: str, payloads: Sequence[list], repeats: int)
             value = float(out.stdout.strip().splitlines()[-1])
             best[key] = min(best.get(key, float("inf")), value)
     return best
+
+
+def best_per_variant(script: str, payloads: Dict[str, list], repeats: int) -> Dict[str, float]:
+    """best_in_fresh_processes keyed by variant name instead of payload."""
+    found = best_in_fresh_processes(script, list(payloads.values()), repeats)
+    return {v: found[json.dumps(p)] for v, p in payloads.items()}
+
+
+def print_against_untraced(best: Dict[str, float]) -> None:
+    """One row per variant: its time and its ratio to the "untraced" one."""
+    base = best["untraced"]
+    for variant, seconds in best.items():
+        print(f"  {variant:<20} {seconds * 1e3:9.1f} ms   {seconds / base:6.3f}x untraced")
