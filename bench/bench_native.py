@@ -23,8 +23,6 @@ trace streaming to disk, target under 64 MiB.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -33,7 +31,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_per_variant, print_against_untraced  # noqa: E402
+from common import WORKLOADS, best_per_variant, command_line, print_against_untraced  # noqa: E402
 
 VARIANTS = ("untraced", "profiler", "execution trace", "level 2", "level 3, no op kept", "level 3")
 
@@ -129,16 +127,9 @@ def memory_check(calls):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--calls", type=int, default=10_000_000, help="recorded calls for the memory check")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.one:
-        print(measure_here(*json.loads(args.one)))
-        return
+    args = command_line(__doc__, measure_here, lambda parser: parser.add_argument(
+        "--calls", type=int, default=10_000_000, help="recorded calls for the memory check"))
     rounds, repeats = (2, 1) if args.quick else (5, 3)
-    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, 1 intra-op thread")
     report("op-bound loop of tiny tensors", "tiny", 2000 if args.quick else 10000, rounds, repeats, 1.3)
     report("small CNN forward + backward (batch 4, 32x32)", "cnn", 10 if args.quick else 60, rounds, repeats, 1.05)
     memory_check(args.calls // 20 if args.quick else args.calls)

@@ -25,7 +25,6 @@ and stop() of level 0 over the default API list.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -36,7 +35,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_in_fresh_processes  # noqa: E402
+from common import WORKLOADS, best_in_fresh_processes, command_line  # noqa: E402
 from python_logger import (FloorDispatchMode, FloorFunctionMode, LoggerDispatchMode,  # noqa: E402
                            LoggerFunctionMode, PythonLogger, PythonSetattr)
 
@@ -140,16 +139,9 @@ def start_stop(rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer iterations and rounds")
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # [workload, n, level, variant, rounds]
-    args = parser.parse_args()
-    if args.one:
-        print(measure_here(*json.loads(args.one)))
-        return
+    args = command_line(__doc__, measure_here)  # --one: [workload, n, level, variant, rounds]
     scale = 0.2 if args.quick else 1.0
     rounds, repeats = (3, 1) if args.quick else (5, 3)
-    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, 1 intra-op thread")
     report("op-bound loop of tiny tensors", "tiny", int(5000 * scale), rounds, repeats)
     report("small CNN forward + backward (batch 4, 32x32)", "cnn", max(4, int(60 * scale)), rounds, repeats)
     start_stop(7)

@@ -17,8 +17,6 @@ Target: Profile at most 1.10x untraced, and below the torch.profiler way.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import time
@@ -27,7 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_per_variant, print_against_untraced  # noqa: E402
+from common import best_per_variant, command_line, print_against_untraced  # noqa: E402
 VARIANTS = ("untraced", "Profile", "torch.profiler")
 
 
@@ -106,15 +104,8 @@ def report(name, title, n, rounds, repeats):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--one", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.one:
-        print(measure_here(*json.loads(args.one)))
-        return
+    args = command_line(__doc__, measure_here)
     rounds, repeats = (2, 1) if args.quick else (5, 3)
-    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, 1 intra-op thread")
     report("cnn", "small CNN forward + backward (batch 4, 32x32)", 10 if args.quick else 40, rounds, repeats)
     report("transformer", "BERT layer forward + backward (hidden 64, seq 16)", 10 if args.quick else 40, rounds,
            repeats)

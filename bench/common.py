@@ -2,7 +2,9 @@
 each measurement in a fresh process, interleaved and repeated."""
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 from typing import Dict, List, Sequence
@@ -77,3 +79,20 @@ def print_against_untraced(best: Dict[str, float]) -> None:
     base = best["untraced"]
     for variant, seconds in best.items():
         print(f"  {variant:<20} {seconds * 1e3:9.1f} ms   {seconds / base:6.3f}x untraced")
+
+
+def command_line(doc: str, measure_here, extra=None) -> argparse.Namespace:
+    """The options every benchmark takes: --quick, and the hidden --one
+    PAYLOAD with which best_in_fresh_processes asks a fresh process for one
+    measurement (printed here; the process then exits). `extra` adds options."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer iterations and rounds")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    if extra:
+        extra(parser)
+    args = parser.parse_args()
+    if args.one:
+        print(measure_here(*json.loads(args.one)))
+        sys.exit(0)
+    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, 1 intra-op thread")
+    return args
