@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -46,6 +47,15 @@ def trace_lines(directory: Path, suffix: str = "") -> list:
 
 def yaml_records(directory: Path, suffix: str = "") -> list:
     return yaml.safe_load(read_set(directory, suffix)["api_trace.yaml"]) or []
+
+
+def run_in_threads(work, n_threads: int) -> None:
+    """Runs `work` in `n_threads` new threads at once and waits for them all."""
+    threads = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 @pytest.fixture

@@ -1,12 +1,11 @@
 """Level 0: APIs wrapped by setattr, every descriptor kind kept, everything restored."""
-import threading
 
 import pytest
 import torch
 import torch.nn as nn
 
 from api_tracer import APITracer
-from conftest import trace_lines
+from conftest import run_in_threads, trace_lines
 
 
 class Widget:
@@ -179,11 +178,7 @@ def test_threads_all_recorded(out):
             torch.zeros(2)
 
     with APITracer(output_path=str(out), levels=0, merge_output=True):
-        threads = [threading.Thread(target=work) for _ in range(n_threads)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_in_threads(work, n_threads)
     assert trace_lines(out) == ["torch.zeros(2)"] * (n_threads * n_calls)
     stats = (out / "api_statistics.yaml").read_text()
     assert f"Total API calls: {n_threads * n_calls}" in stats

@@ -1,5 +1,4 @@
 """Level 3: the native observer (at::RecordFunction)."""
-import threading
 
 import pytest
 import torch
@@ -7,7 +6,7 @@ import torch.nn as nn
 import yaml
 
 from api_tracer import APITracer, _C
-from conftest import read_set, trace_lines, yaml_records
+from conftest import read_set, run_in_threads, trace_lines, yaml_records
 
 
 def test_aten_ops_with_keyword_only_arguments(out):
@@ -99,11 +98,7 @@ def test_every_thread_is_recorded(out):
             torch.ones(3).neg()
 
     with APITracer(output_path=str(out), levels=3, merge_output=True):
-        threads = [threading.Thread(target=work) for _ in range(n_threads)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_in_threads(work, n_threads)
     stats = (out / "api_statistics.yaml").read_text()
     assert f"torch.ops.aten.neg.default: {n_threads * n_calls} " in stats
     assert f"torch.ops.aten.ones.default: {n_threads * n_calls} " in stats
