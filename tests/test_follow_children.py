@@ -75,14 +75,19 @@ if __name__ == "__main__":
 """
 
 
-def test_dataloader_workers_are_followed(tmp_path):
+@pytest.mark.parametrize("rank", [None, "0"])
+def test_dataloader_workers_are_followed(tmp_path, rank):
+    """Also in a rank's process: its workers inherit RANK but are not the rank."""
     (tmp_path / "prog.py").write_text(DATALOADER)
+    env = {k: v for k, v in os.environ.items() if k != "RANK"}
+    if rank is not None:
+        env["RANK"] = rank
     r = subprocess.run(CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "28.0\n"
     workers = sets_under(tmp_path / "out")
-    assert len(workers) == 2
+    assert len(workers) == 2 and all(w.startswith("pid-") for w in workers)
     calls = [line for w in workers for line in (tmp_path / "out" / w / "api_trace.txt").read_text().splitlines()]
     assert sum(line.startswith("torch.full(") for line in calls) == 4
 

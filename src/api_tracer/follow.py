@@ -9,8 +9,11 @@
   child never writes the parent's files) and, when children are followed,
   starts the child's own.
 
-Each process writes DIR/rank-N (N from the RANK variable torch.distributed
-launchers set) or DIR/pid-N: no two processes ever write one file.
+Each process writes DIR/rank-N or DIR/pid-N: no two processes ever write
+one file. rank-N is for the process a torch.distributed launcher started
+as rank N (the RANK variable); processes that merely inherit their parent's
+RANK (a rank's DataLoader workers) take pid-N. A traced process passes its
+own RANK down in API_TRACER_PARENT_RANK so that its children can tell.
 multiprocessing's own helper processes (resource tracker, forkserver) run
 none of the program's code and are not traced.
 """
@@ -21,6 +24,7 @@ import os
 from typing import Any, Dict
 
 ENV_OPTIONS = "API_TRACER_CHILD_OPTIONS"
+ENV_PARENT_RANK = "API_TRACER_PARENT_RANK"
 CHILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child")
 
 
@@ -28,20 +32,22 @@ def follow_children(options: Dict[str, Any]) -> None:
     """Makes the processes started from now on trace themselves."""
     options = dict(options, output_path=os.path.abspath(options["output_path"]))
     os.environ[ENV_OPTIONS] = json.dumps(options)
+    os.environ[ENV_PARENT_RANK] = os.environ.get("RANK", "")
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = CHILD_DIR + (os.pathsep + path if path else "")
 
 
-def child_output(base: str) -> str:
-    rank = os.environ.get("RANK")
-    name = f"rank-{rank}" if rank is not None and rank.isdigit() else f"pid-{os.getpid()}"
-    return os.path.join(base, name)
+def start_tracer() -> None:
+    """Starts this child's own tracer, into its own set under the parent's
+    output path."""
+    from .tracer import APITracer
 
-
-def child_options() -> Dict[str, Any]:
     options = json.loads(os.environ[ENV_OPTIONS])
-    options["output_path"] = child_output(options["output_path"])
-    return options
+    rank = os.environ.get("RANK", "")
+    launched_as_rank = rank.isdigit() and rank != os.environ.get(ENV_PARENT_RANK)
+    name = f"rank-{rank}" if launched_as_rank else f"pid-{os.getpid()}"
+    os.environ[ENV_PARENT_RANK] = rank
+    APITracer(**dict(options, output_path=os.path.join(options["output_path"], name))).start()
 
 
 # Helper processes multiprocessing starts for itself: they run none of the
@@ -56,6 +62,4 @@ def start_child() -> None:
     command = " ".join(getattr(sys, "orig_argv", sys.argv))
     if any(helper in command for helper in HELPERS):
         return
-    from .tracer import APITracer
-
-    APITracer(**child_options()).start()
+    start_tracer()

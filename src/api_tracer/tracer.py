@@ -303,10 +303,10 @@ def _after_fork_in_child() -> None:
     if tracer is None:
         return
     tracer._abandon_after_fork()
-    from .follow import ENV_OPTIONS, child_options
+    from .follow import ENV_OPTIONS, start_tracer
 
     if os.environ.get(ENV_OPTIONS):
-        APITracer(**child_options()).start()
+        start_tracer()
 
 
 def _stop_at_multiprocessing_exit(_anchor: object) -> None:
