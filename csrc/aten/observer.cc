@@ -10,7 +10,7 @@
 #include "aten/callback_guard.h"
 #include "aten/ivalue_key.h"
 #include "core/module_context.h"
-#include "core/thread_local_slots.h"
+#include "core/per_thread.h"
 
 namespace api_tracer::aten {
 namespace {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <map>
 
-#include "core/thread_local_slots.h"
+#include "core/per_thread.h"
 #include "core/yaml.h"
 
 namespace api_tracer {
@@ -60,22 +60,19 @@ void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
   }
 }
 
-struct LocalCacheTag {};
-
 }  // namespace
-
-uint64_t Aggregator::NextGenerationId() { return NextGeneration(); }
 
 const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<const ValueRange> ranges,
                                              Status* status) {
-  auto& cache = ThreadLocalSlots<ConfigMap, LocalCacheTag>::Get(generation_);
+  LocalCache& cache = local_caches_.Local();
   Config* config;
   if (auto it = cache.find(key); it != cache.end()) {
     config = it->second;
   } else {
-    config = Intern(key, status);
-    if (!config) return nullptr;
-    cache.emplace(std::string(key), config);
+    auto [stored_key, interned] = Intern(key, status);
+    if (!interned) return nullptr;
+    cache.emplace(stored_key, interned);
+    config = interned;
   }
   config->count.fetch_add(1, std::memory_order_relaxed);
   if (config->range_min && ranges.size() == config->range_paths.size()) {
@@ -88,9 +85,9 @@ const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<con
   return config;
 }
 
-Aggregator::Config* Aggregator::Intern(std::string_view key, Status* status) {
+std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_view key, Status* status) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = configs_.find(key); it != configs_.end()) return it->second.get();
+  if (auto it = configs_.find(key); it != configs_.end()) return {it->first, it->second.get()};
   // First sight. Decoding and formatting under the lock costs each distinct
   // config once, and spares a race between two threads meeting it together.
   ApiId api;
@@ -98,7 +95,7 @@ Aggregator::Config* Aggregator::Intern(std::string_view key, Status* status) {
   Status st = DecodeCall(key, &api, &call);
   if (!st.ok()) {
     *status = st;
-    return nullptr;
+    return {};
   }
   call.api = apis_->Name(api);
   auto config = std::make_unique<Config>();
@@ -125,8 +122,7 @@ Aggregator::Config* Aggregator::Intern(std::string_view key, Status* status) {
   }
   if (api_seen_.insert(api).second) api_order_.push_back(api);
   Config* result = config.get();
-  configs_.emplace(std::string(key), std::move(config));
-  return result;
+  return {configs_.emplace(std::string(key), std::move(config)).first->first, result};
 }
 
 bool Aggregator::WantsStack(ApiId api) const {

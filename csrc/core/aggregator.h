@@ -30,6 +30,7 @@
 #include "core/format.h"
 #include "core/key.h"
 #include "core/status.h"
+#include "core/per_thread.h"
 
 namespace api_tracer {
 
@@ -53,7 +54,7 @@ class Aggregator {
   };
 
   Aggregator(const ApiTable* apis, FormatOptions format, bool value_ranges = false)
-      : apis_(apis), format_(format), value_ranges_(value_ranges), generation_(NextGenerationId()) {}
+      : apis_(apis), format_(format), value_ranges_(value_ranges) {}
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
@@ -89,29 +90,25 @@ class Aggregator {
   };
   std::vector<std::pair<std::string, std::vector<Range>>> ValueRanges() const;
   const ApiTable& apis() const { return *apis_; }
-  bool value_ranges() const { return value_ranges_; }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
-  using ConfigMap = std::unordered_map<std::string, Config*, Hash, std::equal_to<>>;
+  // A thread's view of configs_: keys are configs_'s own (nodes never move).
+  using LocalCache = std::unordered_map<std::string_view, Config*>;
   struct StackSet {
     std::vector<uint64_t> hashes;
     std::vector<Stack> stacks;
   };
-  static uint64_t NextGenerationId();
-
-  Config* Intern(std::string_view key, Status* status);
+  // The config of `key` and the key as configs_ holds it; {} (and *status
+  // set) for a key that cannot be decoded.
+  std::pair<std::string_view, Config*> Intern(std::string_view key, Status* status);
 
   const ApiTable* apis_;
   const FormatOptions format_;
   const bool value_ranges_;
-  const uint64_t generation_;  // names this aggregator's per-thread caches
+  PerThread<LocalCache> local_caches_;
 
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<Config>, Hash, std::equal_to<>> configs_;
+  std::unordered_map<std::string, std::unique_ptr<Config>, StringHash, std::equal_to<>> configs_;
   std::vector<ApiId> api_order_;
   std::unordered_set<ApiId> api_seen_;
 

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <memory>
 
-#include "core/thread_local_slots.h"
+#include "core/per_thread.h"
 
 namespace api_tracer {
 namespace {

@@ -5,13 +5,9 @@
 #include <map>
 #include <set>
 
-#include "core/thread_local_slots.h"
+#include "core/per_thread.h"
 
 namespace api_tracer {
-
-namespace {
-struct ThreadTag {};
-}  // namespace
 
 struct Profiler::ThreadData {
   struct Frame {
@@ -67,18 +63,12 @@ struct Profiler::ThreadData {
   uint64_t thread;
 };
 
-Profiler::Profiler(std::vector<int> parents) : parents_(std::move(parents)), generation_(NextGeneration()) {}
+Profiler::Profiler(std::vector<int> parents) : parents_(std::move(parents)) {}
 
 Profiler::~Profiler() = default;
 
 Profiler::ThreadData& Profiler::Local() {
-  ThreadData*& mine = ThreadLocalSlots<ThreadData*, ThreadTag>::Get(generation_);
-  if (!mine) {
-    std::lock_guard<std::mutex> lock(threads_mu_);
-    threads_.push_back(std::make_unique<ThreadData>(num_scopes(), threads_.size()));
-    mine = threads_.back().get();
-  }
-  return *mine;
+  return threads_.Local([this](size_t index) { return std::make_unique<ThreadData>(num_scopes(), index); });
 }
 
 void Profiler::EnterScope(int scope, int64_t now) {
@@ -107,7 +97,7 @@ void Profiler::NoteNode(uint64_t thread, int64_t seq) {
   int scope = t.Current().first;
   if (scope < 0) return;
   if (!t.registered) {
-    std::lock_guard<std::mutex> lock(threads_mu_);
+    std::lock_guard<std::mutex> lock(observer_threads_mu_);
     by_observer_thread_.emplace(thread, &t);
     t.registered = true;
   }
@@ -118,7 +108,7 @@ void Profiler::NoteNode(uint64_t thread, int64_t seq) {
 int Profiler::NodeScope(uint64_t thread, int64_t seq) const {
   ThreadData* t;
   {
-    std::lock_guard<std::mutex> lock(threads_mu_);
+    std::lock_guard<std::mutex> lock(observer_threads_mu_);
     auto it = by_observer_thread_.find(thread);
     if (it == by_observer_thread_.end()) return -1;
     t = it->second;
@@ -200,7 +190,6 @@ void Profiler::Memory(int64_t bytes, bool cuda) {
 }
 
 Profiler::Snapshot Profiler::Take() const {
-  std::lock_guard<std::mutex> lock(threads_mu_);
   int n = num_scopes();
   Snapshot snap;
   snap.block_ns = end_ - begin_;
@@ -209,8 +198,8 @@ Profiler::Snapshot Profiler::Take() const {
     std::vector<DirStats>& out = dir ? snap.backward : snap.forward;
     out.resize(n + 1);
     std::vector<std::map<std::string, OpStats>> ops(n + 1);
-    for (const auto& t : threads_) {
-      const auto& accs = dir ? t->backward : t->forward;
+    threads_.ForEach([&](const ThreadData& t) {
+      const auto& accs = dir ? t.backward : t.forward;
       for (int i = 0; i <= n; ++i) {
         out[i].calls += accs[i].calls;
         out[i].self_ns += accs[i].self_ns;
@@ -225,7 +214,7 @@ Profiler::Snapshot Profiler::Take() const {
           o.self_ns += s.self_ns;
         }
       }
-    }
+    });
     for (int i = 0; i <= n; ++i) {
       for (auto& [name, s] : ops[i]) out[i].ops.push_back(s);
       std::stable_sort(out[i].ops.begin(), out[i].ops.end(),
@@ -244,7 +233,7 @@ Profiler::Snapshot Profiler::Take() const {
       if (dir) out[p].total_ns += out[i].total_ns;
     }
   }
-  for (const auto& t : threads_) toplevel += t->toplevel_ns;
+  threads_.ForEach([&](const ThreadData& t) { toplevel += t.toplevel_ns; });
   // Outside every frame, plus the self time of unattributed node runs: the
   // self times of all frames add up to the top-level frames' time.
   snap.unattributed_ns = snap.block_ns - toplevel + snap.backward[n].self_ns;
@@ -252,9 +241,8 @@ Profiler::Snapshot Profiler::Take() const {
 }
 
 std::vector<Profiler::Span> Profiler::Spans() const {
-  std::lock_guard<std::mutex> lock(threads_mu_);
   std::vector<Span> spans;
-  for (const auto& t : threads_) spans.insert(spans.end(), t->spans.begin(), t->spans.end());
+  threads_.ForEach([&](const ThreadData& t) { spans.insert(spans.end(), t.spans.begin(), t.spans.end()); });
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   return spans;
 }

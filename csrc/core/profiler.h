@@ -34,6 +34,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/per_thread.h"
+
 namespace api_tracer {
 
 class Profiler {
@@ -117,10 +119,9 @@ class Profiler {
   ThreadData& Local();
 
   const std::vector<int> parents_;
-  const uint64_t generation_;
   int64_t begin_ = 0, end_ = 0;
-  mutable std::mutex threads_mu_;
-  std::vector<std::unique_ptr<ThreadData>> threads_;
+  PerThread<ThreadData> threads_;
+  mutable std::mutex observer_threads_mu_;  // by_observer_thread_
   std::unordered_map<uint64_t, ThreadData*> by_observer_thread_;  // for NodeScope
 };
 

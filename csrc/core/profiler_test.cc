@@ -126,5 +126,23 @@ TEST(ProfilerTest, ThreadsKeepTheirOwnFrames) {
   EXPECT_EQ(s.forward[3].total_ns, 4000);
 }
 
+TEST(ProfilerTest, ManyProfilersOnOneThreadKeepTheirOpenFrames) {
+  // More profilers than a thread has slots for, interleaved: a frame opened
+  // before the thread met the others is still open when it exits.
+  constexpr int kProfilers = 12;
+  std::vector<std::unique_ptr<Profiler>> ps;
+  for (int i = 0; i < kProfilers; ++i) ps.push_back(std::make_unique<Profiler>(Tree()));
+  for (auto& p : ps) p->Begin(0);
+  for (auto& p : ps) p->EnterScope(1, 0);
+  for (auto& p : ps) p->ExitScope(1, 10);
+  for (auto& p : ps) {
+    p->End(10);
+    auto s = p->Take();
+    EXPECT_EQ(s.forward[1].calls, 1);
+    EXPECT_EQ(s.forward[1].total_ns, 10);
+    EXPECT_EQ(s.unattributed_ns, 0);
+  }
+}
+
 }  // namespace
 }  // namespace api_tracer

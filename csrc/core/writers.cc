@@ -5,19 +5,15 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "core/thread_local_slots.h"
+#include "core/per_thread.h"
 #include "core/yaml.h"
 
 namespace api_tracer {
 
 struct TraceWriter::Buffer {
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
   std::string yaml;
   std::string txt;
-  using Lines = std::unordered_map<std::string, std::string, Hash, std::equal_to<>>;
+  using Lines = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   // "  KEY: VALUE\n" per value of a record field: quoting is checked once.
   Lines backward_lines, module_lines;
 
@@ -33,27 +29,13 @@ struct TraceWriter::Buffer {
   }
 };
 
-namespace {
-struct BufferTag {};
-}  // namespace
-
 TraceWriter::TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level)
-    : yaml_(yaml), txt_(txt), write_level_(write_level), generation_(NextGeneration()) {}
+    : yaml_(yaml), txt_(txt), write_level_(write_level) {}
 
 TraceWriter::~TraceWriter() = default;
 
-TraceWriter::Buffer& TraceWriter::Local() {
-  Buffer*& mine = ThreadLocalSlots<Buffer*, BufferTag>::Get(generation_);
-  if (!mine) {
-    std::lock_guard<std::mutex> lock(buffers_mu_);
-    buffers_.push_back(std::make_unique<Buffer>());
-    mine = buffers_.back().get();
-  }
-  return *mine;
-}
-
 void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& extras) {
-  Buffer& b = Local();
+  Buffer& b = buffers_.Local();
   b.yaml.append(*config.yaml_header);
   char buf[32];
   if (write_level_) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  level: %d\n", extras.level));
@@ -76,8 +58,7 @@ void TraceWriter::WriteOut(Buffer& b) {
 }
 
 Status TraceWriter::Flush() {
-  std::lock_guard<std::mutex> list_lock(buffers_mu_);
-  for (auto& b : buffers_) WriteOut(*b);
+  buffers_.ForEach([this](Buffer& b) { WriteOut(b); });
   std::lock_guard<std::mutex> lock(files_mu_);
   yaml_->flush();
   txt_->flush();

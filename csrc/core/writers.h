@@ -20,6 +20,7 @@
 
 #include "core/aggregator.h"
 #include "core/status.h"
+#include "core/per_thread.h"
 
 namespace api_tracer {
 
@@ -52,17 +53,14 @@ class TraceWriter {
 
  private:
   struct Buffer;
-  Buffer& Local();
   void WriteOut(Buffer& b);
 
   std::ostream* yaml_;
   std::ostream* txt_;
   const bool write_level_;
-  const uint64_t generation_;
   std::mutex files_mu_;  // the sinks and failed_
   bool failed_ = false;
-  std::mutex buffers_mu_;  // buffers_ (the list; each buffer is its thread's)
-  std::vector<std::unique_ptr<Buffer>> buffers_;
+  PerThread<Buffer> buffers_;
 };
 
 // What the summary files say of an output set: taken from an Aggregator

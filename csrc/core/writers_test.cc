@@ -154,6 +154,24 @@ TEST_F(WritersTest, ThreadsAppendingAtOnceLoseNothingAndKeepTheirOrder) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(per_thread[t], kCalls) << t;
 }
 
+TEST_F(WritersTest, ManyWritersOnOneThreadStillStream) {
+  // More writers than a thread has slots for, taking turns: each keeps one
+  // buffer, which goes to its sink whenever it fills.
+  constexpr int kWriters = 12, kCalls = 20000;
+  Call("torch.zeros", 1);
+  std::vector<std::ostringstream> yaml(kWriters), txt(kWriters);
+  std::vector<std::unique_ptr<TraceWriter>> writers;
+  for (int i = 0; i < kWriters; ++i) writers.push_back(std::make_unique<TraceWriter>(&yaml[i], &txt[i], false));
+  for (int c = 0; c < kCalls; ++c) {
+    for (auto& w : writers) w->Append(*last_, {.level = 0});
+  }
+  for (int i = 0; i < kWriters; ++i) EXPECT_GT(txt[i].str().size(), 0u) << "writer " << i << " streamed nothing";
+  for (int i = 0; i < kWriters; ++i) {
+    ASSERT_TRUE(writers[i]->Flush().ok());
+    EXPECT_EQ(txt[i].str().size(), kCalls * std::string("torch.zeros(1)\n").size()) << i;
+  }
+}
+
 TEST_F(WritersTest, ValueRangesFile) {
   ApiTable apis;
   Aggregator agg(&apis, {}, true);
