@@ -77,3 +77,33 @@ def test_custom_hook_can_use_the_cpp_wrapper(out):
     with APITracer(dialect=GeoDialect(), output_path=str(out), levels=[WrapHook], merge_output=True):
         assert measure(Point3(2, 0, 0), origin=Point3(1, 0, 0)) == 1
     assert trace_lines(out) == ["geo.measure(geo.Point3(2, 0, z=0), origin=geo.Point3(1, 0, z=0))"]
+
+
+class StopsTheTracer:
+    """An argument whose serializer stops the tracer from another thread, as
+    a program's other thread may at any moment the tracer runs Python code."""
+
+    x = 0
+
+
+def test_tracer_stopped_by_another_thread_while_it_runs_python_code(out):
+    import threading
+
+    class StoppingDialect(GeoDialect):
+        def serializers(self):
+            def stop_elsewhere(_):
+                stopper = threading.Thread(target=tracer.stop)
+                stopper.start()
+                stopper.join()
+                return Call("StopsTheTracer")
+
+            return {**super().serializers(), StopsTheTracer: stop_elsewhere}
+
+    tracer = APITracer(dialect=StoppingDialect(), output_path=str(out), levels=0, merge_output=True,
+                       api_list=[f"{__name__}.measure"])
+    with tracer:
+        assert measure(Point3(1, 0, 0), Point3(0, 0, 0)) == 1
+        assert measure(StopsTheTracer(), Point3(0, 0, 0)) == 0  # the call in flight: not recorded, not broken
+        assert measure(Point3(2, 0, 0), Point3(0, 0, 0)) == 2  # after the stop: not recorded
+    assert trace_lines(out) == [f"{__name__}.measure(geo.Point3(1, 0, z=0), geo.Point3(0, 0, z=0))"]
+    assert (out / "api_statistics.yaml").read_text().startswith("Total APIs: 1\nTotal API calls: 1\n")

@@ -19,13 +19,11 @@ struct Observer {
   Recorder* recorder;
   ObserverOptions options;
   uint64_t generation;
-  at::CallbackHandle handle = 0;
   std::mutex mu;  // ids
   std::unordered_map<const OpSignature*, std::pair<ApiId, bool>> ids;  // api id, included
 };
 
-std::atomic<Observer*> g_observer{nullptr};
-std::mutex g_install_mu;
+CallbackOwner<Observer> g_observer;
 
 // Signatures are process-wide: built once per operator, never freed.
 std::mutex g_signatures_mu;
@@ -128,13 +126,11 @@ void Record(Observer* obs, ThreadState& ts, const KeyWriter& key, int depth) {
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   CallbackGuard guard;
-  Observer* obs = g_observer.load(std::memory_order_seq_cst);
+  Observer* obs = g_observer.Get();
   if (!obs) return nullptr;
   ThreadState& ts = Local(obs->generation);
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    std::string_view name = fn.name();
-    size_t colon = name.rfind(": ");
-    ts.backward.push_back({&fn, std::string(colon == std::string_view::npos ? name : name.substr(colon + 2))});
+    ts.backward.push_back({&fn, std::string(AutogradNodeName(fn))});
     return nullptr;
   }
   OpEntry op = Lookup(obs, ts, fn);
@@ -167,7 +163,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   CallbackGuard guard;
-  Observer* obs = g_observer.load(std::memory_order_seq_cst);
+  Observer* obs = g_observer.Get();
   if (!obs) return;
   ThreadState& ts = Local(obs->generation);
   if (!ts.backward.empty() && ts.backward.back().rf == &fn) {
@@ -188,38 +184,28 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 }  // namespace
 
 Status InstallObserver(Recorder* recorder, const ObserverOptions& options) {
-  std::lock_guard<std::mutex> lock(g_install_mu);
-  if (g_observer.load()) return Status::FailedPrecondition("the native observer (level 3) is already running");
-  auto* obs = new Observer();
+  auto obs = std::make_unique<Observer>();
   obs->recorder = recorder;
   obs->options = options;
   obs->generation = NextGeneration();
-  obs->handle = at::addGlobalCallback(at::RecordFunctionCallback(&OnStart, &OnEnd)
-                                          .needsInputs(true)
-                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-  g_observer.store(obs, std::memory_order_seq_cst);
-  return Status::OK();
+  return g_observer.Install(std::move(obs),
+                            at::RecordFunctionCallback(&OnStart, &OnEnd)
+                                .needsInputs(true)
+                                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}),
+                            "the native observer (level 3) is already running");
 }
 
-void RemoveObserver() {
-  std::lock_guard<std::mutex> lock(g_install_mu);
-  Observer* obs = g_observer.exchange(nullptr, std::memory_order_seq_cst);
-  if (!obs) return;
-  at::removeCallback(obs->handle);
-  WaitForCallbacks();  // for the threads still inside a callback with it
-  delete obs;
+void RemoveObserver(const Recorder* recorder) {
+  g_observer.Remove([recorder](const Observer& obs) { return obs.recorder == recorder; });
 }
 
-void AbandonObserverAfterFork() {
-  Observer* obs = g_observer.exchange(nullptr, std::memory_order_seq_cst);
-  if (obs) at::removeCallback(obs->handle);  // the observer itself is left as it is
-}
+void AbandonObserverAfterFork() { g_observer.AbandonAfterFork(); }
 
-bool ObserverInstalled() { return g_observer.load() != nullptr; }
+bool ObserverInstalled() { return g_observer.Installed(); }
 
 OpenCall TakeOpenCall() {
   CallbackGuard guard;
-  Observer* obs = g_observer.load(std::memory_order_seq_cst);
+  Observer* obs = g_observer.Get();
   if (!obs) return {};
   ThreadState& ts = Local(obs->generation);
   OpenCall open = ts.open;

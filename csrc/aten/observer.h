@@ -32,7 +32,9 @@ struct ObserverOptions {
 
 // Fails when an observer is already installed.
 Status InstallObserver(Recorder* recorder, const ObserverOptions& options);
-void RemoveObserver();
+// Removes the observer that records into `recorder`, if it is the one
+// installed (another tracer's is left alone).
+void RemoveObserver(const Recorder* recorder);
 // In a process just forked from one that was tracing: forget the observer
 // without touching what it recorded into (the parent's) and without waiting
 // for threads that do not exist here.

@@ -7,43 +7,41 @@
 #include <atomic>
 #include <mutex>
 #include <string_view>
-#include <unordered_map>
+#include <unordered_set>
 
 #include "aten/callback_guard.h"
 
 namespace api_tracer::aten {
 namespace {
 
+class MemoryReporter;
+
 struct State {
   Profiler* profiler;
-  at::CallbackHandle handle = 0;
-  bool memory = false;
+  std::shared_ptr<MemoryReporter> memory;  // pushed on the installing thread
 };
 
-std::atomic<State*> g_state{nullptr};
-std::mutex g_install_mu;
+CallbackOwner<State> g_state;
 
 // Operators are timed only when they have a schema: their name then lives
 // as long as torch. This thread's cache: name pointer -> is an operator.
 bool IsOperator(const at::RecordFunction& fn) {
-  static thread_local std::unordered_map<const char*, bool> known;
+  static thread_local std::unordered_set<const char*> known;
   const char* name = fn.name();
-  if (auto it = known.find(name); it != known.end()) return it->second;
+  if (known.contains(name)) return true;
   if (!fn.operator_name()) return false;  // a named event: its name is not stable, do not cache
-  known.emplace(name, true);
+  known.insert(name);
   return true;
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   CallbackGuard guard;
-  State* st = g_state.load(std::memory_order_seq_cst);
+  State* st = g_state.Get();
   if (!st) return nullptr;
   int64_t now = Profiler::Now();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     int scope = st->profiler->NodeScope(fn.forwardThreadId(), fn.seqNr());
-    std::string_view name = fn.name();
-    size_t colon = name.rfind(": ");
-    st->profiler->EnterNode(scope, colon == std::string_view::npos ? name : name.substr(colon + 2), now);
+    st->profiler->EnterNode(scope, AutogradNodeName(fn), now);
     return nullptr;
   }
   if (!IsOperator(fn)) return nullptr;
@@ -54,7 +52,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
 
 void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   CallbackGuard guard;
-  State* st = g_state.load(std::memory_order_seq_cst);
+  State* st = g_state.Get();
   if (!st) return;
   int64_t now = Profiler::Now();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
@@ -70,41 +68,51 @@ class MemoryReporter : public c10::MemoryReportingInfoBase {
   void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t /*total_allocated*/,
                          size_t /*total_reserved*/, c10::Device device) override {
     CallbackGuard guard;
-    if (State* st = g_state.load(std::memory_order_seq_cst)) st->profiler->Memory(alloc_size, device.is_cuda());
+    if (State* st = g_state.Get()) st->profiler->Memory(alloc_size, device.is_cuda());
   }
 };
+
+constexpr const char* kBusy = "a layer profile is already running in this process";
+
+// Takes `reporter` off this thread's debug info if it is on top there. (Not
+// when the profile is stopped from another thread, or when something pushed
+// later is still there: popping would take that instead, or throw.)
+void PopReporter(MemoryReporter* reporter) {
+  if (!reporter || c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != reporter) return;
+  try {
+    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+  } catch (const c10::Error&) {
+    // another kind of debug info was pushed above ours: leave both
+  }
+}
 
 }  // namespace
 
 Status InstallProfileObserver(Profiler* profiler, bool memory) {
-  std::lock_guard<std::mutex> lock(g_install_mu);
-  if (g_state.load()) return Status::FailedPrecondition("a layer profile is already running in this process");
+  if (g_state.Installed()) return Status::FailedPrecondition(kBusy);
   if (memory && c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) {
     return Status::FailedPrecondition(
         "profile_memory cannot run while torch.profiler (or another memory profiler) runs on this thread");
   }
-  auto* st = new State();
+  auto st = std::make_unique<State>();
   st->profiler = profiler;
-  st->memory = memory;
   if (memory) {
-    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, std::make_shared<MemoryReporter>());
+    st->memory = std::make_shared<MemoryReporter>();
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, st->memory);
   }
-  st->handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(&OnStart, &OnEnd)
-          .needsInputs(false)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-  g_state.store(st, std::memory_order_seq_cst);
-  return Status::OK();
+  std::shared_ptr<MemoryReporter> reporter = st->memory;
+  Status status = g_state.Install(std::move(st),
+                                  at::RecordFunctionCallback(&OnStart, &OnEnd)
+                                      .needsInputs(false)
+                                      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}),
+                                  kBusy);
+  if (!status.ok()) PopReporter(reporter.get());
+  return status;
 }
 
 void RemoveProfileObserver() {
-  std::lock_guard<std::mutex> lock(g_install_mu);
-  State* st = g_state.exchange(nullptr, std::memory_order_seq_cst);
-  if (!st) return;
-  at::removeCallback(st->handle);
-  if (st->memory) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-  WaitForCallbacks();
-  delete st;
+  std::unique_ptr<State> st = g_state.Remove();
+  if (st && st->memory) PopReporter(st->memory.get());
 }
 
 }  // namespace api_tracer::aten

@@ -26,6 +26,8 @@ Tracer::~Tracer() {
 
 void Tracer::start() {
   if (impl_->recorder) throw std::runtime_error("api_tracer: this tracer is already running");
+  // Before the output is opened: the running one may write there.
+  if (aten::ObserverInstalled()) throw std::runtime_error("api_tracer: another tracer's level 3 is already running");
   const Options& o = impl_->options;
   RecorderOptions ro;
   ro.output_dir = o.output_path;
@@ -49,7 +51,7 @@ void Tracer::start() {
 
 void Tracer::stop() {
   if (!impl_->recorder) return;
-  aten::RemoveObserver();
+  aten::RemoveObserver(impl_->recorder.get());
   Status st = impl_->recorder->Close();
   impl_->recorder.reset();
   if (!st.ok()) throw std::runtime_error("api_tracer: " + st.message());

@@ -13,13 +13,12 @@ struct Wrapper {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject* original;
-  PyObject* owner;  // the class, for constructors; else nullptr
+  PyObject* owner;  // the class, for constructors (an __init__: args[0] is the object being made); else nullptr
   PyObject* weaklist;
   uint64_t epoch;
   ApiId api;
   int level;
-  bool binds;        // bind `self` when looked up through an instance
-  bool constructor;  // an __init__: args[0] is the object being made
+  bool binds;  // bind `self` when looked up through an instance
 };
 
 PyTypeObject WrapperType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -43,15 +42,17 @@ PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyOb
     return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
   }
   CallArgs call = CallArgs::Vector(args, PyVectorcall_NARGS(nargsf), kwnames);
-  if (w->constructor && call.nargs == 0) return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
-  s->Record(w->level, w->api, w->constructor ? call.DropFirst() : call);
+  bool constructor = w->owner != nullptr;
+  if (constructor && call.nargs == 0) return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
+  Session::Pin pin(s);  // while `s` is used: the call may stop it
+  s->Record(w->level, w->api, constructor ? call.DropFirst() : call);
   ++ts.depth[w->level];
   PyObject* outer = ts.open_call;
   ts.open_call = w->original;
   PyObject* result = PyObject_Vectorcall(w->original, args, nargsf, kwnames);
   ts.open_call = outer;
   --ts.depth[w->level];
-  if (result && w->constructor && Session::Active() == s) RememberConstruction(s, w, call);
+  if (result && constructor && Session::Active() == s) RememberConstruction(s, w, call);
   return result;
 }
 
@@ -88,7 +89,6 @@ PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   w->api = s->Intern(api);
   w->level = level;
   w->binds = binds;
-  w->constructor = w->owner != nullptr;
   return reinterpret_cast<PyObject*>(w);
 }
 
@@ -121,12 +121,8 @@ PyObject* WrapperGet(PyObject* self, PyObject* obj, PyObject* /*type*/) {
   return PyMethod_New(self, obj);
 }
 
-// __name__, __doc__, __module__, ...: whatever the original says.
 PyObject* WrapperGetAttr(PyObject* self, PyObject* name) {
-  PyObject* r = PyObject_GenericGetAttr(self, name);
-  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
-  PyErr_Clear();
-  return PyObject_GetAttr(reinterpret_cast<Wrapper*>(self)->original, name);
+  return GetAttrOrWrapped(self, name, reinterpret_cast<Wrapper*>(self)->original);
 }
 
 PyObject* WrapperRepr(PyObject* self) {
@@ -153,6 +149,7 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   // the mode stands for the original.
   if (Py_TYPE(func) == &WrapperType) func = reinterpret_cast<Wrapper*>(func)->original;
   Session* s = Session::Active();
+  Session::Pin pin(s);  // while `s` and its targets are used: the call may stop it
   ThreadState& ts = CurrentThread();
   PyObject* target = func;
   if (s && !ts.suspended && s->Records(level)) {
@@ -162,13 +159,11 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
     // operator call the native observer recorded, is nested directly in it;
     // if it is the same API, it is the same call.
     bool same_call = false;
-    if (ts.open_call) {
-      same_call = s->merges() && ts.open_call == func;
-      ts.open_call = nullptr;
+    if (s->merges()) {
+      same_call = ts.open_call == func;
+      if (aten::OpenCall native = aten::TakeOpenCall(); native.open) same_call = same_call || native.api == api->id;
     }
-    if (aten::OpenCall native = aten::TakeOpenCall(); native.open) {
-      same_call = same_call || (s->merges() && native.api == api->id);
-    }
+    ts.open_call = nullptr;
     if (api->included && !same_call) s->Record(level, api->id, CallArgs::Tuple(call_args, call_kwargs));
   }
   return PyObject_Call(target, call_args, call_kwargs);

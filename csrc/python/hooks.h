@@ -24,4 +24,13 @@ namespace api_tracer::py {
 // Adds ApiWrapper and the two handlers to `module`; false on error.
 bool InitHooks(PyObject* module);
 
+// tp_getattro of a callable standing in for `wrapped` (__name__, __doc__,
+// __module__, ...): its own attributes, else the wrapped callable's.
+inline PyObject* GetAttrOrWrapped(PyObject* self, PyObject* name, PyObject* wrapped) {
+  PyObject* r = PyObject_GenericGetAttr(self, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
+  PyErr_Clear();
+  return PyObject_GetAttr(wrapped, name);
+}
+
 }  // namespace api_tracer::py

@@ -8,6 +8,7 @@
 #include "aten/profile_observer.h"
 #include "core/profiler.h"
 #include "python/bindings.h"
+#include "python/hooks.h"
 
 namespace py = pybind11;
 
@@ -34,22 +35,25 @@ struct ScopedForward {
 
 PyTypeObject ScopedForwardType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// callback(scope); an error in it costs a CUDA timing, never the forward.
+void Notify(PyObject* callback, int scope) {
+  PyObject* arg = PyLong_FromLong(scope);
+  PyObject* r = arg ? PyObject_CallOneArg(callback, arg) : nullptr;
+  if (!r) PyErr_Clear();
+  Py_XDECREF(r);
+  Py_XDECREF(arg);
+}
+
 PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<ScopedForward*>(self);
   int scope = f->profiler->PickScope(*f->scopes);
   f->profiler->EnterScope(scope, Profiler::Now());
-  if (f->on_enter) {
-    PyObject* r = PyObject_CallOneArg(f->on_enter, PyLong_FromLong(scope));
-    if (!r) PyErr_Clear();
-    Py_XDECREF(r);
-  }
+  if (f->on_enter) Notify(f->on_enter, scope);
   PyObject* result = PyObject_Vectorcall(f->forward, args, nargsf, kwnames);
   if (f->on_exit) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);  // keep the forward's exception
-    PyObject* r = PyObject_CallOneArg(f->on_exit, PyLong_FromLong(scope));
-    if (!r) PyErr_Clear();
-    Py_XDECREF(r);
+    Notify(f->on_exit, scope);
     PyErr_Restore(type, value, tb);
   }
   f->profiler->ExitScope(scope, Profiler::Now());
@@ -85,16 +89,18 @@ int ScopedForwardClear(PyObject* self) {
   return 0;
 }
 
-// __wrapped__, __name__, ...: the forward's.
 PyObject* ScopedForwardGetAttr(PyObject* self, PyObject* name) {
-  if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-    return Py_NewRef(reinterpret_cast<ScopedForward*>(self)->forward);
-  }
-  PyObject* r = PyObject_GenericGetAttr(self, name);
-  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
-  PyErr_Clear();
-  return PyObject_GetAttr(reinterpret_cast<ScopedForward*>(self)->forward, name);
+  return GetAttrOrWrapped(self, name, reinterpret_cast<ScopedForward*>(self)->forward);
 }
+
+PyObject* ScopedForwardWrapped(PyObject* self, void*) {
+  return Py_NewRef(reinterpret_cast<ScopedForward*>(self)->forward);
+}
+
+PyGetSetDef kScopedForwardGetSet[] = {
+    {"__wrapped__", ScopedForwardWrapped, nullptr, "The module's own forward.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
 
 class PyProfiler {
  public:
@@ -115,8 +121,6 @@ class PyProfiler {
     running_ = false;
   }
   Profiler* profiler() { return profiler_.get(); }
-  void Enter(int scope) { profiler_->EnterScope(scope, Profiler::Now()); }
-  void Exit(int scope) { profiler_->ExitScope(scope, Profiler::Now()); }
 
   pybind11::dict Snapshot() const {
     Profiler::Snapshot s = profiler_->Take();
@@ -172,6 +176,7 @@ void InitProfileBindings(pybind11::module_& m) {
   ScopedForwardType.tp_call = PyVectorcall_Call;
   ScopedForwardType.tp_vectorcall_offset = offsetof(ScopedForward, vectorcall);
   ScopedForwardType.tp_getattro = ScopedForwardGetAttr;
+  ScopedForwardType.tp_getset = kScopedForwardGetSet;
   if (PyType_Ready(&ScopedForwardType) < 0) throw pybind11::error_already_set();
   m.def(
       "scoped_forward",
@@ -198,8 +203,6 @@ void InitProfileBindings(pybind11::module_& m) {
       .def(pybind11::init<std::vector<int>>(), pybind11::arg("parents"))
       .def("start", &PyProfiler::Start, pybind11::arg("memory"))
       .def("stop", &PyProfiler::Stop)
-      .def("enter", &PyProfiler::Enter, pybind11::arg("scope"))
-      .def("exit", &PyProfiler::Exit, pybind11::arg("scope"))
       .def("snapshot", &PyProfiler::Snapshot)
       .def("spans", &PyProfiler::Spans);
 }

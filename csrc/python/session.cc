@@ -1,5 +1,7 @@
 #include "python/session.h"
 
+#include <algorithm>
+
 #include "aten/observer.h"
 #include "core/module_context.h"
 
@@ -19,7 +21,12 @@ ThreadState& CurrentThread() {
 Session* Session::Active() { return g_session; }
 
 Status Session::Start(const SessionOptions& options) {
-  if (g_session) return Status::FailedPrecondition("a tracing session is already running");
+  if (g_session) return Status::FailedPrecondition("a tracer is already running in this process");
+  const auto& levels = options.recorder.levels;
+  if (std::find(levels.begin(), levels.end(), 3) != levels.end() && aten::ObserverInstalled()) {
+    // Checked before the output is opened: the running one may write there.
+    return Status::FailedPrecondition("the native observer (level 3) is already running (a C++ api_tracer::Tracer?)");
+  }
   std::unique_ptr<Recorder> recorder;
   Status st = Recorder::Open(options.recorder, &recorder);
   if (!st.ok()) return st;
@@ -29,15 +36,21 @@ Status Session::Start(const SessionOptions& options) {
 }
 
 Status Session::Stop() {
-  if (!g_session) return Status::OK();
-  aten::RemoveObserver();  // if level 3's hook did not remove it already
   Session* s = g_session;
+  if (!s) return Status::OK();
   g_session = nullptr;
   SetActiveConverter(nullptr);
+  Pin pin(s);  // freed when this and every other pin are gone
+  s->stopped_ = true;
+  {
+    // If level 3's hook did not remove it already. Waiting for its callbacks
+    // without the GIL: one may need it (a Python symbolic size).
+    PyThreadState* saved = PyEval_SaveThread();
+    aten::RemoveObserver(s->recorder_.get());
+    PyEval_RestoreThread(saved);
+  }
   Status st = s->recorder_->Close();
-  if (st.ok()) st = s->record_error_;
-  delete s;
-  return st;
+  return st.ok() ? s->record_error_ : st;
 }
 
 void Session::AbandonAfterFork() {
@@ -96,9 +109,18 @@ const Session::ApiEntry* Session::Resolve(PyObject* func) {
   if (Py_TYPE(func) == &_PyMethodWrapper_Type) return ResolveAccessor(func);
   auto it = apis_.find(func);
   if (it != apis_.end()) return &it->second;
-  ApiEntry entry = Name(func);
-  Py_INCREF(func);  // owned, so that its address is never reused
-  return &apis_.emplace(func, entry).first->second;
+  return Keep(apis_, func, func, Name(func));  // func owned, so that its address is never reused
+}
+
+template <typename Map, typename Key>
+const Session::ApiEntry* Session::Keep(Map& map, const Key& key, PyObject* owner, const ApiEntry& entry) {
+  auto [it, fresh] = map.emplace(key, entry);
+  if (fresh) {
+    Py_INCREF(owner);
+  } else {
+    Py_XDECREF(entry.target);
+  }
+  return &it->second;
 }
 
 const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
@@ -125,9 +147,7 @@ const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
   } else if (auto it = accessors_.find({self, which}); it != accessors_.end()) {
     result = &it->second;
   } else {
-    ApiEntry entry = Name(func);
-    Py_INCREF(self);
-    result = &accessors_.emplace(std::make_pair(self, which), entry).first->second;
+    result = Keep(accessors_, std::make_pair(self, which), self, Name(func));
   }
   Py_XDECREF(self);
   return result;
@@ -140,6 +160,7 @@ void Session::Record(int level, ApiId api, const CallArgs& args) {
     Suspend suspend;  // the converter may call the dialect's Python code
     converter_.WriteCall(api, args, &ts.key);
   }
+  if (stopped_) return;  // by another thread, while the converter ran Python code
   Status st;
   const Aggregator::Config* config =
       recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()}, &st);

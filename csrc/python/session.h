@@ -7,6 +7,11 @@
 // call, so a hook that outlives its session (a wrapper someone kept a
 // reference to) simply calls through.
 //
+// A hook that runs Python code (the dialect's callbacks, the traced call
+// itself) holds a Session::Pin: another thread may stop the session
+// meanwhile, which closes its files at once, but the session object lives
+// until the last pin is gone, and records nothing more.
+//
 // Thread-safety: all state is guarded by the GIL; ThreadState is per thread.
 #pragma once
 
@@ -59,6 +64,23 @@ class Session {
   };
 
   static Session* Active();
+
+  // Keeps `s` (may be nullptr) alive while the pin lives.
+  class Pin {
+   public:
+    explicit Pin(Session* s) : s_(s) {
+      if (s_) ++s_->pins_;
+    }
+    ~Pin() {
+      if (s_ && --s_->pins_ == 0 && s_->stopped_) delete s_;
+    }
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+
+   private:
+    Session* s_;
+  };
+
   // Fails (Status) when a session is active or the output cannot be opened.
   static Status Start(const SessionOptions& options);
   static Status Stop();
@@ -81,13 +103,20 @@ class Session {
   // the dialect does not name and for APIs the filter leaves out.
   const ApiEntry* Resolve(PyObject* func);
 
-  // Records one call at `level`. Never raises.
+  // Records one call at `level` (nothing once the session is stopped).
+  // Never raises.
   void Record(int level, ApiId api, const CallArgs& args);
 
  private:
   Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch);
   ~Session();
   ApiEntry Name(PyObject* func);
+  // Adds `entry` (which owns a reference to its target) under `key` unless
+  // another thread added one while the dialect's Python code ran; the entry
+  // kept. Takes a reference to `owner` (the object keeping `key` unique)
+  // when the entry is new.
+  template <typename Map, typename Key>
+  const ApiEntry* Keep(Map& map, const Key& key, PyObject* owner, const ApiEntry& entry);
   const ApiEntry* ResolveAccessor(PyObject* func);
 
   std::unique_ptr<Recorder> recorder_;
@@ -101,6 +130,8 @@ class Session {
   std::unordered_map<PyObject*, ApiEntry> apis_;            // keys owned
   std::map<std::pair<PyObject*, int>, ApiEntry> accessors_;  // descriptors owned
   Status record_error_;
+  int pins_ = 0;
+  bool stopped_ = false;
 };
 
 // Runs the tracer's own code: nothing is recorded on this thread meanwhile.

@@ -61,10 +61,6 @@ void Start(const std::string& output_dir, const std::vector<int>& levels, bool m
   opts.resolve = resolve.ptr();
   opts.classify = classify.ptr();
   opts.tensor_type_name = tensor_type_name.ptr();
-  if (Session::Active()) {
-    PyErr_SetString(PyExc_RuntimeError, "a tracer is already running in this process");
-    throw pybind11::error_already_set();
-  }
   RaiseIfError(Session::Start(opts));
 }
 
@@ -106,6 +102,7 @@ void InitSessionBindings(pybind11::module_& m) {
         Session& s = ActiveOrRaise();
         if (!s.Records(level)) throw pybind11::value_error("level " + std::to_string(level) + " is not traced");
         if (CurrentThread().suspended || !s.Allows(api)) return;
+        Session::Pin pin(&s);
         s.Record(level, s.Intern(api), CallArgs::Tuple(args.ptr(), kwargs.is_none() ? nullptr : kwargs.ptr()));
       },
       pybind11::arg("level"), pybind11::arg("api"), pybind11::arg("args"), pybind11::arg("kwargs") = pybind11::none(),
@@ -138,8 +135,16 @@ void InitSessionBindings(pybind11::module_& m) {
   m.def("module_paths_clear", &ModuleContext::Clear);
   m.def("module_enter", &ModuleContext::Push, pybind11::arg("id"));
   m.def("module_exit", &ModuleContext::Pop);
-  m.def("observer_remove", [] { aten::RemoveObserver(); },
-        "Removes the native observer and waits until no thread is inside it.");
+  m.def(
+      "observer_remove",
+      [] {
+        Session* s = Session::Active();
+        if (!s) return;
+        Session::Pin pin(s);
+        pybind11::gil_scoped_release release;  // a callback may need the GIL
+        aten::RemoveObserver(s->recorder());
+      },
+      "Removes the running session's native observer and waits until no thread is inside it.");
   pybind11::class_<Suspended>(m, "suspended", "with suspended(): the tracer's own work, never recorded")
       .def(pybind11::init<>())
       .def("__enter__", [](Suspended& s) { s.Enter(); })
