@@ -297,8 +297,10 @@ const std::string& Converter::SubclassName(PyTypeObject* type) {
   name = r && PyUnicode_Check(r) ? Utf8(r) : QualifiedName(type);
   Py_XDECREF(r);
   PyErr_Clear();
-  Py_INCREF(type);
-  return subclasses_.emplace(type, std::move(name)).first->second;
+  // Another thread may have added it while tensor_type_name ran.
+  auto [added, fresh] = subclasses_.emplace(type, std::move(name));
+  if (fresh) Py_INCREF(type);
+  return added->second;
 }
 
 const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
@@ -319,8 +321,15 @@ const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
   }
   Py_XDECREF(r);
   PyErr_Clear();
-  Py_INCREF(type);
-  return rules_.emplace(type, std::move(rule)).first->second;
+  // Another thread may have added it while classify ran.
+  PyObject* fn = rule.fn;
+  auto [added, fresh] = rules_.emplace(type, std::move(rule));
+  if (fresh) {
+    Py_INCREF(type);
+  } else {
+    Py_XDECREF(fn);
+  }
+  return added->second;
 }
 
 void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
