@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Set, Tuple
 
 
 class UsageError(Exception):
@@ -31,24 +31,33 @@ def _levels(text: str) -> List[int]:
     return levels
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
+    """The parser, and run's options that take a value (what follows them
+    is not the program yet)."""
     parser = argparse.ArgumentParser(prog="api-tracer", description="Trace, merge, replay and summarize API calls.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="trace a Python program without editing it")
-    run.add_argument("--levels", type=_levels, default=[1], help="comma-separated levels (default 1)")
-    run.add_argument("-o", "--output", default="trace_output", help="output directory (default trace_output)")
-    run.add_argument("--merge", action="store_true", help="one file set for all levels")
-    run.add_argument("--stack", choices=["short", "full", "api"], help="record call stacks in this format")
-    run.add_argument("--nesting", choices=["outermost", "all", "innermost"], default="outermost",
-                     help="which operator calls level 3 keeps")
-    run.add_argument("--value-ranges", action="store_true", help="keep integer tensors' value ranges")
-    run.add_argument("--include", action="append", help="API-name pattern to record (repeatable)")
-    run.add_argument("--exclude", action="append", help="API-name pattern not to record (repeatable)")
-    run.add_argument("--follow-children", action="store_true",
-                     help="trace the processes the program starts too, each into DIR/rank-N or DIR/pid-N")
-    run.add_argument("-m", dest="module", help="run a module as a script (like python -m); what follows is its")
-    run.add_argument("target", nargs="*", help="script.py and its arguments")
+    run_value_options: Set[str] = set()
+
+    def run_option(*flags: str, **kwargs: Any) -> None:
+        action = run.add_argument(*flags, **kwargs)
+        if action.nargs != 0:
+            run_value_options.update(action.option_strings)
+
+    run_option("--levels", type=_levels, default=[1], help="comma-separated levels (default 1)")
+    run_option("-o", "--output", default="trace_output", help="output directory (default trace_output)")
+    run_option("--merge", action="store_true", help="one file set for all levels")
+    run_option("--stack", choices=["short", "full", "api"], help="record call stacks in this format")
+    run_option("--nesting", choices=["outermost", "all", "innermost"], default="outermost",
+               help="which operator calls level 3 keeps")
+    run_option("--value-ranges", action="store_true", help="keep integer tensors' value ranges")
+    run_option("--include", action="append", help="API-name pattern to record (repeatable)")
+    run_option("--exclude", action="append", help="API-name pattern not to record (repeatable)")
+    run_option("--follow-children", action="store_true",
+               help="trace the processes the program starts too, each into DIR/rank-N or DIR/pid-N")
+    run_option("-m", dest="module", help="run a module as a script (like python -m); what follows is its")
+    run_option("target", nargs="*", help="script.py and its arguments")
 
     merge = sub.add_parser("merge", help="merge file sets (runs, ranks) into one")
     merge.add_argument("dirs", nargs="+", help="directories holding file sets (searched recursively)")
@@ -68,14 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")
     stats.add_argument("--top", type=int, default=20, help="how many APIs to list (default 20)")
-    return parser
+    return parser, run_value_options
 
 
-# run's options that take a value: what follows them is not the program yet.
-RUN_VALUE_OPTIONS = {"--levels", "-o", "--output", "--stack", "--nesting", "--include", "--exclude"}
-
-
-def split_run_argv(argv: List[str]) -> Tuple[List[str], List[str]]:
+def split_run_argv(argv: List[str], value_options: Set[str]) -> Tuple[List[str], List[str]]:
     """`run [options] script.py ARGS` or `run [options] -m module ARGS`:
     everything from the script (or after the module) on is the program's,
     --help and all."""
@@ -88,16 +93,17 @@ def split_run_argv(argv: List[str]) -> Tuple[List[str], List[str]]:
             return argv[:i], argv[i + 1:]
         if not arg.startswith("-") or arg == "-":
             return argv[:i], argv[i:]
-        i += 2 if arg in RUN_VALUE_OPTIONS else 1
+        i += 2 if arg in value_options else 1
     return argv, []
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     program: List[str] = []
+    parser, run_value_options = build_parser()
     if argv and argv[0] == "run":
-        argv, program = split_run_argv(argv)
-    args = build_parser().parse_args(argv)
+        argv, program = split_run_argv(argv, run_value_options)
+    args = parser.parse_args(argv)
     if args.command == "run":
         args.target = program
     try:
@@ -120,10 +126,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             print(stats_table(args.dir, args.top), end="")
             return 0
+        raise AssertionError(f"unhandled command {args.command!r}")  # the parser allows no other
     except UsageError as e:
         print(f"api-tracer: {e}", file=sys.stderr)
         return 2
-    return 2
 
 
 if __name__ == "__main__":

@@ -22,14 +22,11 @@ import csv
 import json
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import _C
-from .module_tree import ModuleTree
-
-PathLike = Union[str, Sequence[str]]
-SORT_KEYS = ("self_cpu", "cpu_total", "self_cpu_bwd", "cpu_total_bwd", "self_cuda", "cuda_total", "self_mem",
-             "mem", "calls")
+from .module_tree import ModuleTree, PathLike
+from .profile_table import SORT_COLUMN
 
 
 @dataclass
@@ -273,11 +270,11 @@ class Profile:
                 sort_by: Optional[str] = None) -> str:
         """The tree table. show_events: each module's operators beneath it;
         depth: hide rows deeper than this (the root is 0); sort_by: order
-        siblings by a column, descending (one of SORT_KEYS)."""
+        siblings by a column, descending (one of SORT_COLUMN's keys)."""
         from .profile_table import render
 
-        if sort_by is not None and sort_by not in SORT_KEYS:
-            raise ValueError(f"sort_by must be one of {list(SORT_KEYS)}, not {sort_by!r}")
+        if sort_by is not None and sort_by not in SORT_COLUMN:
+            raise ValueError(f"sort_by must be one of {list(SORT_COLUMN)}, not {sort_by!r}")
         if self._data is None:
             return "<unprofiled>" if not self.enabled else "<no profile yet>"
         return render(self, show_events=show_events, depth=depth, sort_by=sort_by)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, List, Optional
 
+from .text_table import format_table
+
 if TYPE_CHECKING:
     from .profile import Profile, Row
 
@@ -101,9 +103,4 @@ def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Op
     total[1] = fmt_time(prof.total_ns)
     lines.append(["(profiled block)"] + total)
 
-    widths = [max(len(h), *(len(line[c]) for line in lines)) for c, h in enumerate(headers)]
-    def fmt(cols: List[str]) -> str:
-        return " | ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cols)).rstrip()
-    out = [fmt(headers), "-|-".join("-" * w for w in widths)]
-    out += [fmt(line) for line in lines]
-    return "\n".join(out) + "\n"
+    return format_table(headers, lines, sep=" | ", rule_sep="-|-")

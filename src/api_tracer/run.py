@@ -59,10 +59,12 @@ def _run_script(script: str) -> None:
 
 
 def _program_traceback(tb: Optional[types.TracebackType]) -> Optional[types.TracebackType]:
-    """The traceback without the frames of the tracer and of runpy."""
+    """The traceback without the leading frames of the tracer and of runpy."""
+    ours = os.path.join(HERE, "")
+    runpy_files = {runpy.__file__, "<frozen runpy>"}
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
-        if not (name.startswith(HERE) or "runpy" in name):
+        if not (name.startswith(ours) or name in runpy_files):
             break
         tb = tb.tb_next
     return tb

@@ -227,17 +227,8 @@ class APITracer:
         """Uninstalls every hook (the latest first), then closes the session;
         raises the first error once all of it is done."""
         global _running
-        errors: List[BaseException] = []
-        if self._module_hooks is not None:
-            self._module_hooks.remove()
-            self._module_hooks = None
-            _C.module_paths_clear()
-        with _C.suspended():
-            while self._hooks:
-                try:
-                    self._hooks.pop().uninstall()
-                except BaseException as e:  # noqa: BLE001 - finish the teardown first
-                    errors.append(e)
+        errors = self._remove_hooks()
+        _C.module_paths_clear()
         undo, self._undo_start = self._undo_start, None
         for step in (undo, _C.stop):
             try:
@@ -249,20 +240,28 @@ class APITracer:
         if errors:
             raise errors[0]
 
+    def _remove_hooks(self) -> List[BaseException]:
+        """Uninstalls the module hooks and every hook (the latest first),
+        going on past errors; returns them."""
+        errors: List[BaseException] = []
+        removals = [self._module_hooks.remove] if self._module_hooks is not None else []
+        self._module_hooks = None
+        with _C.suspended():
+            while self._hooks:
+                removals.append(self._hooks.pop().uninstall)
+            for remove in removals:
+                try:
+                    remove()
+                except BaseException as e:  # noqa: BLE001 - finish the teardown first
+                    errors.append(e)
+        return errors
+
     def _abandon_after_fork(self) -> None:
         """In a forked child: forget this tracer without writing anything (its
         files are the parent's), and put every patched attribute back."""
         global _running
         _C.abandon_after_fork()
-        if self._module_hooks is not None:
-            self._module_hooks.remove()
-            self._module_hooks = None
-        with _C.suspended():
-            while self._hooks:
-                try:
-                    self._hooks.pop().uninstall()
-                except Exception:  # noqa: BLE001 - nothing of the parent's may stay
-                    pass
+        self._remove_hooks()  # errors ignored: nothing of the parent's may stay
         self._undo_start = None
         _running = None
         atexit.unregister(self.stop)
