@@ -108,12 +108,16 @@ class FrameworkDialect:
 
     def classify(self, tp: type) -> Rule:
         """How values of `tp` are written (see csrc/python/convert.h); asked
-        once per type."""
+        once per type (values of exactly that type)."""
+        return self._user_rule(tp) or ("opaque", public_name(tp))
+
+    def _user_rule(self, tp: type) -> Optional[Rule]:
+        """The rule serializers() gives `tp` or its nearest base, if any."""
         for klass in tp.__mro__:
             fn = self._serializer_table().get(klass)
             if fn is not None:
                 return ("replace", fn)
-        return ("opaque", public_name(tp))
+        return None
 
     def tensor_type_name(self, tp: type) -> str:
         return public_name(tp)
@@ -336,9 +340,6 @@ class PyTorchDialect(FrameworkDialect):
         return (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
                 ("torch.linalg", torch.linalg), ("torch.fft", torch.fft), ("torch.special", torch.special))
 
-    def tensor_type_name(self, tp: type) -> str:
-        return public_name(tp)
-
     def direct_callable(self, func: Any) -> Callable:
         import torch
 
@@ -350,10 +351,10 @@ class PyTorchDialect(FrameworkDialect):
     def classify(self, tp: type) -> Rule:
         import torch
 
-        for klass in tp.__mro__:
-            fn = self._serializer_table().get(klass)
-            if fn is not None:
-                return ("replace", fn)
+        user_rule = self._user_rule(tp)
+        if user_rule is not None:
+            return user_rule
+        # Rules are per exact type: names are worked out here, once.
         if issubclass(tp, torch.nn.Module):
             return ("instance", self.describe_module)
         if issubclass(tp, torch.optim.Optimizer):
@@ -363,18 +364,20 @@ class PyTorchDialect(FrameworkDialect):
             if issubclass(tp, np.ndarray):
                 return ("replace", lambda a: Call("numpy.ndarray", list(a.shape), str(a.dtype)))
             if issubclass(tp, np.generic):
-                return ("replace", lambda x: Call(f"numpy.{type(x).__name__}", x.item()))
+                numpy_name = f"numpy.{tp.__name__}"
+                return ("replace", lambda x: Call(numpy_name, x.item()))
         if tp in (torch.SymInt, torch.SymFloat, torch.SymBool):
-            return ("replace", lambda s: Call(f"torch.{type(s).__name__}", str(s)))
+            sym_name = f"torch.{tp.__name__}"
+            return ("replace", lambda s: Call(sym_name, str(s)))
+        name = public_name(tp)
         if issubclass(tp, enum.Enum):
-            return ("replace", lambda e: Symbol(f"{public_name(type(e))}.{e.name}"))
+            return ("replace", lambda e: Symbol(f"{name}.{e.name}"))
         if issubclass(tp, tuple):
             fields = getattr(tp, "_fields", None)
-            if fields is not None:  # a namedtuple
-                return ("replace", lambda t: Call(public_name(type(t)), **dict(zip(type(t)._fields, t))))
-            match_args = getattr(tp, "__match_args__", None)
-            if match_args is not None and hasattr(tp, "n_fields"):  # a structseq (torch.return_types)
-                return ("replace", lambda t: Call(public_name(type(t)), **dict(zip(type(t).__match_args__, t))))
+            if fields is None and hasattr(tp, "n_fields"):  # a structseq (torch.return_types)
+                fields = getattr(tp, "__match_args__", None)
+            if fields is not None:  # a namedtuple or a structseq
+                return ("replace", lambda t: Call(name, **dict(zip(fields, t))))
             return ("replace", tuple)
         for base in (bool, int, float, complex, str, list, dict):
             if issubclass(tp, base):
@@ -386,8 +389,9 @@ class PyTorchDialect(FrameworkDialect):
         if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                            types.MethodDescriptorType, types.WrapperDescriptorType,
                            functools.partial, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-            return ("replace", lambda f: Call("Callable", self._callable_name(f)))
-        return ("opaque", public_name(tp))
+            # "instance": worked out once per callable, not per call
+            return ("instance", lambda f: Call("Callable", self._callable_name(f)))
+        return ("opaque", name)
 
     def _callable_name(self, f: Any) -> str:
         if isinstance(f, functools.partial):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import yaml
 
@@ -45,11 +45,7 @@ def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
     stacks = None
     if any(s.has("api_stacks", ".yaml") for s in sets):
         merged: Dict[str, List[List[str]]] = {}
-        for s in sets:
-            if not s.has("api_stacks", ".yaml"):
-                continue
-            with open(s.path("api_stacks", ".yaml"), encoding="utf-8") as f:
-                data = yaml.safe_load(f) or {}
+        for data in _load_each(sets, "api_stacks", {}):
             for api, entry in data.items():
                 have = merged.setdefault(api, [])
                 for stack in entry.get("3stacks", []):
@@ -60,19 +56,24 @@ def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
     ranges = None
     if any(s.has("api_value_ranges", ".yaml") for s in sets):
         merged_ranges: Dict[str, Dict[str, List[int]]] = {}
-        for s in sets:
-            if not s.has("api_value_ranges", ".yaml"):
-                continue
-            with open(s.path("api_value_ranges", ".yaml"), encoding="utf-8") as f:
-                for entry in yaml.safe_load(f) or []:
-                    paths = merged_ranges.setdefault(entry["config"], {})
-                    for path, (lo, hi) in entry["ranges"].items():
-                        have = paths.get(path)
-                        paths[path] = [lo, hi] if have is None else [min(have[0], lo), max(have[1], hi)]
+        for data in _load_each(sets, "api_value_ranges", []):
+            for entry in data:
+                paths = merged_ranges.setdefault(entry["config"], {})
+                for path, (lo, hi) in entry["ranges"].items():
+                    have = paths.get(path)
+                    paths[path] = [lo, hi] if have is None else [min(have[0], lo), max(have[1], hi)]
         ranges = [(line, [(p, lo, hi) for p, (lo, hi) in sorted(paths.items())])
                   for line, paths in sorted(merged_ranges.items())]
     _C.write_summary(out, suffix, api_counts, sorted(configs), stacks, ranges)
     return len(api_counts), sum(counts.values())
+
+
+def _load_each(sets: List[FileSet], stem: str, empty: Any) -> Iterator[Any]:
+    """The YAML document of each set's `stem` file, for the sets that have one."""
+    for s in sets:
+        if s.has(stem, ".yaml"):
+            with open(s.path(stem, ".yaml"), encoding="utf-8") as f:
+                yield yaml.safe_load(f) or empty
 
 
 def merge_sets(dirs: List[str], out: str) -> str:
@@ -92,6 +93,6 @@ def merge_sets(dirs: List[str], out: str) -> str:
             apis, calls = _merge_group(group, out, suffix)
         except (OSError, ValueError, yaml.YAMLError) as e:
             raise UsageError(f"merge: {e}") from None
-        what = f"level {suffix[len('_level_'):]}" if suffix else "merged levels"
+        what = f"level {group[0].level}" if group[0].level is not None else "merged levels"
         report.append(f"{what}: {len(group)} sets -> {apis} APIs, {calls} calls")
     return f"merged into {out}:\n  " + "\n  ".join(report)

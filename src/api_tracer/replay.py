@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .config import ConfigSyntaxError, parse_call
+from .filesets import api_of
 from .values import Call, Symbol, TensorSpec
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
@@ -124,26 +125,40 @@ class Resolver:
         objclass = getattr(obj, "__objclass__", None)
         return objclass is not None and self._inside(objclass)
 
-    def resolve(self, name: str, line: str) -> Any:
+    def walk(self, name: str, line: str, dunder_ok: Callable[[Any, str], bool] = lambda obj, part: False) -> Any:
+        """The object a dotted name starting at torch names, every step but
+        the last staying inside torch; dunders only where dunder_ok(obj,
+        part) allows them (as the last step)."""
         column = line.find(name) + 1 or 1
         parts = name.split(".")
         if parts[0] != "torch" or len(parts) < 2:
-            raise Invalid(f"{name!r} is not a torch API", column)
+            raise Invalid(f"{name!r} is outside torch", column)
         obj: Any = self.torch
         for i, part in enumerate(parts[1:], 1):
             last = i == len(parts) - 1
-            if part.startswith("__") and part.endswith("__"):
-                if not (last and obj is self.torch.Tensor and part in self.tensor_dunders):
-                    raise Invalid(f"{name!r}: dunder access {part!r} is not allowed", column)
+            if part.startswith("__") and part.endswith("__") and not (last and dunder_ok(obj, part)):
+                raise Invalid(f"{name!r}: dunder access {part!r} is not allowed", column)
             try:
                 obj = getattr(obj, part)
             except AttributeError:
                 raise Skip(f"{'.'.join(parts[:i + 1])} does not exist in this torch") from None
             if not last and not self._inside(obj):
                 raise Invalid(f"{name!r} leads out of torch at {'.'.join(parts[:i + 1])}", column)
-        if isinstance(obj, types.ModuleType) or not self._owned(obj):
-            raise Invalid(f"{name!r} is not one of torch's callables", column)
         return obj
+
+    def resolve(self, name: str, line: str) -> Any:
+        """The torch callable an API name names."""
+        obj = self.walk(name, line, lambda obj, part: obj is self.torch.Tensor and part in self.tensor_dunders)
+        if isinstance(obj, types.ModuleType) or not self._owned(obj):
+            raise Invalid(f"{name!r} is not one of torch's callables", line.find(name) + 1 or 1)
+        return obj
+
+    def constructible(self, cls: Any) -> bool:
+        """Whether replay may call `cls` to build a value: the few torch
+        classes it knows how to construct."""
+        torch = self.torch
+        return cls in (torch.device, torch.Size, torch.Generator) or (
+            isinstance(cls, type) and issubclass(cls, (torch.nn.Module, torch.optim.Optimizer)))
 
 
 class Builder:
@@ -176,14 +191,7 @@ class Builder:
         if name in BUILTIN_TYPES:
             return BUILTIN_TYPES[name]
         torch = self.r.torch
-        parts = name.split(".")
-        if parts[0] != "torch" or any(p.startswith("__") for p in parts):
-            raise Invalid(f"the name {name!r} is outside torch", self.line.find(name) + 1)
-        obj: Any = torch
-        for part in parts[1:]:
-            if not hasattr(obj, part):
-                raise Skip(f"{name} does not exist in this torch")
-            obj = getattr(obj, part)
+        obj = self.r.walk(name, self.line)
         if not isinstance(obj, (torch.dtype, torch.layout, torch.memory_format, torch.qscheme)):
             if not (isinstance(obj, type) and self.r._inside(obj)):
                 raise Invalid(f"the name {name!r} is not a torch constant", self.line.find(name) + 1)
@@ -241,12 +249,9 @@ class Builder:
                 raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
             return scalar(*args)
         target = self.r.resolve(name, self.line)
-        if target in (torch.device, torch.Size, torch.Generator):
-            return target(*args, **kwargs)
-        if isinstance(target, type) and issubclass(target, torch.nn.Module):
-            return target(*args, **kwargs).to(self.device)
-        if isinstance(target, type) and issubclass(target, torch.optim.Optimizer):
-            return target(*args, **kwargs)
+        if self.r.constructible(target):
+            value = target(*args, **kwargs)
+            return value.to(self.device) if isinstance(value, torch.nn.Module) else value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
 
 
@@ -280,10 +285,8 @@ def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]]
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
-    if isinstance(func, type):
-        constructible = issubclass(func, (torch.nn.Module, torch.optim.Optimizer))
-        if not constructible and func not in (torch.device, torch.Size, torch.Generator):
-            raise Skip(f"{api} is a class this replay does not construct")
+    if isinstance(func, type) and not resolver.constructible(func):
+        raise Skip(f"{api} is a class this replay does not construct")
     return api, func, built_args, built_kwargs
 
 
@@ -373,7 +376,7 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
             if p.sentinel in ready or conn in ready:
                 p.join()
                 c = configs[index]
-                finish(index, Result(c.file, c.line, c.text, api=c.text.split("(")[0], status="failed",
+                finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status="failed",
                                      error="WorkerCrashed",
                                      message=f"the worker process died (exit code {p.exitcode})"))
                 del workers[conn]
