@@ -31,6 +31,7 @@
 #include "core/key.h"
 #include "core/status.h"
 #include "core/per_thread.h"
+#include "core/string_hash.h"
 
 namespace api_tracer {
 

@@ -6,7 +6,7 @@ namespace api_tracer {
 
 ApiId ApiTable::Intern(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it != ids_.end()) return it->second;
   auto entry = std::make_unique<Entry>();
   entry->name = std::string(name);
@@ -15,7 +15,7 @@ ApiId ApiTable::Intern(std::string_view name) {
   entry->yaml_header.push_back('\n');
   ApiId id = static_cast<ApiId>(entries_.size());
   entries_.push_back(std::move(entry));
-  ids_.emplace(std::string(name), id);
+  ids_.emplace(entries_.back()->name, id);
   return id;
 }
 
@@ -27,11 +27,6 @@ const std::string& ApiTable::Name(ApiId id) const {
 const std::string& ApiTable::YamlHeader(ApiId id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.at(id)->yaml_header;
-}
-
-size_t ApiTable::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
 }
 
 }  // namespace api_tracer

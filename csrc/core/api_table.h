@@ -24,7 +24,6 @@ class ApiTable {
   const std::string& Name(ApiId id) const;
   // "- api: NAME\n", the first line of this API's api_trace.yaml records.
   const std::string& YamlHeader(ApiId id) const;
-  size_t size() const;
 
  private:
   struct Entry {
@@ -33,7 +32,7 @@ class ApiTable {
   };
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  std::unordered_map<std::string, ApiId> ids_;
+  std::unordered_map<std::string_view, ApiId> ids_;  // keys: the entries' names
 };
 
 }  // namespace api_tracer

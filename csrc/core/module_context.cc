@@ -25,9 +25,9 @@ struct Stack {
   std::vector<int> ids;
 };
 
-Stack& MyStack() {
+// This thread's stack, emptied when the paths it was built on were replaced.
+Stack& MyStack(const Paths* p) {
   static thread_local Stack stack;
-  Paths* p = g_paths.load(std::memory_order_acquire);
   uint64_t gen = p ? p->generation : 0;
   if (stack.generation != gen) {
     stack.generation = gen;
@@ -49,17 +49,17 @@ void ModuleContext::Clear() {
   if (old) Retired().emplace_back(old);
 }
 
-void ModuleContext::Push(int id) { MyStack().ids.push_back(id); }
+void ModuleContext::Push(int id) { MyStack(g_paths.load(std::memory_order_acquire)).ids.push_back(id); }
 
 void ModuleContext::Pop() {
-  Stack& s = MyStack();
+  Stack& s = MyStack(g_paths.load(std::memory_order_acquire));
   if (!s.ids.empty()) s.ids.pop_back();
 }
 
 std::string_view ModuleContext::Current() {
   Paths* p = g_paths.load(std::memory_order_acquire);
   if (!p) return {};
-  Stack& s = MyStack();
+  Stack& s = MyStack(p);
   if (s.ids.empty()) return {};
   int id = s.ids.back();
   return id >= 0 && id < static_cast<int>(p->names.size()) ? std::string_view(p->names[id]) : std::string_view();

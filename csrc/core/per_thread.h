@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -36,13 +35,6 @@ inline uint64_t ThisThreadNumber() {
   thread_local const uint64_t number = NextGeneration();
   return number;
 }
-
-// Hash for unordered containers keyed by std::string that are looked up by
-// std::string_view without building a string.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-};
 
 template <typename T, size_t kSlots = 8>
 class PerThread {

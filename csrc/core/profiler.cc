@@ -147,17 +147,20 @@ static void DropFrame(Profiler::ThreadData& t) {
   t.frames.pop_back();
 }
 
-void Profiler::ExitScope(int scope, int64_t now) {
-  ThreadData& t = Local();
-  // Unwind to the scope (a forward that raised may skip inner exits).
-  while (!t.frames.empty() && !(t.frames.back().scope == scope && !t.frames.back().node)) DropFrame(t);
+// Closes the innermost frame `is_it` picks, dropping the frames opened inside
+// it that were never closed (a forward that raised skips inner exits).
+template <typename IsIt>
+static void CloseInnermost(Profiler::ThreadData& t, int64_t now, IsIt is_it) {
+  while (!t.frames.empty() && !is_it(t.frames.back())) DropFrame(t);
   if (!t.frames.empty()) CloseFrame(t, now);
 }
 
+void Profiler::ExitScope(int scope, int64_t now) {
+  CloseInnermost(Local(), now, [scope](const ThreadData::Frame& f) { return f.scope == scope && !f.node; });
+}
+
 void Profiler::ExitNode(int64_t now) {
-  ThreadData& t = Local();
-  while (!t.frames.empty() && !t.frames.back().node) DropFrame(t);
-  if (!t.frames.empty()) CloseFrame(t, now);
+  CloseInnermost(Local(), now, [](const ThreadData::Frame& f) { return f.node; });
 }
 
 void Profiler::EnterOp(const char* name, int64_t now) {

@@ -99,7 +99,6 @@ class Profiler {
     std::vector<DirStats> forward, backward;  // num_scopes() + 1 each
     int64_t block_ns = 0;
     int64_t unattributed_ns = 0;
-    // Every frame and operator, for a timeline: kind 0 scope, 1 node, 2 op.
   };
   Snapshot Take() const;
 

@@ -1,15 +1,30 @@
 #include "core/recorder.h"
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 namespace api_tracer {
 
+namespace {
+
+// The files of an output set (docs/format.md).
+enum File { kTraceYaml, kTraceTxt, kApis, kConfigs, kStatistics, kStacks, kValueRanges, kNumFiles };
+constexpr struct {
+  const char* stem;
+  const char* ext;
+} kFiles[kNumFiles] = {
+    {"api_trace", ".yaml"},      {"api_trace", ".txt"},  {"api_apis", ".txt"},
+    {"api_configs", ".yaml"},    {"api_statistics", ".yaml"},
+    {"api_stacks", ".yaml"},     {"api_value_ranges", ".yaml"},
+};
+
+}  // namespace
+
 struct Recorder::OutputSet {
-  std::string suffix;  // "" when merged, else "_level_N"
   std::unique_ptr<Aggregator> agg;
-  std::ofstream trace_yaml, trace_txt, apis, configs, statistics, stacks, value_ranges;
+  std::array<std::ofstream, kNumFiles> files;  // those the options want are open
   std::unique_ptr<TraceWriter> trace;
 };
 
@@ -56,27 +71,15 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
     }
     auto set = std::make_unique<OutputSet>();
     set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format, options.value_ranges);
-    struct {
-      const char* stem;
-      const char* ext;
-      std::ofstream* file;
-      bool wanted;
-    } files[] = {
-        {"api_trace", ".yaml", &set->trace_yaml, options.stream_trace},
-        {"api_trace", ".txt", &set->trace_txt, options.stream_trace},
-        {"api_apis", ".txt", &set->apis, true},
-        {"api_configs", ".yaml", &set->configs, true},
-        {"api_statistics", ".yaml", &set->statistics, true},
-        {"api_stacks", ".yaml", &set->stacks, options.record_stack},
-        {"api_value_ranges", ".yaml", &set->value_ranges, options.value_ranges},
-    };
-    for (auto& f : files) {
-      if (!f.wanted) continue;
-      Status st = OpenFile(rec->Path(level, f.stem, f.ext), f.file);
+    const bool wanted[kNumFiles] = {options.stream_trace, options.stream_trace, true, true, true,
+                                    options.record_stack, options.value_ranges};
+    for (int f = 0; f < kNumFiles; ++f) {
+      if (!wanted[f]) continue;
+      Status st = OpenFile(rec->Path(level, kFiles[f].stem, kFiles[f].ext), &set->files[f]);
       if (!st.ok()) return st;
     }
     if (options.stream_trace) {
-      set->trace = std::make_unique<TraceWriter>(&set->trace_yaml, &set->trace_txt, write_level);
+      set->trace = std::make_unique<TraceWriter>(&set->files[kTraceYaml], &set->files[kTraceTxt], write_level);
     }
     rec->by_level_[level] = set.get();
     rec->sets_.push_back(std::move(set));
@@ -116,16 +119,16 @@ Status Recorder::Close() {
   for (auto& set : sets_) {
     if (set->trace) keep_first(set->trace->Flush());
     Summary summary = Summarize(*set->agg);
-    WriteApis(summary, set->apis);
-    WriteConfigs(summary, set->configs);
-    WriteStatistics(summary, set->statistics);
-    if (options_.record_stack) WriteStacks(summary, set->stacks);
-    if (options_.value_ranges) WriteValueRanges(summary, set->value_ranges);
-    for (std::ofstream* f : {&set->trace_yaml, &set->trace_txt, &set->apis, &set->configs,
-                             &set->statistics, &set->stacks, &set->value_ranges}) {
-      if (!f->is_open()) continue;
-      f->close();
-      if (f->fail()) keep_first(Status::IOError("writing to " + options_.output_dir + " failed"));
+    auto& files = set->files;
+    WriteApis(summary, files[kApis]);
+    WriteConfigs(summary, files[kConfigs]);
+    WriteStatistics(summary, files[kStatistics]);
+    if (files[kStacks].is_open()) WriteStacks(summary, files[kStacks]);
+    if (files[kValueRanges].is_open()) WriteValueRanges(summary, files[kValueRanges]);
+    for (std::ofstream& f : files) {
+      if (!f.is_open()) continue;
+      f.close();
+      if (f.fail()) keep_first(Status::IOError("writing to " + options_.output_dir + " failed"));
     }
   }
   return result;

@@ -45,9 +45,8 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   ApiTable& apis() { return apis_; }
-  const RecorderOptions& options() const { return options_; }
 
-  // Records one call seen by `extras.level` (one of options().levels); `key`
+  // Records one call seen by `extras.level` (one of the options' levels); `key`
   // was written by `key` with an id from apis(). Returns the call's config.
   const Aggregator::Config* Record(const KeyWriter& key, const RecordExtras& extras, Status* status);
 

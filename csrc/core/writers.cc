@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/per_thread.h"
+#include "core/string_hash.h"
 #include "core/yaml.h"
 
 namespace api_tracer {
@@ -34,12 +35,31 @@ TraceWriter::TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level
 
 TraceWriter::~TraceWriter() = default;
 
+namespace {
+
+// `prefix`, `value`, newline: a YAML record's integer field.
+void AppendIntField(std::string* out, std::string_view prefix, int value) {
+  char digits[16];
+  char* end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out->append(prefix);
+  out->append(digits, end);
+  out->push_back('\n');
+}
+
+// Each distinct line once, in byte order.
+void WriteSortedUnique(std::vector<std::string> lines, std::ostream& out) {
+  std::sort(lines.begin(), lines.end());
+  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
+  for (const auto& line : lines) out << line << '\n';
+}
+
+}  // namespace
+
 void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& extras) {
   Buffer& b = buffers_.Local();
   b.yaml.append(*config.yaml_header);
-  char buf[32];
-  if (write_level_) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  level: %d\n", extras.level));
-  if (extras.depth >= 0) b.yaml.append(buf, std::snprintf(buf, sizeof buf, "  depth: %d\n", extras.depth));
+  if (write_level_) AppendIntField(&b.yaml, "  level: ", extras.level);
+  if (extras.depth >= 0) AppendIntField(&b.yaml, "  depth: ", extras.depth);
   if (!extras.backward.empty()) b.yaml.append(Buffer::Line(b.backward_lines, "backward", extras.backward));
   if (!extras.module.empty()) b.yaml.append(Buffer::Line(b.module_lines, "module", extras.module));
   b.yaml.append(config.yaml_body);
@@ -78,17 +98,10 @@ Summary Summarize(const Aggregator& agg) {
 void WriteApis(const Summary& s, std::ostream& out) {
   std::vector<std::string> names;
   for (const auto& [name, count] : s.api_counts) names.push_back(name);
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  for (const auto& name : names) out << name << '\n';
+  WriteSortedUnique(std::move(names), out);
 }
 
-void WriteConfigs(const Summary& s, std::ostream& out) {
-  std::vector<std::string> lines = s.config_lines;
-  std::sort(lines.begin(), lines.end());
-  lines.erase(std::unique(lines.begin(), lines.end()), lines.end());
-  for (const auto& line : lines) out << line << '\n';
-}
+void WriteConfigs(const Summary& s, std::ostream& out) { WriteSortedUnique(s.config_lines, out); }
 
 void WriteStatistics(const Summary& s, std::ostream& out) {
   std::vector<std::pair<std::string, uint64_t>> counts = s.api_counts;
