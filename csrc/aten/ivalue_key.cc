@@ -78,7 +78,7 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
     int64_t i = v.toInt();
     switch (kind) {
       case OpSignature::Kind::kScalarType:
-        return w->Symbol("torch." + std::string(DtypeName(static_cast<c10::ScalarType>(i))));
+        return w->Symbol(DtypeSymbol(static_cast<c10::ScalarType>(i)));
       case OpSignature::Kind::kLayout: {
         std::string_view name = LayoutName(static_cast<c10::Layout>(i));
         return w->Symbol(name.empty() ? "torch.strided" : name);

@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <array>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -51,6 +52,19 @@ std::string_view DtypeName(c10::ScalarType t) {
       return it->second;
     }
   }
+}
+
+std::string_view DtypeSymbol(c10::ScalarType t) {
+  constexpr size_t kCount = static_cast<size_t>(c10::ScalarType::NumOptions);
+  static const auto* symbols = [] {
+    auto* table = new std::array<std::string, kCount>();
+    for (size_t i = 0; i < kCount; ++i) {
+      (*table)[i] = "torch." + std::string(DtypeName(static_cast<c10::ScalarType>(i)));
+    }
+    return table;
+  }();
+  auto i = static_cast<size_t>(t);
+  return i < kCount ? std::string_view((*symbols)[i]) : std::string_view("torch.undefined");
 }
 
 std::string_view DeviceName(c10::Device d) {

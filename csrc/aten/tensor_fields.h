@@ -19,6 +19,8 @@ namespace api_tracer::aten {
 
 // torch.dtype's name without "torch." ("float32", "bfloat16", "bool").
 std::string_view DtypeName(c10::ScalarType t);
+// The same with "torch." ("torch.float32"), as a dtype argument is written.
+std::string_view DtypeSymbol(c10::ScalarType t);
 // str(torch.device) ("cpu", "cuda:0"); the view stays valid for the process.
 std::string_view DeviceName(c10::Device d);
 // "" for torch.strided, else the layout's Python name ("torch.sparse_coo").

@@ -36,6 +36,16 @@ std::string Utf8(PyObject* s) {
   return out;
 }
 
+// use(UTF-8 of str `s`), without a copy but for strings holding lone
+// surrogates (escaped by Utf8).
+template <typename Use>
+void WithUtf8(PyObject* s, Use&& use) {
+  Py_ssize_t n;
+  if (const char* p = PyUnicode_AsUTF8AndSize(s, &n)) return use(std::string_view(p, static_cast<size_t>(n)));
+  PyErr_Clear();
+  use(std::string_view(Utf8(s)));
+}
+
 std::string QualifiedName(PyTypeObject* type) {
   std::string name;
   PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
@@ -139,7 +149,7 @@ void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWrite
     Py_ssize_t n = PyTuple_GET_SIZE(call.kwnames);
     if (count_kwargs) w->BeginKwargs(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
-      w->Keyword(Utf8(PyTuple_GET_ITEM(call.kwnames, i)));
+      WithUtf8(PyTuple_GET_ITEM(call.kwnames, i), [w](std::string_view k) { w->Keyword(k); });
       Write(call.args[call.nargs + i], w);
     }
   } else if (call.kwargs) {
@@ -147,7 +157,7 @@ void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWrite
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (PyDict_Next(call.kwargs, &pos, &k, &v)) {
-      w->Keyword(PyUnicode_Check(k) ? Utf8(k) : std::string("?"));
+      PyUnicode_Check(k) ? WithUtf8(k, [w](std::string_view name) { w->Keyword(name); }) : w->Keyword("?");
       Write(v, w);
     }
   } else if (count_kwargs) {
@@ -176,7 +186,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
   }
   if (type == &PyFloat_Type) return w->Float(PyFloat_AS_DOUBLE(obj));
   if (depth > kMaxDepth) return WriteOpaque(type, w);
-  if (type == &PyUnicode_Type) return w->Str(Utf8(obj));
+  if (type == &PyUnicode_Type) return WithUtf8(obj, [w](std::string_view text) { w->Str(text); });
   if (type == &PyTuple_Type || type == &PyList_Type) {
     Py_ssize_t n = Py_SIZE(obj);
     type == &PyTuple_Type ? w->BeginTuple(n) : w->BeginList(n);
@@ -218,11 +228,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
     for (Py_ssize_t i = 0; i < n; ++i) Write(PyTuple_GET_ITEM(obj, i), w, depth + 1);
     return;
   }
-  if (THPDtype_Check(obj)) {
-    std::string name = "torch.";
-    name += aten::DtypeName(reinterpret_cast<THPDtype*>(obj)->scalar_type);
-    return w->Symbol(name);
-  }
+  if (THPDtype_Check(obj)) return w->Symbol(aten::DtypeSymbol(reinterpret_cast<THPDtype*>(obj)->scalar_type));
   if (THPDevice_Check(obj)) {
     w->BeginObject("torch.device", 1, 0);
     return w->Str(aten::DeviceName(reinterpret_cast<THPDevice*>(obj)->device));
