@@ -126,8 +126,10 @@ const Session::ApiEntry* Session::Keep(Map& map, const Key& key, PyObject* owner
 const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
   // A method-wrapper (a property's bound __get__, say) is a new object at
   // every access: key it by the descriptor it belongs to, which lives on.
-  PyObject* self = PyObject_GetAttrString(func, "__self__");
-  PyObject* name = PyObject_GetAttrString(func, "__name__");
+  static PyObject* const kSelf = PyUnicode_InternFromString("__self__");
+  static PyObject* const kName = PyUnicode_InternFromString("__name__");
+  PyObject* self = PyObject_GetAttr(func, kSelf);
+  PyObject* name = PyObject_GetAttr(func, kName);
   PyErr_Clear();
   int which = -1;
   if (self && name && PyUnicode_Check(name) &&
