@@ -8,6 +8,9 @@ in a fresh process; wall time of the whole profiled block including making
 the table, best of its rounds, the set repeated and interleaved:
 
   untraced        the steps alone
+  RecordFunction  a callback registered as Profile's observer is, doing
+                  nothing: what at::RecordFunction costs by itself, the
+                  floor under any operator-level profile
   Profile         api_tracer.Profile, then str(prof)
   torch.profiler  torch.profiler.profile with a record_function per module
                   (global module hooks), then key_averages().table(): the
@@ -26,7 +29,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import best_per_variant, command_line, print_against_untraced  # noqa: E402
-VARIANTS = ("untraced", "Profile", "torch.profiler")
+VARIANTS = ("untraced", "RecordFunction", "Profile", "torch.profiler")
 
 
 def workload(name):
@@ -78,6 +81,13 @@ def measure_here(name, n, variant, rounds):
         if variant == "untraced":
             for _ in range(n):
                 step()
+        elif variant == "RecordFunction":
+            from api_tracer import _C
+
+            _C._empty_profile_callback(True)
+            for _ in range(n):
+                step()
+            _C._empty_profile_callback(False)
         elif variant == "Profile":
             from api_tracer import Profile
 
@@ -99,7 +109,9 @@ def report(name, title, n, rounds, repeats):
     print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats}x{rounds})")
     print_against_untraced(best)
     ratio = best["Profile"] / base
-    print(f"  Profile: {ratio:.3f}x untraced (target 1.10x: {'met' if ratio <= 1.10 else 'MISSED'}); "
+    print(f"  Profile: {ratio:.3f}x untraced (target 1.10x: {'met' if ratio <= 1.10 else 'MISSED'}; "
+          f"RecordFunction alone {best['RecordFunction'] / base:.3f}x, Profile over it "
+          f"{best['Profile'] / best['RecordFunction']:.3f}x); "
           f"below the torch.profiler way: {'yes' if best['Profile'] < best['torch.profiler'] else 'NO'}")
 
 

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <mutex>
 #include <string_view>
-#include <unordered_set>
 
 #include "aten/callback_guard.h"
 
@@ -24,14 +23,14 @@ struct State {
 CallbackOwner<State> g_state;
 
 // Operators are timed only when they have a schema: their name then lives
-// as long as torch. This thread's cache: name pointer -> is an operator.
-bool IsOperator(const at::RecordFunction& fn) {
-  static thread_local std::unordered_set<const char*> known;
+// as long as torch, and the thread numbers it by address once. (A named
+// event's name may live in the RecordFunction itself: it is timed as time
+// nested in its caller, never numbered.)
+int OperatorId(Profiler::Thread& t, const at::RecordFunction& fn) {
   const char* name = fn.name();
-  if (known.contains(name)) return true;
-  if (!fn.operator_name()) return false;  // a named event: its name is not stable, do not cache
-  known.insert(name);
-  return true;
+  int op = t.OpId(name);
+  if (op < 0 && fn.operator_name()) op = t.AddOp(name);
+  return op;
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
@@ -39,14 +38,16 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   State* st = g_state.Get();
   if (!st) return nullptr;
   int64_t now = Profiler::Now();
+  Profiler::Thread& t = st->profiler->ThisThread();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    int scope = st->profiler->NodeScope(fn.forwardThreadId(), fn.seqNr());
-    st->profiler->EnterNode(scope, AutogradNodeName(fn), now);
+    t.EnterNode(st->profiler->NodeScope(t, fn.forwardThreadId(), fn.seqNr()), AutogradNodeName(fn), now);
     return nullptr;
   }
-  if (!IsOperator(fn)) return nullptr;
-  if (fn.seqNr() >= 0) st->profiler->NoteNode(at::RecordFunction::currentThreadId(), fn.seqNr());
-  st->profiler->EnterOp(fn.name(), now);
+  if (fn.seqNr() >= 0) {
+    if (!t.registered()) st->profiler->Register(t, at::RecordFunction::currentThreadId());
+    t.NoteNode(fn.seqNr());
+  }
+  t.EnterOp(OperatorId(t, fn), now);
   return nullptr;
 }
 
@@ -55,10 +56,11 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   State* st = g_state.Get();
   if (!st) return;
   int64_t now = Profiler::Now();
+  Profiler::Thread& t = st->profiler->ThisThread();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    st->profiler->ExitNode(now);
-  } else if (IsOperator(fn)) {
-    st->profiler->ExitOp(now);
+    t.ExitNode(now);
+  } else {
+    t.ExitOp(now);
   }
 }
 
@@ -68,9 +70,20 @@ class MemoryReporter : public c10::MemoryReportingInfoBase {
   void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t /*total_allocated*/,
                          size_t /*total_reserved*/, c10::Device device) override {
     CallbackGuard guard;
-    if (State* st = g_state.Get()) st->profiler->Memory(alloc_size, device.is_cuda());
+    if (State* st = g_state.Get()) st->profiler->ThisThread().Memory(alloc_size, device.is_cuda());
   }
 };
+
+// The profiler's registration: what RecordFunction runs for it.
+at::RecordFunctionCallback Callback(at::RecordFunctionCallback::StartCallback start,
+                                    at::RecordFunctionCallback::EndCallback end) {
+  return at::RecordFunctionCallback(start, end)
+      .needsInputs(false)
+      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+}
+
+std::unique_ptr<at::ObserverContext> StartNothing(const at::RecordFunction&) { return nullptr; }
+void EndNothing(const at::RecordFunction&, at::ObserverContext*) {}
 
 constexpr const char* kBusy = "a layer profile is already running in this process";
 
@@ -101,11 +114,7 @@ Status InstallProfileObserver(Profiler* profiler, bool memory) {
     c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, st->memory);
   }
   std::shared_ptr<MemoryReporter> reporter = st->memory;
-  Status status = g_state.Install(std::move(st),
-                                  at::RecordFunctionCallback(&OnStart, &OnEnd)
-                                      .needsInputs(false)
-                                      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}),
-                                  kBusy);
+  Status status = g_state.Install(std::move(st), Callback(&OnStart, &OnEnd), kBusy);
   if (!status.ok()) PopReporter(reporter.get());
   return status;
 }
@@ -113,6 +122,18 @@ Status InstallProfileObserver(Profiler* profiler, bool memory) {
 void RemoveProfileObserver() {
   std::unique_ptr<State> st = g_state.Remove();
   if (st && st->memory) PopReporter(st->memory.get());
+}
+
+void SetEmptyProfileCallback(bool on) {
+  static std::mutex mu;
+  static at::CallbackHandle handle = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (on && !handle) {
+    handle = at::addGlobalCallback(Callback(&StartNothing, &EndNothing));
+  } else if (!on && handle) {
+    at::removeCallback(handle);
+    handle = 0;
+  }
 }
 
 }  // namespace api_tracer::aten

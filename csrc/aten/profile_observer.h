@@ -20,4 +20,8 @@ namespace api_tracer::aten {
 Status InstallProfileObserver(Profiler* profiler, bool memory);
 void RemoveProfileObserver();
 
+// For the benchmarks: a callback registered as the profiler's is, doing
+// nothing, so that what at::RecordFunction costs by itself can be measured.
+void SetEmptyProfileCallback(bool on);
+
 }  // namespace api_tracer::aten

@@ -3,87 +3,74 @@
 #include <algorithm>
 #include <climits>
 #include <map>
-#include <set>
-
-#include "core/per_thread.h"
 
 namespace api_tracer {
 
-struct Profiler::ThreadData {
-  struct Frame {
-    bool node;
-    int scope;  // -1: an unattributed node
-    int64_t begin;
-    int64_t nested_ns = 0;  // time of the frames directly inside
-  };
-  struct Op {
-    const char* name;
-    int64_t begin;
-    int64_t nested_ns = 0;
-    int scope;
-    bool backward;
-  };
-  struct Acc {
-    int64_t calls = 0, time_ns = 0, self_ns = 0, mem = 0, cuda_mem = 0;
-    std::unordered_map<const char*, OpStats> ops;
-  };
-
-  explicit ThreadData(int n, uint64_t id) : forward(n + 1), backward(n + 1), thread(id) {}
-
-  int Slot(int scope) const { return scope < 0 ? static_cast<int>(forward.size()) - 1 : scope; }
-  // The scope and direction the innermost frame charges.
-  std::pair<int, bool> Current() const {
-    if (frames.empty()) return {-1, false};
-    return {frames.back().scope, frames.back().node};
-  }
-
-  // The interned name of an autograd node (stable for the profiler's life).
-  const char* Intern(std::string_view name) {
-    auto it = names.find(name);
-    if (it == names.end()) it = names.emplace(std::string(name)).first;
-    return it->c_str();
-  }
-
-  std::vector<Frame> frames;
-  std::vector<Op> ops;
-  std::vector<Acc> forward, backward;
-  int64_t toplevel_ns = 0;  // frames with nothing around them
-  std::vector<Span> spans;
-  std::vector<const char*> node_names;  // of open nodes
-  struct Less {
-    using is_transparent = void;
-    bool operator()(std::string_view a, std::string_view b) const { return a < b; }
-  };
-  std::set<std::string, Less> names;
-  // Nodes this thread's forward operators created: (sequence number, scope),
-  // in increasing sequence numbers (they are the thread's own counter).
-  mutable std::mutex nodes_mu;
-  std::vector<std::pair<int64_t, int>> node_scopes;
-  bool registered = false;  // in by_observer_thread_
-  uint64_t thread;
-};
-
-Profiler::Profiler(std::vector<int> parents) : parents_(std::move(parents)) {}
+Profiler::Profiler(std::vector<int> parents, size_t max_spans)
+    : parents_(std::move(parents)), max_spans_(max_spans) {
+  Clock::Init();
+}
 
 Profiler::~Profiler() = default;
 
-Profiler::ThreadData& Profiler::Local() {
-  return threads_.Local([this](size_t index) { return std::make_unique<ThreadData>(num_scopes(), index); });
+Profiler::Thread& Profiler::ThisThread() {
+  return threads_.Local([this](size_t index) { return std::make_unique<Thread>(*this, index); });
 }
 
-void Profiler::EnterScope(int scope, int64_t now) {
-  Local().frames.push_back({false, scope, now});
+void Profiler::Register(Thread& thread, uint64_t id) {
+  std::lock_guard<std::mutex> lock(registered_mu_);
+  registered_.emplace(id, &thread);
+  thread.id_ = id;
+  thread.registered_ = true;
 }
 
-void Profiler::EnterNode(int scope, std::string_view node, int64_t now) {
-  ThreadData& t = Local();
-  t.frames.push_back({true, scope, now});
-  t.node_names.push_back(t.Intern(node));
+int Profiler::NodeScope(const Thread& caller, uint64_t id, int64_t seq) const {
+  if (caller.registered_ && caller.id_ == id) return caller.RunScope(seq);  // its own notes
+  const Thread* t;
+  {
+    std::lock_guard<std::mutex> lock(registered_mu_);
+    auto it = registered_.find(id);
+    if (it == registered_.end()) return -1;
+    t = it->second;
+  }
+  std::lock_guard<std::mutex> lock(t->runs_mu_);
+  return t->RunScope(seq);
 }
 
-int Profiler::CurrentScope() { return Local().Current().first; }
+// --- one thread ----------------------------------------------------------
 
-int Profiler::PickScope(const std::vector<int>& candidates) {
+Profiler::Thread::Thread(const Profiler& owner, uint64_t number)
+    : parents_(owner.parents_),
+      num_scopes_(owner.num_scopes()),
+      number_(number),
+      forward_(num_scopes_ + 1),
+      backward_(num_scopes_ + 1) {
+  spans_.limit = owner.max_spans_;
+}
+
+void Profiler::Thread::SpanLog::Add(const Span& s) {
+  if (size == limit) {
+    ++dropped;
+    return;
+  }
+  if (size % kChunk == 0) chunks.push_back(std::make_unique<Span[]>(kChunk));
+  chunks.back()[size % kChunk] = s;
+  ++size;
+}
+
+const char* Profiler::Thread::Intern(std::string_view node) {
+  auto it = node_names_.find(node);
+  if (it == node_names_.end()) it = node_names_.emplace(node).first;
+  return it->c_str();
+}
+
+void Profiler::Thread::EnterScope(int scope, int64_t now) { frames_.push_back({false, scope, now, 0, nullptr}); }
+
+void Profiler::Thread::EnterNode(int scope, std::string_view node, int64_t now) {
+  frames_.push_back({true, scope, now, 0, Intern(node)});
+}
+
+int Profiler::Thread::PickScope(const std::vector<int>& candidates) const {
   if (candidates.size() == 1) return candidates[0];
   int current = CurrentScope();
   for (int c : candidates) {
@@ -92,134 +79,128 @@ int Profiler::PickScope(const std::vector<int>& candidates) {
   return candidates[0];
 }
 
-void Profiler::NoteNode(uint64_t thread, int64_t seq) {
-  ThreadData& t = Local();
-  int scope = t.Current().first;
-  if (scope < 0) return;
-  if (!t.registered) {
-    std::lock_guard<std::mutex> lock(observer_threads_mu_);
-    by_observer_thread_.emplace(thread, &t);
-    t.registered = true;
-  }
-  std::lock_guard<std::mutex> lock(t.nodes_mu);
-  t.node_scopes.emplace_back(seq, scope);
+void Profiler::Thread::NoteNode(int64_t seq) {
+  int scope = CurrentScope();
+  if (scope == last_run_scope_) return;
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  runs_.emplace_back(seq, scope);
+  last_run_scope_ = scope;
 }
 
-int Profiler::NodeScope(uint64_t thread, int64_t seq) const {
-  ThreadData* t;
-  {
-    std::lock_guard<std::mutex> lock(observer_threads_mu_);
-    auto it = by_observer_thread_.find(thread);
-    if (it == by_observer_thread_.end()) return -1;
-    t = it->second;
-  }
-  std::lock_guard<std::mutex> lock(t->nodes_mu);
-  auto it = std::lower_bound(t->node_scopes.begin(), t->node_scopes.end(), std::make_pair(seq, INT32_MIN));
-  return it != t->node_scopes.end() && it->first == seq ? it->second : -1;
+int Profiler::Thread::RunScope(int64_t seq) const {
+  // The last run starting at or before seq.
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), std::make_pair(seq, INT_MAX));
+  return it == runs_.begin() ? -1 : std::prev(it)->second;
 }
 
-// Closes the innermost frame of `t`: accounts it to its scope and direction
-// and to the frame around it, and keeps its span.
-static void CloseFrame(Profiler::ThreadData& t, int64_t now) {
-  Profiler::ThreadData::Frame f = t.frames.back();
-  t.frames.pop_back();
-  const char* name = nullptr;
-  if (f.node) {
-    name = t.node_names.back();
-    t.node_names.pop_back();
-  }
+// Closes the innermost frame: accounts it to its scope and direction and to
+// the frame around it, and keeps its span.
+void Profiler::Thread::CloseFrame(int64_t now) {
+  Frame f = frames_.back();
+  frames_.pop_back();
   int64_t dur = now - f.begin;
-  Profiler::ThreadData::Acc& acc = (f.node ? t.backward : t.forward)[t.Slot(f.scope)];
+  Acc& acc = AccOf(f.scope, f.node);
   acc.calls += 1;
   acc.time_ns += dur;
   acc.self_ns += dur - f.nested_ns;
-  if (t.frames.empty()) {
-    t.toplevel_ns += dur;
+  if (frames_.empty()) {
+    toplevel_ns_ += dur;
   } else {
-    t.frames.back().nested_ns += dur;
+    frames_.back().nested_ns += dur;
   }
-  t.spans.push_back({f.node ? 1 : 0, f.scope, name, f.begin, now, t.thread});
-}
-
-// Drops the innermost frame unaccounted (one whose exit never came).
-static void DropFrame(Profiler::ThreadData& t) {
-  if (t.frames.back().node) t.node_names.pop_back();
-  t.frames.pop_back();
+  spans_.Add({f.node ? 1 : 0, f.scope, f.name, f.begin, now, number_});
 }
 
 // Closes the innermost frame `is_it` picks, dropping the frames opened inside
 // it that were never closed (a forward that raised skips inner exits).
 template <typename IsIt>
-static void CloseInnermost(Profiler::ThreadData& t, int64_t now, IsIt is_it) {
-  while (!t.frames.empty() && !is_it(t.frames.back())) DropFrame(t);
-  if (!t.frames.empty()) CloseFrame(t, now);
+void Profiler::Thread::CloseInnermost(int64_t now, IsIt is_it) {
+  while (!frames_.empty() && !is_it(frames_.back())) frames_.pop_back();
+  if (!frames_.empty()) CloseFrame(now);
 }
 
-void Profiler::ExitScope(int scope, int64_t now) {
-  CloseInnermost(Local(), now, [scope](const ThreadData::Frame& f) { return f.scope == scope && !f.node; });
+void Profiler::Thread::ExitScope(int scope, int64_t now) {
+  CloseInnermost(now, [scope](const Frame& f) { return f.scope == scope && !f.node; });
 }
 
-void Profiler::ExitNode(int64_t now) {
-  CloseInnermost(Local(), now, [](const ThreadData::Frame& f) { return f.node; });
+void Profiler::Thread::ExitNode(int64_t now) {
+  CloseInnermost(now, [](const Frame& f) { return f.node; });
 }
 
-void Profiler::EnterOp(const char* name, int64_t now) {
-  ThreadData& t = Local();
-  auto [scope, backward] = t.Current();
-  t.ops.push_back({name, now, 0, scope, backward});
+int Profiler::Thread::AddOp(const char* name) {
+  int op = static_cast<int>(op_names_.size());
+  op_names_.push_back(name);
+  op_ids_.Insert(reinterpret_cast<uintptr_t>(name), op);
+  return op;
 }
 
-void Profiler::ExitOp(int64_t now) {
-  ThreadData& t = Local();
-  if (t.ops.empty()) return;
-  ThreadData::Op op = t.ops.back();
-  t.ops.pop_back();
-  int64_t dur = now - op.begin;
-  if (!t.ops.empty()) t.ops.back().nested_ns += dur;
-  auto& acc = (op.backward ? t.backward : t.forward)[t.Slot(op.scope)];
-  OpStats& s = acc.ops[op.name];
-  if (s.name.empty()) s.name = op.name;
+void Profiler::Thread::EnterOp(int op, int64_t now) {
+  int stat = -1;
+  if (op >= 0) {
+    bool backward = !frames_.empty() && frames_.back().node;
+    int slot = Slot(CurrentScope());
+    uint64_t key = ((static_cast<uint64_t>(slot) << 32) | (static_cast<uint64_t>(op) << 1) | backward) + 1;
+    stat = stat_ids_.Find(key);
+    if (stat < 0) {
+      stat = static_cast<int>(op_stats_.size());
+      op_stats_.push_back({op, slot, backward});
+      stat_ids_.Insert(key, stat);
+    }
+  }
+  calls_.push_back({stat, now, 0});
+}
+
+void Profiler::Thread::ExitOp(int64_t now) {
+  if (calls_.empty()) return;  // entered before the profile began
+  OpCall call = calls_.back();
+  calls_.pop_back();
+  int64_t dur = now - call.begin;
+  if (!calls_.empty()) calls_.back().nested_ns += dur;
+  if (call.stat < 0) return;
+  OpAcc& s = op_stats_[call.stat];
   s.calls += 1;
   s.total_ns += dur;  // inclusive: an operator's total holds the ones it called
-  s.self_ns += dur - op.nested_ns;
-  t.spans.push_back({2, op.scope, op.name, op.begin, now, t.thread});
+  s.self_ns += dur - call.nested_ns;
+  spans_.Add({2, s.slot == num_scopes_ ? -1 : s.slot, op_names_[s.op], call.begin, now, number_});
 }
 
-void Profiler::Memory(int64_t bytes, bool cuda) {
-  ThreadData& t = Local();
-  auto [scope, backward] = t.Current();
-  auto& acc = (backward ? t.backward : t.forward)[t.Slot(scope)];
+void Profiler::Thread::Memory(int64_t bytes, bool cuda) {
+  Acc& acc = AccOf(CurrentScope(), !frames_.empty() && frames_.back().node);
   (cuda ? acc.cuda_mem : acc.mem) += bytes;
 }
+
+// --- results -------------------------------------------------------------
 
 Profiler::Snapshot Profiler::Take() const {
   int n = num_scopes();
   Snapshot snap;
   snap.block_ns = end_ - begin_;
-  int64_t toplevel = 0;
   for (int dir = 0; dir < 2; ++dir) {
     std::vector<DirStats>& out = dir ? snap.backward : snap.forward;
     out.resize(n + 1);
     std::vector<std::map<std::string, OpStats>> ops(n + 1);
-    threads_.ForEach([&](const ThreadData& t) {
-      const auto& accs = dir ? t.backward : t.forward;
+    threads_.ForEach([&](const Thread& t) {
+      const auto& accs = dir ? t.backward_ : t.forward_;
       for (int i = 0; i <= n; ++i) {
         out[i].calls += accs[i].calls;
         out[i].self_ns += accs[i].self_ns;
         if (!dir) out[i].total_ns += accs[i].time_ns;
         out[i].mem_self += accs[i].mem;
         out[i].cuda_mem_self += accs[i].cuda_mem;
-        for (const auto& [ptr, s] : accs[i].ops) {
-          OpStats& o = ops[i][s.name];
-          o.name = s.name;
-          o.calls += s.calls;
-          o.total_ns += s.total_ns;
-          o.self_ns += s.self_ns;
-        }
+      }
+      for (const Thread::OpAcc& s : t.op_stats_) {
+        if (s.backward != (dir == 1)) continue;
+        OpStats& o = ops[s.slot][t.op_names_[s.op]];
+        o.calls += s.calls;
+        o.total_ns += s.total_ns;
+        o.self_ns += s.self_ns;
       }
     });
     for (int i = 0; i <= n; ++i) {
-      for (auto& [name, s] : ops[i]) out[i].ops.push_back(s);
+      for (auto& [name, s] : ops[i]) {
+        out[i].ops.push_back(s);
+        out[i].ops.back().name = name;
+      }
       std::stable_sort(out[i].ops.begin(), out[i].ops.end(),
                        [](const OpStats& a, const OpStats& b) { return a.total_ns > b.total_ns; });
       out[i].mem_total = out[i].mem_self;
@@ -236,7 +217,8 @@ Profiler::Snapshot Profiler::Take() const {
       if (dir) out[p].total_ns += out[i].total_ns;
     }
   }
-  threads_.ForEach([&](const ThreadData& t) { toplevel += t.toplevel_ns; });
+  int64_t toplevel = 0;
+  threads_.ForEach([&](const Thread& t) { toplevel += t.toplevel_ns_; });
   // Outside every frame, plus the self time of unattributed node runs: the
   // self times of all frames add up to the top-level frames' time.
   snap.unattributed_ns = snap.block_ns - toplevel + snap.backward[n].self_ns;
@@ -245,9 +227,17 @@ Profiler::Snapshot Profiler::Take() const {
 
 std::vector<Profiler::Span> Profiler::Spans() const {
   std::vector<Span> spans;
-  threads_.ForEach([&](const ThreadData& t) { spans.insert(spans.end(), t.spans.begin(), t.spans.end()); });
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  threads_.ForEach([&](const Thread& t) {
+    for (size_t i = 0; i < t.spans_.size; ++i) spans.push_back(t.spans_.chunks[i / Thread::SpanLog::kChunk][i % Thread::SpanLog::kChunk]);
+  });
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   return spans;
+}
+
+size_t Profiler::dropped_spans() const {
+  size_t dropped = 0;
+  threads_.ForEach([&](const Thread& t) { dropped += t.spans_.dropped; });
+  return dropped;
 }
 
 }  // namespace api_tracer

@@ -5,7 +5,8 @@
 // The scopes are known up front: scope i has parent parents[i] (-1 for a
 // root). Frames nest on each thread: a forward scope call, or a backward
 // node run attributed to a scope (or to none). Operators run inside the
-// innermost frame of their thread. Timestamps are steady-clock nanoseconds.
+// innermost frame of their thread. Timestamps are Now()'s: steady-clock
+// nanoseconds (core/clock.h).
 //
 // Accounting, so that nothing is counted twice:
 //   forward self(s)   = the time of s's calls minus the time of the frames
@@ -20,33 +21,48 @@
 // block (on the CPU, backward runs there too); frames on other threads
 // (CUDA's backward threads) add CPU time on top of the block's wall time.
 //
-// Thread-safety: Enter/Exit/Op*/Memory may be called from any thread
-// concurrently (each thread keeps its own state, registered once); Begin,
-// End and Snapshot are called by the owner with nothing else running.
+// The hot path is a Thread (ThisThread(): one lookup per callback), which
+// keeps its own frames, sums and timeline; nothing there takes a lock but
+// the rare NoteNode that starts a new run of scopes.
+// Thread-safety: ThisThread(), NodeScope() and Register() from any thread,
+// a Thread only from its own; Begin, End, Take and Spans by the owner with
+// nothing else running.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "core/clock.h"
+#include "core/flat_index.h"
 #include "core/per_thread.h"
+#include "core/string_hash.h"
 
 namespace api_tracer {
 
 class Profiler {
  public:
-  static int64_t Now() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  // A timestamp (Clock: steady-clock nanoseconds, read in a few ns).
+  static int64_t Now() { return Clock::Now(); }
 
-  explicit Profiler(std::vector<int> parents);
+  // One span of the timeline: kind 0 a scope call, 1 a node run, 2 an
+  // operator; `name` (nodes and operators) lives as long as the profiler.
+  struct Span {
+    int kind, scope;
+    const char* name;
+    int64_t begin, end;
+    uint64_t thread;
+  };
+
+  // `max_spans`: how many spans each thread keeps for the timeline; later
+  // ones are counted in dropped_spans() and not kept (the sums are whole).
+  explicit Profiler(std::vector<int> parents, size_t max_spans = std::numeric_limits<size_t>::max());
   ~Profiler();
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
@@ -56,30 +72,17 @@ class Profiler {
   void Begin(int64_t now) { begin_ = now; }
   void End(int64_t now) { end_ = now; }
 
-  // A forward call of `scope` on this thread.
-  void EnterScope(int scope, int64_t now);
-  void ExitScope(int scope, int64_t now);
-  // A backward node run on this thread, attributed to `scope` (-1: none).
-  void EnterNode(int scope, std::string_view node, int64_t now);
-  void ExitNode(int64_t now);
-  // An operator call on this thread; `name` must outlive the profiler (the
-  // observer passes operator schema names, which live as long as torch).
-  void EnterOp(const char* name, int64_t now);
-  void ExitOp(int64_t now);
-  // Bytes allocated (> 0) or freed (< 0) on this thread.
-  void Memory(int64_t bytes, bool cuda);
-  // The scope of this thread's innermost frame, -1 if none.
-  int CurrentScope();
-  // Of `candidates` (the paths of one shared module), the one whose parent is
-  // CurrentScope(), else the first.
-  int PickScope(const std::vector<int>& candidates);
+  class Thread;
+  // The calling thread's state.
+  Thread& ThisThread();
 
-  // A forward operator on this thread (whose id, as the observer numbers
-  // threads, is `thread`) created the autograd node numbered `seq`: the
-  // node's runs belong to the scope this thread is in now.
-  void NoteNode(uint64_t thread, int64_t seq);
-  // The scope the node `seq` created on thread `thread` belongs to, or -1.
-  int NodeScope(uint64_t thread, int64_t seq) const;
+  // Makes `thread`'s notes findable by NodeScope under `id` (the observer's
+  // number for the thread); once per thread, before its first NoteNode.
+  void Register(Thread& thread, uint64_t id);
+  // The scope the node `seq` created on the thread registered as `id`
+  // belongs to, or -1; asked on `caller` (no lock when it is that thread,
+  // as on the CPU, where backward runs on the forward's thread).
+  int NodeScope(const Thread& caller, uint64_t id, int64_t seq) const;
 
   // What the profile shows, per scope and per direction (0 forward, 1
   // backward); index num_scopes() is "unattributed".
@@ -102,26 +105,118 @@ class Profiler {
   };
   Snapshot Take() const;
 
-  // Every frame and operator, for a timeline, by start time: kind 0 scope,
-  // 1 node, 2 operator. Names live as long as the profiler.
-  struct Span {
-    int kind, scope;
-    const char* name;
-    int64_t begin, end;
-    uint64_t thread;
-  };
+  // Every kept span, by start time.
   std::vector<Span> Spans() const;
+  // Spans not kept, over max_spans.
+  size_t dropped_spans() const;
 
-  struct ThreadData;  // one thread's frames and sums (profiler.cc)
+  class Thread {
+   public:
+    Thread(const Profiler& owner, uint64_t number);
+
+    // A forward call of `scope`; its exit (exits skipped by an exception
+    // are dropped when an outer frame exits).
+    void EnterScope(int scope, int64_t now);
+    void ExitScope(int scope, int64_t now);
+    // A backward node run attributed to `scope` (-1: none).
+    void EnterNode(int scope, std::string_view node, int64_t now);
+    void ExitNode(int64_t now);
+
+    // Operators by number: OpId(name) is this thread's number for an
+    // operator name it has met (by address), else -1; AddOp numbers a new
+    // one, whose `name` must outlive the profiler (operator schema names
+    // live as long as torch).
+    int OpId(const char* name) const { return op_ids_.Find(reinterpret_cast<uintptr_t>(name)); }
+    int AddOp(const char* name);
+    // A call of operator `op` in the innermost frame, or with op -1 a call
+    // that is timed only as time nested in its caller. Calls nest.
+    void EnterOp(int op, int64_t now);
+    void ExitOp(int64_t now);
+
+    // Bytes allocated (> 0) or freed (< 0).
+    void Memory(int64_t bytes, bool cuda);
+
+    // The scope of the innermost frame, -1 if none.
+    int CurrentScope() const { return frames_.empty() ? -1 : frames_.back().scope; }
+    // Of `candidates` (the paths of one shared module), the one whose parent
+    // is CurrentScope(), else the first.
+    int PickScope(const std::vector<int>& candidates) const;
+
+    // A forward operator of this thread created autograd node `seq` (the
+    // thread's own increasing counter): the node belongs to the current
+    // scope. Kept as runs of equal scopes.
+    bool registered() const { return registered_; }
+    void NoteNode(int64_t seq);
+    // The scope of the run holding `seq`, -1 if none; from this thread, or
+    // under runs_mu_.
+    int RunScope(int64_t seq) const;
+
+   private:
+    friend class Profiler;
+    struct Frame {
+      bool node;
+      int scope;  // -1: an unattributed node
+      int64_t begin;
+      int64_t nested_ns;  // time of the frames directly inside
+      const char* name;   // a node's
+    };
+    struct OpCall {
+      int stat;  // into op_stats_, -1: not an operator
+      int64_t begin;
+      int64_t nested_ns;
+    };
+    struct Acc {
+      int64_t calls = 0, time_ns = 0, self_ns = 0, mem = 0, cuda_mem = 0;
+    };
+    struct OpAcc {
+      int op, slot;
+      bool backward;
+      int64_t calls = 0, total_ns = 0, self_ns = 0;
+    };
+    // The timeline, in chunks that never move.
+    struct SpanLog {
+      static constexpr size_t kChunk = 4096;
+      std::vector<std::unique_ptr<Span[]>> chunks;
+      size_t size = 0, limit, dropped = 0;
+      void Add(const Span& s);
+    };
+
+    int Slot(int scope) const { return scope < 0 ? num_scopes_ : scope; }
+    Acc& AccOf(int scope, bool backward) { return (backward ? backward_ : forward_)[Slot(scope)]; }
+    void CloseFrame(int64_t now);
+    template <typename IsIt>
+    void CloseInnermost(int64_t now, IsIt is_it);
+    const char* Intern(std::string_view node);
+
+    const std::vector<int>& parents_;
+    const int num_scopes_;
+    const uint64_t number_;
+    std::vector<Frame> frames_;
+    std::vector<OpCall> calls_;
+    std::vector<Acc> forward_, backward_;  // per slot
+    int64_t toplevel_ns_ = 0;              // frames with nothing around them
+    FlatIndex op_ids_;                     // name address -> op
+    std::vector<const char*> op_names_;
+    FlatIndex stat_ids_;  // (slot, op, direction) -> op_stats_
+    std::vector<OpAcc> op_stats_;
+    SpanLog spans_;
+    std::unordered_set<std::string, StringHash, std::equal_to<>> node_names_;
+    // Runs of scopes over this thread's node numbers: (first seq, scope),
+    // increasing; read by NodeScope from any thread.
+    mutable std::mutex runs_mu_;
+    std::vector<std::pair<int64_t, int>> runs_;
+    int last_run_scope_ = -1;
+    bool registered_ = false;
+    uint64_t id_ = 0;  // as registered
+  };
 
  private:
-  ThreadData& Local();
-
   const std::vector<int> parents_;
+  const size_t max_spans_;
   int64_t begin_ = 0, end_ = 0;
-  PerThread<ThreadData> threads_;
-  mutable std::mutex observer_threads_mu_;  // by_observer_thread_
-  std::unordered_map<uint64_t, ThreadData*> by_observer_thread_;  // for NodeScope
+  PerThread<Thread> threads_;
+  mutable std::mutex registered_mu_;
+  std::unordered_map<uint64_t, Thread*> registered_;  // for NodeScope
 };
 
 }  // namespace api_tracer

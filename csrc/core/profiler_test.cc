@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 namespace api_tracer {
@@ -12,17 +13,18 @@ std::vector<int> Tree() { return {-1, 0, 1, 0}; }
 
 TEST(ProfilerTest, SelfIsTotalMinusNestedChildren) {
   Profiler p(Tree());
+  Profiler::Thread& t = p.ThisThread();
   p.Begin(0);
-  p.EnterScope(0, 10);
-  p.EnterScope(1, 20);
-  p.EnterScope(2, 30);
-  p.ExitScope(2, 40);  // b: 10
-  p.ExitScope(1, 60);  // a: 40, self 30
-  p.EnterScope(3, 70);
-  p.ExitScope(3, 75);  // c: 5
-  p.EnterScope(3, 80);
-  p.ExitScope(3, 90);  // c again: 10
-  p.ExitScope(0, 100);  // root: 90, self 90 - 40 - 15 = 35
+  t.EnterScope(0, 10);
+  t.EnterScope(1, 20);
+  t.EnterScope(2, 30);
+  t.ExitScope(2, 40);  // b: 10
+  t.ExitScope(1, 60);  // a: 40, self 30
+  t.EnterScope(3, 70);
+  t.ExitScope(3, 75);  // c: 5
+  t.EnterScope(3, 80);
+  t.ExitScope(3, 90);  // c again: 10
+  t.ExitScope(0, 100);  // root: 90, self 90 - 40 - 15 = 35
   p.End(110);
   auto s = p.Take();
   EXPECT_EQ(s.forward[0].total_ns, 90);
@@ -40,21 +42,25 @@ TEST(ProfilerTest, SelfIsTotalMinusNestedChildren) {
 
 TEST(ProfilerTest, BackwardNodesAndOperators) {
   Profiler p(Tree());
+  Profiler::Thread& t = p.ThisThread();
   static const char* kMm = "aten::mm";
   static const char* kT = "aten::t";
+  int mm = t.AddOp(kMm), tr = t.AddOp(kT);
+  EXPECT_EQ(t.OpId(kMm), mm);
+  EXPECT_EQ(t.OpId("aten::add"), -1);
   p.Begin(0);
-  p.EnterNode(2, "MmBackward0", 10);
-  p.EnterOp(kMm, 12);
-  p.EnterOp(kT, 13);
-  p.ExitOp(15);
-  p.ExitOp(20);
-  p.Memory(400, false);
-  p.ExitNode(30);  // b backward: 20
-  p.EnterNode(-1, "AccumulateGrad", 30);
-  p.Memory(-100, false);
-  p.ExitNode(34);  // unattributed: 4
-  p.EnterNode(3, "AddBackward0", 40);
-  p.ExitNode(45);
+  t.EnterNode(2, "MmBackward0", 10);
+  t.EnterOp(mm, 12);
+  t.EnterOp(tr, 13);
+  t.ExitOp(15);
+  t.ExitOp(20);
+  t.Memory(400, false);
+  t.ExitNode(30);  // b backward: 20
+  t.EnterNode(-1, "AccumulateGrad", 30);
+  t.Memory(-100, false);
+  t.ExitNode(34);  // unattributed: 4
+  t.EnterNode(3, "AddBackward0", 40);
+  t.ExitNode(45);
   p.End(50);
   auto s = p.Take();
   EXPECT_EQ(s.backward[2].self_ns, 20);
@@ -80,27 +86,46 @@ TEST(ProfilerTest, BackwardNodesAndOperators) {
 
 TEST(ProfilerTest, NodesBelongToTheScopeThatCreatedThem) {
   Profiler p(Tree());
-  p.EnterScope(2, 0);
-  p.NoteNode(7, 100);
-  p.NoteNode(7, 101);
-  p.ExitScope(2, 1);
-  p.NoteNode(7, 102);  // outside every scope: not noted
-  p.EnterScope(3, 2);
-  p.NoteNode(7, 103);
-  p.ExitScope(3, 3);
-  EXPECT_EQ(p.NodeScope(7, 100), 2);
-  EXPECT_EQ(p.NodeScope(7, 101), 2);
-  EXPECT_EQ(p.NodeScope(7, 102), -1);
-  EXPECT_EQ(p.NodeScope(7, 103), 3);
-  EXPECT_EQ(p.NodeScope(8, 100), -1);
+  Profiler::Thread& t = p.ThisThread();
+  p.Register(t, 7);
+  t.NoteNode(90);  // outside every scope
+  t.EnterScope(2, 0);
+  t.NoteNode(100);
+  t.NoteNode(101);
+  t.ExitScope(2, 1);
+  t.NoteNode(102);  // outside every scope
+  t.EnterScope(3, 2);
+  t.NoteNode(103);
+  t.NoteNode(103);  // an operator that made no node, then one that did
+  t.EnterScope(1, 2);
+  t.NoteNode(103);
+  t.ExitScope(1, 3);
+  t.NoteNode(104);
+  t.ExitScope(3, 3);
+  EXPECT_EQ(p.NodeScope(t, 7, 50), -1);
+  EXPECT_EQ(p.NodeScope(t, 7, 90), -1);
+  EXPECT_EQ(p.NodeScope(t, 7, 100), 2);
+  EXPECT_EQ(p.NodeScope(t, 7, 101), 2);
+  EXPECT_EQ(p.NodeScope(t, 7, 102), -1);
+  EXPECT_EQ(p.NodeScope(t, 7, 103), 1);  // the last operator numbered 103 made it
+  EXPECT_EQ(p.NodeScope(t, 7, 104), 3);
+  EXPECT_EQ(p.NodeScope(t, 8, 100), -1);
+  // Asked from another thread (CUDA's backward threads): the same answers.
+  std::thread([&] {
+    Profiler::Thread& other = p.ThisThread();
+    EXPECT_EQ(p.NodeScope(other, 7, 101), 2);
+    EXPECT_EQ(p.NodeScope(other, 7, 103), 1);
+    EXPECT_EQ(p.NodeScope(other, 7, 102), -1);
+  }).join();
 }
 
 TEST(ProfilerTest, ExitUnwindsFramesLeftOpenByAnException) {
   Profiler p(Tree());
+  Profiler::Thread& t = p.ThisThread();
   p.Begin(0);
-  p.EnterScope(0, 0);
-  p.EnterScope(1, 5);  // raised: its exit never came
-  p.ExitScope(0, 10);
+  t.EnterScope(0, 0);
+  t.EnterScope(1, 5);  // raised: its exit never came
+  t.ExitScope(0, 10);
   p.End(10);
   auto s = p.Take();
   EXPECT_EQ(s.forward[0].total_ns, 10);
@@ -113,9 +138,10 @@ TEST(ProfilerTest, ThreadsKeepTheirOwnFrames) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&p] {
+      Profiler::Thread& t = p.ThisThread();
       for (int i = 0; i < 1000; ++i) {
-        p.EnterScope(3, 0);
-        p.ExitScope(3, 1);
+        t.EnterScope(3, 0);
+        t.ExitScope(3, 1);
       }
     });
   }
@@ -133,8 +159,8 @@ TEST(ProfilerTest, ManyProfilersOnOneThreadKeepTheirOpenFrames) {
   std::vector<std::unique_ptr<Profiler>> ps;
   for (int i = 0; i < kProfilers; ++i) ps.push_back(std::make_unique<Profiler>(Tree()));
   for (auto& p : ps) p->Begin(0);
-  for (auto& p : ps) p->EnterScope(1, 0);
-  for (auto& p : ps) p->ExitScope(1, 10);
+  for (auto& p : ps) p->ThisThread().EnterScope(1, 0);
+  for (auto& p : ps) p->ThisThread().ExitScope(1, 10);
   for (auto& p : ps) {
     p->End(10);
     auto s = p->Take();
@@ -142,6 +168,70 @@ TEST(ProfilerTest, ManyProfilersOnOneThreadKeepTheirOpenFrames) {
     EXPECT_EQ(s.forward[1].total_ns, 10);
     EXPECT_EQ(s.unattributed_ns, 0);
   }
+}
+
+TEST(ProfilerTest, CallsThatAreNotOperatorsCountAsTimeInTheirCaller) {
+  Profiler p(Tree());
+  Profiler::Thread& t = p.ThisThread();
+  int add = t.AddOp("aten::add");
+  t.EnterScope(1, 0);
+  t.EnterOp(add, 10);
+  t.EnterOp(-1, 12);  // a named event
+  t.EnterOp(add, 13);
+  t.ExitOp(16);
+  t.ExitOp(18);
+  t.ExitOp(20);
+  t.ExitScope(1, 30);
+  auto s = p.Take();
+  ASSERT_EQ(s.forward[1].ops.size(), 1u);
+  EXPECT_EQ(s.forward[1].ops[0].calls, 2);
+  EXPECT_EQ(s.forward[1].ops[0].total_ns, 13);  // 10 + 3
+  EXPECT_EQ(s.forward[1].ops[0].self_ns, 7);    // 10 - 6 (the event) + 3
+  EXPECT_EQ(p.Spans().size(), 3u);              // a and the two adds
+}
+
+TEST(ProfilerTest, TheTimelineKeepsAtMostItsLimitAndTheSumsStayWhole) {
+  Profiler p(Tree(), /*max_spans=*/5000);
+  Profiler::Thread& t = p.ThisThread();
+  int add = t.AddOp("aten::add");
+  for (int i = 0; i < 10000; ++i) {
+    t.EnterOp(add, 2 * i);
+    t.ExitOp(2 * i + 1);
+  }
+  auto spans = p.Spans();
+  ASSERT_EQ(spans.size(), 5000u);
+  EXPECT_EQ(p.dropped_spans(), 5000u);
+  EXPECT_EQ(spans[4096].begin, 2 * 4096);  // across a chunk boundary, in order
+  EXPECT_EQ(p.Take().forward[4].ops[0].calls, 10000);
+}
+
+TEST(ClockTest, IsSteadyClockNanosecondsAndNeverGoesBack) {
+  Clock::Init();
+  int64_t before = Clock::SteadyNow();
+  int64_t ours = Clock::Now();
+  int64_t after = Clock::SteadyNow();
+  // The same clock: between two steady-clock reads, give or take the
+  // rate's few parts in 10^5 since Init.
+  EXPECT_GE(ours, before - 50'000);
+  EXPECT_LE(ours, after + 50'000);
+  int64_t last = Clock::Now();
+  for (int i = 0; i < 1'000'000; ++i) {
+    int64_t now = Clock::Now();
+    ASSERT_GE(now, last);
+    last = now;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int64_t steady = Clock::SteadyNow(), mine = Clock::Now();
+  EXPECT_NEAR(static_cast<double>(mine), static_cast<double>(steady), 50'000.0);
+}
+
+TEST(FlatIndexTest, FindsWhatWasInsertedAcrossGrowth) {
+  FlatIndex index;
+  EXPECT_EQ(index.Find(42), -1);
+  for (int i = 1; i <= 10000; ++i) index.Insert(static_cast<uint64_t>(i) * 4096, i);
+  EXPECT_EQ(index.size(), 10000u);
+  for (int i = 1; i <= 10000; ++i) ASSERT_EQ(index.Find(static_cast<uint64_t>(i) * 4096), i);
+  EXPECT_EQ(index.Find(4097), -1);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <pybind11/stl.h>
 
 #include <cstddef>
+#include <limits>
 #include <memory>
+#include <optional>
 
 #include "aten/profile_observer.h"
 #include "core/profiler.h"
@@ -46,8 +48,9 @@ void Notify(PyObject* callback, int scope) {
 
 PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<ScopedForward*>(self);
-  int scope = f->profiler->PickScope(*f->scopes);
-  f->profiler->EnterScope(scope, Profiler::Now());
+  Profiler::Thread& thread = f->profiler->ThisThread();
+  int scope = thread.PickScope(*f->scopes);
+  thread.EnterScope(scope, Profiler::Now());
   if (f->on_enter) Notify(f->on_enter, scope);
   PyObject* result = PyObject_Vectorcall(f->forward, args, nargsf, kwnames);
   if (f->on_exit) {
@@ -56,7 +59,7 @@ PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf
     Notify(f->on_exit, scope);
     PyErr_Restore(type, value, tb);
   }
-  f->profiler->ExitScope(scope, Profiler::Now());
+  thread.ExitScope(scope, Profiler::Now());
   return result;
 }
 
@@ -104,7 +107,9 @@ PyGetSetDef kScopedForwardGetSet[] = {
 
 class PyProfiler {
  public:
-  explicit PyProfiler(std::vector<int> parents) : profiler_(std::make_unique<Profiler>(std::move(parents))) {}
+  PyProfiler(std::vector<int> parents, std::optional<size_t> max_spans)
+      : profiler_(std::make_unique<Profiler>(std::move(parents),
+                                             max_spans.value_or(std::numeric_limits<size_t>::max()))) {}
   ~PyProfiler() {
     if (running_) aten::RemoveProfileObserver();
   }
@@ -120,7 +125,7 @@ class PyProfiler {
     aten::RemoveProfileObserver();
     running_ = false;
   }
-  Profiler* profiler() { return profiler_.get(); }
+  Profiler* profiler() const { return profiler_.get(); }
 
   pybind11::dict Snapshot() const {
     Profiler::Snapshot s = profiler_->Take();
@@ -199,12 +204,17 @@ void InitProfileBindings(pybind11::module_& m) {
       pybind11::arg("forward"), pybind11::arg("scopes"), pybind11::arg("profiler"),
       pybind11::arg("on_enter") = pybind11::none(), pybind11::arg("on_exit") = pybind11::none(),
       "A callable that runs `forward` inside a profile scope (see ScopedForward).");
+  m.def("_empty_profile_callback", &aten::SetEmptyProfileCallback, pybind11::arg("on"),
+        "For bench/: registers (True) or removes (False) a RecordFunction callback with the profile "
+        "observer's settings that does nothing: the floor under Profile's cost.");
   pybind11::class_<PyProfiler>(m, "Profiler", "Per-scope time and memory (core/profiler.h).")
-      .def(pybind11::init<std::vector<int>>(), pybind11::arg("parents"))
+      .def(pybind11::init<std::vector<int>, std::optional<size_t>>(), pybind11::arg("parents"),
+           pybind11::arg("max_spans") = pybind11::none())
       .def("start", &PyProfiler::Start, pybind11::arg("memory"))
       .def("stop", &PyProfiler::Stop)
       .def("snapshot", &PyProfiler::Snapshot)
-      .def("spans", &PyProfiler::Spans);
+      .def("spans", &PyProfiler::Spans)
+      .def_property_readonly("dropped_spans", [](const PyProfiler& p) { return p.profiler()->dropped_spans(); });
 }
 
 }  // namespace api_tracer::py
