@@ -195,6 +195,41 @@ def _(out):
     return "same results at levels 0-3"
 
 
+@check("profile_cuda_time_and_memory")
+def _(out):
+    # The layer profiler's CUDA tests (skipped without a GPU), then its
+    # cost on a CUDA CNN forward and backward.
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "test_profile.py")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", tests, "-k", "cuda"], capture_output=True, text=True)
+    assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout + r.stderr
+    from api_tracer import Profile
+    from workloads import cnn_forward_backward
+
+    step = cnn_forward_backward(device=dev)
+
+    def best(profiled):
+        times = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            if profiled:
+                with Profile(step.model, use_cuda=True) as prof:
+                    for _ in range(20):
+                        step()
+                str(prof)
+            else:
+                for _ in range(20):
+                    step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    for _ in range(5):
+        step()
+    base, prof = best(False), best(True)
+    return f"{r.stdout.strip().splitlines()[-1]}; CNN Profile(use_cuda=True) {prof / base:.3f}x untraced"
+
+
 if ONLY:
     sys.exit(run_one(ONLY))
 failed = []

@@ -281,3 +281,63 @@ def test_tracer_tags_records_with_their_module(tmp_path):
         parse_call(line)
     with pytest.raises(ValueError, match="tag_modules"):
         APITracer(output_path=str(tmp_path), tag_modules="Net")
+
+
+def test_timeline_keeps_at_most_its_limit_and_the_table_stays_whole(tmp_path):
+    model = Net()
+    whole = run(model)
+    cut = run(model, {"timeline_limit": 10})
+    assert cut.raw()["timeline_dropped"] > 0 and whole.raw()["timeline_dropped"] == 0
+    cut.export_chrome_trace(tmp_path / "cut.json")
+    trace = json.loads((tmp_path / "cut.json").read_text())
+    assert len(trace["traceEvents"]) == 10  # one thread ran everything here
+    assert trace["otherData"]["api_tracer_spans_dropped"] == cut.raw()["timeline_dropped"]
+    # the sums are not cut: every operator call is counted
+    calls = lambda p: {(r.name, o.name, o.direction): o.calls for r in p.rows for o in r.ops}  # noqa: E731
+    assert calls(cut) == calls(whole)
+    assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in cut.rows) + cut.unattributed_ns == cut.total_ns
+    for bad in (-1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="timeline_limit"):
+            Profile(model, timeline_limit=bad)
+
+
+def test_cuda_columns_only_with_a_cuda_device():
+    prof = run(Net(), {"use_cuda": True})
+    if torch.cuda.is_available():
+        assert "CUDA total bwd" in str(prof)
+    else:
+        # asked for on a machine without CUDA: a CPU profile, no empty columns
+        assert not prof.use_cuda and "CUDA" not in str(prof)
+        assert all(r.cuda_total_ns is None and r.cuda_total_bwd_ns is None for r in prof.rows)
+        from api_tracer import _C
+
+        with pytest.raises(ValueError, match="no CUDA device"):
+            _C.Profiler([-1], cuda=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_check.py runs it)")
+def test_cuda_time_forward_and_backward_without_a_sync_per_layer():
+    model = Net().cuda()
+    x = torch.randn(8, 3, 12, 12, device="cuda")
+    model(x).sum().backward()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any synchronization inside the block raises
+    try:
+        with Profile(model, use_cuda=True, profile_memory=True) as prof:
+            loss = model(x).pow(2).sum()
+            loss.backward()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    rs = rows(prof)
+    conv = rs["Net.features.0"]
+    assert conv.cuda_total_ns > 0 and conv.cuda_total_bwd_ns > 0
+    for r in prof.rows:
+        if r.alias_of:
+            continue
+        assert r.self_cuda_ns <= r.cuda_total_ns and r.self_cuda_bwd_ns <= r.cuda_total_bwd_ns
+    # totals are self plus the children's, in both directions
+    features = rs["Net.features"]
+    kids = [rs[f"Net.features.{i}"] for i in range(3)]
+    assert features.cuda_total_ns == features.self_cuda_ns + sum(k.cuda_total_ns for k in kids)
+    assert features.cuda_total_bwd_ns == features.self_cuda_bwd_ns + sum(k.cuda_total_bwd_ns for k in kids)
+    assert any(r.cuda_mem for r in prof.rows)  # the caching allocator's reports arrived

@@ -36,10 +36,10 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x).flatten(1))
 
 
-def cnn_forward_backward():
+def cnn_forward_backward(device="cpu"):
     torch.manual_seed(0)
-    model = SmallCNN()
-    x = torch.randn(4, 3, 32, 32)
+    model = SmallCNN().to(device)
+    x = torch.randn(4, 3, 32, 32, device=device)
 
     def step():
         model.zero_grad(set_to_none=True)

@@ -2,11 +2,15 @@
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "aten/callback_guard.h"
 
@@ -99,7 +103,86 @@ void PopReporter(MemoryReporter* reporter) {
   }
 }
 
+// CUDA events (c10::Event, timing enabled) recorded on the calling thread's
+// current stream of its current device, and reused per device (an event
+// stays on the device it was first recorded on). Never throws: what fails
+// is an event not recorded, or a pair not timed.
+class CudaEvents final : public DeviceTimer::Backend {
+ public:
+  CudaEvents() : impl_(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)) {}
+
+  uint32_t Record() override {
+    try {
+      c10::Device device = impl_->getDevice();
+      std::vector<uint32_t>& free = FreeOn(device.index());
+      uint32_t e;
+      if (!free.empty()) {
+        e = free.back();
+        free.pop_back();
+      } else {
+        e = static_cast<uint32_t>(events_.size());
+        events_.push_back(std::make_unique<c10::Event>(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT));
+      }
+      try {
+        events_[e]->record(impl_->getStream(device));
+      } catch (const std::exception&) {
+        Release(e);
+        return kNoEvent;
+      }
+      return e;
+    } catch (const std::exception&) {
+      return kNoEvent;
+    }
+  }
+
+  bool Done(uint32_t e) override {
+    try {
+      return events_[e]->query();
+    } catch (const std::exception&) {
+      return true;  // it will not become readable by waiting: ElapsedNs says so
+    }
+  }
+
+  void Wait(uint32_t e) override {
+    try {
+      events_[e]->synchronize();
+    } catch (const std::exception&) {
+    }
+  }
+
+  int64_t ElapsedNs(uint32_t start, uint32_t end) override {
+    if (events_[start]->device_index() != events_[end]->device_index()) return -1;
+    try {
+      return std::llround(events_[start]->elapsedTime(*events_[end]) * 1e6);
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+
+  void Release(uint32_t e) override { FreeOn(events_[e]->device_index()).push_back(e); }
+
+ private:
+  // Events never recorded have no device yet: index -1, kept apart.
+  std::vector<uint32_t>& FreeOn(c10::DeviceIndex index) {
+    size_t slot = static_cast<size_t>(index + 1);
+    if (free_.size() <= slot) free_.resize(slot + 1);
+    return free_[slot];
+  }
+
+  const c10::impl::DeviceGuardImplInterface* impl_;
+  std::vector<std::unique_ptr<c10::Event>> events_;
+  std::vector<std::vector<uint32_t>> free_;  // by device index + 1
+};
+
 }  // namespace
+
+std::unique_ptr<DeviceTimer::Backend> MakeCudaTimerBackend() {
+  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) ||
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->deviceCount() == 0) {
+    return nullptr;
+  }
+  return std::make_unique<CudaEvents>();
+}
 
 Status InstallProfileObserver(Profiler* profiler, bool memory) {
   if (g_state.Installed()) return Status::FailedPrecondition(kBusy);

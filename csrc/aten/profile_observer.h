@@ -12,6 +12,8 @@
 // running torch.profiler.
 #pragma once
 
+#include <memory>
+
 #include "core/profiler.h"
 #include "core/status.h"
 
@@ -19,6 +21,9 @@ namespace api_tracer::aten {
 
 Status InstallProfileObserver(Profiler* profiler, bool memory);
 void RemoveProfileObserver();
+
+// CUDA events for a Profiler's DeviceTimer; nullptr without a CUDA device.
+std::unique_ptr<DeviceTimer::Backend> MakeCudaTimerBackend();
 
 // For the benchmarks: a callback registered as the profiler's is, doing
 // nothing, so that what at::RecordFunction costs by itself can be measured.

@@ -6,8 +6,10 @@
 
 namespace api_tracer {
 
-Profiler::Profiler(std::vector<int> parents, size_t max_spans)
-    : parents_(std::move(parents)), max_spans_(max_spans) {
+Profiler::Profiler(std::vector<int> parents, size_t max_spans, std::unique_ptr<DeviceTimer::Backend> device)
+    : parents_(std::move(parents)),
+      max_spans_(max_spans),
+      device_(device ? std::make_unique<DeviceTimer>(std::move(device), num_scopes() + 1) : nullptr) {
   Clock::Init();
 }
 
@@ -41,6 +43,7 @@ int Profiler::NodeScope(const Thread& caller, uint64_t id, int64_t seq) const {
 
 Profiler::Thread::Thread(const Profiler& owner, uint64_t number)
     : parents_(owner.parents_),
+      device_(owner.device_.get()),
       num_scopes_(owner.num_scopes()),
       number_(number),
       forward_(num_scopes_ + 1),
@@ -64,10 +67,14 @@ const char* Profiler::Thread::Intern(std::string_view node) {
   return it->c_str();
 }
 
-void Profiler::Thread::EnterScope(int scope, int64_t now) { frames_.push_back({false, scope, now, 0, nullptr}); }
+void Profiler::Thread::Open(bool node, int scope, const char* name, int64_t now) {
+  frames_.push_back({node, scope, now, 0, name, device_ ? device_->Open() : 0});
+}
+
+void Profiler::Thread::EnterScope(int scope, int64_t now) { Open(false, scope, nullptr, now); }
 
 void Profiler::Thread::EnterNode(int scope, std::string_view node, int64_t now) {
-  frames_.push_back({true, scope, now, 0, Intern(node)});
+  Open(true, scope, Intern(node), now);
 }
 
 int Profiler::Thread::PickScope(const std::vector<int>& candidates) const {
@@ -109,13 +116,17 @@ void Profiler::Thread::CloseFrame(int64_t now) {
     frames_.back().nested_ns += dur;
   }
   spans_.Add({f.node ? 1 : 0, f.scope, f.name, f.begin, now, number_});
+  if (device_) device_->Close(f.device, Slot(f.scope), f.node);
 }
 
 // Closes the innermost frame `is_it` picks, dropping the frames opened inside
 // it that were never closed (a forward that raised skips inner exits).
 template <typename IsIt>
 void Profiler::Thread::CloseInnermost(int64_t now, IsIt is_it) {
-  while (!frames_.empty() && !is_it(frames_.back())) frames_.pop_back();
+  while (!frames_.empty() && !is_it(frames_.back())) {
+    if (device_) device_->Discard(frames_.back().device);
+    frames_.pop_back();
+  }
   if (!frames_.empty()) CloseFrame(now);
 }
 
@@ -207,14 +218,29 @@ Profiler::Snapshot Profiler::Take() const {
       out[i].cuda_mem_total = out[i].cuda_mem_self;
       if (dir) out[i].total_ns = out[i].self_ns;
     }
+    if (device_) {
+      const std::vector<int64_t>& measured = dir ? device_->backward_ns() : device_->forward_ns();
+      for (int i = 0; i <= n; ++i) {
+        (dir ? out[i].device_self_ns : out[i].device_total_ns) = measured[i];
+      }
+    }
     // Children before parents (a child's id is always larger: paths are
     // numbered in tree order), so totals flow up in one pass.
+    for (int i = 0; i <= n; ++i) {
+      if (dir) out[i].device_total_ns = out[i].device_self_ns;
+      else out[i].device_self_ns = out[i].device_total_ns;
+    }
     for (int i = n - 1; i >= 0; --i) {
       int p = parents_[i];
       if (p < 0) continue;
       out[p].mem_total += out[i].mem_total;
       out[p].cuda_mem_total += out[i].cuda_mem_total;
-      if (dir) out[p].total_ns += out[i].total_ns;
+      if (dir) {
+        out[p].total_ns += out[i].total_ns;
+        out[p].device_total_ns += out[i].device_total_ns;
+      } else {
+        out[p].device_self_ns -= out[i].device_total_ns;
+      }
     }
   }
   int64_t toplevel = 0;
@@ -223,6 +249,10 @@ Profiler::Snapshot Profiler::Take() const {
   // self times of all frames add up to the top-level frames' time.
   snap.unattributed_ns = snap.block_ns - toplevel + snap.backward[n].self_ns;
   return snap;
+}
+
+void Profiler::FinishDevice() {
+  if (device_) device_->Finish();
 }
 
 std::vector<Profiler::Span> Profiler::Spans() const {

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/device_timer.h"
 #include "core/flat_index.h"
 #include "core/per_thread.h"
 #include "core/string_hash.h"
@@ -62,7 +63,10 @@ class Profiler {
 
   // `max_spans`: how many spans each thread keeps for the timeline; later
   // ones are counted in dropped_spans() and not kept (the sums are whole).
-  explicit Profiler(std::vector<int> parents, size_t max_spans = std::numeric_limits<size_t>::max());
+  // `device`: when given, every frame is also timed on the device
+  // (DeviceTimer: events, no synchronization until FinishDevice()).
+  explicit Profiler(std::vector<int> parents, size_t max_spans = std::numeric_limits<size_t>::max(),
+                    std::unique_ptr<DeviceTimer::Backend> device = nullptr);
   ~Profiler();
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
@@ -71,6 +75,10 @@ class Profiler {
 
   void Begin(int64_t now) { begin_ = now; }
   void End(int64_t now) { end_ = now; }
+  // After End, with no frame running: waits once for the device to pass
+  // the frames' events. Before Take, when timing the device.
+  void FinishDevice();
+  bool times_device() const { return device_ != nullptr; }
 
   class Thread;
   // The calling thread's state.
@@ -96,6 +104,10 @@ class Profiler {
     int64_t self_ns = 0;
     int64_t mem_self = 0, mem_total = 0;            // CPU bytes, net
     int64_t cuda_mem_self = 0, cuda_mem_total = 0;  // CUDA bytes, net
+    // Device time (when timed): forward total as measured, self = total
+    // minus the children's totals; backward self as measured, total = self
+    // plus the children's totals.
+    int64_t device_self_ns = 0, device_total_ns = 0;
     std::vector<OpStats> ops;                        // by total time, descending
   };
   struct Snapshot {
@@ -159,6 +171,7 @@ class Profiler {
       int64_t begin;
       int64_t nested_ns;  // time of the frames directly inside
       const char* name;   // a node's
+      uint32_t device;    // its start event, when timing the device
     };
     struct OpCall {
       int stat;  // into op_stats_, -1: not an operator
@@ -188,7 +201,10 @@ class Profiler {
     void CloseInnermost(int64_t now, IsIt is_it);
     const char* Intern(std::string_view node);
 
+    void Open(bool node, int scope, const char* name, int64_t now);
+
     const std::vector<int>& parents_;
+    DeviceTimer* const device_;
     const int num_scopes_;
     const uint64_t number_;
     std::vector<Frame> frames_;
@@ -213,6 +229,7 @@ class Profiler {
  private:
   const std::vector<int> parents_;
   const size_t max_spans_;
+  const std::unique_ptr<DeviceTimer> device_;
   int64_t begin_ = 0, end_ = 0;
   PerThread<Thread> threads_;
   mutable std::mutex registered_mu_;

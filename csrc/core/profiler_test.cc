@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <thread>
 
 namespace api_tracer {
@@ -203,6 +206,94 @@ TEST(ProfilerTest, TheTimelineKeepsAtMostItsLimitAndTheSumsStayWhole) {
   EXPECT_EQ(p.dropped_spans(), 5000u);
   EXPECT_EQ(spans[4096].begin, 2 * 4096);  // across a chunk boundary, in order
   EXPECT_EQ(p.Take().forward[4].ops[0].calls, 10000);
+}
+
+// A device whose clock the test sets: an event records the device's time
+// at the moment it is recorded, and is passed once `progress` reaches it.
+struct FakeDevice : DeviceTimer::Backend {
+  struct Shared {
+    int64_t time = 0, progress = INT64_MAX;
+    std::vector<int64_t> stamps;
+    std::vector<uint32_t> free;
+    int live = 0, most_live = 0;
+  };
+  explicit FakeDevice(Shared* s) : s(s) {}
+  uint32_t Record() override {
+    uint32_t e;
+    if (!s->free.empty()) {
+      e = s->free.back();
+      s->free.pop_back();
+    } else {
+      e = static_cast<uint32_t>(s->stamps.size());
+      s->stamps.push_back(0);
+    }
+    s->stamps[e] = s->time;
+    s->most_live = std::max(s->most_live, ++s->live);
+    return e;
+  }
+  bool Done(uint32_t e) override { return s->progress >= s->stamps[e]; }
+  void Wait(uint32_t e) override { s->progress = std::max(s->progress, s->stamps[e]); }
+  int64_t ElapsedNs(uint32_t a, uint32_t b) override { return s->stamps[b] - s->stamps[a]; }
+  void Release(uint32_t e) override {
+    s->free.push_back(e);
+    --s->live;
+  }
+  Shared* s;
+};
+
+TEST(ProfilerTest, DeviceTimeOfForwardAndBackwardFrames) {
+  FakeDevice::Shared dev;
+  dev.progress = -1;  // the device lags: nothing is read before FinishDevice
+  Profiler p(Tree(), SIZE_MAX, std::make_unique<FakeDevice>(&dev));
+  Profiler::Thread& t = p.ThisThread();
+  dev.time = 0;
+  t.EnterScope(0, 0);
+  dev.time = 20;
+  t.EnterScope(1, 1);
+  dev.time = 50;
+  t.ExitScope(1, 2);  // a: 30 on the device
+  dev.time = 60;
+  t.EnterScope(3, 3);
+  t.EnterScope(1, 3);  // raised inside c: its exit never came
+  dev.time = 80;
+  t.ExitScope(3, 4);  // c: 20
+  dev.time = 100;
+  t.ExitScope(0, 5);  // root: 100
+  dev.time = 200;
+  t.EnterNode(2, "MmBackward0", 6);
+  dev.time = 260;
+  t.ExitNode(7);  // b backward: 60
+  t.EnterNode(-1, "AccumulateGrad", 8);
+  dev.time = 270;
+  t.ExitNode(9);  // unattributed: 10
+  EXPECT_GT(dev.live, 0);
+  p.FinishDevice();
+  EXPECT_EQ(dev.live, 0);  // every event given back, the discarded one too
+  auto s = p.Take();
+  EXPECT_EQ(s.forward[0].device_total_ns, 100);
+  EXPECT_EQ(s.forward[0].device_self_ns, 50);  // 100 - a's 30 - c's 20
+  EXPECT_EQ(s.forward[1].device_total_ns, 30);
+  EXPECT_EQ(s.forward[3].device_total_ns, 20);
+  EXPECT_EQ(s.backward[2].device_self_ns, 60);
+  EXPECT_EQ(s.backward[1].device_total_ns, 60);
+  EXPECT_EQ(s.backward[1].device_self_ns, 0);
+  EXPECT_EQ(s.backward[0].device_total_ns, 60);
+  EXPECT_EQ(s.backward[4].device_self_ns, 10);
+}
+
+TEST(ProfilerTest, DeviceEventsAreReusedWhileTheDeviceKeepsUp) {
+  FakeDevice::Shared dev;  // progress: always ahead
+  Profiler p(Tree(), SIZE_MAX, std::make_unique<FakeDevice>(&dev));
+  Profiler::Thread& t = p.ThisThread();
+  for (int i = 0; i < 10000; ++i) {
+    dev.time = 10 * i;
+    t.EnterScope(3, i);
+    dev.time += 3;
+    t.ExitScope(3, i);
+  }
+  EXPECT_LE(dev.most_live, 200);  // not one pair per frame: bounded
+  p.FinishDevice();
+  EXPECT_EQ(p.Take().forward[3].device_total_ns, 30000);
 }
 
 TEST(ClockTest, IsSteadyClockNanosecondsAndNeverGoesBack) {

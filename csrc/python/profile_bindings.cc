@@ -19,46 +19,27 @@ namespace {
 
 class PyProfiler;
 
-// ScopedForward(forward, scopes, profiler, on_enter=None, on_exit=None): put
-// as a module's `forward` for the profile, it calls `forward` inside the
-// module's scope (a shared module's path chosen by the thread's current
-// scope), exiting it also when `forward` raises. on_enter/on_exit(scope)
-// are Python callbacks (CUDA events), when given.
+// ScopedForward(forward, scopes, profiler): put as a module's `forward` for
+// the profile, it calls `forward` inside the module's scope (a shared
+// module's path chosen by the thread's current scope), exiting it also when
+// `forward` raises.
 struct ScopedForward {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject* forward;
   PyObject* owner;  // the _C.Profiler object, kept alive
-  PyObject* on_enter;
-  PyObject* on_exit;
   Profiler* profiler;
   std::vector<int>* scopes;
 };
 
 PyTypeObject ScopedForwardType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-// callback(scope); an error in it costs a CUDA timing, never the forward.
-void Notify(PyObject* callback, int scope) {
-  PyObject* arg = PyLong_FromLong(scope);
-  PyObject* r = arg ? PyObject_CallOneArg(callback, arg) : nullptr;
-  if (!r) PyErr_Clear();
-  Py_XDECREF(r);
-  Py_XDECREF(arg);
-}
-
 PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<ScopedForward*>(self);
   Profiler::Thread& thread = f->profiler->ThisThread();
   int scope = thread.PickScope(*f->scopes);
   thread.EnterScope(scope, Profiler::Now());
-  if (f->on_enter) Notify(f->on_enter, scope);
   PyObject* result = PyObject_Vectorcall(f->forward, args, nargsf, kwnames);
-  if (f->on_exit) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);  // keep the forward's exception
-    Notify(f->on_exit, scope);
-    PyErr_Restore(type, value, tb);
-  }
   thread.ExitScope(scope, Profiler::Now());
   return result;
 }
@@ -68,8 +49,6 @@ void ScopedForwardDealloc(PyObject* self) {
   PyObject_GC_UnTrack(self);
   Py_CLEAR(f->forward);
   Py_CLEAR(f->owner);
-  Py_CLEAR(f->on_enter);
-  Py_CLEAR(f->on_exit);
   delete f->scopes;
   Py_TYPE(self)->tp_free(self);
 }
@@ -78,8 +57,6 @@ int ScopedForwardTraverse(PyObject* self, visitproc visit, void* arg) {
   auto* f = reinterpret_cast<ScopedForward*>(self);
   Py_VISIT(f->forward);
   Py_VISIT(f->owner);
-  Py_VISIT(f->on_enter);
-  Py_VISIT(f->on_exit);
   return 0;
 }
 
@@ -87,8 +64,6 @@ int ScopedForwardClear(PyObject* self) {
   auto* f = reinterpret_cast<ScopedForward*>(self);
   Py_CLEAR(f->forward);
   Py_CLEAR(f->owner);
-  Py_CLEAR(f->on_enter);
-  Py_CLEAR(f->on_exit);
   return 0;
 }
 
@@ -105,11 +80,17 @@ PyGetSetDef kScopedForwardGetSet[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
+std::unique_ptr<DeviceTimer::Backend> CudaBackend() {
+  std::unique_ptr<DeviceTimer::Backend> backend = aten::MakeCudaTimerBackend();
+  if (!backend) throw pybind11::value_error("use_cuda: this PyTorch has no CUDA device");
+  return backend;
+}
+
 class PyProfiler {
  public:
-  PyProfiler(std::vector<int> parents, std::optional<size_t> max_spans)
-      : profiler_(std::make_unique<Profiler>(std::move(parents),
-                                             max_spans.value_or(std::numeric_limits<size_t>::max()))) {}
+  PyProfiler(std::vector<int> parents, std::optional<size_t> max_spans, bool cuda)
+      : profiler_(std::make_unique<Profiler>(std::move(parents), max_spans.value_or(std::numeric_limits<size_t>::max()),
+                                             cuda ? CudaBackend() : nullptr)) {}
   ~PyProfiler() {
     if (running_) aten::RemoveProfileObserver();
   }
@@ -124,6 +105,8 @@ class PyProfiler {
     profiler_->End(Profiler::Now());
     aten::RemoveProfileObserver();
     running_ = false;
+    pybind11::gil_scoped_release release;  // waits for the device's last events
+    profiler_->FinishDevice();
   }
   Profiler* profiler() const { return profiler_.get(); }
 
@@ -142,6 +125,8 @@ class PyProfiler {
         row["mem_total"] = d.mem_total;
         row["cuda_mem_self"] = d.cuda_mem_self;
         row["cuda_mem_total"] = d.cuda_mem_total;
+        row["device_self_ns"] = d.device_self_ns;
+        row["device_total_ns"] = d.device_total_ns;
         row["ops"] = ops;
         out.append(row);
       }
@@ -185,8 +170,7 @@ void InitProfileBindings(pybind11::module_& m) {
   if (PyType_Ready(&ScopedForwardType) < 0) throw pybind11::error_already_set();
   m.def(
       "scoped_forward",
-      [](pybind11::object forward, std::vector<int> scopes, pybind11::object profiler, pybind11::object on_enter,
-         pybind11::object on_exit) {
+      [](pybind11::object forward, std::vector<int> scopes, pybind11::object profiler) {
         PyProfiler& p = profiler.cast<PyProfiler&>();
         if (scopes.empty()) throw pybind11::value_error("scoped_forward needs at least one scope");
         auto* f = PyObject_GC_New(ScopedForward, &ScopedForwardType);
@@ -194,22 +178,19 @@ void InitProfileBindings(pybind11::module_& m) {
         f->vectorcall = ScopedForwardCall;
         f->forward = Py_NewRef(forward.ptr());
         f->owner = Py_NewRef(profiler.ptr());
-        f->on_enter = on_enter.is_none() ? nullptr : Py_NewRef(on_enter.ptr());
-        f->on_exit = on_exit.is_none() ? nullptr : Py_NewRef(on_exit.ptr());
         f->profiler = p.profiler();
         f->scopes = new std::vector<int>(std::move(scopes));
         PyObject_GC_Track(f);
         return pybind11::reinterpret_steal<pybind11::object>(reinterpret_cast<PyObject*>(f));
       },
       pybind11::arg("forward"), pybind11::arg("scopes"), pybind11::arg("profiler"),
-      pybind11::arg("on_enter") = pybind11::none(), pybind11::arg("on_exit") = pybind11::none(),
       "A callable that runs `forward` inside a profile scope (see ScopedForward).");
   m.def("_empty_profile_callback", &aten::SetEmptyProfileCallback, pybind11::arg("on"),
         "For bench/: registers (True) or removes (False) a RecordFunction callback with the profile "
         "observer's settings that does nothing: the floor under Profile's cost.");
   pybind11::class_<PyProfiler>(m, "Profiler", "Per-scope time and memory (core/profiler.h).")
-      .def(pybind11::init<std::vector<int>, std::optional<size_t>>(), pybind11::arg("parents"),
-           pybind11::arg("max_spans") = pybind11::none())
+      .def(pybind11::init<std::vector<int>, std::optional<size_t>, bool>(), pybind11::arg("parents"),
+           pybind11::arg("max_spans") = pybind11::none(), pybind11::arg("cuda") = false)
       .def("start", &PyProfiler::Start, pybind11::arg("memory"))
       .def("stop", &PyProfiler::Stop)
       .def("snapshot", &PyProfiler::Snapshot)

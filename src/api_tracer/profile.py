@@ -52,8 +52,10 @@ class Row:
     bwd_runs: int = 0  # autograd node runs attributed to the module
     self_cpu_bwd_ns: int = 0
     cpu_total_bwd_ns: int = 0
-    self_cuda_ns: Optional[int] = None
+    self_cuda_ns: Optional[int] = None  # device time, with use_cuda
     cuda_total_ns: Optional[int] = None
+    self_cuda_bwd_ns: Optional[int] = None
+    cuda_total_bwd_ns: Optional[int] = None
     self_mem: Optional[int] = None  # CPU bytes, net (allocated minus freed)
     mem: Optional[int] = None
     self_mem_bwd: Optional[int] = None
@@ -82,15 +84,20 @@ class Profile:
     """Profiles `model` layer by layer while the block runs.
 
     enabled: False makes the block run unprofiled.
-    use_cuda: also measure CUDA time per module forward (CUDA events, read
-        once at the end: no synchronization per layer).
+    use_cuda: also measure CUDA time per module, forward and backward: CUDA
+        events around each forward call and each autograd node run, read
+        without blocking as the device passes them, and once at the end (no
+        synchronization per layer). Ignored without a CUDA device.
     profile_memory: CPU and CUDA memory per module (net bytes).
     paths: profile only these subtrees: paths such as "features.3" or
         ("AlexNet", "features", "3").
+    timeline_limit: how many spans (module calls, node runs, operators) each
+        thread keeps for export_chrome_trace; later ones are counted, not
+        kept (the table's sums are always whole). None: no limit.
     """
 
     def __init__(self, model: Any, enabled: bool = True, use_cuda: bool = False, profile_memory: bool = False,
-                 paths: Optional[Iterable[PathLike]] = None) -> None:
+                 paths: Optional[Iterable[PathLike]] = None, timeline_limit: Optional[int] = 1_000_000) -> None:
         import torch
 
         if not isinstance(model, torch.nn.Module):
@@ -98,6 +105,10 @@ class Profile:
         for name, value in (("enabled", enabled), ("use_cuda", use_cuda), ("profile_memory", profile_memory)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, not {value!r}")
+        if timeline_limit is not None and (isinstance(timeline_limit, bool) or not isinstance(timeline_limit, int)
+                                           or timeline_limit < 0):
+            raise ValueError(f"timeline_limit must be a non-negative int or None, not {timeline_limit!r}")
+        self.timeline_limit = timeline_limit
         self.model = model
         self.enabled = enabled
         self.use_cuda = use_cuda and torch.cuda.is_available()
@@ -107,23 +118,6 @@ class Profile:
         self._active = False
         self._data: Optional[dict] = None
         self.rows: List[Row] = []
-
-    def _enter_cuda(self, scope: int) -> None:
-        import torch
-
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        self._cuda_open.append((scope, event))
-
-    def _exit_cuda(self, scope: int) -> None:
-        import torch
-
-        end = torch.cuda.Event(enable_timing=True)
-        end.record()
-        for i in range(len(self._cuda_open) - 1, -1, -1):
-            if self._cuda_open[i][0] == scope:
-                self._cuda_spans.append((scope, self._cuda_open.pop(i)[1], end))
-                break
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -137,9 +131,7 @@ class Profile:
         try:
             self._tree = ModuleTree(self.model, self._paths)
             self.scope_paths = self._tree.paths
-            self._cuda_open: List[Tuple[int, Any]] = []
-            self._cuda_spans: List[Tuple[int, Any, Any]] = []
-            self._c = _C.Profiler(self._tree.parents)
+            self._c = _C.Profiler(self._tree.parents, max_spans=self.timeline_limit, cuda=self.use_cuda)
             self._wrap_forwards()
             self._c.start(self.profile_memory)
         except BaseException:
@@ -162,12 +154,11 @@ class Profile:
         PyTorch keeps its fast path for calling modules (hooks make every
         module call build lists and tuples). Undone by _unwrap_forwards."""
         self._wrapped: List[Tuple[Any, bool, Any]] = []
-        on_enter, on_exit = (self._enter_cuda, self._exit_cuda) if self.use_cuda else (None, None)
         for module_id, scopes in self._tree.scopes_of.items():
             module = self._tree.modules[module_id]
             had_own = "forward" in vars(module)
             self._wrapped.append((module, had_own, vars(module).get("forward")))
-            module.forward = _C.scoped_forward(module.forward, scopes, self._c, on_enter, on_exit)
+            module.forward = _C.scoped_forward(module.forward, scopes, self._c)
 
     def _unwrap_forwards(self) -> None:
         while getattr(self, "_wrapped", None):
@@ -190,20 +181,9 @@ class Profile:
 
     # -- results -----------------------------------------------------------
 
-    def _cuda_totals(self) -> Dict[int, int]:
-        totals: Dict[int, int] = {}
-        if self._cuda_spans:
-            import torch
-
-            torch.cuda.synchronize()  # once, at the end
-            for scope, start, end in self._cuda_spans:
-                totals[scope] = totals.get(scope, 0) + int(start.elapsed_time(end) * 1e6)
-        return totals
-
     def _build_rows(self) -> List[Row]:
         data = self._data
         fwd, bwd = data["forward"], data["backward"]
-        cuda = self._cuda_totals() if self.use_cuda else None
         n = len(self.scope_paths)
         children: Dict[int, List[int]] = {i: [] for i in range(-1, n)}
         for i, p in enumerate(self._tree.parents):
@@ -224,9 +204,9 @@ class Profile:
                 row.self_mem_bwd, row.mem_bwd = b["mem_self"], b["mem_total"]
                 row.self_cuda_mem = f["cuda_mem_self"] + b["cuda_mem_self"]
                 row.cuda_mem = f["cuda_mem_total"] + b["cuda_mem_total"]
-            if cuda is not None:
-                row.cuda_total_ns = cuda.get(i, 0)
-                row.self_cuda_ns = row.cuda_total_ns - sum(cuda.get(c, 0) for c in children[i])
+            if self.use_cuda:
+                row.self_cuda_ns, row.cuda_total_ns = f["device_self_ns"], f["device_total_ns"]
+                row.self_cuda_bwd_ns, row.cuda_total_bwd_ns = b["device_self_ns"], b["device_total_ns"]
             row.ops = _op_rows(f["ops"], "forward") + _op_rows(b["ops"], "backward")
             rows.append(row)
         self._children = children
@@ -250,7 +230,8 @@ class Profile:
 
     def raw(self) -> Dict[str, Any]:
         """The profile as plain data: rows (one per module path, tree order),
-        unattributed time and operators, and the block's total."""
+        unattributed time and operators, the block's total, and how many
+        timeline spans were over timeline_limit."""
         self._require_data()
         n = len(self.scope_paths)
         unattributed_ops = (_op_rows(self._data["forward"][n]["ops"], "forward") +
@@ -260,6 +241,8 @@ class Profile:
             "total_ns": self.total_ns,
             "unattributed_ns": self.unattributed_ns,
             "unattributed_ops": [asdict(o) for o in unattributed_ops],
+            "unattributed_cuda_bwd_ns": self._data["backward"][n]["device_self_ns"] if self.use_cuda else None,
+            "timeline_dropped": self._c.dropped_spans,
             "rows": [dict(asdict(r), name=r.name) for r in self.rows],
         }
 
@@ -288,7 +271,7 @@ class Profile:
     def export_csv(self, path: str) -> None:
         self._require_data()
         columns = ["name", "depth", "calls", "self_cpu_ns", "cpu_total_ns", "bwd_runs", "self_cpu_bwd_ns",
-                   "cpu_total_bwd_ns", "self_cuda_ns", "cuda_total_ns", "self_mem", "mem", "self_mem_bwd", "mem_bwd",
+                   "cpu_total_bwd_ns", "self_cuda_ns", "cuda_total_ns", "self_cuda_bwd_ns", "cuda_total_bwd_ns", "self_mem", "mem", "self_mem_bwd", "mem_bwd",
                    "self_cuda_mem", "cuda_mem"]
         with open(path, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
@@ -299,7 +282,8 @@ class Profile:
 
     def export_chrome_trace(self, path: str) -> None:
         """A Chrome trace (opens in Perfetto and chrome://tracing): module
-        forward spans, backward node runs under their module, operators."""
+        forward spans, backward node runs under their module, operators.
+        Spans over timeline_limit are not in it: its metadata says how many."""
         self._require_data()
         spans = self._c.spans()
         t0 = min((s[3] for s in spans), default=0)
@@ -312,4 +296,5 @@ class Profile:
                            "dur": (end - begin) / 1e3, "pid": 0, "tid": thread,
                            "args": {"module": module}})
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
+            json.dump({"traceEvents": events, "displayTimeUnit": "ms",
+                       "otherData": {"api_tracer_spans_dropped": self._c.dropped_spans}}, f)

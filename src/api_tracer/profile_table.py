@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
 SORT_COLUMN = {"self_cpu": "self_cpu_ns", "cpu_total": "cpu_total_ns", "self_cpu_bwd": "self_cpu_bwd_ns",
                "cpu_total_bwd": "cpu_total_bwd_ns", "self_cuda": "self_cuda_ns", "cuda_total": "cuda_total_ns",
+               "self_cuda_bwd": "self_cuda_bwd_ns", "cuda_total_bwd": "cuda_total_bwd_ns",
                "self_mem": "self_mem", "mem": "mem", "calls": "calls"}
 
 
@@ -39,7 +40,7 @@ def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Op
     cuda = prof.use_cuda
     mem = prof.profile_memory
     if cuda:
-        headers += ["Self CUDA total", "CUDA total"]
+        headers += ["Self CUDA total", "CUDA total", "Self CUDA bwd", "CUDA total bwd"]
     if mem:
         headers += ["Self CPU Mem", "CPU Mem", "Self CPU Mem bwd", "CPU Mem bwd"]
     if mem and cuda:
@@ -52,7 +53,8 @@ def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Op
         out = [fmt_time(r.self_cpu_ns), fmt_time(r.cpu_total_ns), fmt_time(r.self_cpu_bwd_ns),
                fmt_time(r.cpu_total_bwd_ns)]
         if cuda:
-            out += [fmt_time(r.self_cuda_ns), fmt_time(r.cuda_total_ns)]
+            out += [fmt_time(r.self_cuda_ns), fmt_time(r.cuda_total_ns), fmt_time(r.self_cuda_bwd_ns),
+                    fmt_time(r.cuda_total_bwd_ns)]
         if mem:
             out += [fmt_bytes(r.self_mem), fmt_bytes(r.mem), fmt_bytes(r.self_mem_bwd), fmt_bytes(r.mem_bwd)]
         if mem and cuda:
