@@ -223,6 +223,12 @@ class Profile:
         return self._data["unattributed_ns"]
 
     @property
+    def unattributed_cuda_bwd_ns(self) -> Optional[int]:
+        """CUDA time of the node runs no module created (with use_cuda)."""
+        self._require_data()
+        return self._data["backward"][len(self.scope_paths)]["device_self_ns"] if self.use_cuda else None
+
+    @property
     def total_ns(self) -> int:
         """The profiled block's time."""
         self._require_data()
@@ -241,7 +247,7 @@ class Profile:
             "total_ns": self.total_ns,
             "unattributed_ns": self.unattributed_ns,
             "unattributed_ops": [asdict(o) for o in unattributed_ops],
-            "unattributed_cuda_bwd_ns": self._data["backward"][n]["device_self_ns"] if self.use_cuda else None,
+            "unattributed_cuda_bwd_ns": self.unattributed_cuda_bwd_ns,
             "timeline_dropped": self._c.dropped_spans,
             "rows": [dict(asdict(r), name=r.name) for r in self.rows],
         }
@@ -278,7 +284,9 @@ class Profile:
             w.writerow(columns)
             for r in self.rows:
                 w.writerow([r.name if c == "name" else getattr(r, c) for c in columns])
-            w.writerow(["unattributed", 0, 0, self.unattributed_ns] + [""] * (len(columns) - 4))
+            unattributed = {"name": "unattributed", "depth": 0, "calls": 0, "self_cpu_ns": self.unattributed_ns,
+                            "self_cuda_bwd_ns": self.unattributed_cuda_bwd_ns}
+            w.writerow(["" if unattributed.get(c) is None else unattributed[c] for c in columns])
 
     def export_chrome_trace(self, path: str) -> None:
         """A Chrome trace (opens in Perfetto and chrome://tracing): module

@@ -100,6 +100,8 @@ def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Op
     blank = [""] * (len(headers) - 1)
     unattributed = list(blank)
     unattributed[0] = fmt_time(prof.unattributed_ns)
+    if cuda:  # node runs no module created (AccumulateGrad, the loss's own)
+        unattributed[headers.index("Self CUDA bwd") - 1] = fmt_time(prof.unattributed_cuda_bwd_ns)
     lines.append(["(unattributed)"] + unattributed)
     total = list(blank)
     total[1] = fmt_time(prof.total_ns)
