@@ -103,10 +103,12 @@ void PopReporter(MemoryReporter* reporter) {
   }
 }
 
-// CUDA events (c10::Event, timing enabled) recorded on the calling thread's
-// current stream of its current device, and reused per device (an event
-// stays on the device it was first recorded on). Never throws: what fails
-// is an event not recorded, or a pair not timed.
+// One thread's CUDA events (c10::Event, timing enabled), recorded on the
+// thread's current stream of its current device and reused per device (an
+// event stays on the device it was first recorded on). Nothing is recorded
+// or queried while that stream is being captured into a CUDA graph (it
+// would join the graph, or break the capture). Never throws: what fails is
+// an event not recorded, or a frame not timed.
 class CudaEvents final : public DeviceTimer::Backend {
  public:
   CudaEvents() : impl_(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)) {}
@@ -114,6 +116,8 @@ class CudaEvents final : public DeviceTimer::Backend {
   uint32_t Record() override {
     try {
       c10::Device device = impl_->getDevice();
+      c10::Stream stream = impl_->getStream(device);
+      if (impl_->isStreamCapturing(stream)) return kNoEvent;
       std::vector<uint32_t>& free = FreeOn(device.index());
       uint32_t e;
       if (!free.empty()) {
@@ -124,7 +128,7 @@ class CudaEvents final : public DeviceTimer::Backend {
         events_.push_back(std::make_unique<c10::Event>(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT));
       }
       try {
-        events_[e]->record(impl_->getStream(device));
+        events_[e]->record(stream);
       } catch (const std::exception&) {
         Release(e);
         return kNoEvent;
@@ -132,6 +136,14 @@ class CudaEvents final : public DeviceTimer::Backend {
       return e;
     } catch (const std::exception&) {
       return kNoEvent;
+    }
+  }
+
+  bool MayQuery() override {
+    try {
+      return !impl_->isStreamCapturing(impl_->getStream(impl_->getDevice()));
+    } catch (const std::exception&) {
+      return false;
     }
   }
 

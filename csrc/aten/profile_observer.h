@@ -22,7 +22,7 @@ namespace api_tracer::aten {
 Status InstallProfileObserver(Profiler* profiler, bool memory);
 void RemoveProfileObserver();
 
-// CUDA events for a Profiler's DeviceTimer; nullptr without a CUDA device.
+// CUDA events for one thread's DeviceTimer; nullptr without a CUDA device.
 std::unique_ptr<DeviceTimer::Backend> MakeCudaTimerBackend();
 
 // For the benchmarks: a callback registered as the profiler's is, doing

@@ -26,17 +26,30 @@ void Clock::Init() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (!KernelClockIsTsc()) return;
-    // Each pair read back to back; the rate from two pairs about 1 ms apart.
+    // A pair: steady_clock between two TSC reads, kept only when they are
+    // close (the thread was not preempted in between), the TSC taken as
+    // their middle; the rate from two pairs about 1 ms apart.
     auto pair = [](int64_t& ns, uint64_t& ticks) {
-      ticks = __rdtsc();
-      ns = SteadyNow();
+      uint64_t best = UINT64_MAX;
+      for (int i = 0; i < 100 && best > 200; ++i) {
+        uint64_t before = __rdtsc();
+        int64_t now = SteadyNow();
+        uint64_t after = __rdtsc();
+        if (after > before && after - before < best) {
+          best = after - before;
+          ns = now;
+          ticks = before + (after - before) / 2;
+        }
+      }
+      return best != UINT64_MAX;
     };
-    int64_t ns0, ns1;
-    uint64_t t0, t1;
-    pair(ns0, t0);
-    do {
-      pair(ns1, t1);
-    } while (ns1 - ns0 < 1'000'000);
+    int64_t ns0 = 0, ns1 = 0;
+    uint64_t t0 = 0, t1 = 0;
+    if (!pair(ns0, t0)) return;
+    int64_t until = SteadyNow() + 1'000'000;
+    while (SteadyNow() < until) {
+    }
+    if (!pair(ns1, t1)) return;
     if (t1 <= t0) return;
     double ns_per_tick = static_cast<double>(ns1 - ns0) / static_cast<double>(t1 - t0);
     if (!(ns_per_tick > 0.01 && ns_per_tick < 100.0)) return;  // not a plausible counter

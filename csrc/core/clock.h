@@ -7,9 +7,11 @@
 // std::chrono::steady_clock is the TSC scaled by the vDSO, behind a function
 // call and a sequence lock. Clock reads the TSC itself (rdtsc) and scales it
 // with a rate measured once per process against steady_clock (over about a
-// millisecond, at the first Init): the same clock, monotonic, at a fixed
-// rate, its scale off by a few parts in 10^5 at most. Anywhere else, Now()
-// is steady_clock.
+// millisecond, at the first Init, from reads not split by preemption): the
+// same counter, monotonic, at a fixed rate. Its scale may differ from
+// steady_clock's by a few parts in 10^5 from the calibration, plus what NTP
+// slews steady_clock by later (at most 500 parts in 10^6). Anywhere else,
+// Now() is steady_clock.
 // Thread-safety: Init() from any thread (once); Now() after Init().
 #pragma once
 

@@ -1,23 +1,26 @@
-// DeviceTimer: device (GPU) time of the profiler's frames (a module's
-// forward call, an autograd node's run), without waiting for the device.
+// DeviceTimer: device (GPU) time of one thread's profiler frames (a
+// module's forward call, an autograd node's run), without waiting for the
+// device.
 //
 // A frame's start and end each record an event into the device's current
 // queue (the thread's current stream); the device time of the frame is the
 // time between the two events on the device. Pairs wait until the device
 // has passed their end event, checked without blocking every so often, and
-// are then summed per scope and direction and their events reused; the rest
-// are read after one synchronization, at the end of the profile.
+// are then summed and their events reused; the rest are read after one wait
+// per pair at the end of the profile. As for CPU time, a frame's self time
+// is its time minus the frames directly inside it (a reentrant checkpoint's
+// node run holds forward calls and other node runs).
 //
 // The device itself is a Backend (aten/: CUDA events through c10::Event);
 // tests use a fake.
-// Thread-safety: every call under one mutex (device-timed frames cost a few
-// microseconds of event recording each; the lock is not what is slow).
+// Thread-safety: one per thread, used by that thread only (Finish by the
+// profile's owner once no frame runs): no lock, so recording an event never
+// waits for another thread.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 namespace api_tracer {
@@ -26,11 +29,15 @@ class DeviceTimer {
  public:
   class Backend {
    public:
-    virtual ~Backend() = default;
     static constexpr uint32_t kNoEvent = UINT32_MAX;
+    virtual ~Backend() = default;
     // Records an event (new, or one given back by Release) into the current
-    // queue; returns its number, or kNoEvent when none could be recorded.
+    // queue; returns its number, or kNoEvent when none could be recorded
+    // (as while the queue is being captured into a CUDA graph).
     virtual uint32_t Record() = 0;
+    // Whether the device may be asked about events now (not while this
+    // thread's queue is being captured into a CUDA graph).
+    virtual bool MayQuery() = 0;
     // Whether the device has passed event `e` (does not block).
     virtual bool Done(uint32_t e) = 0;
     // Waits until the device has passed event `e`.
@@ -47,40 +54,40 @@ class DeviceTimer {
 
   // A frame starts: the start event's number, for Close or Discard.
   uint32_t Open();
-  // The frame that Open returned `start` for ends, charged to `slot`.
-  void Close(uint32_t start, int slot, bool backward);
+  // The frame that Open returned `start` for ends, charged to `slot` in
+  // direction `backward`; `outer_slot` (-1: none) and `outer_backward` are
+  // the frame directly around it, whose self time does not hold it.
+  void Close(uint32_t start, int slot, bool backward, int outer_slot, bool outer_backward);
   // The frame that Open returned `start` for will not end (its exit never
   // came): nothing is charged.
   void Discard(uint32_t start);
 
-  // Waits for the device to pass every pending pair and sums them. Then the
-  // device time per slot: forward frames as measured (nested frames inside),
-  // backward frames likewise.
+  // Waits for the device to pass every pending pair and sums them; the
+  // backend is let go (later frames are not timed).
   void Finish();
-  // The sums, after Finish (the backend is let go then: later frames are
-  // not timed).
-  const std::vector<int64_t>& forward_ns() const { return sums_[0]; }
-  const std::vector<int64_t>& backward_ns() const { return sums_[1]; }
-  // Pairs that could not be timed (events on different devices, or not
+  // Per direction (0 forward, 1 backward) and slot, after Finish: the time
+  // of the frames, and of the frames directly inside them.
+  const std::vector<int64_t>& measured_ns(int dir) const { return measured_[dir]; }
+  const std::vector<int64_t>& nested_ns(int dir) const { return nested_[dir]; }
+  // Frames that could not be timed (events on different devices, or not
   // recorded).
-  int64_t uncomparable() const { return uncomparable_; }
+  int64_t untimed() const { return untimed_; }
 
  private:
   struct Pair {
     uint32_t start, end;
-    int slot;
-    bool backward;
+    int slot, outer_slot;  // slot -1: a discarded frame's lone event
+    bool backward, outer_backward;
   };
-  void Account(const Pair& p);  // under mu_, both events passed
-  void Harvest();               // under mu_: the passed pairs at the front
+  void Account(const Pair& p);  // both events passed
+  void Harvest();               // the passed pairs at the front
 
   static constexpr int kHarvestEvery = 64;
-  std::mutex mu_;
   std::unique_ptr<Backend> backend_;
   std::deque<Pair> pending_;
-  std::vector<int64_t> sums_[2];
+  std::vector<int64_t> measured_[2], nested_[2];
   int since_harvest_ = 0;
-  int64_t uncomparable_ = 0;
+  int64_t untimed_ = 0;
 };
 
 }  // namespace api_tracer

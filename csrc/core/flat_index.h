@@ -1,9 +1,10 @@
-// FlatIndex: a map from nonzero 64-bit keys (addresses, packed numbers) to
+// FlatIndex: a map from nonzero 64-bit keys (0 marks an empty slot) (addresses, packed numbers) to
 // int32 values, for one thread's lookups on a hot path: open addressing,
 // linear probing, no allocation per entry, no lock.
 // Thread-safety: none; one thread owns it.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <vector>
 
@@ -11,8 +12,9 @@ namespace api_tracer {
 
 class FlatIndex {
  public:
-  // The value stored for `key`, or -1.
+  // The value stored for `key` (nonzero), or -1.
   int32_t Find(uint64_t key) const {
+    assert(key != 0);
     if (keys_.empty()) return -1;
     for (size_t i = Home(key);; i = (i + 1) & mask_) {
       if (keys_[i] == key) return values_[i];
@@ -22,6 +24,7 @@ class FlatIndex {
 
   // Stores `value` for `key` (nonzero, not yet present).
   void Insert(uint64_t key, int32_t value) {
+    assert(key != 0);
     if (2 * (size_ + 1) > keys_.size()) Grow();
     Place(key, value);
     ++size_;

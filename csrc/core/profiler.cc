@@ -6,10 +6,8 @@
 
 namespace api_tracer {
 
-Profiler::Profiler(std::vector<int> parents, size_t max_spans, std::unique_ptr<DeviceTimer::Backend> device)
-    : parents_(std::move(parents)),
-      max_spans_(max_spans),
-      device_(device ? std::make_unique<DeviceTimer>(std::move(device), num_scopes() + 1) : nullptr) {
+Profiler::Profiler(std::vector<int> parents, size_t max_spans, DeviceFactory device)
+    : parents_(std::move(parents)), max_spans_(max_spans), device_(std::move(device)) {
   Clock::Init();
 }
 
@@ -43,7 +41,7 @@ int Profiler::NodeScope(const Thread& caller, uint64_t id, int64_t seq) const {
 
 Profiler::Thread::Thread(const Profiler& owner, uint64_t number)
     : parents_(owner.parents_),
-      device_(owner.device_.get()),
+      device_(owner.device_ ? std::make_unique<DeviceTimer>(owner.device_(), owner.num_scopes() + 1) : nullptr),
       num_scopes_(owner.num_scopes()),
       number_(number),
       forward_(num_scopes_ + 1),
@@ -116,7 +114,11 @@ void Profiler::Thread::CloseFrame(int64_t now) {
     frames_.back().nested_ns += dur;
   }
   spans_.Add({f.node ? 1 : 0, f.scope, f.name, f.begin, now, number_});
-  if (device_) device_->Close(f.device, Slot(f.scope), f.node);
+  if (device_) {
+    bool outer = !frames_.empty();
+    device_->Close(f.device, Slot(f.scope), f.node, outer ? Slot(frames_.back().scope) : -1,
+                   outer && frames_.back().node);
+  }
 }
 
 // Closes the innermost frame `is_it` picks, dropping the frames opened inside
@@ -198,6 +200,11 @@ Profiler::Snapshot Profiler::Take() const {
         if (!dir) out[i].total_ns += accs[i].time_ns;
         out[i].mem_self += accs[i].mem;
         out[i].cuda_mem_self += accs[i].cuda_mem;
+        if (t.device_) {
+          int64_t measured = t.device_->measured_ns(dir)[i];
+          out[i].device_self_ns += measured - t.device_->nested_ns(dir)[i];
+          if (!dir) out[i].device_total_ns += measured;
+        }
       }
       for (const Thread::OpAcc& s : t.op_stats_) {
         if (s.backward != (dir == 1)) continue;
@@ -216,20 +223,13 @@ Profiler::Snapshot Profiler::Take() const {
                        [](const OpStats& a, const OpStats& b) { return a.total_ns > b.total_ns; });
       out[i].mem_total = out[i].mem_self;
       out[i].cuda_mem_total = out[i].cuda_mem_self;
-      if (dir) out[i].total_ns = out[i].self_ns;
-    }
-    if (device_) {
-      const std::vector<int64_t>& measured = dir ? device_->backward_ns() : device_->forward_ns();
-      for (int i = 0; i <= n; ++i) {
-        (dir ? out[i].device_self_ns : out[i].device_total_ns) = measured[i];
+      if (dir) {
+        out[i].total_ns = out[i].self_ns;
+        out[i].device_total_ns = out[i].device_self_ns;
       }
     }
     // Children before parents (a child's id is always larger: paths are
     // numbered in tree order), so totals flow up in one pass.
-    for (int i = 0; i <= n; ++i) {
-      if (dir) out[i].device_total_ns = out[i].device_self_ns;
-      else out[i].device_self_ns = out[i].device_total_ns;
-    }
     for (int i = n - 1; i >= 0; --i) {
       int p = parents_[i];
       if (p < 0) continue;
@@ -238,8 +238,6 @@ Profiler::Snapshot Profiler::Take() const {
       if (dir) {
         out[p].total_ns += out[i].total_ns;
         out[p].device_total_ns += out[i].device_total_ns;
-      } else {
-        out[p].device_self_ns -= out[i].device_total_ns;
       }
     }
   }
@@ -252,7 +250,9 @@ Profiler::Snapshot Profiler::Take() const {
 }
 
 void Profiler::FinishDevice() {
-  if (device_) device_->Finish();
+  threads_.ForEach([](const Thread& t) {
+    if (t.device_) t.device_->Finish();
+  });
 }
 
 std::vector<Profiler::Span> Profiler::Spans() const {

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -63,10 +64,12 @@ class Profiler {
 
   // `max_spans`: how many spans each thread keeps for the timeline; later
   // ones are counted in dropped_spans() and not kept (the sums are whole).
-  // `device`: when given, every frame is also timed on the device
-  // (DeviceTimer: events, no synchronization until FinishDevice()).
+  // `device`: when given, every frame is also timed on the device, by a
+  // DeviceTimer per thread over a backend `device()` makes for it (events,
+  // no synchronization until FinishDevice()).
+  using DeviceFactory = std::function<std::unique_ptr<DeviceTimer::Backend>()>;
   explicit Profiler(std::vector<int> parents, size_t max_spans = std::numeric_limits<size_t>::max(),
-                    std::unique_ptr<DeviceTimer::Backend> device = nullptr);
+                    DeviceFactory device = nullptr);
   ~Profiler();
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
@@ -78,7 +81,7 @@ class Profiler {
   // After End, with no frame running: waits once for the device to pass
   // the frames' events. Before Take, when timing the device.
   void FinishDevice();
-  bool times_device() const { return device_ != nullptr; }
+  bool times_device() const { return static_cast<bool>(device_); }
 
   class Thread;
   // The calling thread's state.
@@ -104,9 +107,9 @@ class Profiler {
     int64_t self_ns = 0;
     int64_t mem_self = 0, mem_total = 0;            // CPU bytes, net
     int64_t cuda_mem_self = 0, cuda_mem_total = 0;  // CUDA bytes, net
-    // Device time (when timed): forward total as measured, self = total
-    // minus the children's totals; backward self as measured, total = self
-    // plus the children's totals.
+    // Device time (when timed), as CPU time: self = the frames' time minus
+    // the frames directly inside them; forward total as measured, backward
+    // total = self plus the children's totals.
     int64_t device_self_ns = 0, device_total_ns = 0;
     std::vector<OpStats> ops;                        // by total time, descending
   };
@@ -204,7 +207,7 @@ class Profiler {
     void Open(bool node, int scope, const char* name, int64_t now);
 
     const std::vector<int>& parents_;
-    DeviceTimer* const device_;
+    const std::unique_ptr<DeviceTimer> device_;
     const int num_scopes_;
     const uint64_t number_;
     std::vector<Frame> frames_;
@@ -229,7 +232,7 @@ class Profiler {
  private:
   const std::vector<int> parents_;
   const size_t max_spans_;
-  const std::unique_ptr<DeviceTimer> device_;
+  const DeviceFactory device_;
   int64_t begin_ = 0, end_ = 0;
   PerThread<Thread> threads_;
   mutable std::mutex registered_mu_;

@@ -231,6 +231,7 @@ struct FakeDevice : DeviceTimer::Backend {
     s->most_live = std::max(s->most_live, ++s->live);
     return e;
   }
+  bool MayQuery() override { return true; }
   bool Done(uint32_t e) override { return s->progress >= s->stamps[e]; }
   void Wait(uint32_t e) override { s->progress = std::max(s->progress, s->stamps[e]); }
   int64_t ElapsedNs(uint32_t a, uint32_t b) override { return s->stamps[b] - s->stamps[a]; }
@@ -244,7 +245,7 @@ struct FakeDevice : DeviceTimer::Backend {
 TEST(ProfilerTest, DeviceTimeOfForwardAndBackwardFrames) {
   FakeDevice::Shared dev;
   dev.progress = -1;  // the device lags: nothing is read before FinishDevice
-  Profiler p(Tree(), SIZE_MAX, std::make_unique<FakeDevice>(&dev));
+  Profiler p(Tree(), SIZE_MAX, [&dev] { return std::make_unique<FakeDevice>(&dev); });
   Profiler::Thread& t = p.ThisThread();
   dev.time = 0;
   t.EnterScope(0, 0);
@@ -281,9 +282,36 @@ TEST(ProfilerTest, DeviceTimeOfForwardAndBackwardFrames) {
   EXPECT_EQ(s.backward[4].device_self_ns, 10);
 }
 
+TEST(ProfilerTest, DeviceTimeOfFramesInsideANodeRunIsNotItsSelfTime) {
+  // A reentrant checkpoint: c's node run re-runs a's forward and runs a
+  // node of b inside it.
+  FakeDevice::Shared dev;
+  Profiler p(Tree(), SIZE_MAX, [&dev] { return std::make_unique<FakeDevice>(&dev); });
+  Profiler::Thread& t = p.ThisThread();
+  dev.time = 0;
+  t.EnterNode(3, "CheckpointFunctionBackward", 0);
+  dev.time = 10;
+  t.EnterScope(1, 1);
+  dev.time = 40;
+  t.ExitScope(1, 2);  // a forward: 30
+  t.EnterNode(2, "MmBackward0", 3);
+  dev.time = 60;
+  t.ExitNode(4);  // b backward: 20
+  dev.time = 100;
+  t.ExitNode(5);  // c backward: 100, self 50
+  p.FinishDevice();
+  auto s = p.Take();
+  EXPECT_EQ(s.backward[3].device_self_ns, 50);
+  EXPECT_EQ(s.forward[1].device_total_ns, 30);
+  EXPECT_EQ(s.backward[2].device_self_ns, 20);
+  // the root's backward: c's 50 and b's 20, each counted once
+  EXPECT_EQ(s.backward[0].device_total_ns, 70);
+  EXPECT_EQ(s.forward[0].device_total_ns, 0);
+}
+
 TEST(ProfilerTest, DeviceEventsAreReusedWhileTheDeviceKeepsUp) {
   FakeDevice::Shared dev;  // progress: always ahead
-  Profiler p(Tree(), SIZE_MAX, std::make_unique<FakeDevice>(&dev));
+  Profiler p(Tree(), SIZE_MAX, [&dev] { return std::make_unique<FakeDevice>(&dev); });
   Profiler::Thread& t = p.ThisThread();
   for (int i = 0; i < 10000; ++i) {
     dev.time = 10 * i;

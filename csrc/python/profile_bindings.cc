@@ -80,10 +80,10 @@ PyGetSetDef kScopedForwardGetSet[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
-std::unique_ptr<DeviceTimer::Backend> CudaBackend() {
-  std::unique_ptr<DeviceTimer::Backend> backend = aten::MakeCudaTimerBackend();
-  if (!backend) throw pybind11::value_error("use_cuda: this PyTorch has no CUDA device");
-  return backend;
+// CUDA events for each thread's DeviceTimer.
+Profiler::DeviceFactory CudaBackend() {
+  if (!aten::MakeCudaTimerBackend()) throw pybind11::value_error("use_cuda: this PyTorch has no CUDA device");
+  return [] { return aten::MakeCudaTimerBackend(); };
 }
 
 class PyProfiler {
