@@ -341,3 +341,60 @@ def test_cuda_time_forward_and_backward_without_a_sync_per_layer():
     assert features.cuda_total_ns == features.self_cuda_ns + sum(k.cuda_total_ns for k in kids)
     assert features.cuda_total_bwd_ns == features.self_cuda_bwd_ns + sum(k.cuda_total_bwd_ns for k in kids)
     assert any(r.cuda_mem for r in prof.rows)  # the caching allocator's reports arrived
+
+
+def test_threads_running_the_model_at_once_are_all_counted():
+    import threading
+
+    model = Net()
+    model.slow.seconds = 0.0
+    x = torch.randn(2, 3, 12, 12)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                model(x).sum().backward()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    with Profile(model) as prof:
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+    rs = rows(prof)
+    assert rs["Net"].calls == 15 and rs["Net.head"].calls == 15
+    assert rs["Net.shared"].calls == 45  # three calls per forward (twice as shared, once as alias)
+    assert rs["Net.head"].bwd_runs >= 15  # each thread's nodes found their module
+    for r in prof.rows:
+        assert 0 <= r.self_cpu_ns <= r.cpu_total_ns and 0 <= r.self_cpu_bwd_ns <= r.cpu_total_bwd_ns
+
+
+class Checkpointed(nn.Module):
+    """A block whose inner layers run under a reentrant checkpoint: their
+    forward runs again inside the checkpoint's backward node."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        return self.out(checkpoint(self.inner, x, use_reentrant=True))
+
+
+def test_a_reentrant_checkpoint_is_counted_once():
+    model = Checkpointed()
+    x = torch.randn(4, 8, requires_grad=True)
+    prof = run(model, x=x)
+    rs = rows(prof)
+    # the inner forward ran twice: once in the forward, once recomputed in backward
+    assert rs["Checkpointed.inner"].calls == 2
+    for r in prof.rows:
+        assert 0 <= r.self_cpu_ns <= r.cpu_total_ns and 0 <= r.self_cpu_bwd_ns <= r.cpu_total_bwd_ns
+    assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
