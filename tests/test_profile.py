@@ -398,3 +398,24 @@ def test_a_reentrant_checkpoint_is_counted_once():
     for r in prof.rows:
         assert 0 <= r.self_cpu_ns <= r.cpu_total_ns and 0 <= r.self_cpu_bwd_ns <= r.cpu_total_bwd_ns
     assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
+
+
+def test_an_operator_whose_library_goes_away_during_the_profile_keeps_its_name(tmp_path):
+    import gc
+
+    lib = torch.library.Library("api_tracer_profile_test", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CompositeExplicitAutograd")
+    model = nn.Linear(2, 2)
+    with Profile(model) as prof:
+        torch.ops.api_tracer_profile_test.twice(torch.ones(2))
+        lib._destroy()  # the schema, and the name the observer met, are freed
+        del lib
+        gc.collect()
+        for _ in range(100):
+            torch.ones(64).add_(1)  # allocations that may reuse that memory
+    names = [o["name"] for o in prof.raw()["unattributed_ops"]]
+    assert "api_tracer_profile_test::twice" in names
+    prof.export_chrome_trace(tmp_path / "t.json")
+    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert any(e["name"] == "api_tracer_profile_test::twice" for e in trace)

@@ -142,7 +142,7 @@ void Profiler::Thread::ExitNode(int64_t now) {
 
 int Profiler::Thread::AddOp(const char* name) {
   int op = static_cast<int>(op_names_.size());
-  op_names_.push_back(name);
+  op_names_.emplace_back(name);
   op_ids_.Insert(reinterpret_cast<uintptr_t>(name), op);
   return op;
 }
@@ -174,7 +174,7 @@ void Profiler::Thread::ExitOp(int64_t now) {
   s.calls += 1;
   s.total_ns += dur;  // inclusive: an operator's total holds the ones it called
   s.self_ns += dur - call.nested_ns;
-  spans_.Add({2, s.slot == num_scopes_ ? -1 : s.slot, op_names_[s.op], call.begin, now, number_});
+  spans_.Add({2, s.slot == num_scopes_ ? -1 : s.slot, op_names_[s.op].c_str(), call.begin, now, number_});
 }
 
 void Profiler::Thread::Memory(int64_t bytes, bool cuda) {

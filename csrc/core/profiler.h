@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -138,9 +139,9 @@ class Profiler {
     void ExitNode(int64_t now);
 
     // Operators by number: OpId(name) is this thread's number for an
-    // operator name it has met (by address), else -1; AddOp numbers a new
-    // one, whose `name` must outlive the profiler (operator schema names
-    // live as long as torch).
+    // operator name it has met (by address: operator schema names stay
+    // where they are while their operator is registered), else -1; AddOp
+    // numbers a new one and keeps a copy of its name.
     int OpId(const char* name) const { return op_ids_.Find(reinterpret_cast<uintptr_t>(name)); }
     int AddOp(const char* name);
     // A call of operator `op` in the innermost frame, or with op -1 a call
@@ -215,7 +216,7 @@ class Profiler {
     std::vector<Acc> forward_, backward_;  // per slot
     int64_t toplevel_ns_ = 0;              // frames with nothing around them
     FlatIndex op_ids_;                     // name address -> op
-    std::vector<const char*> op_names_;
+    std::deque<std::string> op_names_;  // never move: spans point into them
     FlatIndex stat_ids_;  // (slot, op, direction) -> op_stats_
     std::vector<OpAcc> op_stats_;
     SpanLog spans_;
