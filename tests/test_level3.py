@@ -180,3 +180,23 @@ def test_level_3_alone_runs_compiled_code(out):
     expected = f(x)
     with APITracer(output_path=str(out), levels=3, merge_output=True):
         assert torch.equal(f(x), expected)
+
+
+def test_an_operator_redefined_by_a_new_library_is_read_by_its_new_schema(tmp_path):
+    # The same operator name, defined, destroyed and defined again with
+    # other arguments: each session names the arguments its schema has.
+    lines = []
+    for i, schema in enumerate(("redef(Tensor x, int k=1) -> Tensor", "redef(Tensor x, *, float scale) -> Tensor")):
+        lib = torch.library.Library("api_tracer_l3_test", "DEF")
+        lib.define(schema)
+        lib.impl("redef", lambda x, *a, **kw: x.clone(), "CompositeExplicitAutograd")
+        out = tmp_path / str(i)
+        with APITracer(output_path=str(out), levels=3, merge_output=True):
+            if i == 0:
+                torch.ops.api_tracer_l3_test.redef(torch.ones(2), 3)
+            else:
+                torch.ops.api_tracer_l3_test.redef(torch.ones(2), scale=0.5)
+        lib._destroy()
+        lines.append([l for l in trace_lines(out) if "api_tracer_l3_test" in l])
+    assert lines[0] == ['torch.ops.api_tracer_l3_test.redef.default(Tensor([2], "float32"), 3)']
+    assert lines[1] == ['torch.ops.api_tracer_l3_test.redef.default(Tensor([2], "float32"), scale=0.5)']

@@ -25,9 +25,12 @@ struct Observer {
 
 CallbackOwner<Observer> g_observer;
 
-// Signatures are process-wide: built once per operator, never freed.
+// Signatures are process-wide: built once per operator schema, never freed.
+// Keyed by the schema's text, not by where its name lies: an operator
+// library destroyed and another registered may put a different schema
+// at the same address.
 std::mutex g_signatures_mu;
-std::unordered_map<const char*, std::unique_ptr<OpSignature>> g_signatures;
+std::unordered_map<std::string, std::unique_ptr<OpSignature>> g_signatures;
 
 struct OpEntry {
   const OpSignature* sig = nullptr;  // nullptr: not an operator (a named event)
@@ -92,7 +95,7 @@ OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn)
   OpEntry entry;
   {
     std::lock_guard<std::mutex> lock(g_signatures_mu);
-    auto& sig = g_signatures[name];
+    auto& sig = g_signatures[c10::toString(*schema)];
     if (!sig) sig = std::make_unique<OpSignature>(*schema);
     entry.sig = sig.get();
   }
