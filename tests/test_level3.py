@@ -200,3 +200,16 @@ def test_an_operator_redefined_by_a_new_library_is_read_by_its_new_schema(tmp_pa
         lines.append([l for l in trace_lines(out) if "api_tracer_l3_test" in l])
     assert lines[0] == ['torch.ops.api_tracer_l3_test.redef.default(Tensor([2], "float32"), 3)']
     assert lines[1] == ['torch.ops.api_tracer_l3_test.redef.default(Tensor([2], "float32"), scale=0.5)']
+
+
+def test_operators_that_come_and_go_within_one_session_keep_their_own_names(tmp_path):
+    with APITracer(output_path=str(tmp_path), levels=3, merge_output=True):
+        for name in ("first", "other"):
+            lib = torch.library.Library(f"api_tracer_l3_{name}", "DEF")
+            lib.define(f"{name}(Tensor x) -> Tensor")
+            lib.impl(name, lambda x: x.clone(), "CompositeExplicitAutograd")
+            getattr(getattr(torch.ops, f"api_tracer_l3_{name}"), name)(torch.ones(2))
+            lib._destroy()
+    lines = [l for l in trace_lines(tmp_path) if "api_tracer_l3_" in l]
+    assert lines == ['torch.ops.api_tracer_l3_first.first.default(Tensor([2], "float32"))',
+                     'torch.ops.api_tracer_l3_other.other.default(Tensor([2], "float32"))']

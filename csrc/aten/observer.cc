@@ -9,6 +9,7 @@
 
 #include "aten/callback_guard.h"
 #include "aten/ivalue_key.h"
+#include "aten/op_epoch.h"
 #include "core/module_context.h"
 #include "core/per_thread.h"
 
@@ -57,6 +58,7 @@ struct Node {
 struct ThreadState {
   uint64_t generation = 0;
   std::unordered_map<const char*, OpEntry> ops;  // by the schema's name pointer
+  uint64_t op_epoch = 0;                         // OperatorEpoch() of `ops`
   // Open operator calls: the first `depth` frames. Frames are reused, not
   // destroyed, so their key buffers are allocated once per nesting level.
   std::vector<Frame> frames;
@@ -113,6 +115,10 @@ OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn)
 }
 
 OpEntry Lookup(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
+  if (uint64_t epoch = OperatorEpoch(); epoch != ts.op_epoch) {
+    ts.ops.clear();  // an operator went away: its name's address may be another's now
+    ts.op_epoch = epoch;
+  }
   if (auto it = ts.ops.find(fn.name()); it != ts.ops.end()) return it->second;
   return LookupSlow(obs, ts, fn);
 }
@@ -187,6 +193,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 }  // namespace
 
 Status InstallObserver(Recorder* recorder, const ObserverOptions& options) {
+  WatchOperatorDeregistrations();
   auto obs = std::make_unique<Observer>();
   obs->recorder = recorder;
   obs->options = options;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "aten/callback_guard.h"
+#include "aten/op_epoch.h"
 
 namespace api_tracer::aten {
 namespace {
@@ -31,6 +32,7 @@ CallbackOwner<State> g_state;
 // event's name may live in the RecordFunction itself: it is timed as time
 // nested in its caller, never numbered.)
 int OperatorId(Profiler::Thread& t, const at::RecordFunction& fn) {
+  t.SyncOpEpoch(OperatorEpoch());
   const char* name = fn.name();
   int op = t.OpId(name);
   if (op < 0 && fn.operator_name()) op = t.AddOp(name);
@@ -202,6 +204,7 @@ Status InstallProfileObserver(Profiler* profiler, bool memory) {
     return Status::FailedPrecondition(
         "profile_memory cannot run while torch.profiler (or another memory profiler) runs on this thread");
   }
+  WatchOperatorDeregistrations();
   auto st = std::make_unique<State>();
   st->profiler = profiler;
   if (memory) {

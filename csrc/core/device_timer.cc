@@ -13,16 +13,16 @@ DeviceTimer::DeviceTimer(std::unique_ptr<Backend> backend, int slots) : backend_
 
 uint32_t DeviceTimer::Open() { return backend_ ? backend_->Record() : kNoEvent; }
 
-void DeviceTimer::Close(uint32_t start, int slot, bool backward, int outer_slot, bool outer_backward) {
+void DeviceTimer::Close(uint32_t start, int slot, bool backward, uint32_t outer) {
   if (!backend_) return;
   uint32_t end = backend_->Record();
   if (start == kNoEvent || end == kNoEvent) {
     ++untimed_;
-    if (start != kNoEvent) pending_.push_back({start, start, -1, -1, false, false});
-    if (end != kNoEvent) pending_.push_back({end, end, -1, -1, false, false});
+    if (start != kNoEvent) pending_.push_back({start, start, kNoEvent, -1, false});
+    if (end != kNoEvent) pending_.push_back({end, end, kNoEvent, -1, false});
     return;
   }
-  pending_.push_back({start, end, slot, outer_slot, backward, outer_backward});
+  pending_.push_back({start, end, outer, slot, backward});
   if (++since_harvest_ >= kHarvestEvery) {
     since_harvest_ = 0;
     Harvest();
@@ -32,15 +32,21 @@ void DeviceTimer::Close(uint32_t start, int slot, bool backward, int outer_slot,
 void DeviceTimer::Discard(uint32_t start) {
   // Recorded already: given back once the device has passed it, with the
   // pairs queued before it.
-  if (backend_ && start != kNoEvent) pending_.push_back({start, start, -1, -1, false, false});
+  if (backend_ && start != kNoEvent) pending_.push_back({start, start, kNoEvent, -1, false});
 }
 
 void DeviceTimer::Account(const Pair& p) {
+  int64_t inside = 0;
+  if (auto it = inside_.find(p.start); it != inside_.end()) {
+    inside = it->second;
+    inside_.erase(it);
+  }
   if (p.slot >= 0) {
     int64_t ns = backend_->ElapsedNs(p.start, p.end);
     if (ns >= 0) {
       measured_[p.backward][p.slot] += ns;
-      if (p.outer_slot >= 0) nested_[p.outer_backward][p.outer_slot] += ns;
+      nested_[p.backward][p.slot] += inside;
+      if (p.outer != kNoEvent) inside_[p.outer] += ns;
     } else {
       ++untimed_;
     }
@@ -53,7 +59,7 @@ void DeviceTimer::Harvest() {
   if (!backend_->MayQuery()) return;
   // Events pass in the order of their queue; with several queues the front
   // pair may wait for a later one, which only delays it to the next harvest.
-  while (!pending_.empty() && backend_->Done(pending_.front().end)) {
+  while (!pending_.empty() && backend_->Done(pending_.front().start) && backend_->Done(pending_.front().end)) {
     Account(pending_.front());
     pending_.pop_front();
   }
@@ -62,10 +68,12 @@ void DeviceTimer::Harvest() {
 void DeviceTimer::Finish() {
   if (!backend_) return;
   for (const Pair& p : pending_) {
+    backend_->Wait(p.start);
     backend_->Wait(p.end);
     Account(p);
   }
   pending_.clear();
+  inside_.clear();
   backend_.reset();
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace api_tracer {
@@ -55,9 +56,9 @@ class DeviceTimer {
   // A frame starts: the start event's number, for Close or Discard.
   uint32_t Open();
   // The frame that Open returned `start` for ends, charged to `slot` in
-  // direction `backward`; `outer_slot` (-1: none) and `outer_backward` are
-  // the frame directly around it, whose self time does not hold it.
-  void Close(uint32_t start, int slot, bool backward, int outer_slot, bool outer_backward);
+  // direction `backward`; `outer` is the start event of the frame directly
+  // around it (kNoEvent: none), whose self time does not hold it.
+  void Close(uint32_t start, int slot, bool backward, uint32_t outer);
   // The frame that Open returned `start` for will not end (its exit never
   // came): nothing is charged.
   void Discard(uint32_t start);
@@ -75,9 +76,9 @@ class DeviceTimer {
 
  private:
   struct Pair {
-    uint32_t start, end;
-    int slot, outer_slot;  // slot -1: a discarded frame's lone event
-    bool backward, outer_backward;
+    uint32_t start, end, outer;
+    int slot;  // -1: a lone event, given back (a discarded or untimed frame's)
+    bool backward;
   };
   void Account(const Pair& p);  // both events passed
   void Harvest();               // the passed pairs at the front
@@ -86,6 +87,10 @@ class DeviceTimer {
   std::unique_ptr<Backend> backend_;
   std::deque<Pair> pending_;
   std::vector<int64_t> measured_[2], nested_[2];
+  // The time of frames inside a frame still pending, by its start event:
+  // taken from its self time when it is timed (inner frames end first, so
+  // they are accounted first), dropped when it is not.
+  std::unordered_map<uint32_t, int64_t> inside_;
   int since_harvest_ = 0;
   int64_t untimed_ = 0;
 };

@@ -32,6 +32,8 @@ class FlatIndex {
 
   size_t size() const { return size_; }
 
+  void Clear() { *this = FlatIndex(); }
+
  private:
   size_t Home(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
 

@@ -42,6 +42,7 @@ int Profiler::NodeScope(const Thread& caller, uint64_t id, int64_t seq) const {
 Profiler::Thread::Thread(const Profiler& owner, uint64_t number)
     : parents_(owner.parents_),
       device_(owner.device_ ? std::make_unique<DeviceTimer>(owner.device_(), owner.num_scopes() + 1) : nullptr),
+      device_on_(owner.device_on_),
       num_scopes_(owner.num_scopes()),
       number_(number),
       forward_(num_scopes_ + 1),
@@ -66,7 +67,7 @@ const char* Profiler::Thread::Intern(std::string_view node) {
 }
 
 void Profiler::Thread::Open(bool node, int scope, const char* name, int64_t now) {
-  frames_.push_back({node, scope, now, 0, name, device_ ? device_->Open() : 0});
+  frames_.push_back({node, scope, now, 0, name, Timing() ? device_->Open() : DeviceTimer::Backend::kNoEvent});
 }
 
 void Profiler::Thread::EnterScope(int scope, int64_t now) { Open(false, scope, nullptr, now); }
@@ -114,10 +115,9 @@ void Profiler::Thread::CloseFrame(int64_t now) {
     frames_.back().nested_ns += dur;
   }
   spans_.Add({f.node ? 1 : 0, f.scope, f.name, f.begin, now, number_});
-  if (device_) {
-    bool outer = !frames_.empty();
-    device_->Close(f.device, Slot(f.scope), f.node, outer ? Slot(frames_.back().scope) : -1,
-                   outer && frames_.back().node);
+  if (Timing()) {
+    device_->Close(f.device, Slot(f.scope), f.node,
+                   frames_.empty() ? DeviceTimer::Backend::kNoEvent : frames_.back().device);
   }
 }
 
@@ -126,7 +126,7 @@ void Profiler::Thread::CloseFrame(int64_t now) {
 template <typename IsIt>
 void Profiler::Thread::CloseInnermost(int64_t now, IsIt is_it) {
   while (!frames_.empty() && !is_it(frames_.back())) {
-    if (device_) device_->Discard(frames_.back().device);
+    if (Timing()) device_->Discard(frames_.back().device);
     frames_.pop_back();
   }
   if (!frames_.empty()) CloseFrame(now);
@@ -145,6 +145,11 @@ int Profiler::Thread::AddOp(const char* name) {
   op_names_.emplace_back(name);
   op_ids_.Insert(reinterpret_cast<uintptr_t>(name), op);
   return op;
+}
+
+void Profiler::Thread::ForgetOpIds(uint64_t epoch) {
+  op_ids_.Clear();
+  op_epoch_ = epoch;
 }
 
 void Profiler::Thread::EnterOp(int op, int64_t now) {
@@ -242,7 +247,10 @@ Profiler::Snapshot Profiler::Take() const {
     }
   }
   int64_t toplevel = 0;
-  threads_.ForEach([&](const Thread& t) { toplevel += t.toplevel_ns_; });
+  threads_.ForEach([&](const Thread& t) {
+    toplevel += t.toplevel_ns_;
+    if (t.device_) snap.device_untimed += t.device_->untimed();
+  });
   // Outside every frame, plus the self time of unattributed node runs: the
   // self times of all frames add up to the top-level frames' time.
   snap.unattributed_ns = snap.block_ns - toplevel + snap.backward[n].self_ns;
@@ -250,9 +258,14 @@ Profiler::Snapshot Profiler::Take() const {
 }
 
 void Profiler::FinishDevice() {
-  threads_.ForEach([](const Thread& t) {
-    if (t.device_) t.device_->Finish();
+  // Outside the threads' lock: waiting on the device may call hooks that
+  // take the GIL, which a thread meeting the profiler for the first time
+  // may hold while it waits for that lock.
+  std::vector<DeviceTimer*> timers;
+  threads_.ForEach([&](const Thread& t) {
+    if (t.device_) timers.push_back(t.device_.get());
   });
+  for (DeviceTimer* timer : timers) timer->Finish();
 }
 
 std::vector<Profiler::Span> Profiler::Spans() const {

@@ -29,6 +29,7 @@
 // nothing else running.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -79,8 +80,12 @@ class Profiler {
 
   void Begin(int64_t now) { begin_ = now; }
   void End(int64_t now) { end_ = now; }
-  // After End, with no frame running: waits once for the device to pass
-  // the frames' events. Before Take, when timing the device.
+  // Frames that end from now on are not timed on the device: called with
+  // whatever lock serializes frame exits from outside the observer (the
+  // GIL, for module forwards), after the observer is removed.
+  void StopDevice() { device_on_.store(false, std::memory_order_release); }
+  // After StopDevice: waits for the device to pass the frames' events and
+  // sums them. Before Take, when timing the device.
   void FinishDevice();
   bool times_device() const { return static_cast<bool>(device_); }
 
@@ -118,6 +123,7 @@ class Profiler {
     std::vector<DirStats> forward, backward;  // num_scopes() + 1 each
     int64_t block_ns = 0;
     int64_t unattributed_ns = 0;
+    int64_t device_untimed = 0;  // frames not timed on the device
   };
   Snapshot Take() const;
 
@@ -144,6 +150,12 @@ class Profiler {
     // numbers a new one and keeps a copy of its name.
     int OpId(const char* name) const { return op_ids_.Find(reinterpret_cast<uintptr_t>(name)); }
     int AddOp(const char* name);
+    // Forgets which addresses name which operators when `epoch` (the
+    // caller's count of operators deregistered) moved: a later operator's
+    // name may be put where a deregistered one's was. Its calls so far stay.
+    void SyncOpEpoch(uint64_t epoch) {
+      if (epoch != op_epoch_) ForgetOpIds(epoch);
+    }
     // A call of operator `op` in the innermost frame, or with op -1 a call
     // that is timed only as time nested in its caller. Calls nest.
     void EnterOp(int op, int64_t now);
@@ -209,13 +221,17 @@ class Profiler {
 
     const std::vector<int>& parents_;
     const std::unique_ptr<DeviceTimer> device_;
+    const std::atomic<bool>& device_on_;
+    bool Timing() const { return device_ && device_on_.load(std::memory_order_acquire); }
     const int num_scopes_;
     const uint64_t number_;
     std::vector<Frame> frames_;
     std::vector<OpCall> calls_;
     std::vector<Acc> forward_, backward_;  // per slot
     int64_t toplevel_ns_ = 0;              // frames with nothing around them
+    void ForgetOpIds(uint64_t epoch);
     FlatIndex op_ids_;                     // name address -> op
+    uint64_t op_epoch_ = 0;
     std::deque<std::string> op_names_;  // never move: spans point into them
     FlatIndex stat_ids_;  // (slot, op, direction) -> op_stats_
     std::vector<OpAcc> op_stats_;
@@ -234,6 +250,7 @@ class Profiler {
   const std::vector<int> parents_;
   const size_t max_spans_;
   const DeviceFactory device_;
+  std::atomic<bool> device_on_{true};
   int64_t begin_ = 0, end_ = 0;
   PerThread<Thread> threads_;
   mutable std::mutex registered_mu_;

@@ -213,7 +213,9 @@ TEST(ProfilerTest, TheTimelineKeepsAtMostItsLimitAndTheSumsStayWhole) {
 struct FakeDevice : DeviceTimer::Backend {
   struct Shared {
     int64_t time = 0, progress = INT64_MAX;
+    int device = 0;  // where events are recorded now
     std::vector<int64_t> stamps;
+    std::vector<int> devices;
     std::vector<uint32_t> free;
     int live = 0, most_live = 0;
   };
@@ -226,15 +228,19 @@ struct FakeDevice : DeviceTimer::Backend {
     } else {
       e = static_cast<uint32_t>(s->stamps.size());
       s->stamps.push_back(0);
+      s->devices.push_back(0);
     }
     s->stamps[e] = s->time;
+    s->devices[e] = s->device;
     s->most_live = std::max(s->most_live, ++s->live);
     return e;
   }
   bool MayQuery() override { return true; }
   bool Done(uint32_t e) override { return s->progress >= s->stamps[e]; }
   void Wait(uint32_t e) override { s->progress = std::max(s->progress, s->stamps[e]); }
-  int64_t ElapsedNs(uint32_t a, uint32_t b) override { return s->stamps[b] - s->stamps[a]; }
+  int64_t ElapsedNs(uint32_t a, uint32_t b) override {
+    return s->devices[a] == s->devices[b] ? s->stamps[b] - s->stamps[a] : -1;
+  }
   void Release(uint32_t e) override {
     s->free.push_back(e);
     --s->live;
@@ -280,6 +286,7 @@ TEST(ProfilerTest, DeviceTimeOfForwardAndBackwardFrames) {
   EXPECT_EQ(s.backward[1].device_self_ns, 0);
   EXPECT_EQ(s.backward[0].device_total_ns, 60);
   EXPECT_EQ(s.backward[4].device_self_ns, 10);
+  EXPECT_EQ(s.device_untimed, 0);  // a frame left by an exception is not "untimed": it never ended
 }
 
 TEST(ProfilerTest, DeviceTimeOfFramesInsideANodeRunIsNotItsSelfTime) {
@@ -307,6 +314,42 @@ TEST(ProfilerTest, DeviceTimeOfFramesInsideANodeRunIsNotItsSelfTime) {
   // the root's backward: c's 50 and b's 20, each counted once
   EXPECT_EQ(s.backward[0].device_total_ns, 70);
   EXPECT_EQ(s.forward[0].device_total_ns, 0);
+}
+
+TEST(ProfilerTest, AFrameNotTimedOnTheDeviceLosesNothingToTheFramesInside) {
+  FakeDevice::Shared dev;
+  Profiler p(Tree(), SIZE_MAX, [&dev] { return std::make_unique<FakeDevice>(&dev); });
+  Profiler::Thread& t = p.ThisThread();
+  t.EnterScope(0, 0);  // starts on device 0 ...
+  dev.device = 1;
+  dev.time = 10;
+  t.EnterScope(1, 1);
+  dev.time = 40;
+  t.ExitScope(1, 2);  // a: 30 on device 1
+  t.ExitScope(0, 3);  // ... ends on device 1: not timed
+  p.FinishDevice();
+  auto s = p.Take();
+  EXPECT_EQ(s.forward[1].device_total_ns, 30);
+  EXPECT_EQ(s.forward[0].device_total_ns, 0);
+  EXPECT_EQ(s.forward[0].device_self_ns, 0);  // not -30
+  EXPECT_EQ(s.device_untimed, 1);
+}
+
+TEST(ProfilerTest, FramesEndingAfterStopDeviceAreNotTimed) {
+  FakeDevice::Shared dev;
+  dev.progress = -1;
+  Profiler p(Tree(), SIZE_MAX, [&dev] { return std::make_unique<FakeDevice>(&dev); });
+  Profiler::Thread& t = p.ThisThread();
+  t.EnterScope(3, 0);
+  dev.time = 5;
+  t.ExitScope(3, 1);
+  t.EnterScope(3, 2);  // still running when the profile stops
+  p.StopDevice();
+  p.FinishDevice();
+  dev.time = 50;
+  t.ExitScope(3, 3);  // touches no device timer
+  EXPECT_EQ(p.Take().forward[3].device_total_ns, 5);
+  EXPECT_EQ(p.Take().forward[3].calls, 2);
 }
 
 TEST(ProfilerTest, DeviceEventsAreReusedWhileTheDeviceKeepsUp) {

@@ -105,6 +105,7 @@ class PyProfiler {
     profiler_->End(Profiler::Now());
     aten::RemoveProfileObserver();
     running_ = false;
+    profiler_->StopDevice();  // under the GIL: forwards still running elsewhere exit untimed
     pybind11::gil_scoped_release release;  // waits for the device's last events
     profiler_->FinishDevice();
   }
@@ -137,6 +138,7 @@ class PyProfiler {
     out["backward"] = dir(s.backward);
     out["block_ns"] = s.block_ns;
     out["unattributed_ns"] = s.unattributed_ns;
+    out["device_untimed"] = s.device_untimed;
     return out;
   }
 

@@ -13,7 +13,8 @@ C++ callable put as each module's `forward` for the block (and taken away
 again, also when the block raises), operators and autograd nodes from an
 at::RecordFunction observer, memory from c10's allocator reports. A module's backward is the runs of the autograd nodes its
 forward created (matched by sequence number), so forward and backward are
-separate columns. Self = total minus the children's totals; the self times
+separate columns. Self = the time minus the frames (module calls, node runs)
+directly inside; the self times
 of all rows plus "unattributed" add up to the profiled block's time.
 """
 from __future__ import annotations
@@ -249,6 +250,7 @@ class Profile:
             "unattributed_ops": [asdict(o) for o in unattributed_ops],
             "unattributed_cuda_bwd_ns": self.unattributed_cuda_bwd_ns,
             "timeline_dropped": self._c.dropped_spans,
+            "cuda_frames_untimed": self._data["device_untimed"] if self.use_cuda else None,
             "rows": [dict(asdict(r), name=r.name) for r in self.rows],
         }
 
