@@ -190,12 +190,13 @@ class CudaEvents final : public DeviceTimer::Backend {
 
 }  // namespace
 
+bool HasCudaDevice() {
+  return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) &&
+         c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->deviceCount() > 0;
+}
+
 std::unique_ptr<DeviceTimer::Backend> MakeCudaTimerBackend() {
-  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) ||
-      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->deviceCount() == 0) {
-    return nullptr;
-  }
-  return std::make_unique<CudaEvents>();
+  return HasCudaDevice() ? std::make_unique<CudaEvents>() : nullptr;
 }
 
 Status InstallProfileObserver(Profiler* profiler, bool memory) {

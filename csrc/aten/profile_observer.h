@@ -22,6 +22,8 @@ namespace api_tracer::aten {
 Status InstallProfileObserver(Profiler* profiler, bool memory);
 void RemoveProfileObserver();
 
+// Whether this PyTorch sees a CUDA device.
+bool HasCudaDevice();
 // CUDA events for one thread's DeviceTimer; nullptr without a CUDA device.
 std::unique_ptr<DeviceTimer::Backend> MakeCudaTimerBackend();
 

@@ -43,9 +43,6 @@ class Clock {
         .count();
   }
 
-  // Whether Now() reads the TSC (for tests and the docs).
-  static bool UsesTsc() { return use_tsc_.load(std::memory_order_relaxed); }
-
  private:
   // ns = base_ns + (ticks - base_ticks) * ns_per_tick, ns_per_tick as a
   // 32.32 fixed-point number.

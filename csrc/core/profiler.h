@@ -87,7 +87,6 @@ class Profiler {
   // After StopDevice: waits for the device to pass the frames' events and
   // sums them. Before Take, when timing the device.
   void FinishDevice();
-  bool times_device() const { return static_cast<bool>(device_); }
 
   class Thread;
   // The calling thread's state.

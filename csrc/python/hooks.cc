@@ -92,15 +92,6 @@ PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return reinterpret_cast<PyObject*>(w);
 }
 
-void WrapperDealloc(PyObject* self) {
-  auto* w = reinterpret_cast<Wrapper*>(self);
-  PyObject_GC_UnTrack(self);
-  if (w->weaklist) PyObject_ClearWeakRefs(self);
-  Py_CLEAR(w->original);
-  Py_CLEAR(w->owner);
-  Py_TYPE(self)->tp_free(self);
-}
-
 int WrapperTraverse(PyObject* self, visitproc visit, void* arg) {
   auto* w = reinterpret_cast<Wrapper*>(self);
   Py_VISIT(w->original);
@@ -113,6 +104,13 @@ int WrapperClear(PyObject* self) {
   Py_CLEAR(w->original);
   Py_CLEAR(w->owner);
   return 0;
+}
+
+void WrapperDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  if (reinterpret_cast<Wrapper*>(self)->weaklist) PyObject_ClearWeakRefs(self);
+  WrapperClear(self);
+  Py_TYPE(self)->tp_free(self);
 }
 
 PyObject* WrapperGet(PyObject* self, PyObject* obj, PyObject* /*type*/) {

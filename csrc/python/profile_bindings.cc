@@ -44,15 +44,6 @@ PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf
   return result;
 }
 
-void ScopedForwardDealloc(PyObject* self) {
-  auto* f = reinterpret_cast<ScopedForward*>(self);
-  PyObject_GC_UnTrack(self);
-  Py_CLEAR(f->forward);
-  Py_CLEAR(f->owner);
-  delete f->scopes;
-  Py_TYPE(self)->tp_free(self);
-}
-
 int ScopedForwardTraverse(PyObject* self, visitproc visit, void* arg) {
   auto* f = reinterpret_cast<ScopedForward*>(self);
   Py_VISIT(f->forward);
@@ -65,6 +56,13 @@ int ScopedForwardClear(PyObject* self) {
   Py_CLEAR(f->forward);
   Py_CLEAR(f->owner);
   return 0;
+}
+
+void ScopedForwardDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  ScopedForwardClear(self);
+  delete reinterpret_cast<ScopedForward*>(self)->scopes;
+  Py_TYPE(self)->tp_free(self);
 }
 
 PyObject* ScopedForwardGetAttr(PyObject* self, PyObject* name) {
@@ -82,7 +80,7 @@ PyGetSetDef kScopedForwardGetSet[] = {
 
 // CUDA events for each thread's DeviceTimer.
 Profiler::DeviceFactory CudaBackend() {
-  if (!aten::MakeCudaTimerBackend()) throw pybind11::value_error("use_cuda: this PyTorch has no CUDA device");
+  if (!aten::HasCudaDevice()) throw pybind11::value_error("use_cuda: this PyTorch has no CUDA device");
   return [] { return aten::MakeCudaTimerBackend(); };
 }
 

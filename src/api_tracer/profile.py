@@ -11,11 +11,12 @@ torchprof (same interface), with correct totals.
 Times come from the C++ core (core/profiler.h): module boundaries from a
 C++ callable put as each module's `forward` for the block (and taken away
 again, also when the block raises), operators and autograd nodes from an
-at::RecordFunction observer, memory from c10's allocator reports. A module's backward is the runs of the autograd nodes its
-forward created (matched by sequence number), so forward and backward are
-separate columns. Self = the time minus the frames (module calls, node runs)
-directly inside; the self times
-of all rows plus "unattributed" add up to the profiled block's time.
+at::RecordFunction observer, memory from c10's allocator reports. A
+module's backward is the runs of the autograd nodes its forward created
+(matched by sequence number), so forward and backward are separate columns.
+Self = the time minus the frames (module calls, node runs) directly inside;
+the self times of all rows plus "unattributed" add up to the profiled
+block's time.
 """
 from __future__ import annotations
 
