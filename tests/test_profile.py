@@ -110,6 +110,48 @@ def test_forward_and_backward_are_separate():
     assert all(r.bwd_runs == 0 and r.cpu_total_bwd_ns == 0 for r in prof.rows)
 
 
+def test_without_ops_the_layers_are_timed_alike_and_no_operator_is_recorded(tmp_path):
+    model, x = Net(), torch.randn(2, 3, 12, 12)
+    full = run(model, x=x)
+    light = run(model, {"ops": False, "profile_memory": True}, x=x)
+    assert [r.name for r in light.rows] == [r.name for r in full.rows]
+    for a, b in zip(light.rows, full.rows):
+        assert (a.calls, a.bwd_runs) == (b.calls, b.bwd_runs), a.name
+        assert a.ops == [] and 0 <= a.self_cpu_ns <= a.cpu_total_ns and 0 <= a.self_cpu_bwd_ns <= a.cpu_total_bwd_ns
+    rs = rows(light)
+    assert rs["Net.slow"].self_cpu_ns >= 20e6
+    assert rs["Net.features.0"].self_cpu_bwd_ns > 0 and rs["Net.features.0"].mem > 0
+    assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in light.rows) + light.unattributed_ns == light.total_ns
+    assert light.raw()["unattributed_ops"] == []
+    with pytest.raises(ValueError, match="ops=False"):
+        light.display(show_events=True)
+    light.export_chrome_trace(str(tmp_path / "t.json"))
+    cats = {e["cat"] for e in json.load(open(tmp_path / "t.json"))["traceEvents"]}
+    assert cats == {"module", "backward"}
+    with pytest.raises(ValueError, match="ops must be True or False"):
+        Profile(model, ops=1)
+
+
+@pytest.mark.parametrize("ops", [True, False])
+def test_a_double_backward_is_attributed_to_the_modules(ops, tmp_path):
+    """A gradient penalty: the nodes the first backward builds (create_graph)
+    belong to the module whose node run built them."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    x = torch.randn(3, 4, requires_grad=True)
+    with Profile(model, ops=ops) as prof:
+        (g,) = torch.autograd.grad(model(x).sum(), x, create_graph=True)
+        g.pow(2).sum().backward()
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    runs = [e["name"] for e in json.load(open(tmp_path / "t.json"))["traceEvents"] if e["cat"] == "backward"]
+    # made in the first backward, by the node runs of Tanh and of the Linears
+    assert "Sequential.1 [TanhBackwardBackward0]" in runs
+    assert "Sequential.0 [MmBackward0]" in runs and "Sequential.2 [MmBackward0]" in runs
+    assert sorted(r for r in runs if r.startswith("unattributed")) == [
+        "unattributed [PowBackward0]", "unattributed [SumBackward0]", "unattributed [SumBackward0]"] + [
+        "unattributed [torch::autograd::AccumulateGrad]"] * 4
+    assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
+
+
 def test_shared_and_repeated_modules_are_counted_once_per_call_and_said_so():
     prof = run(Net())
     rs = rows(prof)
@@ -316,14 +358,15 @@ def test_cuda_columns_only_with_a_cuda_device():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (scripts/gpu_check.py runs it)")
-def test_cuda_time_forward_and_backward_without_a_sync_per_layer():
+@pytest.mark.parametrize("ops", [True, False])
+def test_cuda_time_forward_and_backward_without_a_sync_per_layer(ops):
     model = Net().cuda()
     x = torch.randn(8, 3, 12, 12, device="cuda")
     model(x).sum().backward()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any synchronization inside the block raises
     try:
-        with Profile(model, use_cuda=True, profile_memory=True) as prof:
+        with Profile(model, use_cuda=True, profile_memory=True, ops=ops) as prof:
             loss = model(x).pow(2).sum()
             loss.backward()
     finally:

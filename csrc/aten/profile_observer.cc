@@ -1,5 +1,6 @@
 #include "aten/profile_observer.h"
 
+#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Event.h>
@@ -39,6 +40,13 @@ int OperatorId(Profiler::Thread& t, const at::RecordFunction& fn) {
   return op;
 }
 
+// The nodes this thread makes from now on belong to its current frame's
+// scope: said at every frame change, with the number its next node gets.
+void NoteNodes(Profiler& p, Profiler::Thread& t) {
+  if (!t.registered()) p.Register(t, at::RecordFunction::currentThreadId());
+  t.NoteNode(static_cast<int64_t>(at::sequence_number::peek()));
+}
+
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   CallbackGuard guard;
   State* st = g_state.Get();
@@ -47,11 +55,8 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   Profiler::Thread& t = st->profiler->ThisThread();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     t.EnterNode(st->profiler->NodeScope(t, fn.forwardThreadId(), fn.seqNr()), AutogradNodeName(fn), now);
+    NoteNodes(*st->profiler, t);  // a double backward's nodes
     return nullptr;
-  }
-  if (fn.seqNr() >= 0) {
-    if (!t.registered()) st->profiler->Register(t, at::RecordFunction::currentThreadId());
-    t.NoteNode(fn.seqNr());
   }
   t.EnterOp(OperatorId(t, fn), now);
   return nullptr;
@@ -65,6 +70,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   Profiler::Thread& t = st->profiler->ThisThread();
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     t.ExitNode(now);
+    NoteNodes(*st->profiler, t);
   } else {
     t.ExitOp(now);
   }
@@ -80,12 +86,19 @@ class MemoryReporter : public c10::MemoryReportingInfoBase {
   }
 };
 
-// The profiler's registration: what RecordFunction runs for it.
+// The profiler's registration: what RecordFunction runs for it. Without
+// operators, only autograd node runs: an operator call then costs nothing
+// (RecordFunction keeps its callbacks per scope).
 at::RecordFunctionCallback Callback(at::RecordFunctionCallback::StartCallback start,
-                                    at::RecordFunctionCallback::EndCallback end) {
-  return at::RecordFunctionCallback(start, end)
-      .needsInputs(false)
-      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+                                    at::RecordFunctionCallback::EndCallback end, bool ops) {
+  at::RecordFunctionCallback cb(start, end);
+  cb.needsInputs(false);
+  if (ops) {
+    cb.scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+  } else {
+    cb.scopes({at::RecordScope::BACKWARD_FUNCTION});
+  }
+  return cb;
 }
 
 std::unique_ptr<at::ObserverContext> StartNothing(const at::RecordFunction&) { return nullptr; }
@@ -199,7 +212,17 @@ std::unique_ptr<DeviceTimer::Backend> MakeCudaTimerBackend() {
   return HasCudaDevice() ? std::make_unique<CudaEvents>() : nullptr;
 }
 
-Status InstallProfileObserver(Profiler* profiler, bool memory) {
+void EnterForward(Profiler& p, Profiler::Thread& t, int scope) {
+  t.EnterScope(scope, Profiler::Now());
+  NoteNodes(p, t);
+}
+
+void ExitForward(Profiler& p, Profiler::Thread& t, int scope) {
+  t.ExitScope(scope, Profiler::Now());
+  NoteNodes(p, t);
+}
+
+Status InstallProfileObserver(Profiler* profiler, bool memory, bool ops) {
   if (g_state.Installed()) return Status::FailedPrecondition(kBusy);
   if (memory && c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) {
     return Status::FailedPrecondition(
@@ -213,7 +236,7 @@ Status InstallProfileObserver(Profiler* profiler, bool memory) {
     c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, st->memory);
   }
   std::shared_ptr<MemoryReporter> reporter = st->memory;
-  Status status = g_state.Install(std::move(st), Callback(&OnStart, &OnEnd), kBusy);
+  Status status = g_state.Install(std::move(st), Callback(&OnStart, &OnEnd, ops), kBusy);
   if (!status.ok()) PopReporter(reporter.get());
   return status;
 }
@@ -223,12 +246,12 @@ void RemoveProfileObserver() {
   if (st && st->memory) PopReporter(st->memory.get());
 }
 
-void SetEmptyProfileCallback(bool on) {
+void SetEmptyProfileCallback(bool on, bool ops) {
   static std::mutex mu;
   static at::CallbackHandle handle = 0;
   std::lock_guard<std::mutex> lock(mu);
   if (on && !handle) {
-    handle = at::addGlobalCallback(Callback(&StartNothing, &EndNothing));
+    handle = at::addGlobalCallback(Callback(&StartNothing, &EndNothing, ops));
   } else if (!on && handle) {
     at::removeCallback(handle);
     handle = 0;

@@ -89,8 +89,18 @@ void Profiler::Thread::NoteNode(int64_t seq) {
   int scope = CurrentScope();
   if (scope == last_run_scope_) return;
   std::lock_guard<std::mutex> lock(runs_mu_);
-  runs_.emplace_back(seq, scope);
+  // A run no node fell into (frames opened and closed with grad off, or
+  // making no node) is replaced, and one that would repeat the run before
+  // it joins that one: runs grow with the nodes made, not with the calls.
+  if (!runs_.empty() && runs_.back().first == seq) runs_.pop_back();
+  int before = runs_.empty() ? -1 : runs_.back().second;
+  if (scope != before) runs_.emplace_back(seq, scope);
   last_run_scope_ = scope;
+}
+
+size_t Profiler::Thread::num_runs() const {
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  return runs_.size();
 }
 
 int Profiler::Thread::RunScope(int64_t seq) const {

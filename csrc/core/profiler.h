@@ -169,11 +169,13 @@ class Profiler {
     // is CurrentScope(), else the first.
     int PickScope(const std::vector<int>& candidates) const;
 
-    // A forward operator of this thread created autograd node `seq` (the
-    // thread's own increasing counter): the node belongs to the current
-    // scope. Kept as runs of equal scopes.
+    // The autograd nodes this thread creates from number `seq` on (its own
+    // increasing counter) belong to the current scope, until the next note:
+    // noted at every frame change with the number the next node will get.
+    // Kept as runs of equal scopes.
     bool registered() const { return registered_; }
     void NoteNode(int64_t seq);
+    size_t num_runs() const;
     // The scope of the run holding `seq`, -1 if none; from this thread, or
     // under runs_mu_.
     int RunScope(int64_t seq) const;

@@ -122,6 +122,39 @@ TEST(ProfilerTest, NodesBelongToTheScopeThatCreatedThem) {
   }).join();
 }
 
+TEST(ProfilerTest, FrameChangesThatMadeNoNodeLeaveNoRun) {
+  // Noted at every frame change: under no_grad the next node's number never
+  // moves, and a long forward must not grow the runs.
+  Profiler p(Tree());
+  Profiler::Thread& t = p.ThisThread();
+  p.Register(t, 1);
+  for (int i = 0; i < 1000; ++i) {
+    t.EnterScope(0, i);
+    t.NoteNode(40);
+    t.EnterScope(2, i);
+    t.NoteNode(40);
+    t.ExitScope(2, i);
+    t.NoteNode(40);
+    t.ExitScope(0, i);
+    t.NoteNode(40);
+  }
+  EXPECT_EQ(t.num_runs(), 0u);  // nothing made: everything from 40 on is outside every scope
+  t.EnterScope(0, 0);
+  t.NoteNode(40);
+  t.EnterScope(2, 0);
+  t.NoteNode(41);  // scope 0 made node 40
+  t.ExitScope(2, 0);
+  t.NoteNode(41);  // scope 2 made none: its run goes, and 0's goes on
+  EXPECT_EQ(t.num_runs(), 1u);
+  t.ExitScope(0, 0);
+  t.NoteNode(42);
+  EXPECT_EQ(p.NodeScope(t, 1, 39), -1);
+  EXPECT_EQ(p.NodeScope(t, 1, 40), 0);
+  EXPECT_EQ(p.NodeScope(t, 1, 41), 0);
+  EXPECT_EQ(p.NodeScope(t, 1, 42), -1);
+  EXPECT_EQ(t.num_runs(), 2u);
+}
+
 TEST(ProfilerTest, ExitUnwindsFramesLeftOpenByAnException) {
   Profiler p(Tree());
   Profiler::Thread& t = p.ThisThread();

@@ -38,9 +38,9 @@ PyObject* ScopedForwardCall(PyObject* self, PyObject* const* args, size_t nargsf
   auto* f = reinterpret_cast<ScopedForward*>(self);
   Profiler::Thread& thread = f->profiler->ThisThread();
   int scope = thread.PickScope(*f->scopes);
-  thread.EnterScope(scope, Profiler::Now());
+  aten::EnterForward(*f->profiler, thread, scope);
   PyObject* result = PyObject_Vectorcall(f->forward, args, nargsf, kwnames);
-  thread.ExitScope(scope, Profiler::Now());
+  aten::ExitForward(*f->profiler, thread, scope);
   return result;
 }
 
@@ -93,8 +93,8 @@ class PyProfiler {
     if (running_) aten::RemoveProfileObserver();
   }
 
-  void Start(bool memory) {
-    RaiseIfError(aten::InstallProfileObserver(profiler_.get(), memory));
+  void Start(bool memory, bool ops) {
+    RaiseIfError(aten::InstallProfileObserver(profiler_.get(), memory, ops));
     running_ = true;
     profiler_->Begin(Profiler::Now());
   }
@@ -185,13 +185,13 @@ void InitProfileBindings(pybind11::module_& m) {
       },
       pybind11::arg("forward"), pybind11::arg("scopes"), pybind11::arg("profiler"),
       "A callable that runs `forward` inside a profile scope (see ScopedForward).");
-  m.def("_empty_profile_callback", &aten::SetEmptyProfileCallback, pybind11::arg("on"),
+  m.def("_empty_profile_callback", &aten::SetEmptyProfileCallback, pybind11::arg("on"), pybind11::arg("ops") = true,
         "For bench/: registers (True) or removes (False) a RecordFunction callback with the profile "
-        "observer's settings that does nothing: the floor under Profile's cost.");
+        "observer's settings (with or without operators) that does nothing: the floor under Profile's cost.");
   pybind11::class_<PyProfiler>(m, "Profiler", "Per-scope time and memory (core/profiler.h).")
       .def(pybind11::init<std::vector<int>, std::optional<size_t>, bool>(), pybind11::arg("parents"),
            pybind11::arg("max_spans") = pybind11::none(), pybind11::arg("cuda") = false)
-      .def("start", &PyProfiler::Start, pybind11::arg("memory"))
+      .def("start", &PyProfiler::Start, pybind11::arg("memory"), pybind11::arg("ops") = true)
       .def("stop", &PyProfiler::Stop)
       .def("snapshot", &PyProfiler::Snapshot)
       .def("spans", &PyProfiler::Spans)

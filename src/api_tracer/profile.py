@@ -10,10 +10,11 @@ torchprof (same interface), with correct totals.
 
 Times come from the C++ core (core/profiler.h): module boundaries from a
 C++ callable put as each module's `forward` for the block (and taken away
-again, also when the block raises), operators and autograd nodes from an
-at::RecordFunction observer, memory from c10's allocator reports. A
-module's backward is the runs of the autograd nodes its forward created
-(matched by sequence number), so forward and backward are separate columns.
+again, also when the block raises), autograd node runs and (unless
+ops=False) operators from an at::RecordFunction observer, memory from c10's
+allocator reports. A module's backward is the runs of the autograd nodes
+its forward created (matched by sequence number), so forward and backward
+are separate columns.
 Self = the time minus the frames (module calls, node runs) directly inside;
 the self times of all rows plus "unattributed" add up to the profiled
 block's time.
@@ -96,15 +97,22 @@ class Profile:
     timeline_limit: how many spans (module calls, node runs, operators) each
         thread keeps for export_chrome_trace; later ones are counted, not
         kept (the table's sums are always whole). None: no limit.
+    ops: record each module's aten operators (display(show_events=True),
+        the ops in raw() and in the trace). False times the modules only:
+        no callback runs per operator, which is most of what profiling a
+        model of many small operators costs; the module times, backward
+        attribution and memory are the same.
     """
 
     def __init__(self, model: Any, enabled: bool = True, use_cuda: bool = False, profile_memory: bool = False,
-                 paths: Optional[Iterable[PathLike]] = None, timeline_limit: Optional[int] = 1_000_000) -> None:
+                 paths: Optional[Iterable[PathLike]] = None, timeline_limit: Optional[int] = 1_000_000,
+                 ops: bool = True) -> None:
         import torch
 
         if not isinstance(model, torch.nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, not {type(model).__name__}")
-        for name, value in (("enabled", enabled), ("use_cuda", use_cuda), ("profile_memory", profile_memory)):
+        for name, value in (("enabled", enabled), ("use_cuda", use_cuda), ("profile_memory", profile_memory),
+                            ("ops", ops)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, not {value!r}")
         if timeline_limit is not None and (isinstance(timeline_limit, bool) or not isinstance(timeline_limit, int)
@@ -115,6 +123,7 @@ class Profile:
         self.enabled = enabled
         self.use_cuda = use_cuda and torch.cuda.is_available()
         self.profile_memory = profile_memory
+        self.ops = ops
         self.root = type(model).__name__
         self._paths = None if paths is None else list(paths)
         self._active = False
@@ -135,7 +144,7 @@ class Profile:
             self.scope_paths = self._tree.paths
             self._c = _C.Profiler(self._tree.parents, max_spans=self.timeline_limit, cuda=self.use_cuda)
             self._wrap_forwards()
-            self._c.start(self.profile_memory)
+            self._c.start(self.profile_memory, self.ops)
         except BaseException:
             self._teardown()
             raise
@@ -267,6 +276,8 @@ class Profile:
 
         if sort_by is not None and sort_by not in SORT_COLUMN:
             raise ValueError(f"sort_by must be one of {list(SORT_COLUMN)}, not {sort_by!r}")
+        if show_events and not self.ops:
+            raise ValueError("show_events: this profile recorded no operators (Profile(ops=False))")
         if self._data is None:
             return "<unprofiled>" if not self.enabled else "<no profile yet>"
         return render(self, show_events=show_events, depth=depth, sort_by=sort_by)
