@@ -386,7 +386,8 @@ def test_cuda_time_forward_and_backward_without_a_sync_per_layer(ops):
     assert any(r.cuda_mem for r in prof.rows)  # the caching allocator's reports arrived
 
 
-def test_threads_running_the_model_at_once_are_all_counted():
+@pytest.mark.parametrize("ops", [True, False])
+def test_threads_running_the_model_at_once_are_all_counted(ops):
     import threading
 
     model = Net()
@@ -401,7 +402,8 @@ def test_threads_running_the_model_at_once_are_all_counted():
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
-    with Profile(model) as prof:
+    alone = rows(run(model, {"ops": ops}, x=x))
+    with Profile(model, ops=ops) as prof:
         threads = [threading.Thread(target=work) for _ in range(3)]
         for t in threads:
             t.start()
@@ -411,7 +413,8 @@ def test_threads_running_the_model_at_once_are_all_counted():
     rs = rows(prof)
     assert rs["Net"].calls == 15 and rs["Net.head"].calls == 15
     assert rs["Net.shared"].calls == 45  # three calls per forward (twice as shared, once as alias)
-    assert rs["Net.head"].bwd_runs >= 15  # each thread's nodes found their module
+    for name in ("Net.head", "Net.shared", "Net.features.0"):
+        assert rs[name].bwd_runs == 15 * alone[name].bwd_runs > 0, name  # each thread's nodes found their module
     for r in prof.rows:
         assert 0 <= r.self_cpu_ns <= r.cpu_total_ns and 0 <= r.self_cpu_bwd_ns <= r.cpu_total_bwd_ns
 
@@ -431,13 +434,17 @@ class Checkpointed(nn.Module):
         return self.out(checkpoint(self.inner, x, use_reentrant=True))
 
 
-def test_a_reentrant_checkpoint_is_counted_once():
+@pytest.mark.parametrize("ops", [True, False])
+def test_a_reentrant_checkpoint_is_counted_once(ops):
     model = Checkpointed()
     x = torch.randn(4, 8, requires_grad=True)
-    prof = run(model, x=x)
+    prof = run(model, {"ops": ops}, x=x)
     rs = rows(prof)
     # the inner forward ran twice: once in the forward, once recomputed in backward
     assert rs["Checkpointed.inner"].calls == 2
+    # the nodes the recomputation made ran inside the checkpoint's node, each under its own layer
+    assert [rs[f"Checkpointed.{n}"].bwd_runs for n in ("inner.0", "inner.1", "inner.2", "out")] == [2, 1, 2, 2]
+    assert rs["Checkpointed"].bwd_runs == 1  # CheckpointFunctionBackward
     for r in prof.rows:
         assert 0 <= r.self_cpu_ns <= r.cpu_total_ns and 0 <= r.self_cpu_bwd_ns <= r.cpu_total_bwd_ns
     assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
