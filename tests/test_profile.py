@@ -477,3 +477,20 @@ def test_an_operator_whose_library_goes_away_during_the_profile_keeps_its_name(t
     prof.export_chrome_trace(tmp_path / "t.json")
     trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert any(e["name"] == "api_tracer_profile_test::twice" for e in trace)
+
+
+def test_the_bundled_profile_example_runs_and_writes_its_exports(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(__file__), "..", "examples", "profile_layers.py")
+    r = subprocess.run([sys.executable, script, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[2].startswith("BertModel ") and any("├── encoder" in line for line in lines)
+    assert "busiest module by self time: BertModel." in r.stdout and "aten::" in r.stdout
+    data = json.load(open(tmp_path / "profile.json"))
+    assert data["root"] == "BertModel" and data["rows"][0]["cpu_total_ns"] > 0
+    assert next(csv.reader(open(tmp_path / "profile.csv")))[0] == "name"
+    assert json.load(open(tmp_path / "profile.trace.json"))["traceEvents"]
