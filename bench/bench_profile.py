@@ -3,9 +3,10 @@
     python bench/bench_profile.py [--quick]
 
 A small CNN and a small transformer (a BERT layer from transformers, from a
-config, random weights), forward and backward on the CPU. Each variant runs
-in a fresh process; wall time of the whole profiled block including making
-the table, best of its rounds, the set repeated and interleaved:
+config, random weights), forward and backward on the CPU. Wall time of the
+whole profiled block including making the table, best of all rounds; each
+of three fresh processes measures the variants interleaved, round after
+round (torch.profiler in processes of its own):
 
   untraced        the steps alone
   RecordFunction  a callback registered as Profile's observer is, doing
@@ -27,6 +28,7 @@ both Profile variants are held to it.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -35,7 +37,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_per_variant, command_line, print_against_untraced  # noqa: E402
+from common import best_side_by_side, command_line, print_against_untraced  # noqa: E402
 VARIANTS = ("untraced", "RecordFunction", "Profile", "RecordFunction (nodes)", "Profile(ops=False)",
             "torch.profiler")
 
@@ -78,43 +80,57 @@ class RecordFunctionPerModule:
         self.table = self.prof.key_averages().table()
 
 
-def measure_here(name, n, variant, rounds):
+def run_variant(variant, step, n):
+    """Runs `n` steps as `variant` says (see the module's doc)."""
+    if variant == "untraced":
+        for _ in range(n):
+            step()
+    elif variant.startswith("RecordFunction"):
+        from api_tracer import _C
+
+        _C._empty_profile_callback(True, ops=variant == "RecordFunction")
+        for _ in range(n):
+            step()
+        _C._empty_profile_callback(False)
+    elif variant.startswith("Profile"):
+        from api_tracer import Profile
+
+        with Profile(step.model, ops=variant == "Profile") as prof:
+            for _ in range(n):
+                step()
+        str(prof)
+    else:
+        with RecordFunctionPerModule(step.model):
+            for _ in range(n):
+                step()
+
+
+def measure_here(name, n, variants, rounds):
+    """In this process: the best wall time of each of `variants` over
+    `rounds` rounds, the variants interleaved (their order rotating each
+    round), as a JSON object."""
     torch.set_num_threads(1)
     step = workload(name)
     for _ in range(3):
         step()
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        if variant == "untraced":
-            for _ in range(n):
-                step()
-        elif variant.startswith("RecordFunction"):
-            from api_tracer import _C
-
-            _C._empty_profile_callback(True, ops=variant == "RecordFunction")
-            for _ in range(n):
-                step()
-            _C._empty_profile_callback(False)
-        elif variant.startswith("Profile"):
-            from api_tracer import Profile
-
-            with Profile(step.model, ops=variant == "Profile") as prof:
-                for _ in range(n):
-                    step()
-            str(prof)
-        else:
-            with RecordFunctionPerModule(step.model):
-                for _ in range(n):
-                    step()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    best = {v: float("inf") for v in variants}
+    for r in range(rounds):
+        for i in range(len(variants)):
+            variant = variants[(i + r) % len(variants)]
+            t0 = time.perf_counter()
+            run_variant(variant, step, n)
+            best[variant] = min(best[variant], time.perf_counter() - t0)
+    return json.dumps(best)
 
 
 def report(name, title, n, rounds, repeats):
-    best = best_per_variant(__file__, {v: [name, n, v, rounds] for v in VARIANTS}, repeats)
+    # The cheap variants side by side in each process; torch.profiler, tens
+    # of times slower and leaving its own state behind, in processes of its own.
+    best = best_side_by_side(__file__, [name, n, list(VARIANTS[:-1]), rounds], repeats)
+    best.update(best_side_by_side(__file__, [name, n, ["torch.profiler"], rounds], repeats))
     base = best["untraced"]
-    print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats}x{rounds})")
+    print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats} processes x {rounds} "
+          f"rounds, interleaved)")
     print_against_untraced(best)
     for profile, floor in (("Profile", "RecordFunction"), ("Profile(ops=False)", "RecordFunction (nodes)")):
         ratio = best[profile] / base
@@ -125,7 +141,7 @@ def report(name, title, n, rounds, repeats):
 
 def main():
     args = command_line(__doc__, measure_here)
-    rounds, repeats = (2, 1) if args.quick else (5, 3)
+    rounds, repeats = (2, 1) if args.quick else (8, 3)
     report("cnn", "small CNN forward + backward (batch 4, 32x32)", 10 if args.quick else 40, rounds, repeats)
     report("transformer", "BERT layer forward + backward (hidden 64, seq 16)", 10 if args.quick else 40, rounds,
            repeats)

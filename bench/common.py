@@ -74,11 +74,24 @@ def best_per_variant(script: str, payloads: Dict[str, list], repeats: int) -> Di
     return {v: found[json.dumps(p)] for v, p in payloads.items()}
 
 
+def best_side_by_side(script: str, payload: list, repeats: int) -> Dict[str, float]:
+    """Runs `python script --one PAYLOAD` `repeats` times, each in a fresh
+    process that measures several variants interleaved and prints a JSON
+    object of its best seconds per variant; the smallest per variant."""
+    best: Dict[str, float] = {}
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, script, "--one", json.dumps(payload)], capture_output=True, text=True,
+                             check=True)
+        for variant, seconds in json.loads(out.stdout.strip().splitlines()[-1]).items():
+            best[variant] = min(best.get(variant, float("inf")), seconds)
+    return best
+
+
 def print_against_untraced(best: Dict[str, float]) -> None:
     """One row per variant: its time and its ratio to the "untraced" one."""
     base = best["untraced"]
     for variant, seconds in best.items():
-        print(f"  {variant:<20} {seconds * 1e3:9.1f} ms   {seconds / base:6.3f}x untraced")
+        print(f"  {variant:<24} {seconds * 1e3:9.1f} ms   {seconds / base:6.3f}x untraced")
 
 
 def command_line(doc: str, measure_here, extra=None) -> argparse.Namespace:
