@@ -152,6 +152,28 @@ def test_a_double_backward_is_attributed_to_the_modules(ops, tmp_path):
     assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
 
 
+def test_a_compiled_model_is_profiled_eagerly_under_its_own_names():
+    from torch._dynamo.utils import counters
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    compiled = torch.compile(model, backend="eager")
+    x = torch.randn(3, 4)
+    expected = compiled(x)
+    compiled(x)
+    frames = dict(counters["frames"])
+    with Profile(compiled) as prof:
+        out = compiled(x)
+        out.sum().backward()
+    assert torch.equal(out, expected)
+    assert [(r.name, r.calls) for r in prof.rows] == [
+        ("Sequential", 1), ("Sequential.0", 1), ("Sequential.1", 1), ("Sequential.2", 1)]
+    assert rows(prof)["Sequential.2"].bwd_runs == 2
+    assert dict(counters["frames"]) == frames  # nothing was compiled for the profile
+    assert "forward" not in vars(model)
+    compiled(x)
+    assert dict(counters["frames"]) == frames  # and the compiled code is used again as it was
+
+
 def test_shared_and_repeated_modules_are_counted_once_per_call_and_said_so():
     prof = run(Net())
     rs = rows(prof)

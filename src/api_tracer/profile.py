@@ -77,6 +77,27 @@ class Row:
 _running = threading.Lock()
 
 
+def _uncompiled(model: Any) -> Any:
+    """The module torch.compile wrapped, for a compiled one: its layers are
+    the ones profiled, under its own class's name."""
+    inner = getattr(model, "_orig_mod", None)
+    return inner if type(model).__name__ == "OptimizedModule" and inner is not None else model
+
+
+def _run_compiled_code_eagerly() -> Any:
+    """While the profile runs, torch.compile'd code runs eagerly (a compiled
+    graph has no layers to time, and the wrapped forwards would make dynamo
+    compile anew); the returned stance's __exit__ restores the previous one.
+    None when dynamo was never loaded: then nothing is compiled."""
+    import sys
+
+    if "torch._dynamo" not in sys.modules:
+        return None
+    import torch
+
+    return torch.compiler.set_stance("force_eager")
+
+
 def _op_rows(ops: List[tuple], direction: str) -> List[OpRow]:
     """OpRows from the core's (name, calls, total_ns, self_ns) tuples."""
     return [OpRow(name=name, direction=direction, calls=calls, self_cpu_ns=self_ns, cpu_total_ns=total_ns)
@@ -92,6 +113,9 @@ class Profile:
         without blocking as the device passes them, and once at the end (no
         synchronization per layer). Ignored without a CUDA device.
     profile_memory: CPU and CUDA memory per module (net bytes).
+    A torch.compile'd model is profiled as the module it wraps, and
+    compiled code runs eagerly inside the block (the compiler's stance
+    "force_eager", restored at exit): a compiled graph has no layers.
     paths: profile only these subtrees: paths such as "features.3" or
         ("AlexNet", "features", "3").
     timeline_limit: how many spans (module calls, node runs, operators) each
@@ -111,6 +135,7 @@ class Profile:
 
         if not isinstance(model, torch.nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+        model = _uncompiled(model)
         for name, value in (("enabled", enabled), ("use_cuda", use_cuda), ("profile_memory", profile_memory),
                             ("ops", ops)):
             if not isinstance(value, bool):
@@ -143,6 +168,7 @@ class Profile:
             self._tree = ModuleTree(self.model, self._paths)
             self.scope_paths = self._tree.paths
             self._c = _C.Profiler(self._tree.parents, max_spans=self.timeline_limit, cuda=self.use_cuda)
+            self._eager = _run_compiled_code_eagerly()
             self._wrap_forwards()
             self._c.start(self.profile_memory, self.ops)
         except BaseException:
@@ -181,6 +207,9 @@ class Profile:
 
     def _teardown(self) -> None:
         self._unwrap_forwards()
+        eager, self._eager = getattr(self, "_eager", None), None
+        if eager is not None:
+            eager.__exit__(None, None, None)
         c = getattr(self, "_c", None)
         if c is not None:
             c.stop()
