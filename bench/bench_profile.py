@@ -3,7 +3,8 @@
     python bench/bench_profile.py [--quick]
 
 A small CNN and a small transformer (a BERT layer from transformers, from a
-config, random weights), forward and backward on the CPU. Wall time of the
+config, random weights), forward and backward on the CPU; then the same
+layer at hidden 256, seq 128, batch 8, where operators are not tiny. Wall time of the
 whole profiled block including making the table, best of all rounds; each
 of three fresh processes measures the variants interleaved, round after
 round (torch.profiler in processes of its own):
@@ -45,7 +46,8 @@ VARIANTS = ("untraced", "RecordFunction", "Profile", "RecordFunction (nodes)", "
 def workload(name):
     from workloads import cnn_forward_backward, transformer_block
 
-    return {"cnn": cnn_forward_backward, "transformer": transformer_block}[name]()
+    return {"cnn": cnn_forward_backward, "transformer": transformer_block,
+            "transformer-256": lambda: transformer_block(hidden=256, seq=128, batch=8)}[name]()
 
 
 class RecordFunctionPerModule:
@@ -145,6 +147,10 @@ def main():
     report("cnn", "small CNN forward + backward (batch 4, 32x32)", 10 if args.quick else 40, rounds, repeats)
     report("transformer", "BERT layer forward + backward (hidden 64, seq 16)", 10 if args.quick else 40, rounds,
            repeats)
+    # The same layer at a size where each operator does real work: what the
+    # per-operator cost comes to when operators are not tiny.
+    report("transformer-256", "BERT layer forward + backward (hidden 256, seq 128, batch 8)",
+           3 if args.quick else 10, rounds, repeats)
 
 
 if __name__ == "__main__":

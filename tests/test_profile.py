@@ -152,26 +152,79 @@ def test_a_double_backward_is_attributed_to_the_modules(ops, tmp_path):
     assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
 
 
+def counting_backend(runs):
+    """A torch.compile backend whose graphs count their runs in `runs`."""
+    def backend(gm, example_inputs):
+        def run(*args):
+            runs.append(1)
+            return gm.forward(*args)
+        return run
+    return backend
+
+
 def test_a_compiled_model_is_profiled_eagerly_under_its_own_names():
     from torch._dynamo.utils import counters
 
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
-    compiled = torch.compile(model, backend="eager")
+    runs = []
+    compiled = torch.compile(model, backend=counting_backend(runs))
     x = torch.randn(3, 4)
     expected = compiled(x)
-    compiled(x)
+    assert len(runs) == 1
     frames = dict(counters["frames"])
     with Profile(compiled) as prof:
         out = compiled(x)
         out.sum().backward()
-    assert torch.equal(out, expected)
+    assert torch.allclose(out, expected)
+    assert len(runs) == 1  # the compiled graph did not run: the layers did, eagerly
     assert [(r.name, r.calls) for r in prof.rows] == [
         ("Sequential", 1), ("Sequential.0", 1), ("Sequential.1", 1), ("Sequential.2", 1)]
     assert rows(prof)["Sequential.2"].bwd_runs == 2
     assert dict(counters["frames"]) == frames  # nothing was compiled for the profile
     assert "forward" not in vars(model)
     compiled(x)
-    assert dict(counters["frames"]) == frames  # and the compiled code is used again as it was
+    assert len(runs) == 2 and dict(counters["frames"]) == frames  # the compiled code runs again as it was
+
+
+def test_a_failed_start_leaves_nothing_behind():
+    class NoForward(nn.Module):
+        """Refuses to have its forward replaced."""
+
+        def forward(self, x):
+            return x
+
+        def __setattr__(self, name, value):
+            if name == "forward":
+                raise AttributeError("NoForward keeps its forward")
+            super().__setattr__(name, value)
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), NoForward())
+    runs = []
+    compiled = torch.compile(nn.Linear(4, 4), backend=counting_backend(runs))
+    x = torch.randn(2, 4)
+    compiled(x)
+    with pytest.raises(AttributeError, match="NoForward keeps its forward"):
+        with Profile(model):
+            pass
+    assert all("forward" not in vars(m) for m in model.modules())
+    compiled(x)
+    assert len(runs) == 2  # the compiler's stance is back: compiled code runs compiled
+    with Profile(nn.Sequential(nn.Linear(4, 4))) as prof:  # the process-wide lock was released
+        pass
+    assert prof.rows
+
+
+def test_a_profile_inside_a_compiled_function():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    @torch.compile(backend="eager")
+    def step(x):
+        with Profile(model) as prof:
+            y = model(x).sum()
+        return y, prof
+
+    y, prof = step(torch.randn(2, 4))
+    assert [(r.name, r.calls) for r in prof.rows] == [("Sequential", 1), ("Sequential.0", 1), ("Sequential.1", 1)]
 
 
 def test_shared_and_repeated_modules_are_counted_once_per_call_and_said_so():

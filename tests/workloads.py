@@ -49,17 +49,18 @@ def cnn_forward_backward(device="cpu"):
     return step
 
 
-def transformer_block():
-    """One BERT encoder layer from transformers, from a small config."""
+def transformer_block(hidden: int = 64, seq: int = 16, batch: int = 2):
+    """One BERT encoder layer from transformers, from a small config (4
+    heads, the feed-forward twice the hidden size)."""
     from transformers import BertConfig
     from transformers.models.bert.modeling_bert import BertLayer
 
     torch.manual_seed(0)
-    config = BertConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=4, intermediate_size=128,
+    config = BertConfig(hidden_size=hidden, num_hidden_layers=1, num_attention_heads=4, intermediate_size=2 * hidden,
                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     config._attn_implementation = "eager"
     layer = BertLayer(config)
-    x = torch.randn(2, 16, 64, requires_grad=True)
+    x = torch.randn(batch, seq, hidden, requires_grad=True)
 
     def step():
         layer.zero_grad(set_to_none=True)

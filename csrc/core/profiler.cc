@@ -91,7 +91,8 @@ void Profiler::Thread::NoteNode(int64_t seq) {
   std::lock_guard<std::mutex> lock(runs_mu_);
   // A run no node fell into (frames opened and closed with grad off, or
   // making no node) is replaced, and one that would repeat the run before
-  // it joins that one: runs grow with the nodes made, not with the calls.
+  // it joins that one: a run is kept only when a node was made in it, so
+  // calls that make none (no_grad, backward) never grow the runs.
   if (!runs_.empty() && runs_.back().first == seq) runs_.pop_back();
   int before = runs_.empty() ? -1 : runs_.back().second;
   if (scope != before) runs_.emplace_back(seq, scope);

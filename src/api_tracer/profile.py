@@ -95,7 +95,14 @@ def _run_compiled_code_eagerly() -> Any:
         return None
     import torch
 
-    return torch.compiler.set_stance("force_eager")
+    if torch.compiler.is_compiling():
+        return None  # a profile traced by dynamo itself: there is no compiled code under it to run eagerly
+    try:
+        return torch.compiler.set_stance("force_eager")
+    except RuntimeError:
+        # Entered inside a compiled function (its frames run under dynamo's
+        # callback, where the stance cannot change): profile as it runs.
+        return None
 
 
 def _op_rows(ops: List[tuple], direction: str) -> List[OpRow]:
@@ -115,7 +122,8 @@ class Profile:
     profile_memory: CPU and CUDA memory per module (net bytes).
     A torch.compile'd model is profiled as the module it wraps, and
     compiled code runs eagerly inside the block (the compiler's stance
-    "force_eager", restored at exit): a compiled graph has no layers.
+    "force_eager", restored at exit): a compiled graph has no layers. The
+    stance is process-wide: compiled code on other threads runs eagerly too.
     paths: profile only these subtrees: paths such as "features.3" or
         ("AlexNet", "features", "3").
     timeline_limit: how many spans (module calls, node runs, operators) each
@@ -172,7 +180,10 @@ class Profile:
             self._wrap_forwards()
             self._c.start(self.profile_memory, self.ops)
         except BaseException:
-            self._teardown()
+            try:
+                self._teardown()
+            except Exception:  # noqa: BLE001 - the error that stopped the start is the one to see
+                pass
             raise
         self._active = True
         return self
@@ -194,25 +205,50 @@ class Profile:
         for module_id, scopes in self._tree.scopes_of.items():
             module = self._tree.modules[module_id]
             had_own = "forward" in vars(module)
-            self._wrapped.append((module, had_own, vars(module).get("forward")))
+            old = vars(module).get("forward")
             module.forward = _C.scoped_forward(module.forward, scopes, self._c)
+            self._wrapped.append((module, had_own, old))  # once it is in place: only then is there one to undo
 
     def _unwrap_forwards(self) -> None:
+        """Puts every module's forward back, the ones after a failure too;
+        raises the first failure."""
+        first = None
         while getattr(self, "_wrapped", None):
             module, had_own, old = self._wrapped.pop()
-            if had_own:
-                module.forward = old
-            else:
-                del module.forward
+            try:
+                if had_own:
+                    module.forward = old
+                else:
+                    del module.forward
+            except Exception as e:  # noqa: BLE001
+                first = first or e
+        if first is not None:
+            raise first
 
     def _teardown(self) -> None:
-        self._unwrap_forwards()
+        """Undoes what __enter__ did, every step even when one fails (the
+        first failure is raised once all have run): the model's forwards,
+        the compiler's stance, the observer, the process-wide lock."""
+        errors = []
+        for step in (self._unwrap_forwards, self._restore_stance, self._stop_observer, self._release):
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def _restore_stance(self) -> None:
         eager, self._eager = getattr(self, "_eager", None), None
         if eager is not None:
             eager.__exit__(None, None, None)
+
+    def _stop_observer(self) -> None:
         c = getattr(self, "_c", None)
         if c is not None:
             c.stop()
+
+    def _release(self) -> None:
         tree = getattr(self, "_tree", None)
         if tree is not None:
             tree.modules = {}  # hold no module once done
