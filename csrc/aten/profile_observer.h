@@ -22,12 +22,12 @@
 namespace api_tracer::aten {
 
 Status InstallProfileObserver(Profiler* profiler, bool memory, bool ops);
+void RemoveProfileObserver();
 
 // A module's forward call of `scope` on thread `t` of `p` begins / ends
 // (the nodes made in between belong to it).
 void EnterForward(Profiler& p, Profiler::Thread& t, int scope);
 void ExitForward(Profiler& p, Profiler::Thread& t, int scope);
-void RemoveProfileObserver();
 
 // Whether this PyTorch sees a CUDA device.
 bool HasCudaDevice();

@@ -120,10 +120,6 @@ class Profile:
         without blocking as the device passes them, and once at the end (no
         synchronization per layer). Ignored without a CUDA device.
     profile_memory: CPU and CUDA memory per module (net bytes).
-    A torch.compile'd model is profiled as the module it wraps, and
-    compiled code runs eagerly inside the block (the compiler's stance
-    "force_eager", restored at exit): a compiled graph has no layers. The
-    stance is process-wide: compiled code on other threads runs eagerly too.
     paths: profile only these subtrees: paths such as "features.3" or
         ("AlexNet", "features", "3").
     timeline_limit: how many spans (module calls, node runs, operators) each
@@ -134,6 +130,11 @@ class Profile:
         no callback runs per operator, which is most of what profiling a
         model of many small operators costs; the module times, backward
         attribution and memory are the same.
+
+    A torch.compile'd model is profiled as the module it wraps, and
+    compiled code runs eagerly inside the block (the compiler's stance
+    "force_eager", restored at exit): a compiled graph has no layers. The
+    stance is process-wide: compiled code on other threads runs eagerly too.
     """
 
     def __init__(self, model: Any, enabled: bool = True, use_cuda: bool = False, profile_memory: bool = False,
