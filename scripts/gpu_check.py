@@ -207,13 +207,13 @@ def _(out):
 
     step = cnn_forward_backward(device=dev)
 
-    def best(profiled):
+    def best(profiled, ops=True):
         times = []
         for _ in range(5):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             if profiled:
-                with Profile(step.model, use_cuda=True) as prof:
+                with Profile(step.model, use_cuda=True, ops=ops) as prof:
                     for _ in range(20):
                         step()
                 str(prof)
@@ -226,8 +226,9 @@ def _(out):
 
     for _ in range(5):
         step()
-    base, prof = best(False), best(True)
-    return f"{r.stdout.strip().splitlines()[-1]}; CNN Profile(use_cuda=True) {prof / base:.3f}x untraced"
+    base, prof, light = best(False), best(True), best(True, ops=False)
+    return (f"{r.stdout.strip().splitlines()[-1]}; CNN Profile(use_cuda=True) {prof / base:.3f}x untraced, "
+            f"with ops=False {light / base:.3f}x")
 
 
 if ONLY:
