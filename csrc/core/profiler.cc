@@ -86,17 +86,17 @@ int Profiler::Thread::PickScope(const std::vector<int>& candidates) const {
 }
 
 void Profiler::Thread::NoteNode(int64_t seq) {
+  // Only this thread writes the runs: it reads them without the lock.
+  auto last_scope = [this] { return runs_.empty() ? -1 : runs_.back().second; };
   int scope = CurrentScope();
-  if (scope == last_run_scope_) return;
+  if (scope == last_scope()) return;
   std::lock_guard<std::mutex> lock(runs_mu_);
   // A run no node fell into (frames opened and closed with grad off, or
   // making no node) is replaced, and one that would repeat the run before
   // it joins that one: a run is kept only when a node was made in it, so
   // calls that make none (no_grad, backward) never grow the runs.
   if (!runs_.empty() && runs_.back().first == seq) runs_.pop_back();
-  int before = runs_.empty() ? -1 : runs_.back().second;
-  if (scope != before) runs_.emplace_back(seq, scope);
-  last_run_scope_ = scope;
+  if (scope != last_scope()) runs_.emplace_back(seq, scope);
 }
 
 size_t Profiler::Thread::num_runs() const {

@@ -239,10 +239,10 @@ class Profiler {
     SpanLog spans_;
     std::unordered_set<std::string, StringHash, std::equal_to<>> node_names_;
     // Runs of scopes over this thread's node numbers: (first seq, scope),
-    // increasing; read by NodeScope from any thread.
+    // increasing (the last one's scope is the one last noted); written by this thread
+    // only, read by NodeScope from any thread (under runs_mu_).
     mutable std::mutex runs_mu_;
     std::vector<std::pair<int64_t, int>> runs_;
-    int last_run_scope_ = -1;
     bool registered_ = false;
     uint64_t id_ = 0;  // as registered
   };
