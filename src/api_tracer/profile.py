@@ -88,7 +88,9 @@ def _run_compiled_code_eagerly() -> Any:
     """While the profile runs, torch.compile'd code runs eagerly (a compiled
     graph has no layers to time, and the wrapped forwards would make dynamo
     compile anew); the returned stance's __exit__ restores the previous one.
-    None when dynamo was never loaded: then nothing is compiled."""
+    None when dynamo was never loaded (loading it takes about a second):
+    then nothing was compiled before the block, and a model first compiled
+    inside it is compiled around the profile's wrappers."""
     import sys
 
     if "torch._dynamo" not in sys.modules:
