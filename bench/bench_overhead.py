@@ -25,7 +25,6 @@ and stop() of level 0 over the default API list.
 """
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -35,7 +34,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_in_fresh_processes, command_line  # noqa: E402
+from common import WORKLOADS, best_per_variant, command_line  # noqa: E402
 from python_logger import (FloorDispatchMode, FloorFunctionMode, LoggerDispatchMode,  # noqa: E402
                            LoggerFunctionMode, PythonLogger, PythonSetattr)
 
@@ -97,9 +96,7 @@ def measure_here(workload, n, level, variant, rounds):
 
 
 def measure(workload, n, level, rounds, repeats):
-    payloads = [[workload, n, level, v, rounds] for v in VARIANTS]
-    best = best_in_fresh_processes(__file__, payloads, repeats)
-    return {v: best[json.dumps(p)] for v, p in zip(VARIANTS, payloads)}
+    return best_per_variant(__file__, {v: [workload, n, level, v, rounds] for v in VARIANTS}, repeats)
 
 
 def report(title, workload, n, rounds, repeats):

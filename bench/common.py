@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 import torch
 import torch.nn as nn
@@ -54,24 +54,22 @@ def cnn(n: int) -> None:
 WORKLOADS = {"tiny": tiny_ops, "cnn": cnn}
 
 
-def best_in_fresh_processes(script: str, payloads: Sequence[list], repeats: int) -> Dict[str, float]:
-    """Runs `python script --one PAYLOAD` for each payload, `repeats` times
-    interleaved, each in a fresh process; the smallest number each printed
-    (keyed by the payload's JSON)."""
-    best: Dict[str, float] = {}
-    for _ in range(repeats):
-        for payload in payloads:
-            key = json.dumps(payload)
-            out = subprocess.run([sys.executable, script, "--one", key], capture_output=True, text=True, check=True)
-            value = float(out.stdout.strip().splitlines()[-1])
-            best[key] = min(best.get(key, float("inf")), value)
-    return best
+def _in_fresh_process(script: str, payload: list) -> str:
+    """The last line `python script --one PAYLOAD` printed."""
+    out = subprocess.run([sys.executable, script, "--one", json.dumps(payload)], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip().splitlines()[-1]
 
 
 def best_per_variant(script: str, payloads: Dict[str, list], repeats: int) -> Dict[str, float]:
-    """best_in_fresh_processes keyed by variant name instead of payload."""
-    found = best_in_fresh_processes(script, list(payloads.values()), repeats)
-    return {v: found[json.dumps(p)] for v, p in payloads.items()}
+    """Runs `python script --one PAYLOAD` for each variant's payload, `repeats`
+    times interleaved, each in a fresh process; the smallest number each
+    variant printed."""
+    best: Dict[str, float] = {}
+    for _ in range(repeats):
+        for variant, payload in payloads.items():
+            best[variant] = min(best.get(variant, float("inf")), float(_in_fresh_process(script, payload)))
+    return best
 
 
 def best_side_by_side(script: str, payload: list, repeats: int) -> Dict[str, float]:
@@ -80,9 +78,7 @@ def best_side_by_side(script: str, payload: list, repeats: int) -> Dict[str, flo
     object of its best seconds per variant; the smallest per variant."""
     best: Dict[str, float] = {}
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, script, "--one", json.dumps(payload)], capture_output=True, text=True,
-                             check=True)
-        for variant, seconds in json.loads(out.stdout.strip().splitlines()[-1]).items():
+        for variant, seconds in json.loads(_in_fresh_process(script, payload)).items():
             best[variant] = min(best.get(variant, float("inf")), seconds)
     return best
 
@@ -96,7 +92,7 @@ def print_against_untraced(best: Dict[str, float]) -> None:
 
 def command_line(doc: str, measure_here, extra=None) -> argparse.Namespace:
     """The options every benchmark takes: --quick, and the hidden --one
-    PAYLOAD with which best_in_fresh_processes asks a fresh process for one
+    PAYLOAD with which best_per_variant and best_side_by_side ask a fresh process for one
     measurement (printed here; the process then exits). `extra` adds options."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer iterations and rounds")

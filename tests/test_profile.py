@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 
 from api_tracer import Profile
+from conftest import run_in_threads
 from workloads import transformer_block
 
 
@@ -463,8 +464,6 @@ def test_cuda_time_forward_and_backward_without_a_sync_per_layer(ops):
 
 @pytest.mark.parametrize("ops", [True, False])
 def test_threads_running_the_model_at_once_are_all_counted(ops):
-    import threading
-
     model = Net()
     model.slow.seconds = 0.0
     x = torch.randn(2, 3, 12, 12)
@@ -479,11 +478,7 @@ def test_threads_running_the_model_at_once_are_all_counted(ops):
 
     alone = rows(run(model, {"ops": ops}, x=x))
     with Profile(model, ops=ops) as prof:
-        threads = [threading.Thread(target=work) for _ in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_in_threads(work, 3)
     assert not errors
     rs = rows(prof)
     assert rs["Net"].calls == 15 and rs["Net.head"].calls == 15

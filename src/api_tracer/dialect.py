@@ -113,8 +113,9 @@ class FrameworkDialect:
 
     def _user_rule(self, tp: type) -> Optional[Rule]:
         """The rule serializers() gives `tp` or its nearest base, if any."""
+        table = self._serializer_table
         for klass in tp.__mro__:
-            fn = self._serializer_table().get(klass)
+            fn = table.get(klass)
             if fn is not None:
                 return ("replace", fn)
         return None
@@ -154,12 +155,10 @@ class FrameworkDialect:
 
     # -- helpers -----------------------------------------------------------
 
+    @functools.cached_property
     def _serializer_table(self) -> Dict[type, Callable[[Any], Any]]:
         """serializers(), asked once per dialect instance."""
-        table = self.__dict__.get("_serializers_cache")
-        if table is None:
-            table = self.__dict__["_serializers_cache"] = dict(self.serializers())
-        return table
+        return dict(self.serializers())
 
     def _target(self, api: str) -> Tuple[Optional[PatchTarget], str]:
         parts = api.split(".")

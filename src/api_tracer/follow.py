@@ -52,7 +52,7 @@ def start_tracer() -> None:
 
 # Helper processes multiprocessing starts for itself: they run none of the
 # program's code, so they are not traced.
-HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver", "multiprocessing.semaphore_tracker")
+HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
 
 def start_child() -> None:

@@ -313,9 +313,7 @@ def _stop_at_multiprocessing_exit(_anchor: object) -> None:
     not run, their finalizers do. Their bootstrap clears the finalizers it
     inherited, then runs these after-fork callbacks: the place to add ours."""
     if _running is not None:
-        import multiprocessing.util
-
-        multiprocessing.util.Finalize(None, _running.stop, exitpriority=100)
+        _mp_util.Finalize(None, _running.stop, exitpriority=100)
 
 
 class _ForkAnchor:
