@@ -10,6 +10,7 @@
 #include "aten/callback_guard.h"
 #include "aten/ivalue_key.h"
 #include "aten/op_epoch.h"
+#include "core/flat_index.h"
 #include "core/module_context.h"
 #include "core/per_thread.h"
 
@@ -57,8 +58,9 @@ struct Node {
 // One thread's state for the observer of `generation`.
 struct ThreadState {
   uint64_t generation = 0;
-  std::unordered_map<const char*, OpEntry> ops;  // by the schema's name pointer
-  uint64_t op_epoch = 0;                         // OperatorEpoch() of `ops`
+  FlatIndex op_index;              // the schema's name address -> op_entries
+  std::vector<OpEntry> op_entries;
+  uint64_t op_epoch = 0;           // OperatorEpoch() of op_index
   // Open operator calls: the first `depth` frames. Frames are reused, not
   // destroyed, so their key buffers are allocated once per nesting level.
   std::vector<Frame> frames;
@@ -76,13 +78,17 @@ struct ThreadState {
     return f;
   }
   Frame* Top() { return depth ? &frames[depth - 1] : nullptr; }
+  void ForgetOps() {
+    op_index.Clear();
+    op_entries.clear();
+  }
 };
 
 ThreadState& Local(uint64_t generation) {
   static thread_local ThreadState state;
   if (state.generation != generation) {
     state.generation = generation;
-    state.ops.clear();
+    state.ForgetOps();
     state.depth = 0;
     state.backward.clear();
     state.open = {};
@@ -110,16 +116,17 @@ OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn)
     entry.api = it->second.first;
     entry.included = it->second.second;
   }
-  ts.ops.emplace(name, entry);
+  ts.op_index.Insert(reinterpret_cast<uintptr_t>(name), static_cast<int32_t>(ts.op_entries.size()));
+  ts.op_entries.push_back(entry);
   return entry;
 }
 
 OpEntry Lookup(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
   if (uint64_t epoch = OperatorEpoch(); epoch != ts.op_epoch) {
-    ts.ops.clear();  // an operator went away: its name's address may be another's now
+    ts.ForgetOps();  // an operator went away: its name's address may be another's now
     ts.op_epoch = epoch;
   }
-  if (auto it = ts.ops.find(fn.name()); it != ts.ops.end()) return it->second;
+  if (int32_t i = ts.op_index.Find(reinterpret_cast<uintptr_t>(fn.name())); i >= 0) return ts.op_entries[i];
   return LookupSlow(obs, ts, fn);
 }
 

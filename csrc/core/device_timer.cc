@@ -18,8 +18,8 @@ void DeviceTimer::Close(uint32_t start, int slot, bool backward, uint32_t outer)
   uint32_t end = backend_->Record();
   if (start == kNoEvent || end == kNoEvent) {
     ++untimed_;
-    if (start != kNoEvent) pending_.push_back({start, start, kNoEvent, -1, false});
-    if (end != kNoEvent) pending_.push_back({end, end, kNoEvent, -1, false});
+    Discard(start);
+    Discard(end);
     return;
   }
   pending_.push_back({start, end, outer, slot, backward});

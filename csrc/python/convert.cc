@@ -21,11 +21,9 @@ PyTypeObject* g_symbol_type = nullptr;
 PyTypeObject* g_tensor_spec_type = nullptr;
 Converter* g_active = nullptr;
 
-// A UTF-8 view of a str; lone surrogates are escaped rather than failing.
-std::string Utf8(PyObject* s) {
-  Py_ssize_t n;
-  if (const char* p = PyUnicode_AsUTF8AndSize(s, &n)) return std::string(p, n);
-  PyErr_Clear();
+// The UTF-8 of a str that has no plain UTF-8 form (lone surrogates):
+// escaped, "?" if even that fails.
+std::string Escaped(PyObject* s) {
   PyObject* b = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
   if (!b) {
     PyErr_Clear();
@@ -36,14 +34,22 @@ std::string Utf8(PyObject* s) {
   return out;
 }
 
+// A UTF-8 copy of a str; lone surrogates are escaped rather than failing.
+std::string Utf8(PyObject* s) {
+  Py_ssize_t n;
+  if (const char* p = PyUnicode_AsUTF8AndSize(s, &n)) return std::string(p, n);
+  PyErr_Clear();
+  return Escaped(s);
+}
+
 // use(UTF-8 of str `s`), without a copy but for strings holding lone
-// surrogates (escaped by Utf8).
+// surrogates (escaped).
 template <typename Use>
 void WithUtf8(PyObject* s, Use&& use) {
   Py_ssize_t n;
   if (const char* p = PyUnicode_AsUTF8AndSize(s, &n)) return use(std::string_view(p, static_cast<size_t>(n)));
   PyErr_Clear();
-  use(std::string_view(Utf8(s)));
+  use(std::string_view(Escaped(s)));
 }
 
 std::string QualifiedName(PyTypeObject* type) {
@@ -133,24 +139,24 @@ void Converter::WriteCall(ApiId api, const CallArgs& call, KeyWriter* w) {
   WriteArguments(call, /*count_kwargs=*/true, w);
 }
 
-void Converter::WriteObject(const std::string& name, const CallArgs& call, KeyWriter* w) {
+void Converter::WriteObject(const std::string& name, const CallArgs& call, KeyWriter* w, int depth) {
   size_t nkwargs = call.kwnames  ? static_cast<size_t>(PyTuple_GET_SIZE(call.kwnames))
                    : call.kwargs ? static_cast<size_t>(PyDict_GET_SIZE(call.kwargs))
                                  : 0;
   w->BeginObject(name, call.nargs, nkwargs);
-  WriteArguments(call, /*count_kwargs=*/false, w);
+  WriteArguments(call, /*count_kwargs=*/false, w, depth);
 }
 
 // The positional arguments, then the keyword arguments; a call's layout
 // counts them first, an object's header already did.
-void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w) {
-  for (size_t i = 0; i < call.nargs; ++i) Write(call.args[i], w);
+void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w, int depth) {
+  for (size_t i = 0; i < call.nargs; ++i) Write(call.args[i], w, depth);
   if (call.kwnames) {
     Py_ssize_t n = PyTuple_GET_SIZE(call.kwnames);
     if (count_kwargs) w->BeginKwargs(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
       WithUtf8(PyTuple_GET_ITEM(call.kwnames, i), [w](std::string_view k) { w->Keyword(k); });
-      Write(call.args[call.nargs + i], w);
+      Write(call.args[call.nargs + i], w, depth);
     }
   } else if (call.kwargs) {
     if (count_kwargs) w->BeginKwargs(static_cast<size_t>(PyDict_GET_SIZE(call.kwargs)));
@@ -158,7 +164,7 @@ void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWrite
     PyObject *k, *v;
     while (PyDict_Next(call.kwargs, &pos, &k, &v)) {
       PyUnicode_Check(k) ? WithUtf8(k, [w](std::string_view name) { w->Keyword(name); }) : w->Keyword("?");
-      Write(v, w);
+      Write(v, w, depth);
     }
   } else if (count_kwargs) {
     w->BeginKwargs(0);
@@ -369,15 +375,7 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
     PyObject* args = Attr(obj, "args");
     PyObject* kwargs = Attr(obj, "kwargs");
     if (name && PyUnicode_Check(name) && args && PyTuple_Check(args) && kwargs && PyDict_Check(kwargs)) {
-      Py_ssize_t nargs = PyTuple_GET_SIZE(args);
-      w->BeginObject(Utf8(name), nargs, PyDict_GET_SIZE(kwargs));
-      for (Py_ssize_t i = 0; i < nargs; ++i) Write(PyTuple_GET_ITEM(args, i), w, depth + 1);
-      Py_ssize_t pos = 0;
-      PyObject *k, *v;
-      while (PyDict_Next(kwargs, &pos, &k, &v)) {
-        w->Keyword(PyUnicode_Check(k) ? Utf8(k) : std::string("?"));
-        Write(v, w, depth + 1);
-      }
+      WriteObject(Utf8(name), CallArgs::Tuple(args, kwargs), w, depth + 1);
     } else {
       WriteOpaque(type, w);
     }

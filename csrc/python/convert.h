@@ -65,7 +65,7 @@ class Converter {
 
   void WriteCall(ApiId api, const CallArgs& call, KeyWriter* w);
   // The call as a value: NAME(args..., kw=v...).
-  void WriteObject(const std::string& name, const CallArgs& call, KeyWriter* w);
+  void WriteObject(const std::string& name, const CallArgs& call, KeyWriter* w, int depth = 0);
   void Write(PyObject* obj, KeyWriter* w, int depth = 0);
 
   // Caches the encoded value that stands for `obj` from now on (a module's
@@ -90,7 +90,7 @@ class Converter {
   void WriteOpaque(PyTypeObject* type, KeyWriter* w);
   void WriteValueObject(PyObject* obj, KeyWriter* w, int depth);
   void WriteInstance(PyObject* obj, PyObject* fn, KeyWriter* w, int depth);
-  void WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w);
+  void WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w, int depth = 0);
   const std::string& SubclassName(PyTypeObject* type);
 
   PyObject* classify_;

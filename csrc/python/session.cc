@@ -35,6 +35,13 @@ Status Session::Start(const SessionOptions& options) {
   return Status::OK();
 }
 
+void Session::RemoveObserver() {
+  Pin pin(this);
+  PyThreadState* saved = PyEval_SaveThread();
+  aten::RemoveObserver(recorder_.get());
+  PyEval_RestoreThread(saved);
+}
+
 Status Session::Stop() {
   Session* s = g_session;
   if (!s) return Status::OK();
@@ -42,13 +49,7 @@ Status Session::Stop() {
   SetActiveConverter(nullptr);
   Pin pin(s);  // freed when this and every other pin are gone
   s->stopped_ = true;
-  {
-    // If level 3's hook did not remove it already. Waiting for its callbacks
-    // without the GIL: one may need it (a Python symbolic size).
-    PyThreadState* saved = PyEval_SaveThread();
-    aten::RemoveObserver(s->recorder_.get());
-    PyEval_RestoreThread(saved);
-  }
+  s->RemoveObserver();  // if level 3's hook did not remove it already
   Status st = s->recorder_->Close();
   return st.ok() ? s->record_error_ : st;
 }

@@ -87,6 +87,9 @@ class Session {
   // In a process just forked from a tracing one: drop the session without
   // writing (its files and buffers are the parent's).
   static void AbandonAfterFork();
+  // Removes this session's native observer if it is installed, waiting for
+  // its callbacks without the GIL (one may need it: a Python symbolic size).
+  void RemoveObserver();
 
   uint64_t epoch() const { return epoch_; }
   bool Records(int level) const { return level >= 0 && level <= Recorder::kMaxLevel && levels_[level]; }

@@ -138,11 +138,7 @@ void InitSessionBindings(pybind11::module_& m) {
   m.def(
       "observer_remove",
       [] {
-        Session* s = Session::Active();
-        if (!s) return;
-        Session::Pin pin(s);
-        pybind11::gil_scoped_release release;  // a callback may need the GIL
-        aten::RemoveObserver(s->recorder());
+        if (Session* s = Session::Active()) s->RemoveObserver();
       },
       "Removes the running session's native observer and waits until no thread is inside it.");
   pybind11::class_<Suspended>(m, "suspended", "with suspended(): the tracer's own work, never recorded")
