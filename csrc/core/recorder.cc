@@ -9,15 +9,21 @@ namespace api_tracer {
 
 namespace {
 
-// The files of an output set (docs/format.md).
+// The files of an output set (docs/format.md), each with the option that
+// asks for it (none: always written).
 enum File { kTraceYaml, kTraceTxt, kApis, kConfigs, kStatistics, kStacks, kValueRanges, kNumFiles };
 constexpr struct {
   const char* stem;
   const char* ext;
+  bool RecorderOptions::*wanted;
 } kFiles[kNumFiles] = {
-    {"api_trace", ".yaml"},      {"api_trace", ".txt"},  {"api_apis", ".txt"},
-    {"api_configs", ".yaml"},    {"api_statistics", ".yaml"},
-    {"api_stacks", ".yaml"},     {"api_value_ranges", ".yaml"},
+    {"api_trace", ".yaml", &RecorderOptions::stream_trace},
+    {"api_trace", ".txt", &RecorderOptions::stream_trace},
+    {"api_apis", ".txt", nullptr},
+    {"api_configs", ".yaml", nullptr},
+    {"api_statistics", ".yaml", nullptr},
+    {"api_stacks", ".yaml", &RecorderOptions::record_stack},
+    {"api_value_ranges", ".yaml", &RecorderOptions::value_ranges},
 };
 
 }  // namespace
@@ -71,10 +77,8 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
     }
     auto set = std::make_unique<OutputSet>();
     set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format, options.value_ranges);
-    const bool wanted[kNumFiles] = {options.stream_trace, options.stream_trace, true, true, true,
-                                    options.record_stack, options.value_ranges};
     for (int f = 0; f < kNumFiles; ++f) {
-      if (!wanted[f]) continue;
+      if (kFiles[f].wanted && !(options.*kFiles[f].wanted)) continue;
       Status st = OpenFile(rec->Path(level, kFiles[f].stem, kFiles[f].ext), &set->files[f]);
       if (!st.ok()) return st;
     }
