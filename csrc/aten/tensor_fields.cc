@@ -12,7 +12,11 @@
 
 namespace api_tracer::aten {
 
-std::string_view DtypeName(c10::ScalarType t) {
+namespace {
+
+// torch's name of a dtype: PyTorch's own for those it spells differently
+// from c10, else c10's name lower-cased (newer or rarer dtypes).
+std::string SpellDtype(c10::ScalarType t) {
   using S = c10::ScalarType;
   switch (t) {
     case S::Byte: return "uint8";
@@ -41,30 +45,44 @@ std::string_view DtypeName(c10::ScalarType t) {
     case S::Float8_e5m2fnuz: return "float8_e5m2fnuz";
     case S::Float8_e4m3fnuz: return "float8_e4m3fnuz";
     default: {
-      // Newer or rarer dtypes: c10's own name, lower-cased, interned.
-      static std::mutex mu;
-      static std::unordered_map<int, std::string> names;
-      std::lock_guard<std::mutex> lock(mu);
-      auto [it, fresh] = names.try_emplace(static_cast<int>(t));
-      if (fresh) {
-        for (char c : std::string(c10::toString(t))) it->second.push_back(static_cast<char>(std::tolower(c)));
-      }
-      return it->second;
+      std::string name;
+      for (char c : std::string(c10::toString(t))) name.push_back(static_cast<char>(std::tolower(c)));
+      return name;
     }
   }
 }
 
-std::string_view DtypeSymbol(c10::ScalarType t) {
-  constexpr size_t kCount = static_cast<size_t>(c10::ScalarType::NumOptions);
-  static const auto* symbols = [] {
-    auto* table = new std::array<std::string, kCount>();
-    for (size_t i = 0; i < kCount; ++i) {
-      (*table)[i] = "torch." + std::string(DtypeName(static_cast<c10::ScalarType>(i)));
-    }
-    return table;
+constexpr size_t kDtypes = static_cast<size_t>(c10::ScalarType::NumOptions);
+constexpr size_t kTorchDot = 6;  // "torch."
+
+// "torch.<name>" of every dtype, built once, never freed: views into it
+// stay valid for the life of the process; no lock to read.
+const std::array<std::string, kDtypes>& DtypeSymbols() {
+  static const auto* table = [] {
+    auto* t = new std::array<std::string, kDtypes>();
+    for (size_t i = 0; i < kDtypes; ++i) (*t)[i] = "torch." + SpellDtype(static_cast<c10::ScalarType>(i));
+    return t;
   }();
+  return *table;
+}
+
+}  // namespace
+
+std::string_view DtypeName(c10::ScalarType t) {
   auto i = static_cast<size_t>(t);
-  return i < kCount ? std::string_view((*symbols)[i]) : std::string_view("torch.undefined");
+  if (i < kDtypes) return std::string_view(DtypeSymbols()[i]).substr(kTorchDot);
+  // Past the table (not a dtype this torch numbers): spelled once, interned.
+  static std::mutex mu;
+  static std::unordered_map<size_t, std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = names.try_emplace(i);
+  if (fresh) it->second = SpellDtype(t);
+  return it->second;
+}
+
+std::string_view DtypeSymbol(c10::ScalarType t) {
+  auto i = static_cast<size_t>(t);
+  return i < kDtypes ? std::string_view(DtypeSymbols()[i]) : std::string_view("torch.undefined");
 }
 
 std::string_view DeviceName(c10::Device d) {
