@@ -20,6 +20,13 @@ BAD = [
     (dict(disable_torch_api_list=None), "disable_torch_api_list"),
     (dict(include_apis="torch.*"), "include_apis"),
     (dict(exclude_apis=[1]), "exclude_apis"),
+    (dict(snapshot_interval=-1), "snapshot_interval"),
+    (dict(snapshot_interval="30"), "snapshot_interval"),
+    (dict(snapshot_interval=float("nan")), "snapshot_interval"),
+    (dict(snapshot_interval=float("inf")), "snapshot_interval"),
+    (dict(trace_limit=-1), "trace_limit"),
+    (dict(trace_limit=1.5), "trace_limit"),
+    (dict(trace_limit=True), "trace_limit"),
 ]
 
 

@@ -35,6 +35,8 @@ void Tracer::start() {
   ro.merge = true;
   ro.stream_trace = o.stream_trace;
   ro.value_ranges = o.value_ranges;
+  ro.snapshot_interval = o.snapshot_interval;
+  ro.trace_limit = o.trace_limit;
   ro.format = {o.show_device, o.show_requires_grad};
   std::unique_ptr<Recorder> recorder;
   Status st = Recorder::Open(ro, &recorder);

@@ -132,34 +132,34 @@ bool Aggregator::WantsStack(ApiId api) const {
 }
 
 void Aggregator::AddStack(ApiId api, uint64_t hash, const std::function<Stack()>& make) {
+  auto wanted = [&](const StackSet& set) {
+    return set.stacks.size() < kMaxStacks &&
+           std::find(set.hashes.begin(), set.hashes.end(), hash) == set.hashes.end();
+  };
+  {
+    std::lock_guard<std::mutex> lock(stacks_mu_);
+    if (!wanted(stacks_[api])) return;
+  }
+  Stack stack = make();
   std::lock_guard<std::mutex> lock(stacks_mu_);
   StackSet& set = stacks_[api];
-  if (set.stacks.size() >= kMaxStacks ||
-      std::find(set.hashes.begin(), set.hashes.end(), hash) != set.hashes.end()) {
-    return;
-  }
+  if (!wanted(set)) return;  // another thread added it, or filled the set, meanwhile
   set.hashes.push_back(hash);
-  set.stacks.push_back(make());
+  set.stacks.push_back(std::move(stack));
 }
 
-std::vector<Aggregator::ApiCount> Aggregator::ApiCounts() const {
+Aggregator::CountsAndLinesResult Aggregator::CountsAndLines() const {
   std::lock_guard<std::mutex> lock(mu_);
+  CountsAndLinesResult result;
   std::unordered_map<ApiId, uint64_t> counts;
+  result.config_lines.reserve(configs_.size());
   for (const auto& [key, config] : configs_) {
     counts[config->api] += config->count.load(std::memory_order_relaxed);
+    result.config_lines.push_back(config->line);
   }
-  std::vector<ApiCount> result;
-  result.reserve(api_order_.size());
-  for (ApiId api : api_order_) result.push_back({api, counts[api]});
+  result.api_counts.reserve(api_order_.size());
+  for (ApiId api : api_order_) result.api_counts.push_back({api, counts[api]});
   return result;
-}
-
-std::vector<std::string> Aggregator::ConfigLines() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> lines;
-  lines.reserve(configs_.size());
-  for (const auto& [key, config] : configs_) lines.push_back(config->line);
-  return lines;
 }
 
 std::vector<std::pair<ApiId, std::vector<Stack>>> Aggregator::Stacks() const {

@@ -68,7 +68,9 @@ class Aggregator {
   // Whether `api` still has room for another distinct stack.
   bool WantsStack(ApiId api) const;
   // Offers a stack identified by `hash`; `make` builds its frames, and is
-  // only called when the stack is new and there is room for it.
+  // only called when the stack is new and there is room for it. `make` runs
+  // without the aggregator's locks held (it may run Python code, which may
+  // wait for the GIL: a snapshot must never wait for it in turn).
   void AddStack(ApiId api, uint64_t hash, const std::function<Stack()>& make);
 
   // Snapshots for the writers (writers.h).
@@ -77,10 +79,17 @@ class Aggregator {
     uint64_t count;
   };
   // Per API, in the order the APIs were first seen.
-  std::vector<ApiCount> ApiCounts() const;
+  std::vector<ApiCount> ApiCounts() const { return CountsAndLines().api_counts; }
   // Every distinct config line (duplicates possible: two keys may differ only
   // in fields a config line does not show).
-  std::vector<std::string> ConfigLines() const;
+  std::vector<std::string> ConfigLines() const { return CountsAndLines().config_lines; }
+  // Both at one moment: while calls are still recorded, the API of every
+  // line is among the counts.
+  struct CountsAndLinesResult {
+    std::vector<ApiCount> api_counts;
+    std::vector<std::string> config_lines;
+  };
+  CountsAndLinesResult CountsAndLines() const;
   // Per API that has stacks: its stacks in first-seen order.
   std::vector<std::pair<ApiId, std::vector<Stack>>> Stacks() const;
   // Per config line with integer tensor arguments: (path, min, max) of each

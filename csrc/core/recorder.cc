@@ -1,8 +1,11 @@
 #include "core/recorder.h"
 
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 #include <filesystem>
 
 namespace api_tracer {
@@ -10,48 +13,92 @@ namespace api_tracer {
 namespace {
 
 // The files of an output set (docs/format.md), each with the option that
-// asks for it (none: always written).
+// asks for it (none: always written) and, for the summary files, its writer.
 enum File { kTraceYaml, kTraceTxt, kApis, kConfigs, kStatistics, kStacks, kValueRanges, kNumFiles };
 constexpr struct {
   const char* stem;
   const char* ext;
   bool RecorderOptions::*wanted;
+  SummaryWriter summary;  // nullptr: a trace file
 } kFiles[kNumFiles] = {
-    {"api_trace", ".yaml", &RecorderOptions::stream_trace},
-    {"api_trace", ".txt", &RecorderOptions::stream_trace},
-    {"api_apis", ".txt", nullptr},
-    {"api_configs", ".yaml", nullptr},
-    {"api_statistics", ".yaml", nullptr},
-    {"api_stacks", ".yaml", &RecorderOptions::record_stack},
-    {"api_value_ranges", ".yaml", &RecorderOptions::value_ranges},
+    {"api_trace", ".yaml", &RecorderOptions::stream_trace, nullptr},
+    {"api_trace", ".txt", &RecorderOptions::stream_trace, nullptr},
+    {"api_apis", ".txt", nullptr, &WriteApis},
+    {"api_configs", ".yaml", nullptr, &WriteConfigs},
+    {"api_statistics", ".yaml", nullptr, &WriteStatistics},
+    {"api_stacks", ".yaml", &RecorderOptions::record_stack, &WriteStacks},
+    {"api_value_ranges", ".yaml", &RecorderOptions::value_ranges, &WriteValueRanges},
+};
+
+// Keeps the first error of several steps that all run.
+struct FirstError {
+  Status status;
+  void Keep(const Status& st) {
+    if (status.ok() && !st.ok()) status = st;
+  }
 };
 
 }  // namespace
 
 struct Recorder::OutputSet {
   std::unique_ptr<Aggregator> agg;
-  std::array<std::ofstream, kNumFiles> files;  // those the options want are open
+  std::array<std::string, kNumFiles> paths;  // "" for the files the options do not want
+  std::unique_ptr<OutputFile> trace_yaml, trace_txt;
   std::unique_ptr<TraceWriter> trace;
+};
+
+// fork(): no snapshot may be under way in the parent while another thread
+// forks (the child would inherit the aggregator's locks held), and the
+// child's copy of a recorder has no snapshot thread and writes nothing.
+struct ForkGuard {
+  static std::mutex& Mu() {
+    static auto* mu = new std::mutex;  // never destroyed: atfork handlers outlive static destructors
+    return *mu;
+  }
+  static std::vector<Recorder*>& Live() {
+    static auto* live = new std::vector<Recorder*>;
+    return *live;
+  }
+  static void Add(Recorder* r) {
+    static std::once_flag once;
+    std::call_once(once, [] { pthread_atfork(&Prepare, &Parent, &Child); });
+    std::lock_guard<std::mutex> lock(Mu());
+    Live().push_back(r);
+  }
+  static void Remove(Recorder* r) {
+    std::lock_guard<std::mutex> lock(Mu());
+    std::erase(Live(), r);
+  }
+  static void Prepare() {
+    Mu().lock();
+    for (Recorder* r : Live()) r->snapshot_mu_.lock();
+  }
+  static void Parent() {
+    for (Recorder* r : Live()) r->snapshot_mu_.unlock();
+    Mu().unlock();
+  }
+  static void Child() {
+    for (Recorder* r : Live()) {
+      r->forked_ = true;
+      r->snapshot_mu_.unlock();
+    }
+    Mu().unlock();
+  }
 };
 
 Recorder::Recorder(const RecorderOptions& options)
     : options_(options), by_level_(kMaxLevel + 1, nullptr) {}
 
-Recorder::~Recorder() { Close(); }
+Recorder::~Recorder() {
+  Close();
+  ForkGuard::Remove(this);
+}
 
 std::string Recorder::Path(int level, std::string_view stem, std::string_view ext) const {
   std::string name(stem);
   if (!options_.merge) name += "_level_" + std::to_string(level);
   name += ext;
   return (std::filesystem::path(options_.output_dir) / name).string();
-}
-
-static Status OpenFile(const std::string& path, std::ofstream* f) {
-  f->open(path, std::ios::out | std::ios::trunc | std::ios::binary);
-  if (!f->is_open()) {
-    return Status::IOError("cannot open " + path + " for writing: " + std::strerror(errno));
-  }
-  return Status::OK();
 }
 
 Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>* out) {
@@ -61,6 +108,9 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
       return Status::InvalidArgument("level " + std::to_string(level) + " is out of range");
     }
   }
+  if (!(options.snapshot_interval >= 0)) {
+    return Status::InvalidArgument("snapshot_interval must be at least 0 seconds");
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.output_dir, ec);
   if (ec) {
@@ -68,6 +118,7 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
                            ec.message());
   }
   std::unique_ptr<Recorder> rec(new Recorder(options));
+  ForkGuard::Add(rec.get());
   bool write_level = options.merge && options.levels.size() > 1;
   for (int level : options.levels) {
     if (rec->by_level_[level]) continue;
@@ -78,18 +129,43 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
     auto set = std::make_unique<OutputSet>();
     set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format, options.value_ranges);
     for (int f = 0; f < kNumFiles; ++f) {
-      if (kFiles[f].wanted && !(options.*kFiles[f].wanted)) continue;
-      Status st = OpenFile(rec->Path(level, kFiles[f].stem, kFiles[f].ext), &set->files[f]);
-      if (!st.ok()) return st;
+      if (!kFiles[f].wanted || options.*kFiles[f].wanted) set->paths[f] = rec->Path(level, kFiles[f].stem, kFiles[f].ext);
     }
     if (options.stream_trace) {
-      set->trace = std::make_unique<TraceWriter>(&set->files[kTraceYaml], &set->files[kTraceTxt], write_level);
+      for (auto [f, file] : {std::pair{kTraceYaml, &set->trace_yaml}, std::pair{kTraceTxt, &set->trace_txt}}) {
+        Status st = OutputFile::Create(set->paths[f], file);
+        if (!st.ok()) return st;
+      }
+      set->trace = std::make_unique<TraceWriter>(set->trace_yaml.get(), set->trace_txt.get(), write_level,
+                                                 options.trace_limit);
     }
     rec->by_level_[level] = set.get();
     rec->sets_.push_back(std::move(set));
   }
+  // The first snapshot: the summary files exist (empty) from the start, and
+  // a directory where they cannot be written fails now.
+  if (Status st = rec->Snapshot(); !st.ok()) return st;
+  if (options.snapshot_interval > 0) {
+    // The thread takes no signal: a process-wide one (SIGTERM, Ctrl-C) goes
+    // to a thread of the program, whose blocking call it interrupts.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rec->loop_ = new std::thread(&Recorder::SnapshotLoop, rec.get());
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
   *out = std::move(rec);
   return Status::OK();
+}
+
+void Recorder::SnapshotLoop() {
+  const auto interval = std::chrono::duration<double>(options_.snapshot_interval);
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!loop_cv_.wait_for(lock, interval, [this] { return stop_; })) {
+    lock.unlock();
+    Snapshot();  // a failure is tried again next time, and reported by the one at Close
+    lock.lock();
+  }
 }
 
 const Aggregator::Config* Recorder::Record(const KeyWriter& key, const RecordExtras& extras,
@@ -113,29 +189,44 @@ void Recorder::AddStack(int level, ApiId api, uint64_t hash, const std::function
   SetFor(level)->agg->AddStack(api, hash, make);
 }
 
+Status Recorder::Snapshot() {
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  if (forked_) return Status::OK();
+  FirstError error;
+  for (auto& set : sets_) {
+    Summary summary = Summarize(*set->agg);
+    for (int f = 0; f < kNumFiles; ++f) {
+      if (kFiles[f].summary && !set->paths[f].empty()) {
+        error.Keep(ReplaceFile(set->paths[f], Render(kFiles[f].summary, summary)));
+      }
+    }
+  }
+  return error.status;
+}
+
 Status Recorder::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
-  Status result;
-  auto keep_first = [&result](const Status& st) {
-    if (result.ok() && !st.ok()) result = st;
-  };
-  for (auto& set : sets_) {
-    if (set->trace) keep_first(set->trace->Flush());
-    Summary summary = Summarize(*set->agg);
-    auto& files = set->files;
-    WriteApis(summary, files[kApis]);
-    WriteConfigs(summary, files[kConfigs]);
-    WriteStatistics(summary, files[kStatistics]);
-    if (files[kStacks].is_open()) WriteStacks(summary, files[kStacks]);
-    if (files[kValueRanges].is_open()) WriteValueRanges(summary, files[kValueRanges]);
-    for (std::ofstream& f : files) {
-      if (!f.is_open()) continue;
-      f.close();
-      if (f.fail()) keep_first(Status::IOError("writing to " + options_.output_dir + " failed"));
+  if (forked_) return Status::OK();  // the parent's files: not ours to write
+  if (loop_) {
+    {
+      std::lock_guard<std::mutex> lock(loop_mu_);
+      stop_ = true;
     }
+    loop_cv_.notify_all();
+    loop_->join();
+    delete loop_;
+    loop_ = nullptr;
   }
-  return result;
+  FirstError error;
+  for (auto& set : sets_) {
+    if (!set->trace) continue;
+    error.Keep(set->trace->Finish());
+    error.Keep(set->trace_yaml->Close());
+    error.Keep(set->trace_txt->Close());
+  }
+  error.Keep(Snapshot());
+  return error.status;
 }
 
 }  // namespace api_tracer

@@ -1,20 +1,31 @@
 // Recorder: one tracing session's output. It owns the API table, one output
 // set per level (or a single merged set), and the open files of each set.
 //
-// Open() creates the output directory and opens every file up front, so an
-// unwritable path fails before anything is traced. Record() aggregates a call
-// and streams it to its set's trace files. Close() flushes the traces and
-// writes the summary files; it is idempotent, and the destructor calls it.
+// Open() creates the output directory, opens the trace files and writes a
+// first snapshot of the summary files, so an unwritable path fails before
+// anything is traced. Record() aggregates a call and streams it to its set's
+// trace files. The summary files (api_apis.txt, api_configs.yaml,
+// api_statistics.yaml, and api_stacks.yaml, api_value_ranges.yaml when
+// asked) are snapshots: rewritten atomically (file.h: ReplaceFile) every
+// snapshot_interval seconds by a thread of the recorder's own, and at
+// Close(), so a process killed at any moment leaves each of them whole, at
+// most one interval old. Close() flushes the traces and writes the last
+// snapshot; it is idempotent, and the destructor calls it.
 //
-// Thread-safety: Record, WantsStack and AddStack may be called concurrently;
-// Open and Close are called once, by the owner, with no Record in flight.
+// A process forked from one with a recorder has no snapshot thread, and its
+// copy of the recorder writes nothing: the files are the parent's.
+//
+// Thread-safety: Record, WantsStack and AddStack may be called concurrently
+// (and with the snapshot thread); Open and Close are called once, by the
+// owner, with no Record in flight.
 #pragma once
 
-#include <fstream>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/aggregator.h"
@@ -32,6 +43,8 @@ struct RecorderOptions {
   bool record_stack = false;      // write api_stacks.yaml
   bool stream_trace = true;       // write api_trace.yaml and api_trace.txt
   bool value_ranges = false;      // keep and write integer tensors' value ranges
+  double snapshot_interval = 30;  // seconds between snapshots of the summaries (0: at close only)
+  uint64_t trace_limit = 1ull << 30;  // bytes of api_trace.* per output set (0: no limit)
   FormatOptions format;
 };
 
@@ -57,19 +70,31 @@ class Recorder {
   // DIR/api_trace_level_1.txt when levels are not merged.
   std::string Path(int level, std::string_view stem, std::string_view ext) const;
 
+  // Writes every set's summary files now, as they stand; the first error.
+  Status Snapshot();
+
   Status Close();
 
  private:
   struct OutputSet;
+  friend struct ForkGuard;
 
   explicit Recorder(const RecorderOptions& options);
   OutputSet* SetFor(int level) const { return by_level_[static_cast<size_t>(level)]; }
+  void SnapshotLoop();
 
   RecorderOptions options_;
   ApiTable apis_;
   std::vector<std::unique_ptr<OutputSet>> sets_;
   std::vector<OutputSet*> by_level_;  // indexed by level
   bool closed_ = false;
+
+  std::mutex snapshot_mu_;  // one snapshot at a time; held across fork()
+  std::mutex loop_mu_;      // stop_, with loop_cv_
+  std::condition_variable loop_cv_;
+  bool stop_ = false;
+  std::thread* loop_ = nullptr;  // owned; leaked in a forked child, where it does not run
+  bool forked_ = false;          // this is a forked child's copy: write nothing
 };
 
 }  // namespace api_tracer

@@ -1,7 +1,11 @@
 #include "core/recorder.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -108,6 +112,88 @@ TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
   Record(rec.get(), 0, "torch.add", 1);
   ASSERT_TRUE(rec->Close().ok());
   EXPECT_FALSE(fs::exists(dir_ / "api_trace.txt"));
+  EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "torch.add(1)\n");
+}
+
+TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
+  RecorderOptions opts;
+  opts.output_dir = dir_.string();
+  opts.merge = true;
+  opts.snapshot_interval = 0.02;
+  std::unique_ptr<Recorder> rec;
+  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  // The first snapshot is taken at Open: the files are whole from the start.
+  EXPECT_EQ(Slurp(dir_ / "api_statistics.yaml"), "Total APIs: 0\nTotal API calls: 0\n\n");
+  EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
+  Record(rec.get(), 0, "torch.add", 1);
+  Record(rec.get(), 0, "torch.add", 1);
+  for (int i = 0; i < 500 && Slurp(dir_ / "api_configs.yaml").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "torch.add(1)\n");  // before Close
+  EXPECT_EQ(Slurp(dir_ / "api_statistics.yaml"), "Total APIs: 1\nTotal API calls: 2\n\ntorch.add: 2 (100.00%)\n");
+  ASSERT_TRUE(rec->Close().ok());
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_FALSE(entry.path().filename().string().ends_with(".tmp")) << entry.path();
+  }
+}
+
+TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
+  RecorderOptions opts;
+  opts.output_dir = dir_.string();
+  opts.merge = true;
+  opts.snapshot_interval = 0;
+  std::unique_ptr<Recorder> rec;
+  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  Record(rec.get(), 0, "torch.add", 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
+  ASSERT_TRUE(rec->Close().ok());
+  EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "torch.add(1)\n");
+}
+
+TEST_F(RecorderTest, AFullDiskNamesTheFileAndKeepsTheSummaries) {
+  fs::create_directories(dir_);
+  fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
+  RecorderOptions opts;
+  opts.output_dir = dir_.string();
+  opts.merge = true;
+  std::unique_ptr<Recorder> rec;
+  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  Record(rec.get(), 0, "torch.add", 1);
+  Status st = rec->Close();
+  EXPECT_EQ(st.code(), Status::Code::kIOError);
+  EXPECT_EQ(st.message(), "writing " + (dir_ / "api_trace.txt").string() + " failed: No space left on device");
+  EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "torch.add(1)\n");
+  EXPECT_EQ(Slurp(dir_ / "api_trace.yaml"), "- api: torch.add\n  args:\n  - 1\n  kwargs: {}\n");
+}
+
+TEST_F(RecorderTest, AForkedChildWritesNothingOfTheParents) {
+  RecorderOptions opts;
+  opts.output_dir = dir_.string();
+  opts.merge = true;
+  opts.snapshot_interval = 0.001;  // snapshots all the time, forks among them
+  std::unique_ptr<Recorder> rec;
+  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  Record(rec.get(), 0, "torch.add", 1);  // buffered in the parent at the fork
+  for (int i = 0; i < 20; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      KeyWriter w;
+      w.BeginCall(rec->apis().Intern("torch.child"), 0);
+      w.BeginKwargs(0);
+      Status st;
+      rec->Record(w, {.level = 0}, &st);
+      bool ok = rec->Snapshot().ok() && rec->Close().ok();  // write nothing, and do not wait for a thread
+      rec.release();  // its destructor would do the same
+      ::_exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  ASSERT_TRUE(rec->Close().ok());
+  EXPECT_EQ(Slurp(dir_ / "api_trace.txt"), "torch.add(1)\n");
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "torch.add(1)\n");
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "core/per_thread.h"
 #include "core/string_hash.h"
@@ -14,6 +16,7 @@ namespace api_tracer {
 struct TraceWriter::Buffer {
   std::string yaml;
   std::string txt;
+  uint64_t dropped = 0;  // calls Append kept out once the limit was reached
   using Lines = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
   // "  KEY: VALUE\n" per value of a record field: quoting is checked once.
   Lines backward_lines, module_lines;
@@ -30,8 +33,8 @@ struct TraceWriter::Buffer {
   }
 };
 
-TraceWriter::TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level)
-    : yaml_(yaml), txt_(txt), write_level_(write_level) {}
+TraceWriter::TraceWriter(Sink* yaml, Sink* txt, bool write_level, uint64_t limit)
+    : yaml_(yaml), txt_(txt), write_level_(write_level), limit_(limit) {}
 
 TraceWriter::~TraceWriter() = default;
 
@@ -46,6 +49,13 @@ void AppendIntField(std::string* out, std::string_view prefix, int value) {
   out->push_back('\n');
 }
 
+// The end of the record of `yaml` (records start with "- " at the start of a
+// line) that starts at `from`.
+size_t RecordEnd(const std::string& yaml, size_t from) {
+  size_t next = yaml.find("\n- ", from);
+  return next == std::string::npos ? yaml.size() : next + 1;
+}
+
 // Each distinct line once, in byte order.
 void WriteSortedUnique(std::vector<std::string> lines, std::ostream& out) {
   std::sort(lines.begin(), lines.end());
@@ -57,6 +67,10 @@ void WriteSortedUnique(std::vector<std::string> lines, std::ostream& out) {
 
 void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& extras) {
   Buffer& b = buffers_.Local();
+  if (full_.load(std::memory_order_relaxed)) {
+    ++b.dropped;
+    return;
+  }
   b.yaml.append(*config.yaml_header);
   if (write_level_) AppendIntField(&b.yaml, "  level: ", extras.level);
   if (extras.depth >= 0) AppendIntField(&b.yaml, "  depth: ", extras.depth);
@@ -68,31 +82,90 @@ void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& e
   if (b.yaml.size() + b.txt.size() >= kChunkBytes) WriteOut(b);
 }
 
+void TraceWriter::Write(Sink* sink, std::string_view data) {
+  if (!error_.ok() || data.empty()) return;  // a failed file is not written again
+  error_ = sink->Write(data);
+}
+
 void TraceWriter::WriteOut(Buffer& b) {
   std::lock_guard<std::mutex> lock(files_mu_);
-  yaml_->write(b.yaml.data(), static_cast<std::streamsize>(b.yaml.size()));
-  txt_->write(b.txt.data(), static_cast<std::streamsize>(b.txt.size()));
-  failed_ = failed_ || !yaml_->good() || !txt_->good();
+  size_t yaml_end = b.yaml.size(), txt_end = b.txt.size();
+  if (limit_ && written_ + yaml_end + txt_end > limit_) {
+    // The records that still fit go out whole (a record is one line of the
+    // text, and one "- " entry of the YAML); the rest are counted.
+    yaml_end = txt_end = 0;
+    while (txt_end < b.txt.size()) {
+      size_t txt_next = b.txt.find('\n', txt_end) + 1;
+      size_t yaml_next = RecordEnd(b.yaml, yaml_end + 1);
+      if (written_ + yaml_next + txt_next > limit_) break;
+      yaml_end = yaml_next;
+      txt_end = txt_next;
+    }
+    dropped_ += static_cast<uint64_t>(std::count(b.txt.begin() + static_cast<std::ptrdiff_t>(txt_end), b.txt.end(), '\n'));
+    full_.store(true, std::memory_order_relaxed);
+  }
+  Write(yaml_, std::string_view(b.yaml).substr(0, yaml_end));
+  Write(txt_, std::string_view(b.txt).substr(0, txt_end));
+  written_ += yaml_end + txt_end;
   b.yaml.clear();
   b.txt.clear();
 }
 
-Status TraceWriter::Flush() {
-  buffers_.ForEach([this](Buffer& b) { WriteOut(b); });
+Status TraceWriter::Finish() {
+  buffers_.ForEach([this](Buffer& b) {
+    WriteOut(b);
+    std::lock_guard<std::mutex> lock(files_mu_);
+    dropped_ += std::exchange(b.dropped, 0);
+  });
   std::lock_guard<std::mutex> lock(files_mu_);
-  yaml_->flush();
-  txt_->flush();
-  failed_ = failed_ || !yaml_->good() || !txt_->good();
-  return failed_ ? Status::IOError("writing the trace failed") : Status::OK();
+  if (dropped_) {
+    std::string note = TraceLimitNote(limit_, dropped_);
+    Write(yaml_, note);
+    Write(txt_, note);
+  }
+  return error_;
+}
+
+namespace {
+constexpr std::string_view kNoteParts[] = {"# trace_limit of ", " bytes reached: ", " calls not written"};
+}  // namespace
+
+std::string TraceLimitNote(uint64_t limit, uint64_t dropped) {
+  return std::string(kNoteParts[0]) + std::to_string(limit) + std::string(kNoteParts[1]) + std::to_string(dropped) +
+         std::string(kNoteParts[2]) + "\n";
+}
+
+bool ParseTraceLimitNote(std::string_view line, uint64_t* limit, uint64_t* dropped) {
+  if (line.ends_with('\n')) line.remove_suffix(1);
+  auto expect = [&line](std::string_view part) {
+    if (!line.starts_with(part)) return false;
+    line.remove_prefix(part.size());
+    return true;
+  };
+  auto number = [&line](uint64_t* out) {
+    auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), *out);
+    if (ec != std::errc() || end == line.data()) return false;
+    line.remove_prefix(static_cast<size_t>(end - line.data()));
+    return true;
+  };
+  return expect(kNoteParts[0]) && number(limit) && expect(kNoteParts[1]) && number(dropped) &&
+         expect(kNoteParts[2]) && line.empty();
 }
 
 Summary Summarize(const Aggregator& agg) {
   Summary s;
-  for (const auto& c : agg.ApiCounts()) s.api_counts.emplace_back(agg.apis().Name(c.api), c.count);
-  s.config_lines = agg.ConfigLines();
+  auto [api_counts, config_lines] = agg.CountsAndLines();
+  for (const auto& c : api_counts) s.api_counts.emplace_back(agg.apis().Name(c.api), c.count);
+  s.config_lines = std::move(config_lines);
   for (auto& [api, stacks] : agg.Stacks()) s.stacks.emplace_back(agg.apis().Name(api), std::move(stacks));
   s.value_ranges = agg.ValueRanges();
   return s;
+}
+
+std::string Render(SummaryWriter write, const Summary& s) {
+  std::ostringstream out;
+  write(s, out);
+  return std::move(out).str();
 }
 
 void WriteApis(const Summary& s, std::ostream& out) {

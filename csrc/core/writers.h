@@ -3,15 +3,17 @@
 // TraceWriter streams api_trace.yaml and api_trace.txt while tracing: each
 // call appends its cached YAML record and config line to its thread's
 // buffer, and a buffer goes to the files once it holds kChunkBytes, so memory
-// stays bounded however long the run. The summary writers produce the other four files
-// from an Aggregator when tracing stops.
+// stays bounded however long the run. With a limit (trace_limit), the files
+// stop at that many bytes, cut between records, and end with a note of how
+// many calls were not written. The summary writers produce the other files
+// from a Summary (an Aggregator's, or one `api-tracer merge` built).
 //
-// Writers take their sinks as std::ostream, so tests run them against string
-// streams. Thread-safety: TraceWriter::Append may be called concurrently with
-// itself, never with Flush (the hooks stop before the recorder closes); the
+// Thread-safety: TraceWriter::Append may be called concurrently with
+// itself, never with Finish (the hooks stop before the recorder closes); the
 // summary writers read a snapshot of the Aggregator.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <ostream>
 #include <memory>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "core/aggregator.h"
+#include "core/file.h"
 #include "core/status.h"
 #include "core/per_thread.h"
 
@@ -42,26 +45,41 @@ class TraceWriter {
 
   // `yaml` and `txt` are borrowed and must outlive the writer. With
   // `write_level`, each YAML record carries "level: N" (merged output of
-  // several levels).
-  TraceWriter(std::ostream* yaml, std::ostream* txt, bool write_level);
+  // several levels). `limit`: the most bytes both files together take
+  // (0: no limit).
+  TraceWriter(Sink* yaml, Sink* txt, bool write_level, uint64_t limit = 0);
   ~TraceWriter();
 
   void Append(const Aggregator::Config& config, const RecordExtras& extras);
-  // Writes out every thread's buffer and flushes the sinks; reports the
-  // first write error seen since the writer was made.
-  Status Flush();
+  // Writes out every thread's buffer and, when the limit cut the trace, the
+  // note of the calls not written (TraceLimitNote) to both files; reports
+  // the first write error seen since the writer was made.
+  Status Finish();
+  // The calls the limit kept out of the files (complete after Finish).
+  uint64_t dropped() const { return dropped_; }
 
  private:
   struct Buffer;
   void WriteOut(Buffer& b);
+  void Write(Sink* sink, std::string_view data);
 
-  std::ostream* yaml_;
-  std::ostream* txt_;
+  Sink* yaml_;
+  Sink* txt_;
   const bool write_level_;
-  std::mutex files_mu_;  // the sinks and failed_
-  bool failed_ = false;
+  const uint64_t limit_;
+  std::atomic<bool> full_{false};  // the limit is reached: Append only counts
+  std::mutex files_mu_;            // the sinks, written_, dropped_, error_
+  uint64_t written_ = 0;
+  uint64_t dropped_ = 0;
+  Status error_;
   PerThread<Buffer> buffers_;
 };
+
+// The last line of api_trace.yaml and api_trace.txt when trace_limit cut
+// them: "# trace_limit of LIMIT bytes reached: N calls not written\n".
+std::string TraceLimitNote(uint64_t limit, uint64_t dropped);
+// Reads such a line (with or without its newline) back; false for any other.
+bool ParseTraceLimitNote(std::string_view line, uint64_t* limit, uint64_t* dropped);
 
 // What the summary files say of an output set: taken from an Aggregator
 // when tracing stops, or built by `api-tracer merge` from several sets.
@@ -72,6 +90,10 @@ struct Summary {
   std::vector<std::pair<std::string, std::vector<Aggregator::Range>>> value_ranges;
 };
 Summary Summarize(const Aggregator& agg);
+
+using SummaryWriter = void (*)(const Summary&, std::ostream&);
+// What `write` makes of `s`, as a string.
+std::string Render(SummaryWriter write, const Summary& s);
 
 // api_apis.txt: the distinct API names, byte-wise sorted, one a line.
 void WriteApis(const Summary& s, std::ostream& out);

@@ -2,11 +2,24 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
 namespace api_tracer {
 namespace {
+
+// A Sink into a string; with `fail`, every write fails as a full disk would.
+struct StringSink : Sink {
+  std::string data;
+  bool fail = false;
+  std::string str() const { return data; }
+  Status Write(std::string_view bytes) override {
+    if (fail) return Status::IOError("writing test.txt failed: No space left on device");
+    data.append(bytes);
+    return Status::OK();
+  }
+};
 
 class WritersTest : public ::testing::Test {
  protected:
@@ -86,14 +99,14 @@ TEST_F(WritersTest, StacksFile) {
 }
 
 TEST_F(WritersTest, TraceStreamsInCallOrderAndWritesFullChunks) {
-  std::ostringstream yaml, txt;
+  StringSink yaml, txt;
   TraceWriter trace(&yaml, &txt, /*write_level=*/true);
   Call("torch.add", 1);
   trace.Append(*last_, {.level = 1});
   Call("torch.ones", 7);
   trace.Append(*last_, {.level = 0});
   EXPECT_EQ(txt.str(), "");  // still buffered
-  ASSERT_TRUE(trace.Flush().ok());
+  ASSERT_TRUE(trace.Finish().ok());
   EXPECT_EQ(txt.str(), "torch.add(1)\ntorch.ones(7)\n");
   EXPECT_EQ(yaml.str(),
             "- api: torch.add\n  level: 1\n  args:\n  - 1\n  kwargs: {}\n"
@@ -104,13 +117,64 @@ TEST_F(WritersTest, TraceStreamsInCallOrderAndWritesFullChunks) {
   EXPECT_GT(txt.str().size(), 1000u);
 }
 
+TEST_F(WritersTest, TraceLimitCutsBetweenRecordsAndCountsTheRest) {
+  Call("torch.add", 1);  // 13 bytes of text, 44 of YAML a record
+  StringSink yaml, txt;
+  TraceWriter trace(&yaml, &txt, false, /*limit=*/200);
+  for (int i = 0; i < 10; ++i) trace.Append(*last_, {.level = 0});
+  ASSERT_TRUE(trace.Finish().ok());
+  std::string record = "- api: torch.add\n  args:\n  - 1\n  kwargs: {}\n";
+  std::string note = "# trace_limit of 200 bytes reached: 7 calls not written\n";
+  EXPECT_EQ(txt.str(), "torch.add(1)\ntorch.add(1)\ntorch.add(1)\n" + note);
+  EXPECT_EQ(yaml.str(), record + record + record + note);
+  EXPECT_EQ(trace.dropped(), 7u);
+  uint64_t limit = 0, dropped = 0;
+  EXPECT_TRUE(ParseTraceLimitNote(note, &limit, &dropped));
+  EXPECT_EQ(limit, 200u);
+  EXPECT_EQ(dropped, 7u);
+  EXPECT_FALSE(ParseTraceLimitNote("torch.add(1)", &limit, &dropped));
+  EXPECT_FALSE(ParseTraceLimitNote(note + "x", &limit, &dropped));
+}
+
+TEST_F(WritersTest, TraceLimitHoldsAcrossThreads) {
+  constexpr int kThreads = 4, kCalls = 30000;
+  constexpr uint64_t kLimit = 3 * TraceWriter::kChunkBytes / 2;
+  Call("torch.mul", 12345);
+  StringSink yaml, txt;
+  TraceWriter trace(&yaml, &txt, false, kLimit);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) trace.Append(*last_, {.level = 0});
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(trace.Finish().ok());
+  std::string note = TraceLimitNote(kLimit, trace.dropped());
+  const std::string& text = txt.data;
+  const std::string& records_yaml = yaml.data;
+  ASSERT_TRUE(text.ends_with(note));
+  ASSERT_TRUE(records_yaml.ends_with(note));
+  size_t lines = std::count(text.begin(), text.end(), '\n') - 1;
+  EXPECT_EQ(lines + trace.dropped(), uint64_t{kThreads} * kCalls);
+  EXPECT_LE(text.size() + records_yaml.size() - 2 * note.size(), kLimit);
+  EXPECT_GT(text.size() + records_yaml.size() - 2 * note.size(), kLimit - 100);  // cut at the last record that fit
+  size_t records = 0;
+  for (size_t at = records_yaml.find("- api:"); at != std::string::npos; at = records_yaml.find("- api:", at + 1)) {
+    ++records;
+  }
+  EXPECT_EQ(records, lines);
+}
+
 TEST_F(WritersTest, WriteErrorsAreReported) {
-  std::ostringstream yaml, txt;
-  txt.setstate(std::ios::badbit);
+  StringSink yaml, txt;
+  txt.fail = true;
   TraceWriter trace(&yaml, &txt, false);
   Call("torch.add", 1);
   trace.Append(*last_, {.level = 0});
-  EXPECT_FALSE(trace.Flush().ok());
+  Status st = trace.Finish();
+  EXPECT_EQ(st.code(), Status::Code::kIOError);
+  EXPECT_EQ(st.message(), "writing test.txt failed: No space left on device");
 }
 
 }  // namespace
@@ -120,18 +184,18 @@ namespace api_tracer {
 namespace {
 
 TEST_F(WritersTest, RecordExtrasAreWrittenBeforeTheArguments) {
-  std::ostringstream yaml, txt;
+  StringSink yaml, txt;
   TraceWriter trace(&yaml, &txt, /*write_level=*/false);
   Call("torch.ops.aten.mul.Tensor", 1);
   trace.Append(*last_, {.level = 3, .depth = 2, .backward = "MulBackward0"});
-  ASSERT_TRUE(trace.Flush().ok());
+  ASSERT_TRUE(trace.Finish().ok());
   EXPECT_EQ(yaml.str(),
             "- api: torch.ops.aten.mul.Tensor\n  depth: 2\n  backward: MulBackward0\n"
             "  args:\n  - 1\n  kwargs: {}\n");
 }
 
 TEST_F(WritersTest, ThreadsAppendingAtOnceLoseNothingAndKeepTheirOrder) {
-  std::ostringstream yaml, txt;
+  StringSink yaml, txt;
   TraceWriter trace(&yaml, &txt, false);
   constexpr int kThreads = 6, kCalls = 20000;
   std::vector<const Aggregator::Config*> configs;
@@ -146,7 +210,7 @@ TEST_F(WritersTest, ThreadsAppendingAtOnceLoseNothingAndKeepTheirOrder) {
     });
   }
   for (auto& th : threads) th.join();
-  ASSERT_TRUE(trace.Flush().ok());
+  ASSERT_TRUE(trace.Finish().ok());
   std::istringstream lines(txt.str());
   std::string line;
   std::vector<int> per_thread(kThreads);
@@ -159,7 +223,7 @@ TEST_F(WritersTest, ManyWritersOnOneThreadStillStream) {
   // buffer, which goes to its sink whenever it fills.
   constexpr int kWriters = 12, kCalls = 20000;
   Call("torch.zeros", 1);
-  std::vector<std::ostringstream> yaml(kWriters), txt(kWriters);
+  std::vector<StringSink> yaml(kWriters), txt(kWriters);
   std::vector<std::unique_ptr<TraceWriter>> writers;
   for (int i = 0; i < kWriters; ++i) writers.push_back(std::make_unique<TraceWriter>(&yaml[i], &txt[i], false));
   for (int c = 0; c < kCalls; ++c) {
@@ -167,7 +231,7 @@ TEST_F(WritersTest, ManyWritersOnOneThreadStillStream) {
   }
   for (int i = 0; i < kWriters; ++i) EXPECT_GT(txt[i].str().size(), 0u) << "writer " << i << " streamed nothing";
   for (int i = 0; i < kWriters; ++i) {
-    ASSERT_TRUE(writers[i]->Flush().ok());
+    ASSERT_TRUE(writers[i]->Finish().ok());
     EXPECT_EQ(txt[i].str().size(), kCalls * std::string("torch.zeros(1)\n").size()) << i;
   }
 }

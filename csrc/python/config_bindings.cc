@@ -2,7 +2,6 @@
 // api_tracer.values), and format Python calls as config lines.
 #include <pybind11/stl.h>
 
-#include <fstream>
 #include <optional>
 #include <tuple>
 
@@ -117,13 +116,8 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
       s.value_ranges.emplace_back(line, std::move(ranges));
     }
   }
-  auto write = [&](const char* stem, const char* ext, void (*fn)(const Summary&, std::ostream&)) {
-    std::string path = dir + "/" + stem + suffix + ext;
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) RaiseIfError(Status::IOError("cannot open " + path + " for writing"));
-    fn(s, f);
-    f.close();
-    if (f.fail()) RaiseIfError(Status::IOError("writing " + path + " failed"));
+  auto write = [&](const char* stem, const char* ext, SummaryWriter writer) {
+    RaiseIfError(ReplaceFile(dir + "/" + stem + suffix + ext, Render(writer, s)));
   };
   write("api_apis", ".txt", &WriteApis);
   write("api_configs", ".yaml", &WriteConfigs);
@@ -156,6 +150,16 @@ void InitConfigBindings(pybind11::module_& m) {
         pybind11::arg("config_lines"), pybind11::arg("stacks") = pybind11::none(),
         pybind11::arg("value_ranges") = pybind11::none(),
         "Writes a file set's summary files from plain data (api-tracer merge).");
+  m.def("trace_limit_note", &TraceLimitNote, pybind11::arg("limit"), pybind11::arg("dropped"),
+        "The last line of a trace that trace_limit cut.");
+  m.def(
+      "parse_trace_limit_note",
+      [](std::string_view line) -> std::optional<std::pair<uint64_t, uint64_t>> {
+        uint64_t limit, dropped;
+        if (!ParseTraceLimitNote(line, &limit, &dropped)) return std::nullopt;
+        return std::make_pair(limit, dropped);
+      },
+      pybind11::arg("line"), "(limit, calls not written) of a trace_limit_note() line, or None.");
   m.def("format_call", &FormatFromPython, pybind11::arg("api"), pybind11::arg("args"),
         pybind11::arg("kwargs"), pybind11::kw_only(), pybind11::arg("classify"),
         pybind11::arg("tensor_type_name"), pybind11::arg("show_device") = false,

@@ -41,8 +41,8 @@ StackCapture::Format ParseStackFormat(const std::string& s) {
 }
 
 void Start(const std::string& output_dir, const std::vector<int>& levels, bool merge, bool record_stack,
-           const std::string& stack_format, bool stream_trace, bool value_ranges, bool show_device,
-           bool show_requires_grad,
+           const std::string& stack_format, bool stream_trace, bool value_ranges, double snapshot_interval,
+           uint64_t trace_limit, bool show_device, bool show_requires_grad,
            const std::vector<std::string>& include, const std::vector<std::string>& exclude,
            const std::vector<std::string>& stack_skip_prefixes, pybind11::object resolve,
            pybind11::object classify, pybind11::object tensor_type_name) {
@@ -53,6 +53,8 @@ void Start(const std::string& output_dir, const std::vector<int>& levels, bool m
   opts.recorder.record_stack = record_stack;
   opts.recorder.stream_trace = stream_trace;
   opts.recorder.value_ranges = value_ranges;
+  opts.recorder.snapshot_interval = snapshot_interval;
+  opts.recorder.trace_limit = trace_limit;
   opts.recorder.format = {show_device, show_requires_grad};
   opts.include = include;
   opts.exclude = exclude;
@@ -84,7 +86,8 @@ struct Suspended {
 void InitSessionBindings(pybind11::module_& m) {
   m.def("start", &Start, pybind11::kw_only(), pybind11::arg("output_dir"), pybind11::arg("levels"),
         pybind11::arg("merge"), pybind11::arg("record_stack"), pybind11::arg("stack_format"),
-        pybind11::arg("stream_trace"), pybind11::arg("value_ranges"), pybind11::arg("show_device"),
+        pybind11::arg("stream_trace"), pybind11::arg("value_ranges"), pybind11::arg("snapshot_interval"),
+        pybind11::arg("trace_limit"), pybind11::arg("show_device"),
         pybind11::arg("show_requires_grad"), pybind11::arg("include"), pybind11::arg("exclude"),
         pybind11::arg("stack_skip_prefixes"), pybind11::arg("resolve"), pybind11::arg("classify"),
         pybind11::arg("tensor_type_name"),

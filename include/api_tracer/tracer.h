@@ -15,7 +15,9 @@
 // It records what level 3 of the Python tracer records (the native observer,
 // at::RecordFunction), into the same files in the same format:
 // api_trace.yaml, api_trace.txt, api_apis.txt, api_configs.yaml,
-// api_statistics.yaml, and api_value_ranges.yaml with value_ranges. One
+// api_statistics.yaml, and api_value_ranges.yaml with value_ranges. The
+// summary files are rewritten whole every snapshot_interval seconds, so a
+// process killed by a signal keeps them as of the last snapshot. One
 // tracer runs at a time in a process. CMake: find_package(api_tracer) and
 // link api_tracer::api_tracer.
 //
@@ -47,6 +49,8 @@ struct Options {
   bool value_ranges = false;        // min and max of integer tensor inputs (reads data)
   bool show_device = false;         // config lines also show devices other than cpu
   bool show_requires_grad = false;  // config lines also show requires_grad=True
+  double snapshot_interval = 30;    // seconds between snapshots of the summary files (0: at stop only)
+  unsigned long long trace_limit = 1ull << 30;  // bytes of api_trace.* (0: no limit)
   std::vector<std::string> include_apis;  // glob patterns; empty: every operator
   std::vector<std::string> exclude_apis;
 };

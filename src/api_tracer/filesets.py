@@ -57,6 +57,20 @@ def read_statistics(s: FileSet) -> List[Tuple[str, int]]:
     return counts
 
 
+def trace_limit_note(s: FileSet) -> Optional[Tuple[int, int]]:
+    """(limit, calls not written) when trace_limit cut the set's trace: its
+    last line says so (docs/format.md)."""
+    from . import _C
+
+    if not s.has("api_trace", ".txt"):
+        return None
+    with open(s.path("api_trace", ".txt"), "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 256))
+        last = f.read().rstrip(b"\n").rpartition(b"\n")[2]
+    return _C.parse_trace_limit_note(last.decode("utf-8", "replace"))
+
+
 def read_lines(path: str) -> Iterator[str]:
     with open(path, encoding="utf-8") as f:
         for line in f:

@@ -40,6 +40,7 @@ def follow_children(options: Dict[str, Any]) -> None:
 def start_tracer() -> None:
     """Starts this child's own tracer, into its own set under the parent's
     output path."""
+    from .signals import write_files_when_terminated
     from .tracer import APITracer
 
     options = json.loads(os.environ[ENV_OPTIONS])
@@ -47,6 +48,7 @@ def start_tracer() -> None:
     launched_as_rank = rank.isdigit() and rank != os.environ.get(ENV_PARENT_RANK)
     name = f"rank-{rank}" if launched_as_rank else f"pid-{os.getpid()}"
     os.environ[ENV_PARENT_RANK] = rank
+    write_files_when_terminated()
     APITracer(**dict(options, output_path=os.path.join(options["output_path"], name))).start()
 
 

@@ -9,14 +9,13 @@ C++ writers as the tracer's.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any, Dict, Iterator, List, Tuple
 
 import yaml
 
 from . import _C
 from .cli import UsageError
-from .filesets import FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics
+from .filesets import FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics, trace_limit_note
 
 MAX_STACKS = 3
 
@@ -27,14 +26,22 @@ def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
     configs = set()
     traced = all(s.has("api_trace", ".txt") and s.has("api_trace", ".yaml") for s in sets)
     if traced:
+        # The traces one after the other; where trace_limit cut some, one
+        # note at the end adds up the calls they did not write.
+        notes = [note for note in map(trace_limit_note, sets) if note]
         with open(os.path.join(out, f"api_trace{suffix}.txt"), "w", encoding="utf-8") as txt, \
                 open(os.path.join(out, f"api_trace{suffix}.yaml"), "w", encoding="utf-8") as yml:
             for s in sets:
                 for line in read_lines(s.path("api_trace", ".txt")):
-                    order.setdefault(api_of(line), len(order))
-                    txt.write(line + "\n")
+                    if not line.startswith("#"):
+                        order.setdefault(api_of(line), len(order))
+                        txt.write(line + "\n")
                 with open(s.path("api_trace", ".yaml"), encoding="utf-8") as f:
-                    shutil.copyfileobj(f, yml)
+                    yml.writelines(line for line in f if not line.startswith("#"))
+            if notes:
+                note = _C.trace_limit_note(max(limit for limit, _ in notes), sum(n for _, n in notes))
+                txt.write(note)
+                yml.write(note)
     for s in sets:
         for api, n in read_statistics(s):
             counts[api] = counts.get(api, 0) + n

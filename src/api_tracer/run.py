@@ -4,7 +4,7 @@ The program runs as `python script.py ARGS` (or `python -m module ARGS`)
 would run it: same sys.argv, sys.path[0] and __main__, same output, same
 exception and traceback (the tracer's own frames left out), same exit code.
 The files are complete whatever way the program ends: normally, through
-sys.exit, an uncaught exception, or Ctrl-C.
+sys.exit, an uncaught exception, Ctrl-C, SIGTERM or SIGHUP (signals.py).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import types
 from typing import Any, Callable, Dict, Optional
 
 from .cli import UsageError
+from .signals import write_files_when_terminated
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def tracer_options(args: Any) -> Dict[str, Any]:
     return dict(levels=args.levels, output_path=args.output, merge_output=args.merge,
                 record_stack=args.stack is not None, stack_format=args.stack or "short", nesting=args.nesting,
-                value_ranges=args.value_ranges, include_apis=args.include, exclude_apis=args.exclude)
+                value_ranges=args.value_ranges, include_apis=args.include, exclude_apis=args.exclude,
+                snapshot_interval=args.snapshot_interval, trace_limit=args.trace_limit)
 
 
 def _program(args: Any) -> Callable[[], Any]:
@@ -83,6 +85,7 @@ def run_program(args: Any) -> int:
         from .follow import follow_children
 
         follow_children(options)
+    write_files_when_terminated()
     try:
         tracer.start()
     except OSError as e:

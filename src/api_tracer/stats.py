@@ -5,7 +5,7 @@ import os
 from collections import Counter
 
 from .cli import UsageError
-from .filesets import api_of, find_sets, read_lines, read_statistics
+from .filesets import api_of, find_sets, read_lines, read_statistics, trace_limit_note
 from .text_table import format_table
 
 
@@ -32,6 +32,10 @@ def stats_table(directory: str, top: int = 20) -> str:
         out.append(f"== {title}: {len(counts)} APIs, {total} calls, {sum(configs.values())} configs\n")
         rows = [[api, str(n), f"{100.0 * n / total:.2f}%", str(configs.get(api, 0))] for api, n in counts[:top]]
         out.append(format_table(["API", "calls", "share", "configs"], rows))
+        note = trace_limit_note(s)
+        if note:
+            out.append(f"trace_limit ({note[0]} bytes) reached: {note[1]} calls are counted here but not in "
+                       f"api_trace{s.suffix}.*\n")
         if s.level is None and s.has("api_trace", ".yaml"):
             levels = Counter()
             with open(s.path("api_trace", ".yaml"), encoding="utf-8") as f:

@@ -21,9 +21,8 @@ from . import _C
 from .dialect import FrameworkDialect, PyTorchDialect
 from .hooks import TracingHook
 from .module_tree import ModuleHooks, ModuleTree
+from .options import NESTINGS, SNAPSHOT_INTERVAL, STACK_FORMATS, TRACE_LIMIT
 
-STACK_FORMATS = ("short", "full", "api")
-NESTINGS = ("outermost", "all", "innermost")
 
 _DIALECTS = {"torch": PyTorchDialect}
 _lock = threading.Lock()
@@ -34,6 +33,14 @@ def _check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, not {value!r}")
     return value
+
+
+def _check_amount(name: str, value: Any, kind: type, unit: str) -> Any:
+    """A finite amount of `unit`, 0 or more, as `kind` (int or float)."""
+    accepted = (int, float) if kind is float else int
+    if isinstance(value, bool) or not isinstance(value, accepted) or not 0 <= value < 2 ** 63:
+        raise ValueError(f"{name} must be a number of {unit} (0 or more), not {value!r}")
+    return kind(value)
 
 
 def _check_patterns(name: str, value: Any, default: List[str]) -> List[str]:
@@ -76,6 +83,14 @@ class APITracer:
     value_ranges: also keep the smallest and largest value of each integer
         or bool tensor argument, per config (api_value_ranges.yaml). Reads
         tensor data; off by default.
+    snapshot_interval: seconds between snapshots of the summary files
+        (api_apis.txt, api_configs.yaml, api_statistics.yaml, and the
+        stacks and value ranges), each rewritten whole and atomically, so
+        that a process killed by a signal keeps them as of the last one
+        (0: only at start and stop).
+    trace_limit: the most bytes api_trace.yaml and api_trace.txt of a file
+        set take together; past it they end with a line saying how many
+        calls were not written (the summaries still count them). 0: no limit.
     tag_modules: an nn.Module: each record made while one of its modules
         runs carries the module's path ("module: Net.features.0" in
         api_trace.yaml), so configs can be told apart by layer.
@@ -99,6 +114,8 @@ class APITracer:
         stream_trace: bool = True,
         nesting: str = "outermost",
         value_ranges: bool = False,
+        snapshot_interval: float = SNAPSHOT_INTERVAL,
+        trace_limit: int = TRACE_LIMIT,
         tag_modules: Any = None,
     ) -> None:
         if isinstance(dialect, FrameworkDialect):
@@ -130,6 +147,8 @@ class APITracer:
             raise ValueError(f"nesting must be one of {list(NESTINGS)}, not {nesting!r}")
         self.nesting = nesting
         self.value_ranges = _check_bool("value_ranges", value_ranges)
+        self.snapshot_interval = _check_amount("snapshot_interval", snapshot_interval, float, "seconds")
+        self.trace_limit = _check_amount("trace_limit", trace_limit, int, "bytes")
         if tag_modules is not None:
             import torch
 
@@ -185,6 +204,8 @@ class APITracer:
                 stack_format=self.stack_format,
                 stream_trace=self.stream_trace,
                 value_ranges=self.value_ranges,
+                snapshot_interval=self.snapshot_interval,
+                trace_limit=self.trace_limit,
                 show_device=self.show_device,
                 show_requires_grad=self.show_requires_grad,
                 include=self.include_apis,

@@ -1,0 +1,53 @@
+// Files as the recorder writes them, with errors that name the file and the
+// reason (errno's text), never a bare "writing failed".
+//
+// - Sink: where a stream of bytes goes (a trace file; a string in tests).
+// - OutputFile: a Sink on a file written with write(2), no buffering of its
+//   own (the trace writer hands it whole chunks).
+// - ReplaceFile: writes a whole file atomically (a temporary file beside it,
+//   then rename), so that a process killed at any moment leaves the file
+//   either as it was or as it is now: never empty, never half-written.
+//
+// Thread-safety: a Sink is used by one thread at a time (the trace writer
+// holds its lock around it); ReplaceFile may be called from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace api_tracer {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Writes all of `data`, or fails saying which file and why.
+  virtual Status Write(std::string_view data) = 0;
+};
+
+class OutputFile : public Sink {
+ public:
+  // Creates (or truncates) `path` for writing.
+  static Status Create(const std::string& path, std::unique_ptr<OutputFile>* out);
+  ~OutputFile() override;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  Status Write(std::string_view data) override;
+  // Closes the file (the destructor does too, ignoring errors); idempotent.
+  Status Close();
+  const std::string& path() const { return path_; }
+
+ private:
+  OutputFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string path_;
+  int fd_;
+};
+
+// Replaces `path` with `content` atomically (see above). The temporary file
+// is ".NAME.tmp" in the same directory, removed again when writing fails.
+Status ReplaceFile(const std::string& path, std::string_view content);
+
+}  // namespace api_tracer
