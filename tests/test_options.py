@@ -39,6 +39,12 @@ def test_bad_value_names_the_parameter(out, kwargs, name):
     assert not out.exists()  # nothing was done
 
 
+def test_a_nul_in_the_output_path_is_refused_before_anything_is_made(tmp_path):
+    with pytest.raises(ValueError, match="output_path must not contain a NUL"):
+        APITracer(output_path=str(tmp_path / "a\0b"), levels=1).start()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_levels_error_lists_what_is_allowed(out):
     with pytest.raises(ValueError, match=r"0 \(SetattrHook\), 1 \(TorchFunctionHook\), 2 \(TorchDispatchHook\)"):
         APITracer(output_path=str(out), levels=[9])

@@ -128,6 +128,8 @@ class APITracer:
             )
         if not isinstance(output_path, (str, os.PathLike)) or not os.fspath(output_path):
             raise ValueError(f"output_path must be a non-empty path, not {output_path!r}")
+        if "\0" in os.fsdecode(output_path):
+            raise ValueError(f"output_path must not contain a NUL character: {output_path!r}")
         self.output_path = os.fspath(output_path)
         self.hook_classes = self._check_levels(levels)
         self.levels = sorted(self.hook_classes)
