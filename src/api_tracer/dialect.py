@@ -286,16 +286,24 @@ class PyTorchDialect(FrameworkDialect):
         # A compiled function runs eagerly while a Python level traces, so
         # every call is seen (PyTorch does the same on its own for dispatch
         # modes) and no compiler internals are mistaken for the program's
-        # calls. The previous stance comes back at stop.
+        # calls; eager.py says when the stance is set. The previous stance
+        # comes back at stop.
         if not set(levels) & {0, 1, 2}:
             return lambda: None
         import torch
 
+        from . import _C
+        from .eager import run_compiled_code_eagerly
+
         # torch builds its function -> name table on first use and keeps it;
         # build it now, before level 0 puts wrappers where the originals are.
+        # (Building it leaves a warning registry in torch.overrides, for the
+        # warnings it silences; nothing of the tracer's stays in torch.)
+        had_registry = "__warningregistry__" in vars(torch.overrides)
         torch.overrides._get_overridable_functions()
-        stance = torch.compiler.set_stance("force_eager")
-        return lambda: stance.__exit__(None, None, None)
+        if not had_registry:
+            vars(torch.overrides).pop("__warningregistry__", None)
+        return run_compiled_code_eagerly(when_loaded=True, quietly=_C.suspended)
 
     def stack_skip_prefixes(self) -> List[str]:
         import torch

@@ -21,6 +21,7 @@ block's time.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import threading
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import _C
+from .eager import run_compiled_code_eagerly
 from .module_tree import ModuleTree, PathLike
 from .profile_table import SORT_COLUMN
 
@@ -82,29 +84,6 @@ def _uncompiled(model: Any) -> Any:
     the ones profiled, under its own class's name."""
     inner = getattr(model, "_orig_mod", None)
     return inner if type(model).__name__ == "OptimizedModule" and inner is not None else model
-
-
-def _run_compiled_code_eagerly() -> Any:
-    """While the profile runs, torch.compile'd code runs eagerly (a compiled
-    graph has no layers to time, and the wrapped forwards would make dynamo
-    compile anew); the returned stance's __exit__ restores the previous one.
-    None when dynamo was never loaded (loading it takes about a second):
-    then nothing was compiled before the block, and a model first compiled
-    inside it is compiled around the profile's wrappers."""
-    import sys
-
-    if "torch._dynamo" not in sys.modules:
-        return None
-    import torch
-
-    if torch.compiler.is_compiling():
-        return None  # a profile traced by dynamo itself: there is no compiled code under it to run eagerly
-    try:
-        return torch.compiler.set_stance("force_eager")
-    except RuntimeError:
-        # Entered inside a compiled function (its frames run under dynamo's
-        # callback, where the stance cannot change): profile as it runs.
-        return None
 
 
 def _op_rows(ops: List[tuple], direction: str) -> List[OpRow]:
@@ -179,7 +158,7 @@ class Profile:
             self._tree = ModuleTree(self.model, self._paths)
             self.scope_paths = self._tree.paths
             self._c = _C.Profiler(self._tree.parents, max_spans=self.timeline_limit, cuda=self.use_cuda)
-            self._eager = _run_compiled_code_eagerly()
+            self._eager = run_compiled_code_eagerly(when_loaded=False, quietly=contextlib.nullcontext)
             self._wrap_forwards()
             self._c.start(self.profile_memory, self.ops)
         except BaseException:
@@ -242,9 +221,9 @@ class Profile:
             raise errors[0]
 
     def _restore_stance(self) -> None:
-        eager, self._eager = getattr(self, "_eager", None), None
-        if eager is not None:
-            eager.__exit__(None, None, None)
+        undo, self._eager = getattr(self, "_eager", None), None
+        if undo is not None:
+            undo()
 
     def _stop_observer(self) -> None:
         c = getattr(self, "_c", None)
