@@ -1,5 +1,6 @@
 """Config lines are data: parsed by the project's parser, never evaluated."""
 import os
+import random
 
 import pytest
 import torch
@@ -61,3 +62,26 @@ def test_malformed_line_reports_file_line_and_column():
         parse_call("torch.add(1,, 2)", path="configs.txt", lineno=7)
     assert str(e.value).startswith("configs.txt:7:13: ")
     assert (e.value.lineno, e.value.column) == (7, 13)
+
+
+# Numbers out of double's range read as Python's float() reads them.
+FLOAT_TEXTS = ["1e309", "1.8e308", "1e999999", "-1e309", "1.7976931348623159e308", "1.7976931348623158e308",
+               "1" + "0" * 400 + ".5", "1e-400", "-1e-400", "1e-99999999999999999999", "0." + "0" * 400 + "5e400",
+               "2e-324", "3e-324", "5e-324", "-4.9406564584124654e-324", "2.2250738585072011e-308", "inf", "-inf"]
+
+
+@pytest.mark.parametrize("text", FLOAT_TEXTS)
+def test_floats_read_as_pythons_float(text):
+    expected = float(text)
+    (value, imaginary), _ = parse_call(f"torch.f({text}, {text}j)")[1:]
+    assert repr(value) == repr(expected)  # tells inf from 0.0 and -0.0 from 0.0
+    assert repr(imaginary) == repr(complex(0.0, expected))
+
+
+def test_random_floats_read_as_pythons_float():
+    rng = random.Random(10)
+    texts = [f"{rng.choice(['', '-'])}{rng.randrange(10 ** rng.randrange(1, 25))}.{rng.randrange(10 ** 6)}"
+             f"e{rng.choice([rng.randrange(-340, -300), rng.randrange(300, 320), rng.randrange(-30, 30)])}"
+             for _ in range(2000)]
+    _, values, _ = parse_call(f"torch.f({', '.join(texts)})")
+    assert [repr(v) for v in values] == [repr(float(t)) for t in texts]

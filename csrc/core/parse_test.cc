@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+#include <utility>
+
 #include "core/format.h"
 #include "core/test_values.h"
 
@@ -10,10 +14,15 @@ namespace {
 
 const FormatOptions kAllFields{.tensor_device = true, .tensor_requires_grad = true};
 
+std::string Text(const Value& v) {
+  std::string text;
+  FormatValue(v, kAllFields, &text);
+  return text;
+}
+
 TEST(ParseTest, EveryFormattedValueParsesBack) {
   for (const Value& v : testing::EveryKind()) {
-    std::string text;
-    FormatValue(v, kAllFields, &text);
+    std::string text = Text(v);
     Value back;
     Status st = ParseValue(text, &back);
     ASSERT_TRUE(st.ok()) << text << ": " << st.message();
@@ -53,6 +62,47 @@ TEST(ParseTest, AcceptsHandWrittenForms) {
   Value v;
   ASSERT_TRUE(ParseValue("\"\\u00e9\\x41\"", &v).ok());
   EXPECT_EQ(v, Value::Str("\xc3\xa9" "A"));
+}
+
+// Out of double's range a number is what Python's float() makes of it: inf
+// when too large, 0 when too small, with the sign kept either way.
+TEST(ParseTest, NumbersOutOfRangeAreInfOrZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double max = std::numeric_limits<double>::max();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  const std::string zeros(400, '0');
+  const std::pair<std::string, Value> cases[] = {
+      {"1e309", Value::Float(inf)},
+      {"1.8e308", Value::Float(inf)},
+      {"1e999999", Value::Float(inf)},
+      {"1e99999999999999999999999999", Value::Float(inf)},
+      {"-1e309", Value::Float(-inf)},
+      {"1" + zeros + ".5", Value::Float(inf)},
+      {"1.7976931348623157e308", Value::Float(max)},
+      {"1.7976931348623158e308", Value::Float(max)},  // rounds down to the largest
+      {"1.7976931348623159e308", Value::Float(inf)},
+      {"1e-400", Value::Float(0.0)},
+      {"-1e-400", Value::Float(-0.0)},
+      {"1e-99999999999999999999999999", Value::Float(0.0)},
+      {"0." + zeros + "1", Value::Float(0.0)},
+      {"0." + zeros + "5e400", Value::Float(0.5)},
+      {"1" + zeros + "e-400", Value::Float(1.0)},
+      {"0e99999999999999999999999999", Value::Float(0.0)},
+      {"2e-324", Value::Float(0.0)},  // under half the smallest denormal
+      {"3e-324", Value::Float(tiny)},
+      {"5e-324", Value::Float(tiny)},
+      {"2.2250738585072011e-308", Value::Float(2.2250738585072009e-308)},
+      {"1e309j", Value::Complex(0.0, inf)},
+      {"-1e309j", Value::Complex(0.0, -inf)},
+      {"(1e-400-1e309j)", Value::Complex(0.0, -inf)},
+      {"(-1e309+1e-400j)", Value::Complex(-inf, 0.0)},
+  };
+  for (const auto& [text, expected] : cases) {
+    Value v;
+    Status st = ParseValue(text, &v);
+    ASSERT_TRUE(st.ok()) << text << ": " << st.message();
+    EXPECT_TRUE(v == expected) << text << " parsed as " << Text(v);
+  }
 }
 
 struct BadLine {
