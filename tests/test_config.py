@@ -1,6 +1,7 @@
 """Config lines are data: parsed by the project's parser, never evaluated."""
 import os
 import random
+import sys
 
 import pytest
 import torch
@@ -85,3 +86,37 @@ def test_random_floats_read_as_pythons_float():
              for _ in range(2000)]
     _, values, _ = parse_call(f"torch.f({', '.join(texts)})")
     assert [repr(v) for v in values] == [repr(float(t)) for t in texts]
+
+
+# Integers: any size up to Python's int-string limit, a syntax error beyond.
+@pytest.fixture
+def int_digit_limit():
+    saved = sys.get_int_max_str_digits()
+    yield sys.set_int_max_str_digits
+    sys.set_int_max_str_digits(saved)
+
+
+def test_integers_up_to_pythons_digit_limit_parse(int_digit_limit):
+    int_digit_limit(4300)
+    big = "9" * 4300
+    assert parse_call(f"torch.f({big}, -{big}, {'0' * 4299}1)")[1] == [int(big), -int(big), 1]
+
+
+@pytest.mark.parametrize("text", ["9" * 4301, "-" + "9" * 4301, "0" * 4301, "1" * 100000])
+def test_integers_over_pythons_digit_limit_are_syntax_errors(int_digit_limit, text):
+    int_digit_limit(4300)
+    with pytest.raises(ConfigSyntaxError) as e:
+        parse_call(f"torch.f(1, {text})")
+    assert e.value.column == 12
+    assert "sys.set_int_max_str_digits" in e.value.message
+
+
+def test_the_digit_limit_is_read_at_each_parse(int_digit_limit):
+    line = f"torch.f({'9' * 5000})"
+    int_digit_limit(5000)
+    assert parse_call(line)[1] == [int("9" * 5000)]
+    int_digit_limit(0)  # no limit
+    assert parse_call(f"torch.f({'9' * 50000})")[1] == [int("9" * 50000)]
+    int_digit_limit(4999)
+    with pytest.raises(ConfigSyntaxError):
+        parse_call(line)

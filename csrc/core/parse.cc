@@ -37,7 +37,7 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 
 class Parser {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  Parser(std::string_view s, const ParseOptions& options) : s_(s), options_(options) {}
 
   Status Call(api_tracer::Call* out) {
     SkipSpace();
@@ -328,6 +328,12 @@ class Parser {
     }
     std::string_view digits = token;
     if (digits[0] == '+') digits.remove_prefix(1);
+    size_t count = digits.size() - (digits[0] == '-');
+    if (options_.max_int_digits != 0 && count > options_.max_int_digits) {
+      pos_ = start;
+      return Error("an integer of " + std::to_string(count) + " digits, over the limit of " +
+                   std::to_string(options_.max_int_digits) + " (Python's sys.set_int_max_str_digits)");
+    }
     int64_t i;
     auto res = std::from_chars(digits.data(), digits.data() + digits.size(), i);
     if (res.ec == std::errc() && res.ptr == digits.data() + digits.size()) {
@@ -490,13 +496,18 @@ class Parser {
   }
 
   std::string_view s_;
+  const ParseOptions& options_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Status ParseCall(std::string_view line, Call* out) { return Parser(line).Call(out); }
+Status ParseCall(std::string_view line, Call* out, const ParseOptions& options) {
+  return Parser(line, options).Call(out);
+}
 
-Status ParseValue(std::string_view text, Value* out) { return Parser(text).Single(out); }
+Status ParseValue(std::string_view text, Value* out, const ParseOptions& options) {
+  return Parser(text, options).Single(out);
+}
 
 }  // namespace api_tracer

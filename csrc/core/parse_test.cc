@@ -106,9 +106,29 @@ TEST(ParseTest, NumbersOutOfRangeAreInfOrZero) {
 }
 
 struct BadLine {
-  const char* line;
+  std::string line;
   size_t column;
 };
+
+// Integers have any size unless the consumer sets a bound (Python does).
+TEST(ParseTest, IntegersOverTheDigitLimitAreRefused) {
+  const std::string digits(4301, '9');
+  Value v;
+  ASSERT_TRUE(ParseValue(digits, &v).ok());
+  EXPECT_TRUE(v == Value::BigInt(digits));
+  const ParseOptions limit{.max_int_digits = 4300};
+  for (const std::string& text : {digits.substr(1), "-" + digits.substr(1), digits + ".0", digits + "j"}) {
+    EXPECT_TRUE(ParseValue(text, &v, limit).ok()) << text.substr(0, 8);  // a float has no bound
+  }
+  EXPECT_TRUE(v == Value::Complex(0, std::numeric_limits<double>::infinity()));
+  const BadLine cases[] = {{"f(1, -" + digits + ")", 6}, {"f(" + std::string(4301, '0') + ")", 3}};
+  for (const auto& [line, column] : cases) {
+    Call call;
+    Status st = ParseCall(line, &call, limit);
+    EXPECT_EQ(st.code(), Status::Code::kParseError) << line.substr(0, 8);
+    EXPECT_EQ(st.column(), column) << st.message();
+  }
+}
 
 TEST(ParseTest, ErrorsNameTheColumn) {
   const BadLine cases[] = {
