@@ -120,3 +120,22 @@ def test_the_digit_limit_is_read_at_each_parse(int_digit_limit):
     int_digit_limit(4999)
     with pytest.raises(ConfigSyntaxError):
         parse_call(line)
+
+
+# A lone surrogate, raw or escaped, is not a character: a syntax error at it.
+@pytest.mark.parametrize("line, column", [
+    ("torch.f(\ud800)", 9),
+    ('torch.f("é\udfff")', 11),
+    ('torch.f(1, x="\ud83d\ude00")', 15),  # a pair in a str is two lone surrogates
+    ('torch.f("a\\ud800")', 11),
+    ('torch.f("\\U0000dc00", "\\ud83d\\ude00")', 10),
+])
+def test_lone_surrogates_are_syntax_errors(line, column):
+    with pytest.raises(ConfigSyntaxError) as e:
+        parse_call(line)
+    assert e.value.column == column
+    assert "surrogate" in e.value.message
+
+
+def test_characters_beyond_the_bmp_parse():
+    assert parse_call('torch.f("😀", "\\U0001F600\\ud7ff\\ue000")')[1] == ["😀", "😀\ud7ff\ue000"]

@@ -209,6 +209,10 @@ class Parser {
           uint32_t cp = 0;
           auto res = std::from_chars(s_.data() + pos_, s_.data() + pos_ + n, cp, 16);
           if (res.ptr != s_.data() + pos_ + n || cp > 0x10ffff) return Error("bad escape");
+          if (cp >= 0xd800 && cp <= 0xdfff) {
+            pos_ -= 2;  // point at the backslash
+            return Error("a lone surrogate is not a character: the string would have no UTF-8");
+          }
           pos_ += n;
           AppendUtf8(cp, &text);
           break;

@@ -62,6 +62,8 @@ TEST(ParseTest, AcceptsHandWrittenForms) {
   Value v;
   ASSERT_TRUE(ParseValue("\"\\u00e9\\x41\"", &v).ok());
   EXPECT_EQ(v, Value::Str("\xc3\xa9" "A"));
+  ASSERT_TRUE(ParseValue("\"\\ud7ff\\ue000\\U0001F600\"", &v).ok());  // around the surrogates
+  EXPECT_EQ(v, Value::Str("\xed\x9f\xbf" "\xee\x80\x80" "\xf0\x9f\x98\x80"));
 }
 
 // Out of double's range a number is what Python's float() makes of it: inf
@@ -146,6 +148,8 @@ TEST(ParseTest, ErrorsNameTheColumn) {
       {"torch.add(x=1, x=2)", 16},
       {"f(\"\\q\")", 4},
       {"f(\xc3\xa9)", 3},
+      {"f(\"\xc3\xa9\\ud800\")", 5},  // a string holds characters, which surrogates are not
+      {"f(\"\\U0000dfff\")", 4},
   };
   for (const auto& c : cases) {
     Call call;

@@ -2,6 +2,7 @@
 // api_tracer.values), and format Python calls as config lines.
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <tuple>
@@ -98,9 +99,27 @@ pybind11::object ToPython(const Value& v) {
   return pybind11::none();
 }
 
-pybind11::tuple ParseCallToPython(const std::string& line) {
+// The UTF-8 of a line, valid while `line` lives. A lone surrogate has no
+// UTF-8, and no place in the grammar: a parse error at its column.
+std::string_view LineUtf8(const pybind11::str& line) {
+  Py_ssize_t size;
+  if (const char* p = PyUnicode_AsUTF8AndSize(line.ptr(), &size)) return {p, static_cast<size_t>(size)};
+  if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) throw pybind11::error_already_set();
+  PyErr_Clear();
+  for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(line.ptr()); ++i) {
+    Py_UCS4 c = PyUnicode_READ_CHAR(line.ptr(), i);
+    if (c >= 0xd800 && c <= 0xdfff) {
+      char text[64];
+      std::snprintf(text, sizeof text, "a lone surrogate (U+%04X) is not a character", static_cast<unsigned>(c));
+      RaiseIfError(Status::ParseError(text, i + 1));
+    }
+  }
+  throw std::logic_error("a str with no UTF-8 form and no surrogate");
+}
+
+pybind11::tuple ParseCallToPython(const pybind11::str& line) {
   Call call;
-  RaiseIfError(ParseCall(line, &call, PythonParseOptions()));
+  RaiseIfError(ParseCall(LineUtf8(line), &call, PythonParseOptions()));
   pybind11::list args;
   for (const Value& a : call.args) args.append(ToPython(a));
   pybind11::dict kwargs;
@@ -167,9 +186,9 @@ void InitConfigBindings(pybind11::module_& m) {
         "Parses a config line into (api, args, kwargs); ValueError(message, column) if malformed.");
   m.def(
       "parse_value",
-      [](const std::string& text) {
+      [](const pybind11::str& text) {
         Value v;
-        RaiseIfError(ParseValue(text, &v, PythonParseOptions()));
+        RaiseIfError(ParseValue(LineUtf8(text), &v, PythonParseOptions()));
         return ToPython(v);
       },
       pybind11::arg("text"));
