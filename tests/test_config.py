@@ -1,4 +1,5 @@
 """Config lines are data: parsed by the project's parser, never evaluated."""
+import collections
 import os
 import random
 import sys
@@ -139,3 +140,38 @@ def test_lone_surrogates_are_syntax_errors(line, column):
 
 def test_characters_beyond_the_bmp_parse():
     assert parse_call('torch.f("😀", "\\U0001F600\\ud7ff\\ue000")')[1] == ["😀", "😀\ud7ff\ue000"]
+
+
+# Dict keys: what Python can hash; a Call stands for a value that may be hashable.
+@pytest.mark.parametrize("line, column", [
+    ("torch.f({[1]: 2})", 10),
+    ("torch.f({1: 2, (1, {}): 3})", 16),
+    ("torch.f(x={(1, (2, [3])): 4})", 12),
+    ("torch.f({slice(1, [2], 3): 4})", 10),
+] + ([] if sys.version_info >= (3, 12) else [("torch.f({(1, slice(1, 2, 3)): 2})", 10)]))
+def test_unhashable_dict_keys_are_syntax_errors(line, column):
+    with pytest.raises(ConfigSyntaxError) as e:
+        parse_call(line)
+    assert e.value.column == column
+    assert "hashable" in e.value.message
+
+
+def test_calls_are_dict_keys_whatever_they_hold():
+    (d,) = parse_call('torch.f({torch.Size([2, 3]): 1, a(b={1: [2]}, c=slice(1, 2, 3)): 2})')[1]
+    assert d[Call("torch.Size", [2, 3])] == 1
+    assert d[Call("a", b={1: [2]}, c=slice(1, 2, 3))] == 2
+    assert hash(Call("a", [1], k={1: 2})) == hash(Call("a", [1.0], k={True: 2.0}))  # equal, so hashed alike
+
+
+def test_name_and_self_are_keyword_arguments_of_a_call():
+    assert parse_call("torch.f(a(name=1, self=2))")[1] == [Call("a", name=1, self=2)]
+    nt = collections.namedtuple("nt", "name self")
+    line = format_call("torch.f", nt(1, 2))
+    assert line == f"torch.f({__name__}.nt(name=1, self=2))"
+    assert parse_call(line)[1] == [Call(f"{__name__}.nt", name=1, self=2)]
+
+
+def test_dict_keys_the_formatter_writes_parse_back():
+    line = format_call("torch.f", {torch.Size([2, 3]): 1, (1, torch.Size([2])): 2, torch.float16: 3})
+    api, args, kwargs = parse_call(line)
+    assert format_call(api, *args, **kwargs) == line

@@ -394,8 +394,13 @@ class Parser {
     SkipSpace();
     while (!Eat('}')) {
       Value k, v;
+      size_t key_start = pos_;
       Status st = Parse(&k, depth + 1);
       if (!st.ok()) return st;
+      if (!Hashable(k)) {
+        pos_ = key_start;
+        return Error("a dict key must be hashable");
+      }
       SkipSpace();
       if (!Eat(':')) return Error("expected ':' in a dict");
       st = Parse(&v, depth + 1);
@@ -409,6 +414,22 @@ class Parser {
     }
     *out = Value::Dict(std::move(items));
     return Status::OK();
+  }
+
+  // Whether Python can hash the value `v` stands for, as a dict key must be.
+  bool Hashable(const Value& v) const {
+    switch (v.kind()) {
+      case Value::Kind::kList:
+      case Value::Kind::kDict:
+        return false;
+      case Value::Kind::kSlice:
+        if (!options_.hashable_slices) return false;
+        [[fallthrough]];
+      case Value::Kind::kTuple:
+        return std::all_of(v.items().begin(), v.items().end(), [this](const Value& item) { return Hashable(item); });
+      default:
+        return true;
+    }
   }
 
   Status Named(Value* out, int depth) {

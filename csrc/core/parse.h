@@ -21,6 +21,10 @@ struct ParseOptions {
   // sys.get_int_max_str_digits(): Python reads no longer digit string as an
   // int, since the conversion takes quadratic time.
   size_t max_int_digits = 0;
+  // Whether a dict key may be or hold a slice: Python hashes slices from 3.12
+  // on. A key never holds a list or dict (outside an object, which stands for
+  // a value that may well be hashable, such as torch.Size([2])).
+  bool hashable_slices = true;
 };
 
 // Parses a whole line (surrounding white space allowed) into `out`.

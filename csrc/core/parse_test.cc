@@ -132,6 +132,29 @@ TEST(ParseTest, IntegersOverTheDigitLimitAreRefused) {
   }
 }
 
+// Python's dict needs hashable keys; an object (a Call) hashes whatever it holds.
+TEST(ParseTest, DictKeysMustBeHashable) {
+  const ParseOptions python311{.hashable_slices = false};
+  const std::string good[] = {"f({(1, None): 2, torch.Size([2]): 3, a(b={1: [2]}): 4, Tensor([2], \"int8\"): 5})",
+                              "f({(slice(1, (2,), None),): 1})"};
+  for (const std::string& line : good) {
+    Call call;
+    EXPECT_TRUE(ParseCall(line, &call).ok()) << line;
+  }
+  const BadLine bad[] = {{"f({[1]: 2})", 4}, {"f({1: 2, (1, {}): 3})", 10}, {"f({(1, (2, [3])): 4})", 4},
+                         {"f({slice(1, [2], 3): 4})", 4}};
+  for (const auto& [line, column] : bad) {
+    Call call;
+    Status st = ParseCall(line, &call);
+    EXPECT_EQ(st.code(), Status::Code::kParseError) << line;
+    EXPECT_EQ(st.column(), column) << line << ": " << st.message();
+  }
+  Call call;
+  Status st = ParseCall("f(1, {(1, slice(1, 2, 3)): 2})", &call, python311);
+  EXPECT_EQ(st.column(), 7) << st.message();
+  EXPECT_TRUE(ParseCall("f({a(slice(1, 2, 3)): 2})", &call, python311).ok());
+}
+
 TEST(ParseTest, ErrorsNameTheColumn) {
   const BadLine cases[] = {
       {"", 1},

@@ -33,10 +33,11 @@ pybind11::object& GetIntMaxStrDigits() {
   return *get;
 }
 
-// The bounds Python sets on a parsed line, read at each parse: a program may
-// change its limit (sys.set_int_max_str_digits).
+// The bounds Python sets on a parsed line. The digit limit is read at each
+// parse: a program may change it (sys.set_int_max_str_digits).
 ParseOptions PythonParseOptions() {
   ParseOptions options;
+  options.hashable_slices = PY_VERSION_HEX >= 0x030C0000;
   if (!GetIntMaxStrDigits().is_none()) options.max_int_digits = GetIntMaxStrDigits()().cast<size_t>();
   return options;
 }
