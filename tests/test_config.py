@@ -7,7 +7,8 @@ import sys
 import pytest
 import torch
 
-from api_tracer import Call, ConfigSyntaxError, Symbol, TensorSpec, format_call, parse_call
+from api_tracer import APITracer, Call, ConfigSyntaxError, Symbol, TensorSpec, format_call, parse_call
+from conftest import trace_lines
 
 
 def test_parse_gives_python_values():
@@ -175,3 +176,47 @@ def test_dict_keys_the_formatter_writes_parse_back():
     line = format_call("torch.f", {torch.Size([2, 3]): 1, (1, torch.Size([2])): 2, torch.float16: 3})
     api, args, kwargs = parse_call(line)
     assert format_call(api, *args, **kwargs) == line
+
+
+# The formatter's side: special numbers are written so that they read back.
+INF, NAN = float("inf"), float("nan")
+SPECIAL_NUMBERS = [INF, -INF, NAN, -0.0, 5e-324, 1.7976931348623157e308, 1e-320, complex(INF, NAN),
+                   complex(0.0, -INF), complex(-0.0, 5e-324), 2 ** 63, -2 ** 63 - 1, 10 ** 4299, -10 ** 4299]
+
+
+def test_special_numbers_format_and_parse_back(int_digit_limit):
+    int_digit_limit(4300)
+    line = format_call("torch.f", *SPECIAL_NUMBERS, x=INF)
+    _, args, kwargs = parse_call(line)
+    assert [repr(a) for a in args] == [repr(n) for n in SPECIAL_NUMBERS] and kwargs == {"x": INF}
+    assert format_call("torch.f", 10 ** 4300) == 'torch.f(Opaque("int"))'  # past the limit str() refuses
+
+
+def test_traced_special_numbers_parse_back(out, int_digit_limit):
+    x = torch.ones(2)
+    int_digit_limit(0)  # the traced program lifted the limit: its long ints are written in full
+    with APITracer(output_path=str(out), levels=[1, 2], merge_output=True):
+        torch.full((2,), INF)
+        torch.clamp(x, min=-INF, max=INF)
+        x.add(NAN).mul(1e308).mul(5e-324)
+        with pytest.raises(OverflowError):
+            torch.add(x, 10 ** 5000)
+    lines = trace_lines(out)
+    int_digit_limit(5000)
+    with pytest.raises(ConfigSyntaxError, match="sys.set_int_max_str_digits"):
+        parse_call(lines[-1])
+    int_digit_limit(5001)
+    for line in lines:
+        api, args, kwargs = parse_call(line)
+        assert format_call(api, *args, **kwargs) == line
+    assert parse_call(lines[-1])[1] == [TensorSpec([2], "float32"), 10 ** 5000]
+    assert [line for line in lines if "inf" in line or "nan" in line or "e-324" in line] == [
+        "torch.full((2,), inf)",
+        "torch.ops.aten.full.default([2], inf, device=torch.device(\"cpu\"), pin_memory=False)",
+        "torch.clamp(Tensor([2], \"float32\"), min=-inf, max=inf)",
+        "torch.ops.aten.clamp.default(Tensor([2], \"float32\"), -inf, inf)",
+        "torch.Tensor.add(Tensor([2], \"float32\"), nan)",
+        "torch.ops.aten.add.Tensor(Tensor([2], \"float32\"), nan)",
+        "torch.Tensor.mul(Tensor([2], \"float32\"), 5e-324)",
+        "torch.ops.aten.mul.Tensor(Tensor([2], \"float32\"), 5e-324)",
+    ]
