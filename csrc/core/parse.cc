@@ -426,7 +426,8 @@ class Parser {
         if (!options_.hashable_slices) return false;
         [[fallthrough]];
       case Value::Kind::kTuple:
-        return std::all_of(v.items().begin(), v.items().end(), [this](const Value& item) { return Hashable(item); });
+        return std::all_of(v.items().begin(), v.items().end(),
+                           [this](const Value& item) { return Hashable(item); });
       default:
         return true;
     }

@@ -135,8 +135,9 @@ TEST(ParseTest, IntegersOverTheDigitLimitAreRefused) {
 // Python's dict needs hashable keys; an object (a Call) hashes whatever it holds.
 TEST(ParseTest, DictKeysMustBeHashable) {
   const ParseOptions python311{.hashable_slices = false};
-  const std::string good[] = {"f({(1, None): 2, torch.Size([2]): 3, a(b={1: [2]}): 4, Tensor([2], \"int8\"): 5})",
-                              "f({(slice(1, (2,), None),): 1})"};
+  const std::string good[] = {
+      "f({(1, None): 2, torch.Size([2]): 3, a(b={1: [2]}): 4, Tensor([2], \"int8\"): 5})",
+      "f({(slice(1, (2,), None),): 1})"};
   for (const std::string& line : good) {
     Call call;
     EXPECT_TRUE(ParseCall(line, &call).ok()) << line;

@@ -111,7 +111,8 @@ std::string_view LineUtf8(const pybind11::str& line) {
     Py_UCS4 c = PyUnicode_READ_CHAR(line.ptr(), i);
     if (c >= 0xd800 && c <= 0xdfff) {
       char text[64];
-      std::snprintf(text, sizeof text, "a lone surrogate (U+%04X) is not a character", static_cast<unsigned>(c));
+      std::snprintf(text, sizeof text, "a lone surrogate (U+%04X) is not a character",
+                    static_cast<unsigned>(c));
       RaiseIfError(Status::ParseError(text, i + 1));
     }
   }
