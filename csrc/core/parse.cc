@@ -1,5 +1,6 @@
 #include "core/parse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -36,7 +37,7 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 
 class Parser {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  Parser(std::string_view s, const ParseOptions& options) : s_(s), options_(options) {}
 
   Status Call(api_tracer::Call* out) {
     SkipSpace();
@@ -208,6 +209,10 @@ class Parser {
           uint32_t cp = 0;
           auto res = std::from_chars(s_.data() + pos_, s_.data() + pos_ + n, cp, 16);
           if (res.ptr != s_.data() + pos_ + n || cp > 0x10ffff) return Error("bad escape");
+          if (cp >= 0xd800 && cp <= 0xdfff) {
+            pos_ -= 2;  // point at the backslash
+            return Error("a lone surrogate is not a character: the string would have no UTF-8");
+          }
           pos_ += n;
           AppendUtf8(cp, &text);
           break;
@@ -266,6 +271,8 @@ class Parser {
     return true;
   }
 
+  // The double a real token stands for, as Python's float() reads it: the
+  // nearest one, inf beyond the largest and 0 below the smallest (signed).
   static double ToDouble(std::string_view token) {
     bool neg = !token.empty() && token[0] == '-';
     if (!token.empty() && (token[0] == '-' || token[0] == '+')) token.remove_prefix(1);
@@ -274,10 +281,36 @@ class Parser {
       d = std::numeric_limits<double>::infinity();
     } else if (token == "nan") {
       d = std::numeric_limits<double>::quiet_NaN();
-    } else {
-      std::from_chars(token.data(), token.data() + token.size(), d);
+    } else if (std::from_chars(token.data(), token.data() + token.size(), d).ec ==
+                   std::errc::result_out_of_range &&
+               Overflows(token)) {
+      d = std::numeric_limits<double>::infinity();  // (d stays 0 on underflow)
     }
     return neg ? -d : d;
+  }
+
+  // Whether an unsigned decimal token out of double's range is too large
+  // rather than too small. Such a value is at least 1e308 or under 1e-323, so
+  // the sign of its first nonzero digit's power of ten tells (the token is
+  // never zero: zero is in range).
+  static bool Overflows(std::string_view token) {
+    size_t e = token.find_first_of("eE");
+    std::string_view mantissa = token.substr(0, e);
+    int64_t point = static_cast<int64_t>(std::min(mantissa.find('.'), mantissa.size()));
+    int64_t first = static_cast<int64_t>(mantissa.find_first_not_of("0."));
+    int64_t power = first < point ? point - first - 1 : point - first;
+    int64_t exponent = 0;
+    if (e != std::string_view::npos) {
+      std::string_view digits = token.substr(e + 1);
+      bool negative = digits[0] == '-';
+      if (digits[0] == '-' || digits[0] == '+') digits.remove_prefix(1);
+      // An exponent beyond int64 outweighs any run of digits before it.
+      if (std::from_chars(digits.data(), digits.data() + digits.size(), exponent).ec != std::errc()) {
+        exponent = std::numeric_limits<int64_t>::max() / 2;
+      }
+      if (negative) exponent = -exponent;
+    }
+    return power + exponent >= 0;
   }
 
   Status Number(Value* out) {
@@ -299,6 +332,12 @@ class Parser {
     }
     std::string_view digits = token;
     if (digits[0] == '+') digits.remove_prefix(1);
+    size_t count = digits.size() - (digits[0] == '-');
+    if (options_.max_int_digits != 0 && count > options_.max_int_digits) {
+      pos_ = start;
+      return Error("an integer of " + std::to_string(count) + " digits, over the limit of " +
+                   std::to_string(options_.max_int_digits) + " (Python's sys.set_int_max_str_digits)");
+    }
     int64_t i;
     auto res = std::from_chars(digits.data(), digits.data() + digits.size(), i);
     if (res.ec == std::errc() && res.ptr == digits.data() + digits.size()) {
@@ -355,8 +394,13 @@ class Parser {
     SkipSpace();
     while (!Eat('}')) {
       Value k, v;
+      size_t key_start = pos_;
       Status st = Parse(&k, depth + 1);
       if (!st.ok()) return st;
+      if (!Hashable(k)) {
+        pos_ = key_start;
+        return Error("a dict key must be hashable");
+      }
       SkipSpace();
       if (!Eat(':')) return Error("expected ':' in a dict");
       st = Parse(&v, depth + 1);
@@ -370,6 +414,23 @@ class Parser {
     }
     *out = Value::Dict(std::move(items));
     return Status::OK();
+  }
+
+  // Whether Python can hash the value `v` stands for, as a dict key must be.
+  bool Hashable(const Value& v) const {
+    switch (v.kind()) {
+      case Value::Kind::kList:
+      case Value::Kind::kDict:
+        return false;
+      case Value::Kind::kSlice:
+        if (!options_.hashable_slices) return false;
+        [[fallthrough]];
+      case Value::Kind::kTuple:
+        return std::all_of(v.items().begin(), v.items().end(),
+                           [this](const Value& item) { return Hashable(item); });
+      default:
+        return true;
+    }
   }
 
   Status Named(Value* out, int depth) {
@@ -461,13 +522,18 @@ class Parser {
   }
 
   std::string_view s_;
+  const ParseOptions& options_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Status ParseCall(std::string_view line, Call* out) { return Parser(line).Call(out); }
+Status ParseCall(std::string_view line, Call* out, const ParseOptions& options) {
+  return Parser(line, options).Call(out);
+}
 
-Status ParseValue(std::string_view text, Value* out) { return Parser(text).Single(out); }
+Status ParseValue(std::string_view text, Value* out, const ParseOptions& options) {
+  return Parser(text, options).Single(out);
+}
 
 }  // namespace api_tracer

@@ -14,10 +14,23 @@
 
 namespace api_tracer {
 
+// Bounds the consumer sets where the grammar has none.
+struct ParseOptions {
+  // An integer written with more digits than this (leading zeros count, the
+  // sign does not) is refused; 0 allows any size. The Python binding passes
+  // sys.get_int_max_str_digits(): Python reads no longer digit string as an
+  // int, since the conversion takes quadratic time.
+  size_t max_int_digits = 0;
+  // Whether a dict key may be or hold a slice: Python hashes slices from 3.12
+  // on. A key never holds a list or dict (outside an object, which stands for
+  // a value that may well be hashable, such as torch.Size([2])).
+  bool hashable_slices = true;
+};
+
 // Parses a whole line (surrounding white space allowed) into `out`.
-Status ParseCall(std::string_view line, Call* out);
+Status ParseCall(std::string_view line, Call* out, const ParseOptions& options = {});
 
 // Parses a single value, e.g. "Tensor([2], \"int64\")" or "(1+2j)".
-Status ParseValue(std::string_view text, Value* out);
+Status ParseValue(std::string_view text, Value* out, const ParseOptions& options = {});
 
 }  // namespace api_tracer

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+#include <utility>
+
 #include "core/format.h"
 #include "core/test_values.h"
 
@@ -10,10 +14,15 @@ namespace {
 
 const FormatOptions kAllFields{.tensor_device = true, .tensor_requires_grad = true};
 
+std::string Text(const Value& v) {
+  std::string text;
+  FormatValue(v, kAllFields, &text);
+  return text;
+}
+
 TEST(ParseTest, EveryFormattedValueParsesBack) {
   for (const Value& v : testing::EveryKind()) {
-    std::string text;
-    FormatValue(v, kAllFields, &text);
+    std::string text = Text(v);
     Value back;
     Status st = ParseValue(text, &back);
     ASSERT_TRUE(st.ok()) << text << ": " << st.message();
@@ -53,12 +62,99 @@ TEST(ParseTest, AcceptsHandWrittenForms) {
   Value v;
   ASSERT_TRUE(ParseValue("\"\\u00e9\\x41\"", &v).ok());
   EXPECT_EQ(v, Value::Str("\xc3\xa9" "A"));
+  ASSERT_TRUE(ParseValue("\"\\ud7ff\\ue000\\U0001F600\"", &v).ok());  // around the surrogates
+  EXPECT_EQ(v, Value::Str("\xed\x9f\xbf" "\xee\x80\x80" "\xf0\x9f\x98\x80"));
+}
+
+// Out of double's range a number is what Python's float() makes of it: inf
+// when too large, 0 when too small, with the sign kept either way.
+TEST(ParseTest, NumbersOutOfRangeAreInfOrZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double max = std::numeric_limits<double>::max();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  const std::string zeros(400, '0');
+  const std::pair<std::string, Value> cases[] = {
+      {"1e309", Value::Float(inf)},
+      {"1.8e308", Value::Float(inf)},
+      {"1e999999", Value::Float(inf)},
+      {"1e99999999999999999999999999", Value::Float(inf)},
+      {"-1e309", Value::Float(-inf)},
+      {"1" + zeros + ".5", Value::Float(inf)},
+      {"1.7976931348623157e308", Value::Float(max)},
+      {"1.7976931348623158e308", Value::Float(max)},  // rounds down to the largest
+      {"1.7976931348623159e308", Value::Float(inf)},
+      {"1e-400", Value::Float(0.0)},
+      {"-1e-400", Value::Float(-0.0)},
+      {"1e-99999999999999999999999999", Value::Float(0.0)},
+      {"0." + zeros + "1", Value::Float(0.0)},
+      {"0." + zeros + "5e400", Value::Float(0.5)},
+      {"1" + zeros + "e-400", Value::Float(1.0)},
+      {"0e99999999999999999999999999", Value::Float(0.0)},
+      {"2e-324", Value::Float(0.0)},  // under half the smallest denormal
+      {"3e-324", Value::Float(tiny)},
+      {"5e-324", Value::Float(tiny)},
+      {"2.2250738585072011e-308", Value::Float(2.2250738585072009e-308)},
+      {"1e309j", Value::Complex(0.0, inf)},
+      {"-1e309j", Value::Complex(0.0, -inf)},
+      {"(1e-400-1e309j)", Value::Complex(0.0, -inf)},
+      {"(-1e309+1e-400j)", Value::Complex(-inf, 0.0)},
+  };
+  for (const auto& [text, expected] : cases) {
+    Value v;
+    Status st = ParseValue(text, &v);
+    ASSERT_TRUE(st.ok()) << text << ": " << st.message();
+    EXPECT_TRUE(v == expected) << text << " parsed as " << Text(v);
+  }
 }
 
 struct BadLine {
-  const char* line;
+  std::string line;
   size_t column;
 };
+
+// Integers have any size unless the consumer sets a bound (Python does).
+TEST(ParseTest, IntegersOverTheDigitLimitAreRefused) {
+  const std::string digits(4301, '9');
+  Value v;
+  ASSERT_TRUE(ParseValue(digits, &v).ok());
+  EXPECT_TRUE(v == Value::BigInt(digits));
+  const ParseOptions limit{.max_int_digits = 4300};
+  for (const std::string& text : {digits.substr(1), "-" + digits.substr(1), digits + ".0", digits + "j"}) {
+    EXPECT_TRUE(ParseValue(text, &v, limit).ok()) << text.substr(0, 8);  // a float has no bound
+  }
+  EXPECT_TRUE(v == Value::Complex(0, std::numeric_limits<double>::infinity()));
+  const BadLine cases[] = {{"f(1, -" + digits + ")", 6}, {"f(" + std::string(4301, '0') + ")", 3}};
+  for (const auto& [line, column] : cases) {
+    Call call;
+    Status st = ParseCall(line, &call, limit);
+    EXPECT_EQ(st.code(), Status::Code::kParseError) << line.substr(0, 8);
+    EXPECT_EQ(st.column(), column) << st.message();
+  }
+}
+
+// Python's dict needs hashable keys; an object (a Call) hashes whatever it holds.
+TEST(ParseTest, DictKeysMustBeHashable) {
+  const ParseOptions python311{.hashable_slices = false};
+  const std::string good[] = {
+      "f({(1, None): 2, torch.Size([2]): 3, a(b={1: [2]}): 4, Tensor([2], \"int8\"): 5})",
+      "f({(slice(1, (2,), None),): 1})"};
+  for (const std::string& line : good) {
+    Call call;
+    EXPECT_TRUE(ParseCall(line, &call).ok()) << line;
+  }
+  const BadLine bad[] = {{"f({[1]: 2})", 4}, {"f({1: 2, (1, {}): 3})", 10}, {"f({(1, (2, [3])): 4})", 4},
+                         {"f({slice(1, [2], 3): 4})", 4}};
+  for (const auto& [line, column] : bad) {
+    Call call;
+    Status st = ParseCall(line, &call);
+    EXPECT_EQ(st.code(), Status::Code::kParseError) << line;
+    EXPECT_EQ(st.column(), column) << line << ": " << st.message();
+  }
+  Call call;
+  Status st = ParseCall("f(1, {(1, slice(1, 2, 3)): 2})", &call, python311);
+  EXPECT_EQ(st.column(), 7) << st.message();
+  EXPECT_TRUE(ParseCall("f({a(slice(1, 2, 3)): 2})", &call, python311).ok());
+}
 
 TEST(ParseTest, ErrorsNameTheColumn) {
   const BadLine cases[] = {
@@ -76,6 +172,8 @@ TEST(ParseTest, ErrorsNameTheColumn) {
       {"torch.add(x=1, x=2)", 16},
       {"f(\"\\q\")", 4},
       {"f(\xc3\xa9)", 3},
+      {"f(\"\xc3\xa9\\ud800\")", 5},  // a string holds characters, which surrogates are not
+      {"f(\"\\U0000dfff\")", 4},
   };
   for (const auto& c : cases) {
     Call call;

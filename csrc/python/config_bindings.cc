@@ -2,6 +2,7 @@
 // api_tracer.values), and format Python calls as config lines.
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <optional>
 #include <tuple>
 
@@ -24,6 +25,28 @@ ValueTypes& Types() {
   return *types;
 }
 
+// sys.get_int_max_str_digits, or None in a Python without the limit; looked
+// up at import.
+pybind11::object& GetIntMaxStrDigits() {
+  static pybind11::object* get = new pybind11::object();  // lives as long as the module
+  return *get;
+}
+
+// The bounds Python sets on a parsed line. The digit limit is read at each
+// parse: a program may change it (sys.set_int_max_str_digits).
+ParseOptions PythonParseOptions() {
+  ParseOptions options;
+  options.hashable_slices = PY_VERSION_HEX >= 0x030C0000;
+  if (!GetIntMaxStrDigits().is_none()) options.max_int_digits = GetIntMaxStrDigits()().cast<size_t>();
+  return options;
+}
+
+// A new reference from the C API, or the error it set raised as it is.
+pybind11::object Checked(PyObject* result) {
+  if (!result) throw pybind11::error_already_set();
+  return pybind11::reinterpret_steal<pybind11::object>(result);
+}
+
 pybind11::object ToPython(const Value& v) {
   using K = Value::Kind;
   auto items = [&](size_t begin, size_t end) {
@@ -35,11 +58,9 @@ pybind11::object ToPython(const Value& v) {
     case K::kNone: return pybind11::none();
     case K::kBool: return pybind11::bool_(v.as_bool());
     case K::kInt: return pybind11::int_(v.as_int());
-    case K::kBigInt:
-      return pybind11::reinterpret_steal<pybind11::object>(PyLong_FromString(v.text().c_str(), nullptr, 10));
+    case K::kBigInt: return Checked(PyLong_FromString(v.text().c_str(), nullptr, 10));
     case K::kFloat: return pybind11::float_(v.real());
-    case K::kComplex:
-      return pybind11::reinterpret_steal<pybind11::object>(PyComplex_FromDoubles(v.real(), v.imag()));
+    case K::kComplex: return Checked(PyComplex_FromDoubles(v.real(), v.imag()));
     case K::kStr: return pybind11::str(v.text());
     case K::kEllipsis: return pybind11::ellipsis();
     case K::kList: return items(0, v.items().size());
@@ -52,8 +73,8 @@ pybind11::object ToPython(const Value& v) {
       return d;
     }
     case K::kSlice:
-      return pybind11::reinterpret_steal<pybind11::object>(
-          PySlice_New(ToPython(v.items()[0]).ptr(), ToPython(v.items()[1]).ptr(), ToPython(v.items()[2]).ptr()));
+      return Checked(PySlice_New(ToPython(v.items()[0]).ptr(), ToPython(v.items()[1]).ptr(),
+                                 ToPython(v.items()[2]).ptr()));
     case K::kTensor: {
       const TensorInfo& t = v.tensor();
       pybind11::object stride = t.stride.empty() ? pybind11::object(pybind11::none()) : pybind11::cast(t.stride);
@@ -78,9 +99,28 @@ pybind11::object ToPython(const Value& v) {
   return pybind11::none();
 }
 
-pybind11::tuple ParseCallToPython(const std::string& line) {
+// The UTF-8 of a line, valid while `line` lives. A lone surrogate has no
+// UTF-8, and no place in the grammar: a parse error at its column.
+std::string_view LineUtf8(const pybind11::str& line) {
+  Py_ssize_t size;
+  if (const char* p = PyUnicode_AsUTF8AndSize(line.ptr(), &size)) return {p, static_cast<size_t>(size)};
+  if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) throw pybind11::error_already_set();
+  PyErr_Clear();
+  for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(line.ptr()); ++i) {
+    Py_UCS4 c = PyUnicode_READ_CHAR(line.ptr(), i);
+    if (c >= 0xd800 && c <= 0xdfff) {
+      char text[64];
+      std::snprintf(text, sizeof text, "a lone surrogate (U+%04X) is not a character",
+                    static_cast<unsigned>(c));
+      RaiseIfError(Status::ParseError(text, i + 1));
+    }
+  }
+  throw std::logic_error("a str with no UTF-8 form and no surrogate");
+}
+
+pybind11::tuple ParseCallToPython(const pybind11::str& line) {
   Call call;
-  RaiseIfError(ParseCall(line, &call));
+  RaiseIfError(ParseCall(LineUtf8(line), &call, PythonParseOptions()));
   pybind11::list args;
   for (const Value& a : call.args) args.append(ToPython(a));
   pybind11::dict kwargs;
@@ -129,6 +169,8 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
 }  // namespace
 
 void InitConfigBindings(pybind11::module_& m) {
+  GetIntMaxStrDigits() =
+      pybind11::getattr(pybind11::module_::import("sys"), "get_int_max_str_digits", pybind11::none());
   m.def(
       "set_value_types",
       [](pybind11::object call, pybind11::object symbol, pybind11::object tensor_spec) {
@@ -140,9 +182,9 @@ void InitConfigBindings(pybind11::module_& m) {
         "Parses a config line into (api, args, kwargs); ValueError(message, column) if malformed.");
   m.def(
       "parse_value",
-      [](const std::string& text) {
+      [](const pybind11::str& text) {
         Value v;
-        RaiseIfError(ParseValue(text, &v));
+        RaiseIfError(ParseValue(LineUtf8(text), &v, PythonParseOptions()));
         return ToPython(v);
       },
       pybind11::arg("text"));

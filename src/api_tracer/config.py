@@ -29,8 +29,8 @@ def parse_call(line: str, *, path: str = "", lineno: int = 0) -> Tuple[str, List
         raise
 
 
-def format_call(api: str, *args: Any, _dialect: Optional[FrameworkDialect] = None, **kwargs: Any) -> str:
+def format_call(api: str, /, *args: Any, _dialect: Optional[FrameworkDialect] = None, **kwargs: Any) -> str:
     """The config line of a call of `api` with these arguments, as the tracer
-    would write it."""
+    would write it (a keyword argument may be named `api`)."""
     dialect = _dialect or PyTorchDialect()
     return _C.format_call(api, args, kwargs, classify=dialect.classify, tensor_type_name=dialect.tensor_type_name)

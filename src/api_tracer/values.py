@@ -70,12 +70,28 @@ class Symbol:
         return self.name
 
 
+def _frozen(value: Any) -> Any:
+    """`value` with its lists, dicts and slices made hashable, for hashing
+    equal values alike."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, slice):
+        return (slice, _frozen(value.start), _frozen(value.stop), _frozen(value.step))
+    return value
+
+
 class Call:
-    """``name(*args, **kwargs)`` as a value: a constructor call or a placeholder."""
+    """``name(*args, **kwargs)`` as a value: a constructor call or a placeholder.
+
+    Hashable whatever it holds, as the object it stands for may be: a
+    ``torch.Size([2, 3])`` can be a dict key. ``name`` and ``self`` are free
+    for keyword arguments (a namedtuple's fields)."""
 
     __slots__ = ("name", "args", "kwargs")
 
-    def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, name: str, /, *args: Any, **kwargs: Any) -> None:
         self.name = name
         self.args = args
         self.kwargs = kwargs
@@ -87,7 +103,7 @@ class Call:
         )
 
     def __hash__(self) -> int:
-        return hash((self.name, self.args, tuple(sorted(self.kwargs.items()))))
+        return hash((self.name, _frozen(self.args), _frozen(self.kwargs)))
 
     def __repr__(self) -> str:
         parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
