@@ -34,7 +34,7 @@ namespace api_tracer::py {
 // What each thread keeps between hook invocations.
 struct ThreadState {
   int suspended = 0;                  // > 0: the tracer's own work, record nothing
-  int depth[Recorder::kMaxLevel + 1] = {};  // recorded calls open, per level
+  int depth[kMaxLevel + 1] = {};  // recorded calls open, per level
   // The callable of the innermost recorded setattr-level call, until a mode
   // has seen the first call inside it ("nested directly", for merging).
   PyObject* open_call = nullptr;
@@ -42,11 +42,8 @@ struct ThreadState {
 };
 ThreadState& CurrentThread();
 
-struct SessionOptions {
-  RecorderOptions recorder;
-  std::vector<std::string> include;
-  std::vector<std::string> exclude;
-  StackCapture::Format stack_format = StackCapture::Format::kShort;
+// What the session asks the dialect (api_tracer.dialect), as Python callables.
+struct DialectHooks {
   std::vector<std::string> stack_skip_prefixes;
   PyObject* resolve = nullptr;           // callable(func) -> (str | None, direct callable)
   PyObject* classify = nullptr;          // see convert.h
@@ -82,7 +79,7 @@ class Session {
   };
 
   // Fails (Status) when a session is active or the output cannot be opened.
-  static Status Start(const SessionOptions& options);
+  static Status Start(const TraceOptions& options, const DialectHooks& dialect);
   static Status Stop();
   // In a process just forked from a tracing one: drop the session without
   // writing (its files and buffers are the parent's).
@@ -92,7 +89,7 @@ class Session {
   void RemoveObserver();
 
   uint64_t epoch() const { return epoch_; }
-  bool Records(int level) const { return level >= 0 && level <= Recorder::kMaxLevel && levels_[level]; }
+  bool Records(int level) const { return level >= 0 && level <= kMaxLevel && levels_[level]; }
   // Whether calls seen by several levels are merged into one record.
   bool merges() const { return merges_; }
   bool Allows(std::string_view api) const { return filter_.Allows(api); }
@@ -111,7 +108,7 @@ class Session {
   void Record(int level, ApiId api, const CallArgs& args);
 
  private:
-  Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch);
+  Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder, uint64_t epoch);
   ~Session();
   ApiEntry Name(PyObject* func);
   // Adds `entry` (which owns a reference to its target) under `key` unless
@@ -124,7 +121,7 @@ class Session {
 
   std::unique_ptr<Recorder> recorder_;
   const uint64_t epoch_;
-  bool levels_[Recorder::kMaxLevel + 1] = {};
+  bool levels_[kMaxLevel + 1] = {};
   bool merges_;
   ApiFilter filter_;
   Converter converter_;
