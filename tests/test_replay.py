@@ -71,12 +71,96 @@ def test_lines_holding_code_execute_nothing_and_the_rest_still_run(tmp_path, mon
     assert not (tmp_path / "PWNED").exists()
     by_text = {r.config: r for r in results}
     assert by_text[good].status == "ok"
-    for line in EVIL[:7]:
+    for line in EVIL:
         r = by_text[line]
         assert r.status == "invalid", (line, r)
         assert r.column >= 1 and r.line >= 1
-    # torch.load is torch's own API: it runs, on a file that is not there
-    assert by_text['torch.load("PWNED")'].status == "failed"
+    # torch.load is torch's own API, but it unpickles (runs code): the policy refuses it
+    assert "reads or writes files" in by_text['torch.load("PWNED")'].message
+
+
+# Each of these ran from a config file before replay had a policy.
+UNSAFE = [
+    'torch.utils.collect_env.run("id > PWNED")',
+    'torch.ops.load_library("evil.so")',
+    'torch.save(Tensor([2], "float32"), "PWNED")',
+    'torch.from_file("PWNED", True, 10)',
+    'torch._C._abort()',
+    'torch._C._crash_if_aten_asan(3)',
+    'torch.set_num_threads(1)',
+    'torch.set_default_dtype(torch.float64)',
+    'torch.classes.evil.Thing()',
+    'torch.ops.c10d.barrier.default(Tensor([1], "float32"))',
+    'torch.ops.debugprims.load_tensor.default("PWNED", [2], [1], dtype=torch.float32, device=torch.device("cpu"))',
+    # names inside arguments: a Callable the API calls, constructors replay makes, classes passed on
+    'torch.Tensor.apply_(Tensor([2], "float32"), Callable("torch._C._abort"))',
+    'torch.Tensor.map_(Tensor([2], "float32"), Tensor([2], "float32"), Callable("torch.save"))',
+    'torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.SyncBatchNorm(2)), Tensor([2, 2], "float32"))',
+    'torch.Tensor.apply_(Tensor([2], "float32"), torch.utils.data.DataLoader)',
+    'torch.add(Tensor([2], "float32"), torch.ops.load_library("evil.so"))',
+]
+
+
+def test_the_policy_refuses_what_does_not_compute_before_building_anything(tmp_path, monkeypatch):
+    from api_tracer import replay
+
+    monkeypatch.chdir(tmp_path)
+    built = []
+    real_build = replay.Builder.build
+    monkeypatch.setattr(replay.Builder, "build", lambda self, v, path: built.append(path) or real_build(self, v, path))
+    libraries, threads, dtype = set(torch.ops.loaded_libraries), torch.get_num_threads(), torch.get_default_dtype()
+    path = write(tmp_path, UNSAFE)
+    results = run_in_process(read_configs(str(path)), "cpu", {}, 0, lambda r: None)
+    assert [(r.config, r.status) for r in results] == [(line, "invalid") for line in UNSAFE]
+    for r in results:
+        assert "is refused: it " in r.message and r.column >= 1, r
+        assert r.line == UNSAFE.index(r.config) + 1
+    assert built == []  # refused before any argument was built
+    assert sorted(os.listdir(tmp_path)) == ["configs.txt"]
+    assert torch.ops.loaded_libraries == libraries
+    assert (torch.get_num_threads(), torch.get_default_dtype()) == (threads, dtype)
+
+
+def test_refusals_name_the_family_and_the_allow_list_holds_the_computing_apis():
+    from api_tracer.dialect import PyTorchDialect
+    from api_tracer.replay_policy import DENIED, allow_list, refusal
+
+    allowed = allow_list()
+    assert {"torch.add", "torch.Tensor.__add__", "torch.nn.Linear", "torch.nn.functional.linear",
+            "torch.optim.SGD.step", "torch.ops.aten.add.Tensor", "torch.ops.prims.add.default",
+            "torch.functional.einsum"} <= allowed
+    assert not {"torch.save", "torch.load", "torch.ops.aten.from_file.default", "torch.set_num_threads",
+                "torch.Tensor.share_memory_"} & allowed
+    assert "threads" in refusal("torch.set_num_threads") and "autocast" in refusal("torch.set_autocast_enabled")
+    assert "an operator of c10d, not of a computing namespace" in refusal("torch.ops.c10d.allreduce_.default")
+    assert "loads code" in refusal("torch.ops.load_library")
+    assert "allow-list" in refusal("torch.utils.collect_env.run")
+    # every family of the deny-list refuses something the API list or the operators hold
+    apis = set(PyTorchDialect().api_list())
+    ops = {f"torch.ops.{s.name.replace('::', '.')}" for s in torch._C._jit_get_all_schemas()}
+    for reason, patterns in DENIED.items():
+        for pattern in patterns:
+            assert any(refusal(name) for name in apis | ops if name == pattern or name.startswith(
+                pattern.rstrip("*"))), (reason, pattern)
+
+
+def test_allow_unsafe_lifts_the_policy_and_the_summary_says_so(tmp_path):
+    path = write(tmp_path, ['torch.save(Tensor([2], "float32"), "SAVED")', "torch.ones(2)"])
+    safe = subprocess.run(CLI + ["replay", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert safe.returncode == 1 and "1 ok, 0 failed, 0 skipped, 1 invalid" in safe.stdout
+    assert "torch.save is refused" in safe.stdout and not (tmp_path / "SAVED").exists()
+    assert "--allow-unsafe" not in safe.stdout.replace("(--allow-unsafe lifts the policy)", "")
+    unsafe = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert unsafe.returncode == 0 and "2 ok" in unsafe.stdout, unsafe.stdout
+    assert "--allow-unsafe: the replay policy was off" in unsafe.stdout
+    assert torch.load(tmp_path / "SAVED").shape == (2,)
+
+
+def test_a_call_that_sets_grad_mode_sets_it_for_itself_only():
+    assert torch.is_grad_enabled()
+    assert replay_one(Config("x", 1, "torch._C._set_grad_enabled(False)")).status == "ok"
+    assert torch.is_grad_enabled()
 
 
 def test_malformed_lines_are_reported_with_file_line_column(tmp_path):

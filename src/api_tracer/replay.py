@@ -3,8 +3,12 @@
 A line is data: it is parsed by the project's parser (never evaluated), and
 every name in it is resolved by walking from `torch` through objects that
 are torch's own (its modules, its classes, torch.ops' namespaces); a dunder
-is allowed only as a Tensor operator (torch.Tensor.__add__). Anything else
-is reported invalid, with file:line:column, and the other lines still run.
+is allowed only as a Tensor operator (torch.Tensor.__add__). Unless
+allow_unsafe, every name replay calls or hands to the API (the API itself,
+Callable(...) arguments, the constructors it calls, classes passed as
+values) must also pass the policy of replay_policy.py, which allows only
+what computes; it is asked before any argument is built. Anything else is
+reported invalid, with file:line:column, and the other lines still run.
 
 Arguments are made from their description: tensors of the recorded shape,
 dtype and strides, with random values (integer tensors: zeros, or values
@@ -15,16 +19,18 @@ written. Each config is reported "ok", "failed" (the exception), "skipped"
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 import types
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .config import ConfigSyntaxError, parse_call
 from .filesets import api_of
+from .replay_policy import refusal
 from .values import Call, Symbol, TensorSpec
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
@@ -165,9 +171,37 @@ class Builder:
     """Config values to Python objects."""
 
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, List[int]], generator: Any,
-                 line: str) -> None:
+                 line: str, safe: bool = True) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
+        self.safe = safe  # the replay policy (replay_policy.py) holds
         self.requires_grad = False
+
+    def allowed(self, name: str, obj: Any = None) -> None:
+        """Raises Invalid if the policy refuses `name` (resolved to `obj`)."""
+        why = refusal(name, obj) if self.safe else None
+        if why:
+            raise Invalid(why, self.line.find(name) + 1 or 1)
+
+    def resolve(self, name: str) -> Any:
+        """The callable `name` names, the policy asked before and after
+        resolving (an operator's name must resolve to an operator)."""
+        self.allowed(name)
+        obj = self.r.resolve(name, self.line)
+        self.allowed(name, obj)
+        return obj
+
+    def check_names(self, args: list, kwargs: dict) -> None:
+        """Every name in the arguments that replay calls or hands to the API
+        (constructor calls, Callable(...), classes named as constants) is
+        checked against the policy, before any argument is built."""
+        for _, leaf in _arguments(args, kwargs):
+            if isinstance(leaf, Symbol) and leaf.name not in BUILTIN_TYPES:
+                if isinstance(self.symbol(leaf.name), type):
+                    self.allowed(leaf.name)
+            elif isinstance(leaf, Call) and leaf.name == "Callable":
+                self.resolve(_callable_name(leaf))
+            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
+                self.allowed(leaf.name)
 
     def build(self, v: Any, path: str) -> Any:
         if isinstance(v, TensorSpec):
@@ -232,7 +266,7 @@ class Builder:
         if name in ("Opaque", "Module"):
             raise Skip(f"argument {name}({', '.join(map(repr, c.args))}) cannot be rebuilt")
         if name == "Callable":
-            return self.r.resolve(c.args[0], self.line)
+            return self.resolve(_callable_name(c))
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
             raise Skip("a symbolic argument")
         args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args)]
@@ -248,11 +282,52 @@ class Builder:
             if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
                 raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
             return scalar(*args)
-        target = self.r.resolve(name, self.line)
+        target = self.resolve(name)
         if self.r.constructible(target):
             value = target(*args, **kwargs)
             return value.to(self.device) if isinstance(value, torch.nn.Module) else value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+
+
+# Calls that stand for a value replay cannot rebuild (it skips the config).
+PLACEHOLDERS = ("Opaque", "Module", "torch.SymInt", "torch.SymFloat", "torch.SymBool")
+
+
+def _leaves(v: Any, path: str) -> Iterator[Tuple[str, Any]]:
+    """The tensors, symbols and calls inside a parsed value (calls' own
+    arguments too), with their paths as Builder.build names them."""
+    if isinstance(v, (TensorSpec, Symbol)):
+        yield path, v
+    elif isinstance(v, (list, tuple)):
+        for i, x in enumerate(v):
+            yield from _leaves(x, f"{path}[{i}]")
+    elif isinstance(v, dict):
+        for i, (k, x) in enumerate(v.items()):
+            yield from _leaves(k, f"{path}.keys[{i}]")
+            yield from _leaves(x, f"{path}[{k!r}]")
+    elif isinstance(v, slice):
+        for x in (v.start, v.stop, v.step):
+            yield from _leaves(x, path)
+    elif isinstance(v, Call):
+        yield path, v
+        for i, x in enumerate(v.args):
+            yield from _leaves(x, f"{path}.args[{i}]")
+        for k, x in v.kwargs.items():
+            yield from _leaves(x, f"{path}.{k}")
+
+
+def _arguments(args: list, kwargs: dict) -> Iterator[Tuple[str, Any]]:
+    """_leaves of a line's arguments."""
+    for i, a in enumerate(args):
+        yield from _leaves(a, f"args[{i}]")
+    for k, v in kwargs.items():
+        yield from _leaves(v, f"kwargs.{k}")
+
+
+def _callable_name(c: Call) -> str:
+    if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], str):
+        raise Invalid("Callable(...) takes one name, as a string", 1)
+    return c.args[0]
 
 
 def _contiguous_strides(shape: List[int]) -> List[int]:
@@ -267,50 +342,84 @@ def _contiguous_strides(shape: List[int]) -> List[int]:
 NEEDS_GRAD = {"torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
 
 
-def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
-            resolver: Optional[Resolver] = None) -> Tuple[str, Callable, list, dict]:
-    """(api, callable, args, kwargs) of a config; raises Invalid or Skip."""
-    import torch
-
+def parse(config: Config) -> Tuple[str, list, dict]:
+    """(api, args, kwargs) of a config line; raises Invalid."""
     try:
-        api, args, kwargs = parse_call(config.text, path=config.file, lineno=config.line)
+        return parse_call(config.text, path=config.file, lineno=config.line)
     except ConfigSyntaxError as e:
         raise Invalid(e.message, e.column) from None
-    resolver = resolver or Resolver()
-    func = resolver.resolve(api, config.text)
+
+
+def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
+          seed: int, resolver: Resolver, allow_unsafe: bool = False) -> Tuple[Callable, list, dict]:
+    """The callable `api` names and the arguments, built; raises Invalid or
+    Skip. Every name of the line passes the policy before anything is built
+    (unless allow_unsafe)."""
+    import torch
+
+    b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
+                safe=not allow_unsafe)
+    func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
         raise Skip("a property accessor")
-    gen = torch.Generator().manual_seed(seed)
-    b = Builder(resolver, device, ranges.get(config.text, {}), gen, config.text)
+    if isinstance(func, type) and not resolver.constructible(func):
+        raise Skip(f"{api} is a class this replay does not construct")
+    b.check_names(args, kwargs)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
-    if isinstance(func, type) and not resolver.constructible(func):
-        raise Skip(f"{api} is a class this replay does not construct")
-    return api, func, built_args, built_kwargs
+    return func, built_args, built_kwargs
+
+
+def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
+            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False) -> Tuple[str, Callable, list, dict]:
+    """(api, callable, args, kwargs) of a config; raises Invalid or Skip."""
+    api, args, kwargs = parse(config)
+    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe))
+
+
+@contextlib.contextmanager
+def grad_mode_kept() -> Iterator[None]:
+    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
+    itself only: the mode before it comes back."""
+    import torch
+
+    enabled = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(enabled)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else ""
 
 
 def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = None, seed: int = 0,
-               resolver: Optional[Resolver] = None) -> Result:
+               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False) -> Result:
     result = Result(config.file, config.line, config.text)
     start = time.perf_counter()
     try:
-        result.api, func, args, kwargs = prepare(config, device, ranges or {}, seed, resolver)
-        func(*args, **kwargs)
+        result.api, args, kwargs = parse(config)
+        func, args, kwargs = build(config, result.api, args, kwargs, device, ranges or {}, seed,
+                                   resolver or Resolver(), allow_unsafe)
+        with grad_mode_kept():
+            func(*args, **kwargs)
         result.status = "ok"
     except Invalid as e:
         result.status, result.error, result.message, result.column = "invalid", "Invalid", str(e), e.column
     except Skip as e:
         result.status, result.message = "skipped", str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
-        result.status, result.error, result.message = "failed", type(e).__name__, str(e).strip().splitlines()[0][:500] if str(e).strip() else ""
+        result.status, result.error, result.message = "failed", type(e).__name__, _first_line(e)
     result.seconds = time.perf_counter() - start
     return result
 
 
 # -- running many -------------------------------------------------------------
 
-def _worker(conn: Any, device: str, ranges: dict, seed: int) -> None:
+def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool) -> None:
     """Replays the configs sent on `conn`, one at a time, until None."""
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
@@ -320,11 +429,11 @@ def _worker(conn: Any, device: str, ranges: dict, seed: int) -> None:
             return
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
-        conn.send(replay_one(config, device, ranges, seed, resolver))
+        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe))
 
 
 def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, seed: int,
-                 on_result: Callable[[Result], None]) -> List[Result]:
+                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False) -> List[Result]:
     """Each config in a worker process (`jobs` of them): a worker that dies
     (a crashing kernel) fails the config it held, and is replaced."""
     import multiprocessing as mp
@@ -337,7 +446,7 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
     def start() -> None:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, device, ranges, seed), daemon=True)
+        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe), daemon=True)
         p.start()
         child.close()
         workers[parent] = (p, None)
@@ -389,11 +498,11 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
 
 def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
-                   on_result: Callable[[Result], None]) -> List[Result]:
+                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False) -> List[Result]:
     resolver = Resolver()
     results = []
     for c in configs:
-        r = replay_one(c, device, ranges, seed, resolver)
+        r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe)
         results.append(r)
         on_result(r)
     return results
@@ -421,9 +530,11 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def summary(results: List[Result]) -> str:
+def summary(results: List[Result], allow_unsafe: bool = False) -> str:
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "skipped", "invalid")}
     lines = [f"{len(results)} configs: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
+    if allow_unsafe:
+        lines.append("  --allow-unsafe: the replay policy was off; any torch callable a line names was called")
     for r in results:
         if r.status in ("failed", "invalid"):
             where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == "invalid" else "")
@@ -474,11 +585,12 @@ def replay_command(args: Any) -> int:
     ranges = read_value_ranges(args.value_ranges or ranges_beside(args.file))
     progress = Progress(len(configs))
     if args.isolate or args.jobs > 1:
-        results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, progress)
+        results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, progress,
+                               allow_unsafe=args.allow_unsafe)
     else:
-        results = run_in_process(configs, args.device, ranges, args.seed, progress)
+        results = run_in_process(configs, args.device, ranges, args.seed, progress, allow_unsafe=args.allow_unsafe)
     progress.finish()
-    print(summary(results), end="")
+    print(summary(results, args.allow_unsafe), end="")
     if args.report:
         write_jsonl(results, args.report)
     if args.junit:
@@ -486,7 +598,8 @@ def replay_command(args: Any) -> int:
     return 1 if any(r.status in ("failed", "invalid") for r in results) else 0
 
 
-def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int = 0) -> List[Tuple[Config, str]]:
+def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int = 0,
+              allow_unsafe: bool = False) -> List[Tuple[Config, str]]:
     """Replays each config while tracing `level`, recording only its API; for
     each, what went wrong ("" when the traced line is the config itself)."""
     import tempfile
@@ -497,14 +610,14 @@ def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int 
     problems = []
     for config in configs:
         try:
-            api, func, args, kwargs = prepare(config, device, {}, seed, resolver)
+            api, func, args, kwargs = prepare(config, device, {}, seed, resolver, allow_unsafe=allow_unsafe)
         except (Invalid, Skip) as e:
             problems.append((config, f"not replayed: {e}"))
             continue
         with tempfile.TemporaryDirectory() as out:
             tracer = APITracer(output_path=out, levels=level, merge_output=True, include_apis=[api], api_list=[api]
                                if level == 0 else None)
-            with tracer:
+            with grad_mode_kept(), tracer:
                 try:
                     # resolved again now: level 0 has put its wrapper there
                     resolver.resolve(api, config.text)(*args, **kwargs)
