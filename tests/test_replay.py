@@ -178,6 +178,37 @@ def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
     assert len(suite.findall("testcase/error")) == 1
 
 
+def test_a_line_that_is_not_utf8_is_invalid_at_its_bad_byte_and_the_rest_run(tmp_path):
+    path = tmp_path / "configs.txt"
+    path.write_bytes(b'torch.ones(2)\ntorch.ones(2, "\xc3\xa9\xff")\ntorch.zeros(\xed\xa0\x80)\r\ntorch.zeros(3)\n')
+    result = subprocess.run(CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl")], capture_output=True,
+                            text=True)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["status"]) for r in report] == [(1, "ok"), (2, "invalid"), (3, "invalid"), (4, "ok")]
+    assert (report[1]["column"], report[2]["column"]) == (17, 13)  # in characters: "é" is one
+    assert "byte 0xff" in report[1]["message"] and "byte 0xed" in report[2]["message"]
+    assert f"INVALID {path}:2:17: Invalid: the line is not UTF-8: byte 0xff" in result.stdout
+
+
+def test_sizes_below_minus_one_are_invalid_and_minus_one_is_symbolic():
+    r = replay_one(Config("x", 1, 'torch.neg(Tensor([2, -5], "float32"))'))
+    assert (r.status, r.api, r.column) == ("invalid", "torch.neg", 22)
+    assert "size -5" in r.message and "-1 for a symbolic one" in r.message
+    r = replay_one(Config("x", 1, 'torch.neg(Tensor([2, -1], "float32"))'))
+    assert (r.status, r.message) == ("skipped", "a tensor with a symbolic size")
+
+
+def test_an_argument_that_fails_to_build_is_reported_with_the_api_and_the_argument():
+    line = 'torch.add(Tensor([2], "float32"), torch.nn.Linear(2, "three"))'
+    r = replay_one(Config("x", 1, line))
+    assert (r.status, r.api, r.error) == ("failed", "torch.add", "TypeError")
+    assert r.message.startswith("building args[1]: ")
+    [(config, why)] = roundtrip([Config("x", 1, line)], level=1)
+    assert why.startswith("not replayed: BuildError: building args[1]: ")
+
+
 def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
     lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)", "torch.abs(Tensor([2], \"float32\"))"]
     path = write(tmp_path, lines)

@@ -41,6 +41,8 @@ class Config:
     file: str
     line: int
     text: str
+    error: str = ""  # why the line cannot be read (it is not UTF-8)
+    column: int = 0  # where, when error
 
 
 @dataclass
@@ -68,17 +70,35 @@ class Skip(Exception):
     """A config that cannot be rebuilt (an Opaque argument, say)."""
 
 
+class BuildError(Exception):
+    """An argument whose building raised: the exception, and which argument."""
+
+    def __init__(self, path: str, cause: Exception) -> None:
+        super().__init__(f"building {path}: {_first_line(cause)}")
+        self.cause = cause
+
+
 def read_configs(path: str) -> List[Config]:
-    """The distinct config lines of a file, each with the line it was first on."""
+    """The distinct config lines of a file, each with the line it was first
+    on. A line that is not UTF-8 is kept (as its text with the bad bytes
+    escaped), with the error and the column of its first bad byte."""
     seen = set()
     configs = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, text in enumerate(f, 1):
-            text = text.strip()
-            if not text or text.startswith("#") or text in seen:
-                continue
-            seen.add(text)
-            configs.append(Config(path, lineno, text))
+    with open(path, "rb") as f:
+        data = f.read()
+    for lineno, raw in enumerate(data.splitlines(), 1):  # the line ends text mode knows: \n, \r, \r\n
+        error, column = "", 0
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            text = raw.decode("utf-8", "backslashreplace")
+            error = f"the line is not UTF-8: byte 0x{raw[e.start]:02x} ({e.reason})"
+            column = len(raw[:e.start].decode("utf-8")) + 1
+        text = text.strip()
+        if not text or text.startswith("#") or text in seen:
+            continue
+        seen.add(text)
+        configs.append(Config(path, lineno, text, error, column))
     return configs
 
 
@@ -203,7 +223,38 @@ class Builder:
             elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
                 self.allowed(leaf.name)
 
+    def check_tensors(self, args: list, kwargs: dict) -> None:
+        """The tensors' descriptions, before any is made: a known dtype and
+        sizes of at least 0 (else invalid); -1, the size the tracer writes for
+        a symbolic one, skips the config."""
+        specs = [(path, leaf) for path, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)]
+        for path, spec in specs:
+            self.dtype(spec)
+            bad = [d for d in spec.shape if d < -1]
+            if bad:
+                raise Invalid(f"{path}: Tensor({list(spec.shape)}, ...) has the size {bad[0]}: a size is at least 0, "
+                              "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
+        if any(-1 in spec.shape for _, spec in specs):
+            raise Skip("a tensor with a symbolic size")
+
+    def dtype(self, spec: TensorSpec) -> Any:
+        torch = self.r.torch
+        dtype = getattr(torch, spec.dtype, None)
+        if not isinstance(dtype, torch.dtype):
+            raise Invalid(f"unknown dtype {spec.dtype!r}", self.line.find(spec.dtype) + 1 or 1)
+        return dtype
+
     def build(self, v: Any, path: str) -> Any:
+        """The value `v` describes; an exception that building raises comes
+        out as a BuildError naming the argument (Invalid and Skip as they are)."""
+        try:
+            return self._build(v, path)
+        except (Invalid, Skip, BuildError):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported as the config's failure
+            raise BuildError(path, e) from e
+
+    def _build(self, v: Any, path: str) -> Any:
         if isinstance(v, TensorSpec):
             return self.tensor(v, path)
         if isinstance(v, list):
@@ -235,12 +286,8 @@ class Builder:
         torch = self.r.torch
         if spec.layout not in (None, "torch.strided"):
             raise Skip(f"a {spec.layout} tensor argument")
-        dtype = getattr(torch, spec.dtype, None)
-        if not isinstance(dtype, torch.dtype):
-            raise Invalid(f"unknown dtype {spec.dtype!r}", self.line.find(spec.dtype) + 1)
+        dtype = self.dtype(spec)
         shape = list(spec.shape)
-        if any(d < 0 for d in shape):
-            raise Skip("a tensor with a symbolic size")
         stride = list(spec.stride) if spec.stride is not None else _contiguous_strides(shape)
         numel = 1 + sum((d - 1) * s for d, s in zip(shape, stride)) if all(shape) else 0
         rng = self.ranges.get(path)
@@ -344,6 +391,8 @@ NEEDS_GRAD = {"torch.Tensor.backward", "torch.autograd.backward", "torch.autogra
 
 def parse(config: Config) -> Tuple[str, list, dict]:
     """(api, args, kwargs) of a config line; raises Invalid."""
+    if config.error:
+        raise Invalid(config.error, config.column)
     try:
         return parse_call(config.text, path=config.file, lineno=config.line)
     except ConfigSyntaxError as e:
@@ -352,9 +401,10 @@ def parse(config: Config) -> Tuple[str, list, dict]:
 
 def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
           seed: int, resolver: Resolver, allow_unsafe: bool = False) -> Tuple[Callable, list, dict]:
-    """The callable `api` names and the arguments, built; raises Invalid or
-    Skip. Every name of the line passes the policy before anything is built
-    (unless allow_unsafe)."""
+    """The callable `api` names and the arguments, built; raises Invalid, Skip
+    or BuildError. Every name of the line passes the policy (unless
+    allow_unsafe) and every tensor's description is checked before anything
+    is built."""
     import torch
 
     b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
@@ -365,6 +415,7 @@ def build(config: Config, api: str, args: list, kwargs: dict, device: str, range
     if isinstance(func, type) and not resolver.constructible(func):
         raise Skip(f"{api} is a class this replay does not construct")
     b.check_names(args, kwargs)
+    b.check_tensors(args, kwargs)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
@@ -373,7 +424,7 @@ def build(config: Config, api: str, args: list, kwargs: dict, device: str, range
 
 def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
             resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False) -> Tuple[str, Callable, list, dict]:
-    """(api, callable, args, kwargs) of a config; raises Invalid or Skip."""
+    """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""
     api, args, kwargs = parse(config)
     return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe))
 
@@ -411,6 +462,8 @@ def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = Non
         result.status, result.error, result.message, result.column = "invalid", "Invalid", str(e), e.column
     except Skip as e:
         result.status, result.message = "skipped", str(e)
+    except BuildError as e:
+        result.status, result.error, result.message = "failed", type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
         result.status, result.error, result.message = "failed", type(e).__name__, _first_line(e)
     result.seconds = time.perf_counter() - start
@@ -581,8 +634,17 @@ def replay_command(args: Any) -> int:
         raise UsageError(f"replay: {args.file}: no such file")
     if args.jobs < 1:
         raise UsageError("replay: --jobs must be at least 1")
-    configs = read_configs(args.file)
-    ranges = read_value_ranges(args.value_ranges or ranges_beside(args.file))
+    if args.value_ranges and not os.path.isfile(args.value_ranges):
+        raise UsageError(f"replay: {args.value_ranges}: no such file")
+    try:
+        configs = read_configs(args.file)
+    except OSError as e:
+        raise UsageError(f"replay: {args.file}: {e.strerror}") from None
+    ranges_path = args.value_ranges or ranges_beside(args.file)
+    try:
+        ranges = read_value_ranges(ranges_path)
+    except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
+        raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
     progress = Progress(len(configs))
     if args.isolate or args.jobs > 1:
         results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, progress,
@@ -611,8 +673,8 @@ def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int 
     for config in configs:
         try:
             api, func, args, kwargs = prepare(config, device, {}, seed, resolver, allow_unsafe=allow_unsafe)
-        except (Invalid, Skip) as e:
-            problems.append((config, f"not replayed: {e}"))
+        except Exception as e:  # noqa: BLE001 - Invalid, Skip, BuildError, or the parser's own failure
+            problems.append((config, f"not replayed: {type(e).__name__}: {e}"))
             continue
         with tempfile.TemporaryDirectory() as out:
             tracer = APITracer(output_path=out, levels=level, merge_output=True, include_apis=[api], api_list=[api]
