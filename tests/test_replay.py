@@ -209,6 +209,34 @@ def test_an_argument_that_fails_to_build_is_reported_with_the_api_and_the_argume
     assert why.startswith("not replayed: BuildError: building args[1]: ")
 
 
+def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path, monkeypatch):
+    from api_tracer import replay
+    from api_tracer.cli import _bytes
+
+    made = []
+    monkeypatch.setattr(replay.Builder, "tensor", lambda self, spec, path: made.append(path))
+    # by default: half the free memory of the device, far below 4e15 bytes
+    r = replay_one(Config("x", 1, 'torch.neg(Tensor([100000, 100000, 100000], "float32"))'))
+    assert r.status == "skipped" and made == []
+    assert r.message.startswith("its tensor arguments need 4000000000000000 bytes (3.6 PiB), more than the limit")
+    assert "--max-bytes" in r.message
+    # the bytes of all tensor arguments count, strides included
+    line = 'torch.add(Tensor([10, 10], "float32"), Tensor([10], "float64", stride=[10]))'
+    assert replay_one(Config("x", 1, line), max_bytes=1127).status == "skipped"
+    monkeypatch.undo()
+    assert replay_one(Config("x", 1, line), max_bytes=1128).status == "ok"  # 400 + (1 + 9 * 10) * 8
+    assert (_bytes("8G"), _bytes("512M"), _bytes("1000"), _bytes("1.5K")) == (8 << 30, 512 << 20, 1000, 1536)
+    path = write(tmp_path, ['torch.neg(Tensor([1000], "float32"))', 'torch.neg(Tensor([10], "float32"))'])
+    result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "1K"], capture_output=True, text=True)
+    assert result.returncode == 0 and "1 ok, 0 failed, 1 skipped, 0 invalid" in result.stdout
+    assert "need 4000 bytes (3.9 KiB), more than the limit of 1024 bytes" in result.stdout
+    result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "lots"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--max-bytes: expected bytes, as 1000000, 512M or 8G, not 'lots'" in result.stderr
+    # the default limit asks the device: one torch does not know is a usage error
+    result = subprocess.run(CLI + ["replay", str(path), "--device", "nonsense"], capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.startswith("api-tracer: replay: --device nonsense: ")
+
+
 def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
     lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)", "torch.abs(Tensor([2], \"float32\"))"]
     path = write(tmp_path, lines)

@@ -3,7 +3,7 @@
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
-    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe]
+    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
                        [-o REPORT.jsonl] [--junit REPORT.xml]
     api-tracer stats DIR
 
@@ -14,6 +14,7 @@ program does.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any, List, Optional, Set, Tuple
 
@@ -30,6 +31,16 @@ def _levels(text: str) -> List[int]:
     if not levels:
         raise argparse.ArgumentTypeError("levels: give at least one level")
     return levels
+
+
+def _bytes(text: str) -> int:
+    """A size in bytes: 1000000, 512K, 512M, 8G, 1.5T (powers of 1024; a
+    trailing B or iB is allowed)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTP]?)(?:i?B)?", text.strip(), re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"expected bytes, as 1000000, 512M or 8G, not {text!r}")
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** " KMGTP".index(unit.upper() or " "))
 
 
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
@@ -74,6 +85,8 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     replay.add_argument("--junit", help="a JUnit XML report")
     replay.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    replay.add_argument("--max-bytes", type=_bytes, help="skip configs whose tensor arguments need more (8G, 512M, "
+                                                        "...; default half the free memory of --device)")
     replay.add_argument("--allow-unsafe", action="store_true",
                         help="call any torch callable a line names, not only what computes (trusted files only)")
 

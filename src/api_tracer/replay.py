@@ -26,7 +26,7 @@ import sys
 import time
 import types
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .config import ConfigSyntaxError, parse_call
 from .filesets import api_of
@@ -223,10 +223,11 @@ class Builder:
             elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
                 self.allowed(leaf.name)
 
-    def check_tensors(self, args: list, kwargs: dict) -> None:
+    def check_tensors(self, args: list, kwargs: dict, max_bytes: Optional[int]) -> None:
         """The tensors' descriptions, before any is made: a known dtype and
         sizes of at least 0 (else invalid); -1, the size the tracer writes for
-        a symbolic one, skips the config."""
+        a symbolic one, skips the config, as do tensors that need more than
+        max_bytes in all."""
         specs = [(path, leaf) for path, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)]
         for path, spec in specs:
             self.dtype(spec)
@@ -236,6 +237,10 @@ class Builder:
                               "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
         if any(-1 in spec.shape for _, spec in specs):
             raise Skip("a tensor with a symbolic size")
+        needed = sum(_storage_numel(spec.shape, spec.stride) * self.dtype(spec).itemsize for _, spec in specs)
+        if max_bytes is not None and needed > max_bytes:
+            raise Skip(f"its tensor arguments need {needed} bytes ({_human(needed)}), more than the limit of "
+                       f"{max_bytes} bytes ({_human(max_bytes)}; --max-bytes)")
 
     def dtype(self, spec: TensorSpec) -> Any:
         torch = self.r.torch
@@ -289,7 +294,7 @@ class Builder:
         dtype = self.dtype(spec)
         shape = list(spec.shape)
         stride = list(spec.stride) if spec.stride is not None else _contiguous_strides(shape)
-        numel = 1 + sum((d - 1) * s for d, s in zip(shape, stride)) if all(shape) else 0
+        numel = _storage_numel(shape, stride)
         rng = self.ranges.get(path)
         if dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
@@ -377,6 +382,41 @@ def _callable_name(c: Call) -> str:
     return c.args[0]
 
 
+def _storage_numel(shape: Sequence[int], stride: Optional[Sequence[int]]) -> int:
+    """The elements a tensor of this shape and stride spans (its storage)."""
+    if not all(shape):
+        return 0
+    stride = stride if stride is not None else _contiguous_strides(shape)
+    return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, stride))
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            break
+        n /= 1024
+    else:
+        unit = "PiB"
+    return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
+
+
+def available_bytes(device: str) -> int:
+    """Free memory for the tensors replay makes on `device`: the CPU's
+    MemAvailable (/proc/meminfo, else the free pages sysconf counts), and for
+    a CUDA device the least of that and what torch.cuda.mem_get_info leaves
+    free (tensors are made on the CPU, then moved)."""
+    import torch
+
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            free = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if torch.device(device).type == "cuda":
+        free = min(free, torch.cuda.mem_get_info(torch.device(device))[0])
+    return free
+
+
 def _contiguous_strides(shape: List[int]) -> List[int]:
     strides, acc = [], 1
     for d in reversed(shape):
@@ -400,11 +440,13 @@ def parse(config: Config) -> Tuple[str, list, dict]:
 
 
 def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
-          seed: int, resolver: Resolver, allow_unsafe: bool = False) -> Tuple[Callable, list, dict]:
+          seed: int, resolver: Resolver, allow_unsafe: bool = False,
+          max_bytes: Optional[int] = None) -> Tuple[Callable, list, dict]:
     """The callable `api` names and the arguments, built; raises Invalid, Skip
     or BuildError. Every name of the line passes the policy (unless
     allow_unsafe) and every tensor's description is checked before anything
-    is built."""
+    is built. The tensors may need max_bytes in all (None: half of
+    available_bytes(device) now)."""
     import torch
 
     b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
@@ -415,7 +457,7 @@ def build(config: Config, api: str, args: list, kwargs: dict, device: str, range
     if isinstance(func, type) and not resolver.constructible(func):
         raise Skip(f"{api} is a class this replay does not construct")
     b.check_names(args, kwargs)
-    b.check_tensors(args, kwargs)
+    b.check_tensors(args, kwargs, max_bytes if max_bytes is not None else available_bytes(device) // 2)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
@@ -423,10 +465,12 @@ def build(config: Config, api: str, args: list, kwargs: dict, device: str, range
 
 
 def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
-            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False) -> Tuple[str, Callable, list, dict]:
+            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
+            max_bytes: Optional[int] = None) -> Tuple[str, Callable, list, dict]:
     """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""
     api, args, kwargs = parse(config)
-    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe))
+    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe,
+                        max_bytes))
 
 
 @contextlib.contextmanager
@@ -448,13 +492,14 @@ def _first_line(e: BaseException) -> str:
 
 
 def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = None, seed: int = 0,
-               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False) -> Result:
+               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
+               max_bytes: Optional[int] = None) -> Result:
     result = Result(config.file, config.line, config.text)
     start = time.perf_counter()
     try:
         result.api, args, kwargs = parse(config)
         func, args, kwargs = build(config, result.api, args, kwargs, device, ranges or {}, seed,
-                                   resolver or Resolver(), allow_unsafe)
+                                   resolver or Resolver(), allow_unsafe, max_bytes)
         with grad_mode_kept():
             func(*args, **kwargs)
         result.status = "ok"
@@ -472,7 +517,7 @@ def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = Non
 
 # -- running many -------------------------------------------------------------
 
-def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool) -> None:
+def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool, max_bytes: Optional[int]) -> None:
     """Replays the configs sent on `conn`, one at a time, until None."""
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
@@ -482,11 +527,12 @@ def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool)
             return
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
-        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe))
+        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes))
 
 
 def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, seed: int,
-                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False) -> List[Result]:
+                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
+                 max_bytes: Optional[int] = None) -> List[Result]:
     """Each config in a worker process (`jobs` of them): a worker that dies
     (a crashing kernel) fails the config it held, and is replaced."""
     import multiprocessing as mp
@@ -499,7 +545,8 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
     def start() -> None:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe), daemon=True)
+        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe, max_bytes),
+                        daemon=True)
         p.start()
         child.close()
         workers[parent] = (p, None)
@@ -551,11 +598,12 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
 
 def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
-                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False) -> List[Result]:
+                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
+                   max_bytes: Optional[int] = None) -> List[Result]:
     resolver = Resolver()
     results = []
     for c in configs:
-        r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe)
+        r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
         results.append(r)
         on_result(r)
     return results
@@ -634,6 +682,10 @@ def replay_command(args: Any) -> int:
         raise UsageError(f"replay: {args.file}: no such file")
     if args.jobs < 1:
         raise UsageError("replay: --jobs must be at least 1")
+    try:
+        available_bytes(args.device)
+    except Exception as e:  # noqa: BLE001 - a device torch does not know, or cannot reach
+        raise UsageError(f"replay: --device {args.device}: {_first_line(e)}") from None
     if args.value_ranges and not os.path.isfile(args.value_ranges):
         raise UsageError(f"replay: {args.value_ranges}: no such file")
     try:
@@ -648,9 +700,10 @@ def replay_command(args: Any) -> int:
     progress = Progress(len(configs))
     if args.isolate or args.jobs > 1:
         results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, progress,
-                               allow_unsafe=args.allow_unsafe)
+                               allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
     else:
-        results = run_in_process(configs, args.device, ranges, args.seed, progress, allow_unsafe=args.allow_unsafe)
+        results = run_in_process(configs, args.device, ranges, args.seed, progress, allow_unsafe=args.allow_unsafe,
+                                 max_bytes=args.max_bytes)
     progress.finish()
     print(summary(results, args.allow_unsafe), end="")
     if args.report:
