@@ -249,6 +249,84 @@ def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
     assert result.returncode == 1
 
 
+def test_a_crash_in_process_keeps_the_report_and_says_how_far_replay_got(tmp_path):
+    lines = ["torch.ones(2)", 'torch.neg(Tensor([3], "float32"))', "torch._C._abort()", "torch.zeros(4)"]
+    path = write(tmp_path, lines)
+    report = tmp_path / "r.jsonl"
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    result = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe", "-o", str(report)], capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert result.returncode == -6  # died by SIGABRT, as it would have without replay's note
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [(r["line"], r["status"]) for r in rows] == [(1, "ok"), (2, "ok"), (3, "failed")]
+    assert (rows[2]["api"], rows[2]["error"]) == ("torch._C._abort", "Crashed")
+    assert "signal 6, SIGABRT" in rows[2]["message"]
+    assert (f"api-tracer replay: the process died (signal 6, SIGABRT) while replaying {path}:3: torch._C._abort(); "
+            "the report holds the 2 configs before it; rerun with --isolate") in result.stderr
+    # the handler that was there before (faulthandler's) still ran, after the note
+    assert result.stderr.index("api-tracer replay:") < result.stderr.index("Fatal Python error: Aborted")
+
+
+def test_after_in_process_replay_the_previous_signal_handlers_are_back(tmp_path):
+    code = """
+        import ctypes, faulthandler, signal, sys
+        import torch
+        from api_tracer import _C
+        from api_tracer.replay import Config, run_in_process
+
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def handlers():
+            out = []
+            for sig in _C.replay_crash_signals:
+                action = ctypes.create_string_buffer(256)
+                assert libc.sigaction(sig, None, action) == 0
+                # glibc's struct sigaction: the handler, the mask (the kernel's 64
+                # signals in its first 8 bytes, the rest not filled), flags, restorer
+                out.append(action.raw[:16] + action.raw[136:152])
+            stack = ctypes.create_string_buffer(64)
+            assert libc.sigaltstack(None, stack) == 0
+            return out, stack.raw
+
+        faulthandler.enable()
+        before = handlers()
+        results = run_in_process([Config("f", 1, "torch.ones(2)")], "cpu", {}, 0, lambda r: None)
+        assert [r.status for r in results] == ["ok"]
+        assert handlers() == before
+        print("same handlers", flush=True)
+        torch._C._abort()
+    """
+    from conftest import run_script
+
+    result = run_script(code, tmp_path)
+    assert "same handlers" in result.stdout, result.stderr
+    assert result.returncode == -6
+    assert "Fatal Python error: Aborted" in result.stderr and "api-tracer replay" not in result.stderr
+
+
+def test_the_crash_note_is_written_on_a_stack_overflow_too(tmp_path):
+    code = """
+        import os, sys
+        from api_tracer import _C
+
+        fd = os.open("report.jsonl", os.O_WRONLY | os.O_CREAT)
+        _C.replay_crash_note_install(fd)
+        _C.replay_crash_note_set({sig: (f"note: signal {sig}\\n", f"line: signal {sig}\\n")
+                                  for sig in _C.replay_crash_signals})
+        sys.setrecursionlimit(10 ** 8)
+        nested = []
+        for _ in range(10 ** 6):
+            nested = [nested]
+        repr(nested)  # recurses in C until the stack overflows
+    """
+    from conftest import run_script
+
+    result = run_script(code, tmp_path)
+    assert result.returncode == -11
+    assert "note: signal 11" in result.stderr  # the handler ran, on its own stack
+    assert (tmp_path / "report.jsonl").read_text() == "line: signal 11\n"
+
+
 def test_integer_tensors_come_from_the_recorded_ranges(tmp_path):
     emb = torch.nn.Embedding(50, 4)
     out = tmp_path / "t"

@@ -7,27 +7,37 @@ is allowed only as a Tensor operator (torch.Tensor.__add__). Unless
 allow_unsafe, every name replay calls or hands to the API (the API itself,
 Callable(...) arguments, the constructors it calls, classes passed as
 values) must also pass the policy of replay_policy.py, which allows only
-what computes; it is asked before any argument is built. Anything else is
-reported invalid, with file:line:column, and the other lines still run.
+what computes. Anything else is reported invalid, with file:line:column, as
+is a line that does not parse or is not UTF-8, and the other lines still run.
 
 Arguments are made from their description: tensors of the recorded shape,
 dtype and strides, with random values (integer tensors: zeros, or values
 drawn from the recorded range when api_value_ranges.yaml has one; bool
 tensors: random), module constructor calls built, devices, dtypes, sizes as
-written. Each config is reported "ok", "failed" (the exception), "skipped"
-(why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
+written. Before anything is built, the names pass the policy and the
+tensors' descriptions are checked: sizes of at least 0 (-1, a symbolic size,
+skips the config), and no more bytes in all than max_bytes (by default half
+the memory free on the device). Each config is reported "ok", "failed" (the
+exception; "building ARG: ..." when an argument could not be built),
+"skipped" (why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
+
+In process, a fatal signal still kills the process, but first CrashNote has
+it say which config died and how far the replay got, and append that
+config's line to the report, whose lines are written as results come.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 import types
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from . import _C
 from .config import ConfigSyntaxError, parse_call
 from .filesets import api_of
 from .replay_policy import refusal
@@ -599,14 +609,55 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
 def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
                    on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
-                   max_bytes: Optional[int] = None) -> List[Result]:
+                   max_bytes: Optional[int] = None, report_fd: Optional[int] = None) -> List[Result]:
+    """Each config in this process, in turn. A fatal signal (a crashing
+    kernel) kills the process, but first says which config died and how far
+    the replay got, and appends that config's line to the report on
+    `report_fd` (CrashNote)."""
     resolver = Resolver()
     results = []
-    for c in configs:
-        r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
-        results.append(r)
-        on_result(r)
+    with CrashNote(report_fd) as note:
+        for c in configs:
+            note.running(c, len(results))
+            r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
+            note.running(None, len(results))
+            results.append(r)
+            on_result(r)
     return results
+
+
+class CrashNote:
+    """While configs run in process: what a fatal signal writes before the
+    process dies by it (csrc/python/crash_note.cc), formatted here for each
+    config, since the signal handler may only call write()."""
+
+    def __init__(self, report_fd: Optional[int]) -> None:
+        self.report_fd = -1 if report_fd is None else report_fd
+        self.newline = "\n" if sys.stderr.isatty() else ""  # ends a progress bar
+
+    def __enter__(self) -> "CrashNote":
+        _C.replay_crash_note_install(self.report_fd)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _C.replay_crash_note_uninstall()
+
+    def running(self, config: Optional[Config], done: int) -> None:
+        """`config` runs now (None: none does), after `done` others."""
+        if config is None:
+            _C.replay_crash_note_set({})
+            return
+        held = (f"the report holds the {done} configs before it" if self.report_fd >= 0
+                else f"{done} configs ran before it")
+        notes = {}
+        for sig in _C.replay_crash_signals:
+            died = f"the process died (signal {sig}, {signal.Signals(sig).name})"
+            message = (f"{self.newline}api-tracer replay: {died} while replaying {config.file}:{config.line}: "
+                       f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
+            line = Result(config.file, config.line, config.text, api=api_of(config.text), status="failed",
+                          error="Crashed", message=died)
+            notes[sig] = (message, json.dumps(asdict(line)) + "\n")
+        _C.replay_crash_note_set(notes)
 
 
 class Progress:
@@ -649,10 +700,16 @@ def summary(results: List[Result], allow_unsafe: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_jsonl(results: List[Result], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for r in results:
-            f.write(json.dumps(asdict(r)) + "\n")
+class JsonlReport:
+    """The -o report: one JSON object a line, each written and flushed as its
+    result comes (so a crash loses none of the lines before it)."""
+
+    def __init__(self, path: str) -> None:
+        self.file = open(path, "w", encoding="utf-8")
+
+    def __call__(self, r: Result) -> None:
+        self.file.write(json.dumps(asdict(r)) + "\n")
+        self.file.flush()
 
 
 def write_junit(results: List[Result], path: str) -> None:
@@ -697,17 +754,27 @@ def replay_command(args: Any) -> int:
         ranges = read_value_ranges(ranges_path)
     except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
         raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
+    try:
+        report = JsonlReport(args.report) if args.report else None
+    except OSError as e:
+        raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
     progress = Progress(len(configs))
-    if args.isolate or args.jobs > 1:
-        results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, progress,
-                               allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
-    else:
-        results = run_in_process(configs, args.device, ranges, args.seed, progress, allow_unsafe=args.allow_unsafe,
-                                 max_bytes=args.max_bytes)
+
+    def on_result(r: Result) -> None:
+        progress(r)
+        if report:
+            report(r)
+
+    with report.file if report else contextlib.nullcontext():
+        if args.isolate or args.jobs > 1:
+            results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, on_result,
+                                   allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
+        else:
+            results = run_in_process(configs, args.device, ranges, args.seed, on_result,
+                                     allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes,
+                                     report_fd=report.file.fileno() if report else None)
     progress.finish()
     print(summary(results, args.allow_unsafe), end="")
-    if args.report:
-        write_jsonl(results, args.report)
     if args.junit:
         write_junit(results, args.junit)
     return 1 if any(r.status in ("failed", "invalid") for r in results) else 0
