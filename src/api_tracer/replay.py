@@ -711,6 +711,12 @@ class JsonlReport:
         self.file.write(json.dumps(asdict(r)) + "\n")
         self.file.flush()
 
+    def __enter__(self) -> "JsonlReport":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.file.close()
+
 
 def write_junit(results: List[Result], path: str) -> None:
     from xml.etree import ElementTree as ET
@@ -765,7 +771,7 @@ def replay_command(args: Any) -> int:
         if report:
             report(r)
 
-    with report.file if report else contextlib.nullcontext():
+    with report or contextlib.nullcontext():
         if args.isolate or args.jobs > 1:
             results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, on_result,
                                    allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)

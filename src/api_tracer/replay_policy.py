@@ -22,8 +22,9 @@ untrusted file, each with its reason. Everything else is refused, whatever
 torch holds under the name (torch._C.*, torch.utils.*, torch.ops.load_library,
 torch.classes.*, ...). The check is by name, before any argument is built;
 names inside arguments are held to it too: a ``Callable("...")`` (which the
-API may call: Tensor.apply_ does) and the constructor calls replay makes
-(nn modules, optimizers).
+API may call: Tensor.apply_ does), every ``name(...)`` value (the
+constructor calls replay makes: nn modules, optimizers) and classes passed
+as values.
 """
 from __future__ import annotations
 
