@@ -223,15 +223,27 @@ class Builder:
     def check_names(self, args: list, kwargs: dict) -> None:
         """Every name in the arguments that replay calls or hands to the API
         (constructor calls, Callable(...), classes named as constants) is
-        checked against the policy, before any argument is built."""
+        checked against the policy, and numpy's names are numpy scalar
+        types, before any argument is built."""
         for _, leaf in _arguments(args, kwargs):
             if isinstance(leaf, Symbol) and leaf.name not in BUILTIN_TYPES:
                 if isinstance(self.symbol(leaf.name), type):
                     self.allowed(leaf.name)
             elif isinstance(leaf, Call) and leaf.name == "Callable":
                 self.resolve(_callable_name(leaf))
+            elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
+                self.numpy_scalar(leaf.name)
             elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
                 self.allowed(leaf.name)
+
+    def numpy_scalar(self, name: str) -> type:
+        """The numpy scalar type `numpy.NAME` names (numpy.float32, ...)."""
+        import numpy as np
+
+        scalar = getattr(np, name[len("numpy."):], None)
+        if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
+            raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
+        return scalar
 
     def check_tensors(self, args: list, kwargs: dict, max_bytes: Optional[int]) -> None:
         """The tensors' descriptions, before any is made: a known dtype and
@@ -338,12 +350,7 @@ class Builder:
 
             return np.zeros(args[0], dtype=np.dtype(args[1]))
         if name.startswith("numpy."):
-            import numpy as np
-
-            scalar = getattr(np, name[len("numpy."):], None)
-            if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
-                raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
-            return scalar(*args)
+            return self.numpy_scalar(name)(*args)
         target = self.resolve(name)
         if self.r.constructible(target):
             value = target(*args, **kwargs)
