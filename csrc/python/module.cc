@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   api_tracer::py::InitSessionBindings(m);
   api_tracer::py::InitConfigBindings(m);
   api_tracer::py::InitProfileBindings(m);
+  api_tracer::py::InitCrashNote(m);
 }

@@ -3,7 +3,8 @@
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
-    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [-o REPORT.jsonl] [--junit REPORT.xml]
+    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
+                       [-o REPORT.jsonl] [--junit REPORT.xml]
     api-tracer stats DIR
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
@@ -16,7 +17,7 @@ import argparse
 import sys
 from typing import Any, List, Optional, Set, Tuple
 
-from .options import add_run_flags
+from .options import add_run_flags, byte_count
 
 
 class UsageError(Exception):
@@ -57,6 +58,10 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     replay.add_argument("--junit", help="a JUnit XML report")
     replay.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    replay.add_argument("--max-bytes", type=byte_count, help="skip configs whose tensor arguments need more (8G, 512M, "
+                                                        "...; default half the free memory of --device)")
+    replay.add_argument("--allow-unsafe", action="store_true",
+                        help="call any torch callable a line names, not only what computes (trusted files only)")
 
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")

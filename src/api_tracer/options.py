@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _C
@@ -95,16 +96,13 @@ def level_list(text: str) -> List[int]:
 
 
 def byte_count(text: str) -> int:
-    """A number of bytes: 1048576, 512K, 64M, 1G, 2T (powers of 1024)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    unit = units.get(text[-1:].upper(), 1)
-    try:
-        value = int(text[:-1] if unit > 1 else text) * unit
-    except ValueError:
-        value = -1
-    if value < 0:
+    """A number of bytes: 1048576, 512K, 64M, 1.5G, 2TiB (powers of 1024; a
+    trailing B or iB is allowed)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTP]?)(?:i?B)?", text.strip(), re.IGNORECASE)
+    if not match:
         raise argparse.ArgumentTypeError(f"expected a number of bytes (e.g. 1048576, 512M, 1G), not {text!r}")
-    return value
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** " KMGTP".index(unit.upper() or " "))
 
 
 def seconds(text: str) -> float:
