@@ -16,11 +16,8 @@ import argparse
 import sys
 from typing import Any, List, Optional, Set, Tuple
 
+from .errors import UsageError
 from .options import NESTINGS, SNAPSHOT_INTERVAL, STACK_FORMATS, TRACE_LIMIT
-
-
-class UsageError(Exception):
-    """A bad command line or input: printed, exit code 2."""
 
 
 def _levels(text: str) -> List[int]:
