@@ -25,12 +25,31 @@ from __future__ import annotations
 
 import abc
 import types
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tuple
 
 from . import _C
 
-if TYPE_CHECKING:
-    from .dialect import FrameworkDialect, PatchTarget
+
+@dataclass
+class PatchTarget:
+    """One attribute level 0 replaces: ``owner.attr``, recorded as ``api``."""
+
+    api: str
+    owner: Any
+    attr: str
+    kind: str  # "function", "method", "staticmethod", "classmethod", "property", "constructor"
+    raw: Any  # what owner.__dict__ (or the MRO) holds: the thing replaced
+
+
+class Dialect(Protocol):
+    """What the hooks ask of their dialect: a dialect.FrameworkDialect. That
+    module names the hook of each level, so it imports this one, not the
+    other way round."""
+
+    def api_list(self, full: bool = False) -> List[str]: ...
+
+    def setattr_targets(self, names: Iterable[str]) -> Tuple[List[PatchTarget], Dict[str, str]]: ...
 
 
 class TracingHook(abc.ABC):
@@ -38,7 +57,7 @@ class TracingHook(abc.ABC):
 
     level: int = -1
 
-    def __init__(self, dialect: "FrameworkDialect", options: Optional[dict] = None) -> None:
+    def __init__(self, dialect: Dialect, options: Optional[dict] = None) -> None:
         self.dialect = dialect
         self.options = options or {}
         self._patches: List[Tuple[Any, str, bool, Any]] = []
@@ -93,7 +112,7 @@ class SetattrHook(TracingHook):
 
     level = 0
 
-    def __init__(self, dialect: "FrameworkDialect", options: Optional[dict] = None) -> None:
+    def __init__(self, dialect: Dialect, options: Optional[dict] = None) -> None:
         super().__init__(dialect, options)
         self.skipped: dict = {}
 
