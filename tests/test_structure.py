@@ -4,6 +4,7 @@ sources, so none of them can go stale unnoticed."""
 from __future__ import annotations
 
 import ast
+import fnmatch
 import inspect
 import re
 from pathlib import Path
@@ -238,3 +239,54 @@ def test_stub_parameters_checks_what_it_must():
     assert pybind11_doc is not None and parameters(pybind11_doc) == args("f(level, api, args, kwargs=None)")
     slot = documented_signature(vars(_C.ApiWrapper)["__get__"], "__get__")  # a text signature
     assert slot is not None and parameters(slot) == args("f(self, instance, owner=None, /)")
+
+
+# -- docs/design.md's layout ----------------------------------------------------
+
+DESIGN = ROOT / "docs" / "design.md"
+LAID_OUT = ("csrc", "include", "src/api_tracer")  # the folders whose every file the layout names
+
+
+def layout_entries(text: str) -> Dict[str, str]:
+    """What the Layout section names: `folder/name` (a name may be a
+    pattern, `*_test.cc`) -> the line. A folder is a `### `folder/`` heading;
+    its entries are the backquoted names that begin a `- ` item, up to the
+    colon."""
+    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    entries, folder = {}, None
+    for line in section.splitlines():
+        if line.startswith("### "):
+            folder = re.match(r"### `([^`]+/)`", line).group(1)
+        elif line.startswith("- `"):
+            assert folder, f"an entry before any folder: {line}"
+            for name in re.findall(r"`([^`]+)`", line.partition(":")[0]):
+                entries[folder + name] = line
+    return entries
+
+
+def laid_out_files() -> List[str]:
+    """Every file of LAID_OUT, less what the build makes (_C*.so, caches)."""
+    files = []
+    for top in LAID_OUT:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
+                files.append(path.relative_to(ROOT).as_posix())
+    return files
+
+
+def test_design_layout_names_every_file():
+    entries = layout_entries(DESIGN.read_text(encoding="utf-8"))
+    files = laid_out_files()
+    missing = [f for f in files if not any(fnmatch.fnmatchcase(f, e) for e in entries)]
+    stale = [e for e in entries if not any(fnmatch.fnmatchcase(f, e) for f in files)]
+    assert not missing and not stale, (f"docs/design.md's Layout does not name: {', '.join(missing) or '-'}; "
+                                       f"names what is not there: {', '.join(stale) or '-'}")
+
+
+def test_design_layout_reads_what_it_must():
+    text = "\n## Layout\n\n### `csrc/core/`: C++\n\n- `key.h`, `key.cc`: keys, see `value.h`.\n" \
+           "  `format.h` (a continuation line)\n- `*_test.cc`: tests\n\n## Next\n- `later.h`: not the layout\n"
+    assert set(layout_entries(text)) == {"csrc/core/key.h", "csrc/core/key.cc", "csrc/core/*_test.cc"}
+    files = laid_out_files()
+    assert "csrc/core/key.h" in files and "src/api_tracer/cli.py" in files and "include/api_tracer/tracer.h" in files
+    assert not any(f.endswith(".so") for f in files)
