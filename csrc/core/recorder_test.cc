@@ -42,6 +42,20 @@ class RecorderTest : public ::testing::Test {
     ASSERT_NE(rec->Record(w, {.level = level}, &st), nullptr) << st.message();
   }
 
+  // Options of one merged set in dir_.
+  TraceOptions Merged() const {
+    TraceOptions opts;
+    opts.output_path = dir_.string();
+    opts.merge_output = true;
+    return opts;
+  }
+  std::unique_ptr<Recorder> Open(const TraceOptions& opts) {
+    std::unique_ptr<Recorder> rec;
+    Status st = Recorder::Open(opts, &rec);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return rec;
+  }
+
   fs::path dir_;
 };
 
@@ -103,12 +117,10 @@ TEST_F(RecorderTest, UnwritableOutputFailsAtOpen) {
 }
 
 TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
+  TraceOptions opts = Merged();
   opts.stream_trace = false;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 0, "torch.add", 1);
   ASSERT_TRUE(rec->Close().ok());
   EXPECT_FALSE(fs::exists(dir_ / "api_trace.txt"));
@@ -116,12 +128,10 @@ TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
 }
 
 TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
+  TraceOptions opts = Merged();
   opts.snapshot_interval = 0.02;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   // The first snapshot is taken at Open: the files are whole from the start.
   EXPECT_EQ(Slurp(dir_ / "api_statistics.yaml"), "Total APIs: 0\nTotal API calls: 0\n\n");
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
@@ -140,12 +150,10 @@ TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
 }
 
 TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
+  TraceOptions opts = Merged();
   opts.snapshot_interval = 0;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 0, "torch.add", 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
@@ -156,11 +164,9 @@ TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
 TEST_F(RecorderTest, AFullDiskNamesTheFileAndKeepsTheSummaries) {
   fs::create_directories(dir_);
   fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  TraceOptions opts = Merged();
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 0, "torch.add", 1);
   Status st = rec->Close();
   EXPECT_EQ(st.code(), Status::Code::kIOError);
