@@ -6,7 +6,7 @@ are torch's own (its modules, its classes, torch.ops' namespaces); a dunder
 is allowed only as a Tensor operator (torch.Tensor.__add__). Unless
 allow_unsafe, every name replay calls or hands to the API (the API itself,
 Callable(...) arguments, the constructors it calls, classes passed as
-values) must also pass the policy of replay_policy.py, which allows only
+values) must also pass the policy of policy.py, which allows only
 what computes. Anything else is reported invalid, with file:line:column, as
 is a line that does not parse or is not UTF-8, and the other lines still run.
 
@@ -37,11 +37,11 @@ import types
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import _C
-from .config import ConfigSyntaxError, parse_call
-from .filesets import api_of
-from .replay_policy import refusal
-from .values import Call, Symbol, TensorSpec
+from .. import _C
+from ..config import ConfigSyntaxError, parse_call
+from ..filesets import api_of
+from ..values import Call, Symbol, TensorSpec
+from .policy import refusal
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 
@@ -203,7 +203,7 @@ class Builder:
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, List[int]], generator: Any,
                  line: str, safe: bool = True) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
-        self.safe = safe  # the replay policy (replay_policy.py) holds
+        self.safe = safe  # the replay policy (policy.py) holds
         self.requires_grad = False
 
     def allowed(self, name: str, obj: Any = None) -> None:
@@ -746,7 +746,7 @@ def write_junit(results: List[Result], path: str) -> None:
 
 
 def replay_command(args: Any) -> int:
-    from .errors import UsageError
+    from ..errors import UsageError
 
     if not os.path.isfile(args.file):
         raise UsageError(f"replay: {args.file}: no such file")
@@ -799,7 +799,7 @@ def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int 
     each, what went wrong ("" when the traced line is the config itself)."""
     import tempfile
 
-    from .tracer import APITracer
+    from ..tracer import APITracer
 
     resolver = Resolver()
     problems = []
