@@ -34,13 +34,14 @@ from __future__ import annotations
 
 from .builder import Builder, prepare
 from .command import replay_command
-from .configs import BuildError, Config, Invalid, Result, Skip, ranges_beside, read_configs, read_value_ranges
+from .configs import (BuildError, Config, Invalid, Result, Skip, Status, ranges_beside, read_configs,
+                      read_value_ranges)
 from .resolve import Resolver
 from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
 __all__ = [
-    "Config", "Result", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
+    "Config", "Result", "Status", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
     "Resolver", "Builder", "prepare", "replay_one", "run_in_process", "run_isolated", "roundtrip",
     "replay_command",
 ]

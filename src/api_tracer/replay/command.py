@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..errors import UsageError
-from .configs import Result, first_line, ranges_beside, read_configs, read_value_ranges
+from .configs import Result, Status, first_line, ranges_beside, read_configs, read_value_ranges
 from .memory import available_bytes
 from .report import JsonlReport, Progress, summary, write_junit
 from .run import run_in_process, run_isolated
@@ -56,4 +56,4 @@ def replay_command(args: Any) -> int:
     print(summary(results, args.allow_unsafe), end="")
     if args.junit:
         write_junit(results, args.junit)
-    return 1 if any(r.status in ("failed", "invalid") for r in results) else 0
+    return 1 if any(r.status in (Status.FAILED, Status.INVALID) for r in results) else 0

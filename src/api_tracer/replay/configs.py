@@ -1,9 +1,11 @@
 """A config line and what came of it: `Config`, the line as read;
-`Result`, its outcome as the reports write it; the exceptions that decide
-an outcome on the way (`Invalid`, `Skip`, `BuildError`); reading a file of
-config lines, and the value-ranges file beside it."""
+`Result`, its outcome as the reports write it, and its `Status`; the
+exceptions that decide an outcome on the way (`Invalid`, `Skip`,
+`BuildError`); reading a file of config lines, and the value-ranges file
+beside it."""
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -18,13 +20,29 @@ class Config:
     column: int = 0  # where, when error
 
 
+class Status(str, enum.Enum):
+    """What came of a config. A Status is its value as a str too: the
+    reports write "ok", and it equals "ok"."""
+
+    OK = "ok"  # the call returned
+    FAILED = "failed"  # it raised (or its worker died, or it killed the process)
+    SKIPPED = "skipped"  # it cannot be rebuilt
+    INVALID = "invalid"  # not a replayable config
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 @dataclass
 class Result:
     file: str
     line: int
     config: str
-    api: str = ""
-    status: str = ""  # ok, failed, skipped, invalid
+    api: str  # the line's API as soon as the line parses, else ""
+    status: Status
     error: str = ""  # the exception's type (failed, invalid)
     message: str = ""  # the exception's message, the skip reason, the syntax error
     column: int = 0

@@ -8,14 +8,14 @@ import sys
 from dataclasses import asdict
 from typing import Any, Dict, List
 
-from .configs import Result
+from .configs import Result, Status
 
 
 class Progress:
     """A progress line on a terminal (stderr), nothing elsewhere."""
 
     def __init__(self, total: int) -> None:
-        self.total, self.done, self.counts = total, 0, {"ok": 0, "failed": 0, "skipped": 0, "invalid": 0}
+        self.total, self.done, self.counts = total, 0, dict.fromkeys(Status, 0)
         self.tty = sys.stderr.isatty()
 
     def __call__(self, r: Result) -> None:
@@ -34,15 +34,15 @@ class Progress:
 
 
 def summary(results: List[Result], allow_unsafe: bool = False) -> str:
-    counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "skipped", "invalid")}
+    counts = {s: sum(r.status == s for r in results) for s in Status}
     lines = [f"{len(results)} configs: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
     if allow_unsafe:
         lines.append("  --allow-unsafe: the replay policy was off; any torch callable a line names was called")
     for r in results:
-        if r.status in ("failed", "invalid"):
-            where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == "invalid" else "")
+        if r.status in (Status.FAILED, Status.INVALID):
+            where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == Status.INVALID else "")
             lines.append(f"  {r.status.upper()} {where}: {r.error}: {r.message}")
-    skipped = [r for r in results if r.status == "skipped"]
+    skipped = [r for r in results if r.status == Status.SKIPPED]
     if skipped:
         reasons: Dict[str, int] = {}
         for r in skipped:
@@ -73,17 +73,17 @@ def write_junit(results: List[Result], path: str) -> None:
     from xml.etree import ElementTree as ET
 
     suite = ET.Element("testsuite", name="api-tracer replay", tests=str(len(results)),
-                       failures=str(sum(r.status == "failed" for r in results)),
-                       errors=str(sum(r.status == "invalid" for r in results)),
-                       skipped=str(sum(r.status == "skipped" for r in results)),
+                       failures=str(sum(r.status == Status.FAILED for r in results)),
+                       errors=str(sum(r.status == Status.INVALID for r in results)),
+                       skipped=str(sum(r.status == Status.SKIPPED for r in results)),
                        time=f"{sum(r.seconds for r in results):.3f}")
     for r in results:
         case = ET.SubElement(suite, "testcase", classname=r.api or "invalid", name=r.config,
                              file=r.file, line=str(r.line), time=f"{r.seconds:.6f}")
-        if r.status == "failed":
+        if r.status == Status.FAILED:
             ET.SubElement(case, "failure", type=r.error, message=r.message)
-        elif r.status == "invalid":
+        elif r.status == Status.INVALID:
             ET.SubElement(case, "error", type="Invalid", message=f"{r.file}:{r.line}:{r.column}: {r.message}")
-        elif r.status == "skipped":
+        elif r.status == Status.SKIPPED:
             ET.SubElement(case, "skipped", message=r.message)
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from .. import _C
 from ..filesets import api_of
 from .builder import build, parse
-from .configs import BuildError, Config, Invalid, Result, Skip, first_line
+from .configs import BuildError, Config, Invalid, Result, Skip, Status, first_line
 from .resolve import Resolver
 
 
@@ -37,25 +37,25 @@ def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = Non
                resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
                max_bytes: Optional[int] = None) -> Result:
     """Replays `config` in this process: what came of it, and how long it took."""
-    result = Result(config.file, config.line, config.text)
     start = time.perf_counter()
+    api, error, message, column = "", "", "", 0
     try:
-        result.api, args, kwargs = parse(config)
-        func, args, kwargs = build(config, result.api, args, kwargs, device, ranges or {}, seed,
+        api, args, kwargs = parse(config)
+        func, args, kwargs = build(config, api, args, kwargs, device, ranges or {}, seed,
                                    resolver or Resolver(), allow_unsafe, max_bytes)
         with grad_mode_kept():
             func(*args, **kwargs)
-        result.status = "ok"
+        status = Status.OK
     except Invalid as e:
-        result.status, result.error, result.message, result.column = "invalid", "Invalid", str(e), e.column
+        status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
     except Skip as e:
-        result.status, result.message = "skipped", str(e)
+        status, message = Status.SKIPPED, str(e)
     except BuildError as e:
-        result.status, result.error, result.message = "failed", type(e.cause).__name__, str(e)
+        status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
-        result.status, result.error, result.message = "failed", type(e).__name__, first_line(e)
-    result.seconds = time.perf_counter() - start
-    return result
+        status, error, message = Status.FAILED, type(e).__name__, first_line(e)
+    return Result(config.file, config.line, config.text, api, status, error, message, column,
+                  time.perf_counter() - start)
 
 
 # -- running many -------------------------------------------------------------
@@ -128,7 +128,7 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
             if p.sentinel in ready or conn in ready:
                 p.join()
                 c = configs[index]
-                finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status="failed",
+                finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED,
                                      error="WorkerCrashed",
                                      message=f"the worker process died (exit code {p.exitcode})"))
                 del workers[conn]
@@ -187,7 +187,7 @@ class CrashNote:
             died = f"the process died (signal {sig}, {signal.Signals(sig).name})"
             message = (f"{self.newline}api-tracer replay: {died} while replaying {config.file}:{config.line}: "
                        f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
-            line = Result(config.file, config.line, config.text, api=api_of(config.text), status="failed",
+            line = Result(config.file, config.line, config.text, api=api_of(config.text), status=Status.FAILED,
                           error="Crashed", message=died)
             notes[sig] = (message, json.dumps(asdict(line)) + "\n")
         _C.replay_crash_note_set(notes)
