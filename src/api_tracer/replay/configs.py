@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from ..filesets import FileSet
+
 
 @dataclass
 class Config:
@@ -110,9 +112,11 @@ def read_value_ranges(path: Optional[str]) -> Dict[str, Dict[str, List[int]]]:
 
 
 def ranges_beside(config_file: str) -> Optional[str]:
-    """api_value_ranges[_level_N].yaml next to a file of the same set."""
+    """The value-ranges file of the set `config_file` belongs to, if it is
+    there: in its directory, with its _level_N suffix (none: the merged
+    set's), named as the set's file table (filesets.OUTPUT_FILES, from the
+    C++ recorder) names it."""
     directory, name = os.path.split(config_file)
     stem = os.path.splitext(name)[0]
-    suffix = stem[stem.index("_level_"):] if "_level_" in stem else ""
-    path = os.path.join(directory, f"api_value_ranges{suffix}.yaml")
-    return path if os.path.isfile(path) else None
+    fileset = FileSet(directory, stem[stem.index("_level_"):] if "_level_" in stem else "")
+    return fileset.path("api_value_ranges.yaml") if fileset.has("api_value_ranges.yaml") else None
