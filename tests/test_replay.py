@@ -124,7 +124,7 @@ def test_the_policy_refuses_what_does_not_compute_before_building_anything(tmp_p
 
 def test_refusals_name_the_family_and_the_allow_list_holds_the_computing_apis():
     from api_tracer.dialect import PyTorchDialect
-    from api_tracer.replay_policy import DENIED, allow_list, refusal
+    from api_tracer.replay.policy import DENIED, allow_list, refusal
 
     allowed = allow_list()
     assert {"torch.add", "torch.Tensor.__add__", "torch.nn.Linear", "torch.nn.functional.linear",

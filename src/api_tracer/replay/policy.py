@@ -90,7 +90,7 @@ def named_apis() -> FrozenSet[str]:
     """The allow-list's named APIs (operators aside)."""
     from torch.overrides import get_overridable_functions, resolve_name
 
-    from .dialect import PyTorchDialect
+    from ..dialect import PyTorchDialect
 
     names = set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE)
     for functions in get_overridable_functions().values():

@@ -1,0 +1,265 @@
+"""A config line to a call: `parse` reads it, `build` resolves its API and
+checks every name (the policy) and tensor description (sizes, bytes) before
+`Builder` makes the arguments; `prepare` does both."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from ..config import ConfigSyntaxError, parse_call
+from ..values import Call, Symbol, TensorSpec
+from .configs import BuildError, Config, Invalid, Skip
+from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
+from .policy import refusal
+from .resolve import Resolver
+
+BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
+
+
+class Builder:
+    """Config values to Python objects."""
+
+    def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, List[int]], generator: Any,
+                 line: str, safe: bool = True) -> None:
+        self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
+        self.safe = safe  # the replay policy (policy.py) holds
+        self.requires_grad = False
+
+    def allowed(self, name: str, obj: Any = None) -> None:
+        """Raises Invalid if the policy refuses `name` (resolved to `obj`)."""
+        why = refusal(name, obj) if self.safe else None
+        if why:
+            raise Invalid(why, self.line.find(name) + 1 or 1)
+
+    def resolve(self, name: str) -> Any:
+        """The callable `name` names, the policy asked before and after
+        resolving (an operator's name must resolve to an operator)."""
+        self.allowed(name)
+        obj = self.r.resolve(name, self.line)
+        self.allowed(name, obj)
+        return obj
+
+    def check_names(self, args: list, kwargs: dict) -> None:
+        """Every name in the arguments that replay calls or hands to the API
+        (constructor calls, Callable(...), classes named as constants) is
+        checked against the policy, and numpy's names are numpy scalar
+        types, before any argument is built."""
+        for _, leaf in _arguments(args, kwargs):
+            if isinstance(leaf, Symbol) and leaf.name not in BUILTIN_TYPES:
+                if isinstance(self.symbol(leaf.name), type):
+                    self.allowed(leaf.name)
+            elif isinstance(leaf, Call) and leaf.name == "Callable":
+                self.resolve(_callable_name(leaf))
+            elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
+                self.numpy_scalar(leaf.name)
+            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
+                self.allowed(leaf.name)
+
+    def numpy_scalar(self, name: str) -> type:
+        """The numpy scalar type `numpy.NAME` names (numpy.float32, ...)."""
+        import numpy as np
+
+        scalar = getattr(np, name[len("numpy."):], None)
+        if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
+            raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
+        return scalar
+
+    def check_tensors(self, args: list, kwargs: dict, max_bytes: Optional[int]) -> None:
+        """The tensors' descriptions, before any is made: a known dtype and
+        sizes of at least 0 (else invalid); -1, the size the tracer writes for
+        a symbolic one, skips the config, as do tensors that need more than
+        max_bytes in all."""
+        specs = [(path, leaf) for path, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)]
+        for path, spec in specs:
+            self.dtype(spec)
+            bad = [d for d in spec.shape if d < -1]
+            if bad:
+                raise Invalid(f"{path}: Tensor({list(spec.shape)}, ...) has the size {bad[0]}: a size is at least 0, "
+                              "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
+        if any(-1 in spec.shape for _, spec in specs):
+            raise Skip("a tensor with a symbolic size")
+        needed = sum(storage_numel(spec.shape, spec.stride) * self.dtype(spec).itemsize for _, spec in specs)
+        if max_bytes is not None and needed > max_bytes:
+            raise Skip(f"its tensor arguments need {needed} bytes ({human_bytes(needed)}), more than the limit of "
+                       f"{max_bytes} bytes ({human_bytes(max_bytes)}; --max-bytes)")
+
+    def dtype(self, spec: TensorSpec) -> Any:
+        torch = self.r.torch
+        dtype = getattr(torch, spec.dtype, None)
+        if not isinstance(dtype, torch.dtype):
+            raise Invalid(f"unknown dtype {spec.dtype!r}", self.line.find(spec.dtype) + 1 or 1)
+        return dtype
+
+    def build(self, v: Any, path: str) -> Any:
+        """The value `v` describes; an exception that building raises comes
+        out as a BuildError naming the argument (Invalid and Skip as they are)."""
+        try:
+            return self._build(v, path)
+        except (Invalid, Skip, BuildError):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported as the config's failure
+            raise BuildError(path, e) from e
+
+    def _build(self, v: Any, path: str) -> Any:
+        if isinstance(v, TensorSpec):
+            return self.tensor(v, path)
+        if isinstance(v, list):
+            return [self.build(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, tuple):
+            return tuple(self.build(x, f"{path}[{i}]") for i, x in enumerate(v))
+        if isinstance(v, dict):
+            return {self.build(k, f"{path}.keys[{i}]"): self.build(x, f"{path}[{k!r}]")
+                    for i, (k, x) in enumerate(v.items())}
+        if isinstance(v, slice):
+            return slice(self.build(v.start, path), self.build(v.stop, path), self.build(v.step, path))
+        if isinstance(v, Symbol):
+            return self.symbol(v.name)
+        if isinstance(v, Call):
+            return self.call(v, path)
+        return v
+
+    def symbol(self, name: str) -> Any:
+        if name in BUILTIN_TYPES:
+            return BUILTIN_TYPES[name]
+        torch = self.r.torch
+        obj = self.r.walk(name, self.line)
+        if not isinstance(obj, (torch.dtype, torch.layout, torch.memory_format, torch.qscheme)):
+            if not (isinstance(obj, type) and self.r._inside(obj)):
+                raise Invalid(f"the name {name!r} is not a torch constant", self.line.find(name) + 1)
+        return obj
+
+    def tensor(self, spec: TensorSpec, path: str) -> Any:
+        torch = self.r.torch
+        if spec.layout not in (None, "torch.strided"):
+            raise Skip(f"a {spec.layout} tensor argument")
+        dtype = self.dtype(spec)
+        shape = list(spec.shape)
+        stride = list(spec.stride) if spec.stride is not None else contiguous_strides(shape)
+        numel = storage_numel(shape, stride)
+        rng = self.ranges.get(path)
+        if dtype.is_floating_point or dtype.is_complex:
+            base = torch.randn(numel, dtype=dtype, generator=self.gen)
+        elif dtype == torch.bool:
+            lo, hi = rng if rng else (0, 1)
+            base = torch.randint(lo, hi + 1, (numel,), generator=self.gen).bool()
+        elif rng:
+            base = torch.randint(rng[0], rng[1] + 1, (numel,), generator=self.gen, dtype=torch.int64).to(dtype)
+        else:
+            base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
+        t = base.as_strided(shape, stride).to(self.device)
+        if self.device != "cpu" and spec.stride is not None:
+            t = torch.empty_strided(shape, stride, dtype=dtype, device=self.device).copy_(t)
+        if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
+            t.requires_grad_(True)
+        return t
+
+    def call(self, c: Call, path: str) -> Any:
+        torch = self.r.torch
+        name = c.name
+        if name in ("Opaque", "Module"):
+            raise Skip(f"argument {name}({', '.join(map(repr, c.args))}) cannot be rebuilt")
+        if name == "Callable":
+            return self.resolve(_callable_name(c))
+        if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
+            raise Skip("a symbolic argument")
+        args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args)]
+        kwargs = {k: self.build(v, f"{path}.{k}") for k, v in c.kwargs.items()}
+        if name == "numpy.ndarray":
+            import numpy as np
+
+            return np.zeros(args[0], dtype=np.dtype(args[1]))
+        if name.startswith("numpy."):
+            return self.numpy_scalar(name)(*args)
+        target = self.resolve(name)
+        if self.r.constructible(target):
+            value = target(*args, **kwargs)
+            return value.to(self.device) if isinstance(value, torch.nn.Module) else value
+        raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+
+
+# Calls that stand for a value replay cannot rebuild (it skips the config).
+PLACEHOLDERS = ("Opaque", "Module", "torch.SymInt", "torch.SymFloat", "torch.SymBool")
+
+
+def _leaves(v: Any, path: str) -> Iterator[Tuple[str, Any]]:
+    """The tensors, symbols and calls inside a parsed value (calls' own
+    arguments too), with their paths as Builder.build names them."""
+    if isinstance(v, (TensorSpec, Symbol)):
+        yield path, v
+    elif isinstance(v, (list, tuple)):
+        for i, x in enumerate(v):
+            yield from _leaves(x, f"{path}[{i}]")
+    elif isinstance(v, dict):
+        for i, (k, x) in enumerate(v.items()):
+            yield from _leaves(k, f"{path}.keys[{i}]")
+            yield from _leaves(x, f"{path}[{k!r}]")
+    elif isinstance(v, slice):
+        for x in (v.start, v.stop, v.step):
+            yield from _leaves(x, path)
+    elif isinstance(v, Call):
+        yield path, v
+        for i, x in enumerate(v.args):
+            yield from _leaves(x, f"{path}.args[{i}]")
+        for k, x in v.kwargs.items():
+            yield from _leaves(x, f"{path}.{k}")
+
+
+def _arguments(args: list, kwargs: dict) -> Iterator[Tuple[str, Any]]:
+    """_leaves of a line's arguments."""
+    for i, a in enumerate(args):
+        yield from _leaves(a, f"args[{i}]")
+    for k, v in kwargs.items():
+        yield from _leaves(v, f"kwargs.{k}")
+
+
+def _callable_name(c: Call) -> str:
+    if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], str):
+        raise Invalid("Callable(...) takes one name, as a string", 1)
+    return c.args[0]
+
+
+# APIs whose first tensor must require grad to be called at all.
+NEEDS_GRAD = {"torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
+
+
+def parse(config: Config) -> Tuple[str, list, dict]:
+    """(api, args, kwargs) of a config line; raises Invalid."""
+    if config.error:
+        raise Invalid(config.error, config.column)
+    try:
+        return parse_call(config.text, path=config.file, lineno=config.line)
+    except ConfigSyntaxError as e:
+        raise Invalid(e.message, e.column) from None
+
+
+def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
+          seed: int, resolver: Resolver, allow_unsafe: bool = False,
+          max_bytes: Optional[int] = None) -> Tuple[Callable, list, dict]:
+    """The callable `api` names and the arguments, built; raises Invalid, Skip
+    or BuildError. Every name of the line passes the policy (unless
+    allow_unsafe) and every tensor's description is checked before anything
+    is built. The tensors may need max_bytes in all (None: half of
+    available_bytes(device) now)."""
+    import torch
+
+    b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
+                safe=not allow_unsafe)
+    func = b.resolve(api)
+    if api.endswith(".__get__") or api.endswith(".__set__"):
+        raise Skip("a property accessor")
+    if isinstance(func, type) and not resolver.constructible(func):
+        raise Skip(f"{api} is a class this replay does not construct")
+    b.check_names(args, kwargs)
+    b.check_tensors(args, kwargs, max_bytes if max_bytes is not None else available_bytes(device) // 2)
+    b.requires_grad = api in NEEDS_GRAD
+    built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
+    built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
+    return func, built_args, built_kwargs
+
+
+def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
+            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
+            max_bytes: Optional[int] = None) -> Tuple[str, Callable, list, dict]:
+    """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""
+    api, args, kwargs = parse(config)
+    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe,
+                        max_bytes))

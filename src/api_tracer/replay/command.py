@@ -1,0 +1,59 @@
+"""`api-tracer replay FILE`: checks the command line, reads the configs
+and their value ranges, runs them (in process or isolated) and reports."""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from ..errors import UsageError
+from .configs import Result, Status, first_line, ranges_beside, read_configs, read_value_ranges
+from .memory import available_bytes
+from .report import JsonlReport, Progress, summary, write_junit
+from .run import run_in_process, run_isolated
+
+
+def replay_command(args: Any) -> int:
+    if not os.path.isfile(args.file):
+        raise UsageError(f"replay: {args.file}: no such file")
+    if args.jobs < 1:
+        raise UsageError("replay: --jobs must be at least 1")
+    try:
+        available_bytes(args.device)
+    except Exception as e:  # noqa: BLE001 - a device torch does not know, or cannot reach
+        raise UsageError(f"replay: --device {args.device}: {first_line(e)}") from None
+    if args.value_ranges and not os.path.isfile(args.value_ranges):
+        raise UsageError(f"replay: {args.value_ranges}: no such file")
+    try:
+        configs = read_configs(args.file)
+    except OSError as e:
+        raise UsageError(f"replay: {args.file}: {e.strerror}") from None
+    ranges_path = args.value_ranges or ranges_beside(args.file)
+    try:
+        ranges = read_value_ranges(ranges_path)
+    except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
+        raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
+    try:
+        report = JsonlReport(args.report) if args.report else None
+    except OSError as e:
+        raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
+    progress = Progress(len(configs))
+
+    def on_result(r: Result) -> None:
+        progress(r)
+        if report:
+            report(r)
+
+    with report or contextlib.nullcontext():
+        if args.isolate or args.jobs > 1:
+            results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, on_result,
+                                   allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
+        else:
+            results = run_in_process(configs, args.device, ranges, args.seed, on_result,
+                                     allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes,
+                                     report_fd=report.file.fileno() if report else None)
+    progress.finish()
+    print(summary(results, args.allow_unsafe), end="")
+    if args.junit:
+        write_junit(results, args.junit)
+    return 1 if any(r.status in (Status.FAILED, Status.INVALID) for r in results) else 0

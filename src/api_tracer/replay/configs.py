@@ -1,0 +1,122 @@
+"""A config line and what came of it: `Config`, the line as read;
+`Result`, its outcome as the reports write it, and its `Status`; the
+exceptions that decide an outcome on the way (`Invalid`, `Skip`,
+`BuildError`); reading a file of config lines, and the value-ranges file
+beside it."""
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from ..filesets import FileSet
+
+
+@dataclass
+class Config:
+    file: str
+    line: int
+    text: str
+    error: str = ""  # why the line cannot be read (it is not UTF-8)
+    column: int = 0  # where, when error
+
+
+class Status(str, enum.Enum):
+    """What came of a config. A Status is its value as a str too: the
+    reports write "ok", and it equals "ok"."""
+
+    OK = "ok"  # the call returned
+    FAILED = "failed"  # it raised (or its worker died, or it killed the process)
+    SKIPPED = "skipped"  # it cannot be rebuilt
+    INVALID = "invalid"  # not a replayable config
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+@dataclass
+class Result:
+    file: str
+    line: int
+    config: str
+    api: str  # the line's API as soon as the line parses, else ""
+    status: Status
+    error: str = ""  # the exception's type (failed, invalid)
+    message: str = ""  # the exception's message, the skip reason, the syntax error
+    column: int = 0
+    seconds: float = 0.0
+
+
+class Invalid(Exception):
+    """A line that is not a replayable config: bad syntax or a name outside torch."""
+
+    def __init__(self, message: str, column: int) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class Skip(Exception):
+    """A config that cannot be rebuilt (an Opaque argument, say)."""
+
+
+class BuildError(Exception):
+    """An argument whose building raised: the exception, and which argument."""
+
+    def __init__(self, path: str, cause: Exception) -> None:
+        super().__init__(f"building {path}: {first_line(cause)}")
+        self.cause = cause
+
+
+def first_line(e: BaseException) -> str:
+    """An exception's message as a report gives it: its first line, at most
+    500 characters."""
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else ""
+
+
+def read_configs(path: str) -> List[Config]:
+    """The distinct config lines of a file, each with the line it was first
+    on. A line that is not UTF-8 is kept (as its text with the bad bytes
+    escaped), with the error and the column of its first bad byte."""
+    seen = set()
+    configs = []
+    with open(path, "rb") as f:
+        data = f.read()
+    for lineno, raw in enumerate(data.splitlines(), 1):  # the line ends text mode knows: \n, \r, \r\n
+        error, column = "", 0
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            text = raw.decode("utf-8", "backslashreplace")
+            error = f"the line is not UTF-8: byte 0x{raw[e.start]:02x} ({e.reason})"
+            column = len(raw[:e.start].decode("utf-8")) + 1
+        text = text.strip()
+        if not text or text.startswith("#") or text in seen:
+            continue
+        seen.add(text)
+        configs.append(Config(path, lineno, text, error, column))
+    return configs
+
+
+def read_value_ranges(path: Optional[str]) -> Dict[str, Dict[str, List[int]]]:
+    if not path or not os.path.isfile(path):
+        return {}
+    import yaml
+
+    with open(path, encoding="utf-8") as f:
+        return {entry["config"]: entry["ranges"] for entry in yaml.safe_load(f) or []}
+
+
+def ranges_beside(config_file: str) -> Optional[str]:
+    """The value-ranges file of the set `config_file` belongs to, if it is
+    there: in its directory, with its _level_N suffix (none: the merged
+    set's), named as the set's file table (filesets.OUTPUT_FILES, from the
+    C++ recorder) names it."""
+    directory, name = os.path.split(config_file)
+    stem = os.path.splitext(name)[0]
+    fileset = FileSet(directory, stem[stem.index("_level_"):] if "_level_" in stem else "")
+    return fileset.path("api_value_ranges.yaml") if fileset.has("api_value_ranges.yaml") else None

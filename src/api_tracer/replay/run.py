@@ -1,0 +1,193 @@
+"""Running configs: `replay_one` calls one and makes its Result; many run
+in this process (`run_in_process`, where `CrashNote` has a fatal signal say
+which config died) or in a pool of worker processes (`run_isolated`, where
+a worker's death fails the config it held)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from .. import _C
+from ..filesets import api_of
+from .builder import build, parse
+from .configs import BuildError, Config, Invalid, Result, Skip, Status, first_line
+from .resolve import Resolver
+
+
+@contextlib.contextmanager
+def grad_mode_kept() -> Iterator[None]:
+    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
+    itself only: the mode before it comes back."""
+    import torch
+
+    enabled = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(enabled)
+
+
+def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = None, seed: int = 0,
+               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
+               max_bytes: Optional[int] = None) -> Result:
+    """Replays `config` in this process: what came of it, and how long it took."""
+    start = time.perf_counter()
+    api, error, message, column = "", "", "", 0
+    try:
+        api, args, kwargs = parse(config)
+        func, args, kwargs = build(config, api, args, kwargs, device, ranges or {}, seed,
+                                   resolver or Resolver(), allow_unsafe, max_bytes)
+        with grad_mode_kept():
+            func(*args, **kwargs)
+        status = Status.OK
+    except Invalid as e:
+        status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
+    except Skip as e:
+        status, message = Status.SKIPPED, str(e)
+    except BuildError as e:
+        status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
+    except Exception as e:  # noqa: BLE001 - the API's own failure, reported
+        status, error, message = Status.FAILED, type(e).__name__, first_line(e)
+    return Result(config.file, config.line, config.text, api, status, error, message, column,
+                  time.perf_counter() - start)
+
+
+# -- running many -------------------------------------------------------------
+
+def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool, max_bytes: Optional[int]) -> None:
+    """Replays the configs sent on `conn`, one at a time, until None."""
+    resolver = Resolver()
+    crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
+    while True:
+        config = conn.recv()
+        if config is None:
+            return
+        if crash_on and crash_on in config.text:
+            os.kill(os.getpid(), 11)
+        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes))
+
+
+def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, seed: int,
+                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
+                 max_bytes: Optional[int] = None) -> List[Result]:
+    """Each config in a worker process (`jobs` of them): a worker that dies
+    (a crashing kernel) fails the config it held, and is replaced."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("spawn")
+    pending = list(range(len(configs)))[::-1]
+    out: Dict[int, Result] = {}
+    workers: Dict[Any, Tuple[Any, Optional[int]]] = {}  # conn -> (process, index it holds)
+
+    def start() -> None:
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe, max_bytes),
+                        daemon=True)
+        p.start()
+        child.close()
+        workers[parent] = (p, None)
+        feed(parent)
+
+    def feed(conn: Any) -> None:
+        p, _ = workers[conn]
+        if pending:
+            index = pending.pop()
+            conn.send(configs[index])
+            workers[conn] = (p, index)
+        else:
+            conn.send(None)
+            workers[conn] = (p, None)
+
+    def finish(index: int, result: Result) -> None:
+        out[index] = result
+        on_result(result)
+
+    for _ in range(min(max(1, jobs), len(configs))):
+        start()
+    while len(out) < len(configs):
+        busy = {conn: p for conn, (p, index) in workers.items() if index is not None}
+        ready = wait(list(busy) + [p.sentinel for p in busy.values()])
+        for conn, p in busy.items():
+            index = workers[conn][1]
+            if conn in ready:
+                try:
+                    result = conn.recv()
+                except (EOFError, OSError):
+                    result = None
+                if result is not None:
+                    finish(index, result)
+                    feed(conn)
+                    continue
+            if p.sentinel in ready or conn in ready:
+                p.join()
+                c = configs[index]
+                finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED,
+                                     error="WorkerCrashed",
+                                     message=f"the worker process died (exit code {p.exitcode})"))
+                del workers[conn]
+                conn.close()
+                if pending:
+                    start()
+    for p, _ in workers.values():
+        p.join(timeout=5)
+    return [out[i] for i in range(len(configs))]
+
+
+def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
+                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
+                   max_bytes: Optional[int] = None, report_fd: Optional[int] = None) -> List[Result]:
+    """Each config in this process, in turn. A fatal signal (a crashing
+    kernel) kills the process, but first says which config died and how far
+    the replay got, and appends that config's line to the report on
+    `report_fd` (CrashNote)."""
+    resolver = Resolver()
+    results = []
+    with CrashNote(report_fd) as note:
+        for c in configs:
+            note.running(c, len(results))
+            r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
+            note.running(None, len(results))
+            results.append(r)
+            on_result(r)
+    return results
+
+
+class CrashNote:
+    """While configs run in process: what a fatal signal writes before the
+    process dies by it (csrc/python/crash_note.cc), formatted here for each
+    config, since the signal handler may only call write()."""
+
+    def __init__(self, report_fd: Optional[int]) -> None:
+        self.report_fd = -1 if report_fd is None else report_fd
+        self.newline = "\n" if sys.stderr.isatty() else ""  # ends a progress bar
+
+    def __enter__(self) -> "CrashNote":
+        _C.replay_crash_note_install(self.report_fd)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _C.replay_crash_note_uninstall()
+
+    def running(self, config: Optional[Config], done: int) -> None:
+        """`config` runs now (None: none does), after `done` others."""
+        if config is None:
+            _C.replay_crash_note_set({})
+            return
+        held = (f"the report holds the {done} configs before it" if self.report_fd >= 0
+                else f"{done} configs ran before it")
+        notes = {}
+        for sig in _C.replay_crash_signals:
+            died = f"the process died (signal {sig}, {signal.Signals(sig).name})"
+            message = (f"{self.newline}api-tracer replay: {died} while replaying {config.file}:{config.line}: "
+                       f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
+            line = Result(config.file, config.line, config.text, api=api_of(config.text), status=Status.FAILED,
+                          error="Crashed", message=died)
+            notes[sig] = (message, json.dumps(asdict(line)) + "\n")
+        _C.replay_crash_note_set(notes)
