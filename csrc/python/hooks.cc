@@ -37,7 +37,7 @@ void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
 PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* w = reinterpret_cast<Wrapper*>(self);
   Session* s = Session::Active();
-  ThreadState& ts = CurrentThread();
+  HookThreadState& ts = CurrentThread();
   if (!s || s->epoch() != w->epoch || ts.suspended || ts.depth[w->level] > 0) {
     return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
   }
@@ -148,7 +148,7 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   if (Py_TYPE(func) == &WrapperType) func = reinterpret_cast<Wrapper*>(func)->original;
   Session* s = Session::Active();
   Session::Pin pin(s);  // while `s` and its targets are used: the call may stop it
-  ThreadState& ts = CurrentThread();
+  HookThreadState& ts = CurrentThread();
   PyObject* target = func;
   if (s && !ts.suspended && s->Records(level)) {
     const Session::ApiEntry* api = s->Resolve(func);

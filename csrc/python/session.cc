@@ -13,8 +13,8 @@ uint64_t g_epochs = 0;
 
 }  // namespace
 
-ThreadState& CurrentThread() {
-  static thread_local ThreadState state;
+HookThreadState& CurrentThread() {
+  static thread_local HookThreadState state;
   return state;
 }
 
@@ -157,7 +157,7 @@ const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
 }
 
 void Session::Record(int level, ApiId api, const CallArgs& args) {
-  ThreadState& ts = CurrentThread();
+  HookThreadState& ts = CurrentThread();
   ts.key.Clear();
   {
     Suspend suspend;  // the converter may call the dialect's Python code

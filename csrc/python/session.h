@@ -12,7 +12,7 @@
 // meanwhile, which closes its files at once, but the session object lives
 // until the last pin is gone, and records nothing more.
 //
-// Thread-safety: all state is guarded by the GIL; ThreadState is per thread.
+// Thread-safety: all state is guarded by the GIL; HookThreadState is per thread.
 #pragma once
 
 #include <Python.h>
@@ -32,7 +32,7 @@
 namespace api_tracer::py {
 
 // What each thread keeps between hook invocations.
-struct ThreadState {
+struct HookThreadState {
   int suspended = 0;                  // > 0: the tracer's own work, record nothing
   int depth[Recorder::kMaxLevel + 1] = {};  // recorded calls open, per level
   // The callable of the innermost recorded setattr-level call, until a mode
@@ -40,7 +40,7 @@ struct ThreadState {
   PyObject* open_call = nullptr;
   KeyWriter key;
 };
-ThreadState& CurrentThread();
+HookThreadState& CurrentThread();
 
 struct SessionOptions {
   RecorderOptions recorder;
