@@ -6,7 +6,7 @@
 
 #include "core/status.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // Raises the Python exception for a failed Status (the one place core
 // errors become exceptions): IOError -> OSError, InvalidArgument ->
@@ -18,4 +18,4 @@ void InitSessionBindings(pybind11::module_& m);  // start, stop, record, ...
 void InitConfigBindings(pybind11::module_& m);   // parse and format config lines
 void InitProfileBindings(pybind11::module_& m);  // the layer profiler
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -12,9 +12,7 @@
 #include "python/bindings.h"
 #include "python/convert.h"
 
-namespace py = pybind11;
-
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 struct ValueTypes {
@@ -209,4 +207,4 @@ void InitConfigBindings(pybind11::module_& m) {
         "Formats a call of `api` with Python arguments as a config line.");
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -11,7 +11,7 @@
 
 #include "aten/tensor_fields.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 constexpr int kMaxDepth = 32;
@@ -424,4 +424,4 @@ void Converter::ForgetInstance(PyObject* obj) {
   instances_.erase(it);
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -24,7 +24,7 @@
 
 #include "core/key.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // A call's arguments as CPython hands them over: either a vectorcall
 // (args[0..nargs) positional, then the values named by kwnames), or a tuple
@@ -110,4 +110,4 @@ void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec);
 Converter* ActiveConverter();
 void SetActiveConverter(Converter* c);
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -6,7 +6,7 @@
 #include "aten/observer.h"
 #include "python/session.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 struct Wrapper {
@@ -210,4 +210,4 @@ bool InitHooks(PyObject* module) {
   return PyModule_AddFunctions(module, kHandlers) == 0;
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -5,7 +5,7 @@
 #include "aten/observer.h"
 #include "core/module_context.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 Session* g_session = nullptr;
@@ -177,4 +177,4 @@ void Session::Record(int level, ApiId api, const CallArgs& args) {
   }
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

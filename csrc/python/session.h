@@ -29,7 +29,7 @@
 #include "python/convert.h"
 #include "python/stack.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // What each thread keeps between hook invocations.
 struct HookThreadState {
@@ -144,4 +144,4 @@ class Suspend {
   ~Suspend() { --CurrentThread().suspended; }
 };
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -2,7 +2,7 @@
 
 #include <frameobject.h>
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 std::string Str(PyObject* s) {
@@ -84,4 +84,4 @@ void StackCapture::Offer(Recorder* recorder, int level, ApiId api) {
   });
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -21,7 +21,7 @@
 
 #include "core/recorder.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 class StackCapture {
  public:
@@ -59,4 +59,4 @@ class StackCapture {
   std::unordered_map<PyCodeObject*, CodeInfo> codes_;  // code objects owned
 };
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python
