@@ -136,8 +136,7 @@ void Record(Observer* obs, ObserverThreadState& ts, const KeyWriter& key, int de
   extras.depth = obs->options.nesting == Nesting::kAll ? depth : -1;
   if (!ts.backward.empty()) extras.backward = ts.backward.back().name;
   extras.module = ModuleContext::Current();
-  Status st;
-  obs->recorder->Record(key, extras, &st);
+  obs->recorder->Record(key, extras);  // a failure is kept by the recorder, for stop
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {

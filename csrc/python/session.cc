@@ -50,8 +50,7 @@ Status Session::Stop() {
   Pin pin(s);  // freed when this and every other pin are gone
   s->stopped_ = true;
   s->RemoveObserver();  // if level 3's hook did not remove it already
-  Status st = s->recorder_->Close();
-  return st.ok() ? s->record_error_ : st;
+  return s->recorder_->Close();
 }
 
 void Session::AbandonAfterFork() {
@@ -164,13 +163,7 @@ void Session::Record(int level, ApiId api, const CallArgs& args) {
     converter_.WriteCall(api, args, &ts.key);
   }
   if (stopped_) return;  // by another thread, while the converter ran Python code
-  Status st;
-  const Aggregator::Config* config =
-      recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()}, &st);
-  if (!config) {
-    if (record_error_.ok()) record_error_ = st;
-    return;
-  }
+  if (!recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()})) return;
   if (stacks_) {
     Suspend suspend;
     stacks_->Offer(recorder_.get(), level, api);

@@ -83,6 +83,8 @@ class Session {
 
   // Fails (Status) when a session is active or the output cannot be opened.
   static Status Start(const SessionOptions& options);
+  // Fails as Recorder::Close does: writing the files failed, or a call (at any
+  // level, the native observer's included) could not be recorded.
   static Status Stop();
   // In a process just forked from a tracing one: drop the session without
   // writing (its files and buffers are the parent's).
@@ -107,7 +109,7 @@ class Session {
   const ApiEntry* Resolve(PyObject* func);
 
   // Records one call at `level` (nothing once the session is stopped).
-  // Never raises.
+  // Never raises: a failure is kept by the recorder, and Stop returns it.
   void Record(int level, ApiId api, const CallArgs& args);
 
  private:
@@ -132,7 +134,6 @@ class Session {
   PyObject* resolve_;
   std::unordered_map<PyObject*, ApiEntry> apis_;            // keys owned
   std::map<std::pair<PyObject*, int>, ApiEntry> accessors_;  // descriptors owned
-  Status record_error_;
   int pins_ = 0;
   bool stopped_ = false;
 };
