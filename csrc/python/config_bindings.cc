@@ -46,6 +46,7 @@ pybind11::object Checked(PyObject* result) {
 }
 
 pybind11::object ToPython(const Value& v) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   auto items = [&](size_t begin, size_t end) {
     pybind11::list out;

@@ -172,6 +172,7 @@ void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWrite
 }
 
 void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   PyTypeObject* type = Py_TYPE(obj);
   // The common cases first, by exact type.
   if (type == reinterpret_cast<PyTypeObject*>(THPVariableClass)) return WriteTensor(obj, w);
