@@ -150,9 +150,10 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   Session::Pin pin(s);  // while `s` and its targets are used: the call may stop it
   HookThreadState& ts = CurrentThread();
   PyObject* target = func;
+  Session::ApiEntry uncached;  // holds `target` when it is named for this call only
   if (s && !ts.suspended && s->Records(level)) {
-    const Session::ApiEntry* api = s->Resolve(func);
-    if (api->target) target = api->target;
+    const Session::ApiEntry* api = s->Resolve(func, &uncached);
+    if (api->target) target = api->target.ptr();
     // The first call a mode sees inside a wrapper's call, or inside an
     // operator call the native observer recorded, is nested directly in it;
     // if it is the same API, it is the same call.

@@ -15,18 +15,17 @@
 // Thread-safety: all state is guarded by the GIL; HookThreadState is per thread.
 #pragma once
 
-#include <Python.h>
-
+#include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/glob.h"
 #include "core/recorder.h"
 #include "python/convert.h"
+#include "python/objects.h"
 #include "python/stack.h"
 
 namespace api_tracer::python {
@@ -56,11 +55,11 @@ struct SessionOptions {
 class Session {
  public:
   struct ApiEntry {
-    ApiId id;
-    bool included;
+    ApiId id = 0;
+    bool included = false;
     // What calling the API comes down to (OpOverload -> its C++ _op), or
-    // nullptr to call the callable itself. Owned.
-    PyObject* target;
+    // null to call the callable itself.
+    pybind11::object target;
   };
 
   static Session* Active();
@@ -105,8 +104,11 @@ class Session {
   Converter& converter() { return converter_; }
 
   // The API a mode's `func` stands for; `included` is false for callables
-  // the dialect does not name and for APIs the filter leaves out.
-  const ApiEntry* Resolve(PyObject* func);
+  // the dialect does not name and for APIs the filter leaves out. The entry
+  // lives as long as the session, but for a callable with nothing stable to
+  // key a cache on (a method-wrapper of no descriptor): that one is named
+  // into `*uncached`, which the caller keeps while it uses the entry.
+  const ApiEntry* Resolve(PyObject* func, ApiEntry* uncached);
 
   // Records one call at `level` (nothing once the session is stopped).
   // Never raises: a failure is kept by the recorder, and Stop returns it.
@@ -114,15 +116,9 @@ class Session {
 
  private:
   Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch);
-  ~Session();
+  ~Session() = default;
   ApiEntry Name(PyObject* func);
-  // Adds `entry` (which owns a reference to its target) under `key` unless
-  // another thread added one while the dialect's Python code ran; the entry
-  // kept. Takes a reference to `owner` (the object keeping `key` unique)
-  // when the entry is new.
-  template <typename Map, typename Key>
-  const ApiEntry* Keep(Map& map, const Key& key, PyObject* owner, const ApiEntry& entry);
-  const ApiEntry* ResolveAccessor(PyObject* func);
+  const ApiEntry* ResolveAccessor(PyObject* func, ApiEntry* uncached);
 
   std::unique_ptr<Recorder> recorder_;
   const uint64_t epoch_;
@@ -131,9 +127,11 @@ class Session {
   ApiFilter filter_;
   Converter converter_;
   std::unique_ptr<StackCapture> stacks_;
-  PyObject* resolve_;
-  std::unordered_map<PyObject*, ApiEntry> apis_;            // keys owned
-  std::map<std::pair<PyObject*, int>, ApiEntry> accessors_;  // descriptors owned
+  const pybind11::object resolve_;
+  ObjectMap<ApiEntry> apis_;  // by callable
+  // By descriptor: the entries of its __get__, __set__ and other accessors,
+  // each named when first seen.
+  ObjectMap<std::array<std::optional<ApiEntry>, 3>> accessors_;
   int pins_ = 0;
   bool stopped_ = false;
 };
