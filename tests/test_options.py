@@ -109,3 +109,43 @@ def test_hook_class_with_bad_level_is_rejected(out):
 
     with pytest.raises(ValueError, match="levels"):
         APITracer(output_path=str(out), levels=[Bad])
+
+
+def test_the_options_are_defined_once_and_reach_cpp_whole():
+    """TracerOptions is the one definition: every C++ field it fills exists,
+    every C++ field is filled, and the defaults are the C++ fields' own."""
+    import dataclasses
+
+    from api_tracer import _C
+    from api_tracer.options import TracerOptions, fields, spec
+
+    bound = {name for name, v in vars(_C.TraceOptions).items() if isinstance(v, property)}
+    native = {f.name for f in fields() if spec(f).native is not None}
+    assert native | {"levels", "exclude_apis"} == bound  # to_native() sets these two itself
+    cpp, ours = _C.TraceOptions(), TracerOptions()
+    for f in fields():
+        if spec(f).native is not None and f.name != "include_apis":
+            assert spec(f).native(getattr(ours, f.name)) == getattr(cpp, f.name), f.name
+    made = ours.to_native([0, 3], ["x.*"])
+    assert (made.levels, made.exclude_apis, made.include_apis) == ([0, 3], ["x.*"], [])
+    assert TracerOptions(stack_format="api", nesting="all").to_native([1], []).stack_format == _C.StackFormat.api
+    assert dataclasses.asdict(ours) == ours.asdict()
+
+
+def test_every_option_of_the_command_line_is_the_tracer_s():
+    import argparse
+
+    from api_tracer.options import TracerOptions, add_run_flags, from_run_flags
+
+    parser = argparse.ArgumentParser()
+    add_run_flags(parser.add_argument)
+    assert from_run_flags(parser.parse_args([])) == TracerOptions(levels=[1])
+    given = from_run_flags(parser.parse_args(
+        ["-o", "d", "--levels", "0,3", "--merge", "--stack", "full", "--include", "a.*", "--include", "b",
+         "--no-stream-trace", "--show-device", "--nesting", "all", "--value-ranges", "--snapshot-interval", "0.5",
+         "--trace-limit", "64M", "--disable-torch-api-list"]))
+    assert given == TracerOptions(
+        "d", [0, 3], True, True, "full", True, include_apis=["a.*", "b"], stream_trace=False, show_device=True,
+        nesting="all", value_ranges=True, snapshot_interval=0.5, trace_limit=64 << 20)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--trace-limit", "lots"])

@@ -71,12 +71,97 @@ def test_lines_holding_code_execute_nothing_and_the_rest_still_run(tmp_path, mon
     assert not (tmp_path / "PWNED").exists()
     by_text = {r.config: r for r in results}
     assert by_text[good].status == "ok"
-    for line in EVIL[:7]:
+    for line in EVIL:
         r = by_text[line]
         assert r.status == "invalid", (line, r)
         assert r.column >= 1 and r.line >= 1
-    # torch.load is torch's own API: it runs, on a file that is not there
-    assert by_text['torch.load("PWNED")'].status == "failed"
+    # torch.load is torch's own API, but it unpickles (runs code): the policy refuses it
+    assert "reads or writes files" in by_text['torch.load("PWNED")'].message
+
+
+# Each of these ran from a config file before replay had a policy.
+UNSAFE = [
+    'torch.utils.collect_env.run("id > PWNED")',
+    'torch.ops.load_library("evil.so")',
+    'torch.save(Tensor([2], "float32"), "PWNED")',
+    'torch.from_file("PWNED", True, 10)',
+    'torch._C._abort()',
+    'torch._C._crash_if_aten_asan(3)',
+    'torch.set_num_threads(1)',
+    'torch.set_default_dtype(torch.float64)',
+    'torch.classes.evil.Thing()',
+    'torch.ops.c10d.barrier.default(Tensor([1], "float32"))',
+    'torch.ops.debugprims.load_tensor.default("PWNED", [2], [1], dtype=torch.float32, device=torch.device("cpu"))',
+    # names inside arguments: a Callable the API calls, constructors replay makes, classes passed on
+    'torch.Tensor.apply_(Tensor([2], "float32"), Callable("torch._C._abort"))',
+    'torch.Tensor.map_(Tensor([2], "float32"), Tensor([2], "float32"), Callable("torch.save"))',
+    'torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.SyncBatchNorm(2)), Tensor([2, 2], "float32"))',
+    'torch.Tensor.apply_(Tensor([2], "float32"), torch.utils.data.DataLoader)',
+    'torch.add(Tensor([2], "float32"), torch.ops.load_library("evil.so"))',
+    'torch.add(Tensor([2], "float32"), numpy.load("PWNED"))',
+]
+
+
+def test_the_policy_refuses_what_does_not_compute_before_building_anything(tmp_path, monkeypatch):
+    from api_tracer import replay
+
+    monkeypatch.chdir(tmp_path)
+    built = []
+    real_build = replay.Builder.build
+    monkeypatch.setattr(replay.Builder, "build", lambda self, v, path: built.append(path) or real_build(self, v, path))
+    libraries, threads, dtype = set(torch.ops.loaded_libraries), torch.get_num_threads(), torch.get_default_dtype()
+    path = write(tmp_path, UNSAFE)
+    results = run_in_process(read_configs(str(path)), "cpu", {}, 0, lambda r: None)
+    assert [(r.config, r.status) for r in results] == [(line, "invalid") for line in UNSAFE]
+    for r in results:
+        assert ("is refused: it " in r.message or "not a numpy scalar type" in r.message) and r.column >= 1, r
+        assert r.line == UNSAFE.index(r.config) + 1
+    assert built == []  # refused before any argument was built
+    assert sorted(os.listdir(tmp_path)) == ["configs.txt"]
+    assert torch.ops.loaded_libraries == libraries
+    assert (torch.get_num_threads(), torch.get_default_dtype()) == (threads, dtype)
+
+
+def test_refusals_name_the_family_and_the_allow_list_holds_the_computing_apis():
+    from api_tracer.dialect import PyTorchDialect
+    from api_tracer.replay_policy import DENIED, allow_list, refusal
+
+    allowed = allow_list()
+    assert {"torch.add", "torch.Tensor.__add__", "torch.nn.Linear", "torch.nn.functional.linear",
+            "torch.optim.SGD.step", "torch.ops.aten.add.Tensor", "torch.ops.prims.add.default",
+            "torch.functional.einsum"} <= allowed
+    assert not {"torch.save", "torch.load", "torch.ops.aten.from_file.default", "torch.set_num_threads",
+                "torch.Tensor.share_memory_"} & allowed
+    assert "threads" in refusal("torch.set_num_threads") and "autocast" in refusal("torch.set_autocast_enabled")
+    assert "an operator of c10d, not of a computing namespace" in refusal("torch.ops.c10d.allreduce_.default")
+    assert "loads code" in refusal("torch.ops.load_library")
+    assert "allow-list" in refusal("torch.utils.collect_env.run")
+    # every family of the deny-list refuses something the API list or the operators hold
+    apis = set(PyTorchDialect().api_list())
+    ops = {f"torch.ops.{s.name.replace('::', '.')}" for s in torch._C._jit_get_all_schemas()}
+    for reason, patterns in DENIED.items():
+        for pattern in patterns:
+            assert any(refusal(name) for name in apis | ops if name == pattern or name.startswith(
+                pattern.rstrip("*"))), (reason, pattern)
+
+
+def test_allow_unsafe_lifts_the_policy_and_the_summary_says_so(tmp_path):
+    path = write(tmp_path, ['torch.save(Tensor([2], "float32"), "SAVED")', "torch.ones(2)"])
+    safe = subprocess.run(CLI + ["replay", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    assert safe.returncode == 1 and "1 ok, 0 failed, 0 skipped, 1 invalid" in safe.stdout
+    assert "torch.save is refused" in safe.stdout and not (tmp_path / "SAVED").exists()
+    assert "--allow-unsafe" not in safe.stdout.replace("(--allow-unsafe lifts the policy)", "")
+    unsafe = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert unsafe.returncode == 0 and "2 ok" in unsafe.stdout, unsafe.stdout
+    assert "--allow-unsafe: the replay policy was off" in unsafe.stdout
+    assert torch.load(tmp_path / "SAVED").shape == (2,)
+
+
+def test_a_call_that_sets_grad_mode_sets_it_for_itself_only():
+    assert torch.is_grad_enabled()
+    assert replay_one(Config("x", 1, "torch._C._set_grad_enabled(False)")).status == "ok"
+    assert torch.is_grad_enabled()
 
 
 def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
@@ -94,6 +179,65 @@ def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
     assert len(suite.findall("testcase/error")) == 1
 
 
+def test_a_line_that_is_not_utf8_is_invalid_at_its_bad_byte_and_the_rest_run(tmp_path):
+    path = tmp_path / "configs.txt"
+    path.write_bytes(b'torch.ones(2)\ntorch.ones(2, "\xc3\xa9\xff")\ntorch.zeros(\xed\xa0\x80)\r\ntorch.zeros(3)\n')
+    result = subprocess.run(CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl")], capture_output=True,
+                            text=True)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["status"]) for r in report] == [(1, "ok"), (2, "invalid"), (3, "invalid"), (4, "ok")]
+    assert (report[1]["column"], report[2]["column"]) == (17, 13)  # in characters: "é" is one
+    assert "byte 0xff" in report[1]["message"] and "byte 0xed" in report[2]["message"]
+    assert f"INVALID {path}:2:17: Invalid: the line is not UTF-8: byte 0xff" in result.stdout
+
+
+def test_sizes_below_minus_one_are_invalid_and_minus_one_is_symbolic():
+    r = replay_one(Config("x", 1, 'torch.neg(Tensor([2, -5], "float32"))'))
+    assert (r.status, r.api, r.column) == ("invalid", "torch.neg", 22)
+    assert "size -5" in r.message and "-1 for a symbolic one" in r.message
+    r = replay_one(Config("x", 1, 'torch.neg(Tensor([2, -1], "float32"))'))
+    assert (r.status, r.message) == ("skipped", "a tensor with a symbolic size")
+
+
+def test_an_argument_that_fails_to_build_is_reported_with_the_api_and_the_argument():
+    line = 'torch.add(Tensor([2], "float32"), torch.nn.Linear(2, "three"))'
+    r = replay_one(Config("x", 1, line))
+    assert (r.status, r.api, r.error) == ("failed", "torch.add", "TypeError")
+    assert r.message.startswith("building args[1]: ")
+    [(config, why)] = roundtrip([Config("x", 1, line)], level=1)
+    assert why.startswith("not replayed: BuildError: building args[1]: ")
+
+
+def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path, monkeypatch):
+    from api_tracer import replay
+    from api_tracer.options import byte_count
+
+    made = []
+    monkeypatch.setattr(replay.Builder, "tensor", lambda self, spec, path: made.append(path))
+    # by default: half the free memory of the device, far below 4e15 bytes
+    r = replay_one(Config("x", 1, 'torch.neg(Tensor([100000, 100000, 100000], "float32"))'))
+    assert r.status == "skipped" and made == []
+    assert r.message.startswith("its tensor arguments need 4000000000000000 bytes (3.6 PiB), more than the limit")
+    assert "--max-bytes" in r.message
+    # the bytes of all tensor arguments count, strides included
+    line = 'torch.add(Tensor([10, 10], "float32"), Tensor([10], "float64", stride=[10]))'
+    assert replay_one(Config("x", 1, line), max_bytes=1127).status == "skipped"
+    monkeypatch.undo()
+    assert replay_one(Config("x", 1, line), max_bytes=1128).status == "ok"  # 400 + (1 + 9 * 10) * 8
+    assert [byte_count(x) for x in ("8G", "512M", "1000", "1.5K")] == [8 << 30, 512 << 20, 1000, 1536]
+    path = write(tmp_path, ['torch.neg(Tensor([1000], "float32"))', 'torch.neg(Tensor([10], "float32"))'])
+    result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "1K"], capture_output=True, text=True)
+    assert result.returncode == 0 and "1 ok, 0 failed, 1 skipped, 0 invalid" in result.stdout
+    assert "need 4000 bytes (3.9 KiB), more than the limit of 1024 bytes" in result.stdout
+    result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "lots"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--max-bytes: expected a number of bytes (e.g. 1048576, 512M, 1G), not 'lots'" in result.stderr
+    # the default limit asks the device: one torch does not know is a usage error
+    result = subprocess.run(CLI + ["replay", str(path), "--device", "nonsense"], capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.startswith("api-tracer: replay: --device nonsense: ")
+
+
 def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
     lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)", "torch.abs(Tensor([2], \"float32\"))"]
     path = write(tmp_path, lines)
@@ -104,6 +248,84 @@ def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
     assert report[lines[1]]["status"] == "failed" and report[lines[1]]["error"] == "WorkerCrashed"
     assert [report[line]["status"] for line in (lines[0], lines[2], lines[3])] == ["ok", "ok", "ok"]
     assert result.returncode == 1
+
+
+def test_a_crash_in_process_keeps_the_report_and_says_how_far_replay_got(tmp_path):
+    lines = ["torch.ones(2)", 'torch.neg(Tensor([3], "float32"))', "torch._C._abort()", "torch.zeros(4)"]
+    path = write(tmp_path, lines)
+    report = tmp_path / "r.jsonl"
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    result = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe", "-o", str(report)], capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert result.returncode == -6  # died by SIGABRT, as it would have without replay's note
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [(r["line"], r["status"]) for r in rows] == [(1, "ok"), (2, "ok"), (3, "failed")]
+    assert (rows[2]["api"], rows[2]["error"]) == ("torch._C._abort", "Crashed")
+    assert "signal 6, SIGABRT" in rows[2]["message"]
+    assert (f"api-tracer replay: the process died (signal 6, SIGABRT) while replaying {path}:3: torch._C._abort(); "
+            "the report holds the 2 configs before it; rerun with --isolate") in result.stderr
+    # the handler that was there before (faulthandler's) still ran, after the note
+    assert result.stderr.index("api-tracer replay:") < result.stderr.index("Fatal Python error: Aborted")
+
+
+def test_after_in_process_replay_the_previous_signal_handlers_are_back(tmp_path):
+    code = """
+        import ctypes, faulthandler, signal, sys
+        import torch
+        from api_tracer import _C
+        from api_tracer.replay import Config, run_in_process
+
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def handlers():
+            out = []
+            for sig in _C.replay_crash_signals:
+                action = ctypes.create_string_buffer(256)
+                assert libc.sigaction(sig, None, action) == 0
+                # glibc's struct sigaction: the handler, the mask (the kernel's 64
+                # signals in its first 8 bytes, the rest not filled), flags, restorer
+                out.append(action.raw[:16] + action.raw[136:152])
+            stack = ctypes.create_string_buffer(64)
+            assert libc.sigaltstack(None, stack) == 0
+            return out, stack.raw
+
+        faulthandler.enable()
+        before = handlers()
+        results = run_in_process([Config("f", 1, "torch.ones(2)")], "cpu", {}, 0, lambda r: None)
+        assert [r.status for r in results] == ["ok"]
+        assert handlers() == before
+        print("same handlers", flush=True)
+        torch._C._abort()
+    """
+    from conftest import run_script
+
+    result = run_script(code, tmp_path)
+    assert "same handlers" in result.stdout, result.stderr
+    assert result.returncode == -6
+    assert "Fatal Python error: Aborted" in result.stderr and "api-tracer replay" not in result.stderr
+
+
+def test_the_crash_note_is_written_on_a_stack_overflow_too(tmp_path):
+    code = """
+        import os, sys
+        from api_tracer import _C
+
+        fd = os.open("report.jsonl", os.O_WRONLY | os.O_CREAT)
+        _C.replay_crash_note_install(fd)
+        _C.replay_crash_note_set({sig: (f"note: signal {sig}\\n", f"line: signal {sig}\\n")
+                                  for sig in _C.replay_crash_signals})
+        sys.setrecursionlimit(10 ** 8)
+        nested = []
+        for _ in range(10 ** 6):
+            nested = [nested]
+        repr(nested)  # recurses in C until the stack overflows
+    """
+    from conftest import run_script
+
+    result = run_script(code, tmp_path)
+    assert result.returncode == -11
+    assert "note: signal 11" in result.stderr  # the handler ran, on its own stack
+    assert (tmp_path / "report.jsonl").read_text() == "line: signal 11\n"
 
 
 def test_integer_tensors_come_from_the_recorded_ranges(tmp_path):

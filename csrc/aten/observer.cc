@@ -11,6 +11,7 @@
 #include "aten/ivalue_key.h"
 #include "aten/op_epoch.h"
 #include "core/flat_index.h"
+#include "core/glob.h"
 #include "core/module_context.h"
 #include "core/per_thread.h"
 
@@ -19,7 +20,10 @@ namespace {
 
 struct Observer {
   Recorder* recorder;
-  ObserverOptions options;
+  int level;
+  Nesting nesting;     // \ the recorder's options,
+  bool value_ranges;   // | copied for the hot path
+  ApiFilter filter;    // /
   uint64_t generation;
   std::mutex mu;  // ids
   std::unordered_map<const OpSignature*, std::pair<ApiId, bool>> ids;  // api id, included
@@ -111,7 +115,7 @@ OpEntry LookupSlow(Observer* obs, ObserverThreadState& ts, const at::RecordFunct
     std::lock_guard<std::mutex> lock(obs->mu);
     auto [it, fresh] = obs->ids.try_emplace(entry.sig);
     if (fresh) {
-      it->second = {obs->recorder->apis().Intern(entry.sig->api), obs->options.filter.Allows(entry.sig->api)};
+      it->second = {obs->recorder->apis().Intern(entry.sig->api), obs->filter.Allows(entry.sig->api)};
     }
     entry.api = it->second.first;
     entry.included = it->second.second;
@@ -132,8 +136,8 @@ OpEntry Lookup(Observer* obs, ObserverThreadState& ts, const at::RecordFunction&
 
 void Record(Observer* obs, ObserverThreadState& ts, const KeyWriter& key, int depth) {
   RecordExtras extras;
-  extras.level = obs->options.level;
-  extras.depth = obs->options.nesting == Nesting::kAll ? depth : -1;
+  extras.level = obs->level;
+  extras.depth = obs->nesting == Nesting::kAll ? depth : -1;
   if (!ts.backward.empty()) extras.backward = ts.backward.back().name;
   extras.module = ModuleContext::Current();
   obs->recorder->Record(key, extras);  // a failure is kept by the recorder, for stop
@@ -156,8 +160,8 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   frame.rf = &fn;
   frame.op = op;
   if (!op.included) return nullptr;
-  ts.ctx.value_ranges = obs->options.value_ranges;
-  switch (obs->options.nesting) {
+  ts.ctx.value_ranges = obs->value_ranges;
+  switch (obs->nesting) {
     case Nesting::kInnermost:
       frame.key.Clear();
       WriteOpCall(*op.sig, op.api, fn.inputs(), &ts.ctx, &frame.key);
@@ -190,7 +194,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   Frame* frame = ts.Top();
   if (!frame || frame->rf != &fn) return;
   if (frame->recorded) ts.open = {};
-  if (obs->options.nesting == Nesting::kInnermost && frame->op.included && !frame->has_child) {
+  if (obs->nesting == Nesting::kInnermost && frame->op.included && !frame->has_child) {
     Record(obs, ts, frame->key, static_cast<int>(ts.depth) - 1);
   }
   --ts.depth;
@@ -198,11 +202,15 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 
 }  // namespace
 
-Status InstallObserver(Recorder* recorder, const ObserverOptions& options) {
+Status InstallObserver(Recorder* recorder, int level) {
   WatchOperatorDeregistrations();
+  const TraceOptions& options = recorder->options();
   auto obs = std::make_unique<Observer>();
   obs->recorder = recorder;
-  obs->options = options;
+  obs->level = level;
+  obs->nesting = options.nesting;
+  obs->value_ranges = options.value_ranges;
+  obs->filter = ApiFilter(options.include_apis, options.exclude_apis);
   obs->generation = NextGeneration();
   return g_observer.Install(std::move(obs),
                             at::RecordFunctionCallback(&OnStart, &OnEnd)

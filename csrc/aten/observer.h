@@ -17,21 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "api_tracer/tracer.h"  // Nesting
-#include "core/glob.h"
 #include "core/recorder.h"
 
 namespace api_tracer::aten {
 
-struct ObserverOptions {
-  int level = 3;
-  Nesting nesting = Nesting::kOutermost;
-  bool value_ranges = false;  // read integer tensors' min and max
-  ApiFilter filter;
-};
-
-// Fails when an observer is already installed.
-Status InstallObserver(Recorder* recorder, const ObserverOptions& options);
+// Records into `recorder` as `level`, with the recorder's options (nesting,
+// value_ranges, include_apis and exclude_apis). Fails when an observer is
+// already installed.
+Status InstallObserver(Recorder* recorder, int level = kNativeLevel);
 // Removes the observer that records into `recorder`, if it is the one
 // installed (another tracer's is left alone).
 void RemoveObserver(const Recorder* recorder);

@@ -28,25 +28,13 @@ void Tracer::start() {
   if (impl_->recorder) throw std::runtime_error("api_tracer: this tracer is already running");
   // Before the output is opened: the running one may write there.
   if (aten::ObserverInstalled()) throw std::runtime_error("api_tracer: another tracer's level 3 is already running");
-  const Options& o = impl_->options;
-  RecorderOptions ro;
-  ro.output_dir = o.output_path;
-  ro.levels = {3};
-  ro.merge = true;
-  ro.stream_trace = o.stream_trace;
-  ro.value_ranges = o.value_ranges;
-  ro.snapshot_interval = o.snapshot_interval;
-  ro.trace_limit = o.trace_limit;
-  ro.format = {o.show_device, o.show_requires_grad};
+  TraceOptions options{impl_->options};
+  options.levels = {kNativeLevel};
+  options.merge_output = true;
   std::unique_ptr<Recorder> recorder;
-  Status st = Recorder::Open(ro, &recorder);
+  Status st = Recorder::Open(options, &recorder);
   if (!st.ok()) throw std::runtime_error("api_tracer: " + st.message());
-  aten::ObserverOptions oo;
-  oo.level = 3;
-  oo.nesting = o.nesting;
-  oo.value_ranges = o.value_ranges;
-  oo.filter = ApiFilter(o.include_apis, o.exclude_apis);
-  st = aten::InstallObserver(recorder.get(), oo);
+  st = aten::InstallObserver(recorder.get());
   if (!st.ok()) throw std::runtime_error("api_tracer: " + st.message());
   impl_->recorder = std::move(recorder);
 }

@@ -5,7 +5,7 @@ namespace api_tracer {
 constexpr uint32_t kNoEvent = DeviceTimer::Backend::kNoEvent;
 
 DeviceTimer::DeviceTimer(std::unique_ptr<Backend> backend, int slots) : backend_(std::move(backend)) {
-  for (int dir = 0; dir < 2; ++dir) {
+  for (Direction dir : {kForward, kBackward}) {
     measured_[dir].assign(slots, 0);
     nested_[dir].assign(slots, 0);
   }

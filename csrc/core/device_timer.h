@@ -26,6 +26,10 @@
 
 namespace api_tracer {
 
+// Which way a profiler frame goes: a module's forward call, or the run of
+// an autograd node its forward made. Indexes per-direction tables.
+enum Direction : int { kForward = 0, kBackward = 1 };
+
 class DeviceTimer {
  public:
   class Backend {
@@ -68,8 +72,8 @@ class DeviceTimer {
   void Finish();
   // Per direction (0 forward, 1 backward) and slot, after Finish: the time
   // of the frames, and of the frames directly inside them.
-  const std::vector<int64_t>& measured_ns(int dir) const { return measured_[dir]; }
-  const std::vector<int64_t>& nested_ns(int dir) const { return nested_[dir]; }
+  const std::vector<int64_t>& measured_ns(Direction dir) const { return measured_[dir]; }
+  const std::vector<int64_t>& nested_ns(Direction dir) const { return nested_[dir]; }
   // Frames that could not be timed (events on different devices, or not
   // recorded).
   int64_t untimed() const { return untimed_; }

@@ -40,22 +40,22 @@ int CloseFd(int fd) { return ::close(fd) == 0 || errno == EINTR ? 0 : errno; }
 
 }  // namespace
 
-Status OutputFile::Create(const std::string& path, std::unique_ptr<OutputFile>* out) {
+Status FileSink::Create(const std::string& path, std::unique_ptr<FileSink>* out) {
   int fd = OpenForWriting(path);
   if (fd < 0) return Failed("opening", path, errno);
-  out->reset(new OutputFile(path, fd));
+  out->reset(new FileSink(path, fd));
   return Status::OK();
 }
 
-OutputFile::~OutputFile() { Close(); }
+FileSink::~FileSink() { Close(); }
 
-Status OutputFile::Write(std::string_view data) {
+Status FileSink::Write(std::string_view data) {
   if (fd_ < 0) return Status::IOError("writing " + path_ + " failed: the file is closed");
   int err = WriteAll(fd_, data);
   return err ? Failed("writing", path_, err) : Status::OK();
 }
 
-Status OutputFile::Close() {
+Status FileSink::Close() {
   if (fd_ < 0) return Status::OK();
   int err = CloseFd(fd_);
   fd_ = -1;

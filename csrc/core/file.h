@@ -2,7 +2,7 @@
 // reason (errno's text), never a bare "writing failed".
 //
 // - Sink: where a stream of bytes goes (a trace file; a string in tests).
-// - OutputFile: a Sink on a file written with write(2), no buffering of its
+// - FileSink: a Sink on a file written with write(2), no buffering of its
 //   own (the trace writer hands it whole chunks).
 // - ReplaceFile: writes a whole file atomically (a temporary file beside it,
 //   then rename), so that a process killed at any moment leaves the file
@@ -27,13 +27,13 @@ class Sink {
   virtual Status Write(std::string_view data) = 0;
 };
 
-class OutputFile : public Sink {
+class FileSink : public Sink {
  public:
   // Creates (or truncates) `path` for writing.
-  static Status Create(const std::string& path, std::unique_ptr<OutputFile>* out);
-  ~OutputFile() override;
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
+  static Status Create(const std::string& path, std::unique_ptr<FileSink>* out);
+  ~FileSink() override;
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
 
   Status Write(std::string_view data) override;
   // Closes the file (the destructor does too, ignoring errors); idempotent.
@@ -41,7 +41,7 @@ class OutputFile : public Sink {
   const std::string& path() const { return path_; }
 
  private:
-  OutputFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  FileSink(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   std::string path_;
   int fd_;
 };

@@ -125,7 +125,7 @@ void Profiler::Thread::CloseFrame(int64_t now) {
   } else {
     frames_.back().nested_ns += dur;
   }
-  spans_.Add({f.node ? 1 : 0, f.scope, f.name, f.begin, now, number_});
+  spans_.Add({f.node ? SpanKind::kNode : SpanKind::kScope, f.scope, f.name, f.begin, now, number_});
   if (Timing()) {
     device_->Close(f.device, Slot(f.scope), f.node,
                    frames_.empty() ? DeviceTimer::Backend::kNoEvent : frames_.back().device);
@@ -190,7 +190,7 @@ void Profiler::Thread::ExitOp(int64_t now) {
   s.calls += 1;
   s.total_ns += dur;  // inclusive: an operator's total holds the ones it called
   s.self_ns += dur - call.nested_ns;
-  spans_.Add({2, s.slot == num_scopes_ ? -1 : s.slot, op_names_[s.op].c_str(), call.begin, now, number_});
+  spans_.Add({SpanKind::kOp, s.slot == num_scopes_ ? -1 : s.slot, op_names_[s.op].c_str(), call.begin, now, number_});
 }
 
 void Profiler::Thread::Memory(int64_t bytes, bool cuda) {
@@ -204,26 +204,26 @@ Profiler::Snapshot Profiler::Take() const {
   int n = num_scopes();
   Snapshot snap;
   snap.block_ns = end_ - begin_;
-  for (int dir = 0; dir < 2; ++dir) {
-    std::vector<DirStats>& out = dir ? snap.backward : snap.forward;
+  for (Direction dir : {kForward, kBackward}) {
+    std::vector<DirStats>& out = dir == kBackward ? snap.backward : snap.forward;
     out.resize(n + 1);
     std::vector<std::map<std::string, OpStats>> ops(n + 1);
     threads_.ForEach([&](const Thread& t) {
-      const auto& accs = dir ? t.backward_ : t.forward_;
+      const auto& accs = dir == kBackward ? t.backward_ : t.forward_;
       for (int i = 0; i <= n; ++i) {
         out[i].calls += accs[i].calls;
         out[i].self_ns += accs[i].self_ns;
-        if (!dir) out[i].total_ns += accs[i].time_ns;
+        if (dir == kForward) out[i].total_ns += accs[i].time_ns;
         out[i].mem_self += accs[i].mem;
         out[i].cuda_mem_self += accs[i].cuda_mem;
         if (t.device_) {
           int64_t measured = t.device_->measured_ns(dir)[i];
           out[i].device_self_ns += measured - t.device_->nested_ns(dir)[i];
-          if (!dir) out[i].device_total_ns += measured;
+          if (dir == kForward) out[i].device_total_ns += measured;
         }
       }
       for (const Thread::OpAcc& s : t.op_stats_) {
-        if (s.backward != (dir == 1)) continue;
+        if (s.backward != (dir == kBackward)) continue;
         OpStats& o = ops[s.slot][t.op_names_[s.op]];
         o.calls += s.calls;
         o.total_ns += s.total_ns;
@@ -239,7 +239,7 @@ Profiler::Snapshot Profiler::Take() const {
                        [](const OpStats& a, const OpStats& b) { return a.total_ns > b.total_ns; });
       out[i].mem_total = out[i].mem_self;
       out[i].cuda_mem_total = out[i].cuda_mem_self;
-      if (dir) {
+      if (dir == kBackward) {
         out[i].total_ns = out[i].self_ns;
         out[i].device_total_ns = out[i].device_self_ns;
       }
@@ -251,7 +251,7 @@ Profiler::Snapshot Profiler::Take() const {
       if (p < 0) continue;
       out[p].mem_total += out[i].mem_total;
       out[p].cuda_mem_total += out[i].cuda_mem_total;
-      if (dir) {
+      if (dir == kBackward) {
         out[p].total_ns += out[i].total_ns;
         out[p].device_total_ns += out[i].device_total_ns;
       }

@@ -50,15 +50,19 @@
 
 namespace api_tracer {
 
+// What a span of the timeline is.
+enum class SpanKind { kScope, kNode, kOp };  // a scope call, a node run, an operator
+
 class Profiler {
  public:
   // A timestamp (Clock: steady-clock nanoseconds, read in a few ns).
   static int64_t Now() { return Clock::Now(); }
 
-  // One span of the timeline: kind 0 a scope call, 1 a node run, 2 an
-  // operator; `name` (nodes and operators) lives as long as the profiler.
+  // One span of the timeline; `name` (nodes and operators) lives as long
+  // as the profiler.
   struct Span {
-    int kind, scope;
+    SpanKind kind;
+    int scope;
     const char* name;
     int64_t begin, end;
     uint64_t thread;
@@ -100,8 +104,8 @@ class Profiler {
   // as on the CPU, where backward runs on the forward's thread).
   int NodeScope(const Thread& caller, uint64_t id, int64_t seq) const;
 
-  // What the profile shows, per scope and per direction (0 forward, 1
-  // backward); index num_scopes() is "unattributed".
+  // What the profile shows, per scope and per Direction; index
+  // num_scopes() is "unattributed".
   struct OpStats {
     std::string name;
     int64_t calls = 0, total_ns = 0, self_ns = 0;

@@ -12,24 +12,6 @@ namespace api_tracer {
 
 namespace {
 
-// The files of an output set (docs/format.md), each with the option that
-// asks for it (none: always written) and, for the summary files, its writer.
-enum File { kTraceYaml, kTraceTxt, kApis, kConfigs, kStatistics, kStacks, kValueRanges, kNumFiles };
-constexpr struct {
-  const char* stem;
-  const char* ext;
-  bool RecorderOptions::*wanted;
-  SummaryWriter summary;  // nullptr: a trace file
-} kFiles[kNumFiles] = {
-    {"api_trace", ".yaml", &RecorderOptions::stream_trace, nullptr},
-    {"api_trace", ".txt", &RecorderOptions::stream_trace, nullptr},
-    {"api_apis", ".txt", nullptr, &WriteApis},
-    {"api_configs", ".yaml", nullptr, &WriteConfigs},
-    {"api_statistics", ".yaml", nullptr, &WriteStatistics},
-    {"api_stacks", ".yaml", &RecorderOptions::record_stack, &WriteStacks},
-    {"api_value_ranges", ".yaml", &RecorderOptions::value_ranges, &WriteValueRanges},
-};
-
 // Keeps the first error of several steps that all run.
 struct FirstError {
   Status status;
@@ -40,10 +22,39 @@ struct FirstError {
 
 }  // namespace
 
+std::span<const OutputFile, kNumOutputFiles> OutputFiles() {
+  static constexpr OutputFile kFiles[kNumOutputFiles] = {
+      {"api_trace", ".yaml", &TraceOptions::stream_trace, "stream_trace", nullptr},
+      {"api_trace", ".txt", &TraceOptions::stream_trace, "stream_trace", nullptr},
+      {"api_apis", ".txt", nullptr, "", &WriteApis},
+      {"api_configs", ".yaml", nullptr, "", &WriteConfigs},
+      {"api_statistics", ".yaml", nullptr, "", &WriteStatistics},
+      {"api_stacks", ".yaml", &TraceOptions::record_stack, "record_stack", &WriteStacks},
+      {"api_value_ranges", ".yaml", &TraceOptions::value_ranges, "value_ranges", &WriteValueRanges},
+  };
+  return std::span<const OutputFile, kNumOutputFiles>(kFiles);
+}
+
+std::string OutputFile::Path(std::string_view dir, std::string_view suffix) const {
+  std::string name = std::string(stem) + std::string(suffix) + std::string(ext);
+  return (std::filesystem::path(dir) / name).string();
+}
+
+Status WriteSummaryFiles(const Summary& summary, const TraceOptions& options, std::string_view dir,
+                         std::string_view suffix) {
+  FirstError error;
+  for (const OutputFile& file : OutputFiles()) {
+    if (file.summary && (!file.wanted || options.*file.wanted)) {
+      error.Keep(ReplaceFile(file.Path(dir, suffix), Render(file.summary, summary)));
+    }
+  }
+  return error.status;
+}
+
 struct Recorder::OutputSet {
+  std::string suffix;
   std::unique_ptr<Aggregator> agg;
-  std::array<std::string, kNumFiles> paths;  // "" for the files the options do not want
-  std::unique_ptr<OutputFile> trace_yaml, trace_txt;
+  std::unique_ptr<FileSink> trace_yaml, trace_txt;
   std::unique_ptr<TraceWriter> trace;
 };
 
@@ -86,7 +97,7 @@ struct ForkGuard {
   }
 };
 
-Recorder::Recorder(const RecorderOptions& options)
+Recorder::Recorder(const TraceOptions& options)
     : options_(options), by_level_(kMaxLevel + 1, nullptr) {}
 
 Recorder::~Recorder() {
@@ -94,14 +105,11 @@ Recorder::~Recorder() {
   ForkGuard::Remove(this);
 }
 
-std::string Recorder::Path(int level, std::string_view stem, std::string_view ext) const {
-  std::string name(stem);
-  if (!options_.merge) name += "_level_" + std::to_string(level);
-  name += ext;
-  return (std::filesystem::path(options_.output_dir) / name).string();
+std::string Recorder::Suffix(int level) const {
+  return options_.merge_output ? "" : "_level_" + std::to_string(level);
 }
 
-Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>* out) {
+Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* out) {
   if (options.levels.empty()) return Status::InvalidArgument("no levels to record");
   for (int level : options.levels) {
     if (level < 0 || level > kMaxLevel) {
@@ -112,28 +120,26 @@ Status Recorder::Open(const RecorderOptions& options, std::unique_ptr<Recorder>*
     return Status::InvalidArgument("snapshot_interval must be at least 0 seconds");
   }
   std::error_code ec;
-  std::filesystem::create_directories(options.output_dir, ec);
+  std::filesystem::create_directories(options.output_path, ec);
   if (ec) {
-    return Status::IOError("cannot create output directory " + options.output_dir + ": " +
+    return Status::IOError("cannot create output directory " + options.output_path + ": " +
                            ec.message());
   }
   std::unique_ptr<Recorder> rec(new Recorder(options));
   ForkGuard::Add(rec.get());
-  bool write_level = options.merge && options.levels.size() > 1;
+  bool write_level = options.merge_output && options.levels.size() > 1;
   for (int level : options.levels) {
     if (rec->by_level_[level]) continue;
-    if (options.merge && !rec->sets_.empty()) {
+    if (options.merge_output && !rec->sets_.empty()) {
       rec->by_level_[level] = rec->sets_.front().get();
       continue;
     }
     auto set = std::make_unique<OutputSet>();
-    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format, options.value_ranges);
-    for (int f = 0; f < kNumFiles; ++f) {
-      if (!kFiles[f].wanted || options.*kFiles[f].wanted) set->paths[f] = rec->Path(level, kFiles[f].stem, kFiles[f].ext);
-    }
+    set->suffix = rec->Suffix(level);
+    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format(), options.value_ranges);
     if (options.stream_trace) {
       for (auto [f, file] : {std::pair{kTraceYaml, &set->trace_yaml}, std::pair{kTraceTxt, &set->trace_txt}}) {
-        Status st = OutputFile::Create(set->paths[f], file);
+        Status st = FileSink::Create(OutputFiles()[f].Path(options.output_path, set->suffix), file);
         if (!st.ok()) return st;
       }
       set->trace = std::make_unique<TraceWriter>(set->trace_yaml.get(), set->trace_txt.get(), write_level,
@@ -203,12 +209,7 @@ Status Recorder::Snapshot() {
   if (forked_) return Status::OK();
   FirstError error;
   for (auto& set : sets_) {
-    Summary summary = Summarize(*set->agg);
-    for (int f = 0; f < kNumFiles; ++f) {
-      if (kFiles[f].summary && !set->paths[f].empty()) {
-        error.Keep(ReplaceFile(set->paths[f], Render(kFiles[f].summary, summary)));
-      }
-    }
+    error.Keep(WriteSummaryFiles(Summarize(*set->agg), options_, options_.output_path, set->suffix));
   }
   return error.status;
 }

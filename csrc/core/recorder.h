@@ -24,6 +24,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <span>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,33 +35,41 @@
 #include "core/aggregator.h"
 #include "core/api_table.h"
 #include "core/format.h"
+#include "core/options.h"
 #include "core/status.h"
 #include "core/writers.h"
 
 namespace api_tracer {
 
-struct RecorderOptions {
-  std::string output_dir = "trace_output";
-  std::vector<int> levels = {0};  // each in [0, kMaxLevel]
-  bool merge = false;             // one set for all levels, else one per level
-  bool record_stack = false;      // write api_stacks.yaml
-  bool stream_trace = true;       // write api_trace.yaml and api_trace.txt
-  bool value_ranges = false;      // keep and write integer tensors' value ranges
-  double snapshot_interval = 30;  // seconds between snapshots of the summaries (0: at close only)
-  uint64_t trace_limit = 1ull << 30;  // bytes of api_trace.* per output set (0: no limit)
-  FormatOptions format;
+// The files of an output set (docs/format.md): the two traces, then the
+// summary files with their writers; each with the option that asks for it.
+struct OutputFile {
+  std::string_view stem, ext;
+  bool TraceOptions::*wanted;  // nullptr: always written
+  std::string_view option;     // the name of that option ("": always written)
+  SummaryWriter summary;       // nullptr: a trace file
+
+  // DIR/STEM[SUFFIX].EXT, the suffix being "" (merged) or "_level_N".
+  std::string Path(std::string_view dir, std::string_view suffix) const;
 };
+enum OutputFileIndex { kTraceYaml, kTraceTxt, kApis, kConfigs, kStatistics, kStacks, kValueRanges, kNumOutputFiles };
+std::span<const OutputFile, kNumOutputFiles> OutputFiles();
+
+// Writes the summary files of `summary` that `options` asks for, each
+// replaced atomically (file.h); the first error.
+Status WriteSummaryFiles(const Summary& summary, const TraceOptions& options, std::string_view dir,
+                         std::string_view suffix);
 
 class Recorder {
  public:
-  static constexpr int kMaxLevel = 63;
-
-  static Status Open(const RecorderOptions& options, std::unique_ptr<Recorder>* out);
+  // Opens the file sets of options.levels in options.output_path.
+  static Status Open(const TraceOptions& options, std::unique_ptr<Recorder>* out);
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
   ApiTable& apis() { return apis_; }
+  const TraceOptions& options() const { return options_; }
 
   // Records one call seen by `extras.level` (one of the options' levels); `key`
   // was written with an id from apis(). Returns the call's config, or nullptr
@@ -70,9 +79,8 @@ class Recorder {
   bool WantsStack(int level, ApiId api) const;
   void AddStack(int level, ApiId api, uint64_t hash, const std::function<Stack()>& make);
 
-  // The file an output set writes, e.g. Path(1, "api_trace", ".txt") is
-  // DIR/api_trace_level_1.txt when levels are not merged.
-  std::string Path(int level, std::string_view stem, std::string_view ext) const;
+  // The suffix of `level`'s file set: "_level_N", or "" when merged.
+  std::string Suffix(int level) const;
 
   // Writes every set's summary files now, as they stand; the first error.
   Status Snapshot();
@@ -85,12 +93,12 @@ class Recorder {
   struct OutputSet;
   friend struct ForkGuard;
 
-  explicit Recorder(const RecorderOptions& options);
+  explicit Recorder(const TraceOptions& options);
   OutputSet* SetFor(int level) const { return by_level_[static_cast<size_t>(level)]; }
   void SnapshotLoop();
   void KeepRecordError(const Status& st);
 
-  RecorderOptions options_;
+  const TraceOptions options_;
   ApiTable apis_;
   std::vector<std::unique_ptr<OutputSet>> sets_;
   std::vector<OutputSet*> by_level_;  // indexed by level

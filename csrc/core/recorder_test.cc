@@ -45,16 +45,16 @@ class RecorderTest : public ::testing::Test {
 };
 
 TEST_F(RecorderTest, MergedSetOfSeveralLevels) {
-  RecorderOptions opts;
-  opts.output_dir = (dir_ / "nested" / "out").string();
+  TraceOptions opts;
+  opts.output_path = (dir_ / "nested" / "out").string();
   opts.levels = {0, 2};
-  opts.merge = true;
+  opts.merge_output = true;
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
   Record(rec.get(), 0, "torch.add", 1);
   Record(rec.get(), 2, "torch.ops.aten.add.Tensor", 1);
   ASSERT_TRUE(rec->Close().ok());
-  fs::path out = opts.output_dir;
+  fs::path out = opts.output_path;
   EXPECT_EQ(Slurp(out / "api_trace.txt"), "torch.add(1)\ntorch.ops.aten.add.Tensor(1)\n");
   EXPECT_NE(Slurp(out / "api_trace.yaml").find("  level: 2\n"), std::string::npos);
   EXPECT_EQ(Slurp(out / "api_apis.txt"), "torch.add\ntorch.ops.aten.add.Tensor\n");
@@ -65,8 +65,8 @@ TEST_F(RecorderTest, MergedSetOfSeveralLevels) {
 }
 
 TEST_F(RecorderTest, OneSetPerLevelWithSuffixes) {
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
+  TraceOptions opts;
+  opts.output_path = dir_.string();
   opts.levels = {1, 2};
   opts.record_stack = true;
   std::unique_ptr<Recorder> rec;
@@ -89,8 +89,8 @@ TEST_F(RecorderTest, OneSetPerLevelWithSuffixes) {
 // cannot be recorded is left out, the others still are, and Close returns the
 // first such error.
 TEST_F(RecorderTest, CloseReturnsTheFirstCallThatCouldNotBeRecorded) {
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
+  TraceOptions opts;
+  opts.output_path = dir_.string();
   opts.levels = {1, 3};
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
@@ -115,9 +115,9 @@ TEST_F(RecorderTest, CloseReturnsTheFirstCallThatCouldNotBeRecorded) {
 TEST_F(RecorderTest, AWriteErrorAtCloseComesBeforeACallThatCouldNotBeRecorded) {
   fs::create_directories(dir_);
   fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
-  opts.merge = true;
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.merge_output = true;
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
   KeyWriter corrupt;
@@ -130,19 +130,19 @@ TEST_F(RecorderTest, AWriteErrorAtCloseComesBeforeACallThatCouldNotBeRecorded) {
 TEST_F(RecorderTest, UnwritableOutputFailsAtOpen) {
   fs::create_directories(dir_);
   std::ofstream(dir_ / "file") << "x";
-  RecorderOptions opts;
-  opts.output_dir = (dir_ / "file" / "sub").string();
+  TraceOptions opts;
+  opts.output_path = (dir_ / "file" / "sub").string();
   std::unique_ptr<Recorder> rec;
   Status st = Recorder::Open(opts, &rec);
   EXPECT_EQ(st.code(), Status::Code::kIOError);
-  EXPECT_NE(st.message().find(opts.output_dir), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(opts.output_path), std::string::npos) << st.message();
   EXPECT_EQ(rec, nullptr);
 }
 
 TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
-  opts.merge = true;
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.merge_output = true;
   opts.stream_trace = false;
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
@@ -153,9 +153,9 @@ TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
 }
 
 TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
-  opts.merge = true;
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.merge_output = true;
   opts.snapshot_interval = 0.02;
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
@@ -164,7 +164,8 @@ TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
   Record(rec.get(), 0, "torch.add", 1);
   Record(rec.get(), 0, "torch.add", 1);
-  for (int i = 0; i < 500 && Slurp(dir_ / "api_configs.yaml").empty(); ++i) {
+  // The files of a snapshot are replaced one after another: wait for the last.
+  for (int i = 0; i < 500 && Slurp(dir_ / "api_statistics.yaml").find("torch.add") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "torch.add(1)\n");  // before Close
@@ -176,9 +177,9 @@ TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
 }
 
 TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
-  opts.merge = true;
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.merge_output = true;
   opts.snapshot_interval = 0;
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
@@ -192,9 +193,9 @@ TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
 TEST_F(RecorderTest, AFullDiskNamesTheFileAndKeepsTheSummaries) {
   fs::create_directories(dir_);
   fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
-  opts.merge = true;
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.merge_output = true;
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
   Record(rec.get(), 0, "torch.add", 1);
@@ -206,9 +207,9 @@ TEST_F(RecorderTest, AFullDiskNamesTheFileAndKeepsTheSummaries) {
 }
 
 TEST_F(RecorderTest, AForkedChildWritesNothingOfTheParents) {
-  RecorderOptions opts;
-  opts.output_dir = dir_.string();
-  opts.merge = true;
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.merge_output = true;
   opts.snapshot_interval = 0.001;  // snapshots all the time, forks among them
   std::unique_ptr<Recorder> rec;
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());

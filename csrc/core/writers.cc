@@ -40,6 +40,10 @@ TraceWriter::~TraceWriter() = default;
 
 namespace {
 
+// The fields TraceWriter adds to a record.
+constexpr std::string_view kLevelField = "  level: ";
+constexpr std::string_view kDepthField = "  depth: ";
+
 // `prefix`, `value`, newline: a YAML record's integer field.
 void AppendIntField(std::string* out, std::string_view prefix, int value) {
   char digits[16];
@@ -72,8 +76,8 @@ void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& e
     return;
   }
   b.yaml.append(*config.yaml_header);
-  if (write_level_) AppendIntField(&b.yaml, "  level: ", extras.level);
-  if (extras.depth >= 0) AppendIntField(&b.yaml, "  depth: ", extras.depth);
+  if (write_level_) AppendIntField(&b.yaml, kLevelField, extras.level);
+  if (extras.depth >= 0) AppendIntField(&b.yaml, kDepthField, extras.depth);
   if (!extras.backward.empty()) b.yaml.append(Buffer::Line(b.backward_lines, "backward", extras.backward));
   if (!extras.module.empty()) b.yaml.append(Buffer::Line(b.module_lines, "module", extras.module));
   b.yaml.append(config.yaml_body);
@@ -124,6 +128,18 @@ Status TraceWriter::Finish() {
     Write(txt_, note);
   }
   return error_;
+}
+
+std::map<int, uint64_t> CountTraceLevels(std::istream& yaml) {
+  std::map<int, uint64_t> counts;
+  std::string line;
+  while (std::getline(yaml, line)) {
+    if (!line.starts_with(kLevelField)) continue;
+    int level;
+    const char* digits = line.data() + kLevelField.size();
+    if (std::from_chars(digits, line.data() + line.size(), level).ec == std::errc()) ++counts[level];
+  }
+  return counts;
 }
 
 namespace {
@@ -183,10 +199,13 @@ void WriteStatistics(const Summary& s, std::ostream& out) {
   out << "Total APIs: " << counts.size() << '\n';
   out << "Total API calls: " << total << "\n\n";
   std::stable_sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string key;
   for (const auto& [name, count] : counts) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.2f", 100.0 * static_cast<double>(count) / static_cast<double>(total));
-    out << name << ": " << count << " (" << pct << "%)\n";
+    key.clear();
+    yaml::AppendString(name, &key);  // a YAML mapping: any API name reads back
+    out << key << ": " << count << " (" << pct << "%)\n";
   }
 }
 

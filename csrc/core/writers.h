@@ -14,6 +14,8 @@
 #pragma once
 
 #include <atomic>
+#include <istream>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <memory>
@@ -74,6 +76,10 @@ class TraceWriter {
   Status error_;
   PerThread<Buffer> buffers_;
 };
+
+// Per level, how many records of api_trace.yaml say "level: N" (those of
+// a merged set of several levels), read as TraceWriter writes them.
+std::map<int, uint64_t> CountTraceLevels(std::istream& yaml);
 
 // The last line of api_trace.yaml and api_trace.txt when trace_limit cut
 // them: "# trace_limit of LIMIT bytes reached: N calls not written\n".

@@ -56,6 +56,29 @@ TEST_F(WritersTest, StatisticsSortByCountThenFirstSeen) {
             "torch.randn: 1 (12.50%)\n");
 }
 
+TEST_F(WritersTest, StatisticsAreYamlWhateverTheApiName) {
+  Call("torch.add", 1);
+  Call("my: api", 1);
+  std::ostringstream out;
+  WriteStatistics(Summarize(agg_), out);
+  EXPECT_EQ(out.str(),
+            "Total APIs: 2\n"
+            "Total API calls: 2\n"
+            "\n"
+            "torch.add: 1 (50.00%)\n"
+            "\"my: api\": 1 (50.00%)\n");
+}
+
+TEST_F(WritersTest, LevelsOfAMergedTraceAreCountedAsWritten) {
+  StringSink yaml, txt;
+  TraceWriter trace(&yaml, &txt, /*write_level=*/true);
+  Call("torch.add", 1);
+  for (int level : {0, 3, 3, 1, 3}) trace.Append(*last_, {.level = level});
+  ASSERT_TRUE(trace.Finish().ok());
+  std::istringstream in(yaml.str());
+  EXPECT_EQ(CountTraceLevels(in), (std::map<int, uint64_t>{{0, 1}, {1, 1}, {3, 3}}));
+}
+
 TEST_F(WritersTest, ApisAndConfigsAreSortedBytewise) {
   Call("torch.zeros", 10);
   Call("torch.Tensor.sum", 1);

@@ -17,5 +17,6 @@ void RaiseIfError(const Status& st);
 void InitSessionBindings(pybind11::module_& m);  // start, stop, record, ...
 void InitConfigBindings(pybind11::module_& m);   // parse and format config lines
 void InitProfileBindings(pybind11::module_& m);  // the layer profiler
+void InitCrashNote(pybind11::module_& m);        // replay's note on a fatal signal
 
 }  // namespace api_tracer::python

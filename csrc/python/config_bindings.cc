@@ -3,11 +3,13 @@
 #include <pybind11/stl.h>
 
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <tuple>
 
 #include "core/format.h"
 #include "core/parse.h"
+#include "core/recorder.h"
 #include "core/writers.h"
 #include "python/bindings.h"
 #include "python/convert.h"
@@ -155,14 +157,10 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
       s.value_ranges.emplace_back(line, std::move(ranges));
     }
   }
-  auto write = [&](const char* stem, const char* ext, SummaryWriter writer) {
-    RaiseIfError(ReplaceFile(dir + "/" + stem + suffix + ext, Render(writer, s)));
-  };
-  write("api_apis", ".txt", &WriteApis);
-  write("api_configs", ".yaml", &WriteConfigs);
-  write("api_statistics", ".yaml", &WriteStatistics);
-  if (stacks) write("api_stacks", ".yaml", &WriteStacks);
-  if (value_ranges) write("api_value_ranges", ".yaml", &WriteValueRanges);
+  TraceOptions asked;  // the optional files: those given data
+  asked.record_stack = stacks.has_value();
+  asked.value_ranges = value_ranges.has_value();
+  RaiseIfError(WriteSummaryFiles(s, asked, dir, suffix));
 }
 
 }  // namespace
@@ -191,6 +189,26 @@ void InitConfigBindings(pybind11::module_& m) {
         pybind11::arg("config_lines"), pybind11::arg("stacks") = pybind11::none(),
         pybind11::arg("value_ranges") = pybind11::none(),
         "Writes a file set's summary files from plain data (api-tracer merge).");
+  m.def(
+      "output_files",
+      [] {
+        pybind11::list files;
+        for (const OutputFile& f : OutputFiles()) {
+          files.append(pybind11::make_tuple(f.stem, f.ext, f.option.empty() ? pybind11::object(pybind11::none()) : pybind11::str(f.option),
+                                            f.summary != nullptr));
+        }
+        return files;
+      },
+      "The files of an output set: (stem, ext, the option that asks for it or None, whether it is a summary).");
+  m.attr("MAX_STACKS") = Aggregator::kMaxStacks;
+  m.def(
+      "count_trace_levels",
+      [](const std::string& path) {
+        std::ifstream yaml(path, std::ios::binary);
+        if (!yaml) RaiseIfError(Status::IOError("cannot read " + path));
+        return CountTraceLevels(yaml);
+      },
+      pybind11::arg("path"), "Per level, the records of a merged api_trace.yaml that carry it.");
   m.def("trace_limit_note", &TraceLimitNote, pybind11::arg("limit"), pybind11::arg("dropped"),
         "The last line of a trace that trace_limit cut.");
   m.def(

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_C, m) {
   api_tracer::python::InitSessionBindings(m);
   api_tracer::python::InitConfigBindings(m);
   api_tracer::python::InitProfileBindings(m);
+  api_tracer::python::InitCrashNote(m);
 }

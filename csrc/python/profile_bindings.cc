@@ -107,41 +107,12 @@ class PyProfiler {
   }
   Profiler* profiler() const { return profiler_.get(); }
 
-  pybind11::dict Snapshot() const {
-    Profiler::Snapshot s = profiler_->Take();
-    auto dir = [](const std::vector<Profiler::DirStats>& stats) {
-      pybind11::list out;
-      for (const auto& d : stats) {
-        pybind11::list ops;
-        for (const auto& o : d.ops) ops.append(pybind11::make_tuple(o.name, o.calls, o.total_ns, o.self_ns));
-        pybind11::dict row;
-        row["calls"] = d.calls;
-        row["total_ns"] = d.total_ns;
-        row["self_ns"] = d.self_ns;
-        row["mem_self"] = d.mem_self;
-        row["mem_total"] = d.mem_total;
-        row["cuda_mem_self"] = d.cuda_mem_self;
-        row["cuda_mem_total"] = d.cuda_mem_total;
-        row["device_self_ns"] = d.device_self_ns;
-        row["device_total_ns"] = d.device_total_ns;
-        row["ops"] = ops;
-        out.append(row);
-      }
-      return out;
-    };
-    pybind11::dict out;
-    out["forward"] = dir(s.forward);
-    out["backward"] = dir(s.backward);
-    out["block_ns"] = s.block_ns;
-    out["unattributed_ns"] = s.unattributed_ns;
-    out["device_untimed"] = s.device_untimed;
-    return out;
-  }
+  Profiler::Snapshot Snapshot() const { return profiler_->Take(); }
 
   pybind11::list Spans() const {
     pybind11::list spans;
     for (const auto& sp : profiler_->Spans()) {
-      spans.append(pybind11::make_tuple(sp.kind, sp.scope, sp.name ? sp.name : "", sp.begin, sp.end, sp.thread));
+      spans.append(pybind11::make_tuple(static_cast<int>(sp.kind), sp.scope, sp.name ? sp.name : "", sp.begin, sp.end, sp.thread));
     }
     return spans;
   }
@@ -186,6 +157,35 @@ void InitProfileBindings(pybind11::module_& m) {
   m.def("_empty_profile_callback", &aten::SetEmptyProfileCallback, pybind11::arg("on"), pybind11::arg("ops") = true,
         "For bench/: registers (True) or removes (False) a RecordFunction callback with the profile "
         "observer's settings (with or without operators) that does nothing: the floor under Profile's cost.");
+  pybind11::enum_<SpanKind>(m, "SpanKind", pybind11::arithmetic(), "What a timeline span is (Profiler.spans()).")
+      .value("scope", SpanKind::kScope)
+      .value("node", SpanKind::kNode)
+      .value("op", SpanKind::kOp);
+  using OpStats = Profiler::OpStats;
+  pybind11::class_<OpStats>(m, "OpStats", "An operator's calls and time in one scope and direction.")
+      .def_readonly("name", &OpStats::name)
+      .def_readonly("calls", &OpStats::calls)
+      .def_readonly("total_ns", &OpStats::total_ns)
+      .def_readonly("self_ns", &OpStats::self_ns);
+  using DirStats = Profiler::DirStats;
+  pybind11::class_<DirStats>(m, "DirStats", "A scope's sums in one direction (core/profiler.h).")
+      .def_readonly("calls", &DirStats::calls)
+      .def_readonly("total_ns", &DirStats::total_ns)
+      .def_readonly("self_ns", &DirStats::self_ns)
+      .def_readonly("mem_self", &DirStats::mem_self)
+      .def_readonly("mem_total", &DirStats::mem_total)
+      .def_readonly("cuda_mem_self", &DirStats::cuda_mem_self)
+      .def_readonly("cuda_mem_total", &DirStats::cuda_mem_total)
+      .def_readonly("device_self_ns", &DirStats::device_self_ns)
+      .def_readonly("device_total_ns", &DirStats::device_total_ns)
+      .def_readonly("ops", &DirStats::ops);
+  using Snapshot = Profiler::Snapshot;
+  pybind11::class_<Snapshot>(m, "ProfileSnapshot", "What a profile measured, per scope and direction.")
+      .def_readonly("forward", &Snapshot::forward)
+      .def_readonly("backward", &Snapshot::backward)
+      .def_readonly("block_ns", &Snapshot::block_ns)
+      .def_readonly("unattributed_ns", &Snapshot::unattributed_ns)
+      .def_readonly("device_untimed", &Snapshot::device_untimed);
   pybind11::class_<PyProfiler>(m, "Profiler", "Per-scope time and memory (core/profiler.h).")
       .def(pybind11::init<std::vector<int>, std::optional<size_t>, bool>(), pybind11::arg("parents"),
            pybind11::arg("max_spans") = pybind11::none(), pybind11::arg("cuda") = false)

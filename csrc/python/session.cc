@@ -20,17 +20,17 @@ HookThreadState& CurrentThread() {
 
 Session* Session::Active() { return g_session; }
 
-Status Session::Start(const SessionOptions& options) {
+Status Session::Start(const TraceOptions& options, const DialectHooks& dialect) {
   if (g_session) return Status::FailedPrecondition("a tracer is already running in this process");
-  const auto& levels = options.recorder.levels;
-  if (std::find(levels.begin(), levels.end(), 3) != levels.end() && aten::ObserverInstalled()) {
+  const auto& levels = options.levels;
+  if (std::find(levels.begin(), levels.end(), kNativeLevel) != levels.end() && aten::ObserverInstalled()) {
     // Checked before the output is opened: the running one may write there.
     return Status::FailedPrecondition("the native observer (level 3) is already running (a C++ api_tracer::Tracer?)");
   }
   std::unique_ptr<Recorder> recorder;
-  Status st = Recorder::Open(options.recorder, &recorder);
+  Status st = Recorder::Open(options, &recorder);
   if (!st.ok()) return st;
-  g_session = new Session(options, std::move(recorder), ++g_epochs);
+  g_session = new Session(dialect, std::move(recorder), ++g_epochs);
   SetActiveConverter(&g_session->converter_);
   return Status::OK();
 }
@@ -60,16 +60,17 @@ void Session::AbandonAfterFork() {
   SetActiveConverter(nullptr);
 }
 
-Session::Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch)
+Session::Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder, uint64_t epoch)
     : recorder_(std::move(recorder)),
       epoch_(epoch),
-      merges_(options.recorder.merge && options.recorder.levels.size() > 1),
-      filter_(options.include, options.exclude),
-      converter_(options.classify, options.tensor_type_name, options.recorder.value_ranges),
-      resolve_(Borrow(options.resolve)) {
-  for (int level : options.recorder.levels) levels_[level] = true;
-  if (options.recorder.record_stack) {
-    stacks_ = std::make_unique<StackCapture>(options.stack_format, options.stack_skip_prefixes);
+      merges_(recorder_->options().merge_output && recorder_->options().levels.size() > 1),
+      filter_(recorder_->options().include_apis, recorder_->options().exclude_apis),
+      converter_(dialect.classify, dialect.tensor_type_name, recorder_->options().value_ranges),
+      resolve_(Borrow(dialect.resolve)) {
+  const TraceOptions& options = recorder_->options();
+  for (int level : options.levels) levels_[level] = true;
+  if (options.record_stack) {
+    stacks_ = std::make_unique<StackCapture>(options.stack_format, dialect.stack_skip_prefixes);
   }
 }
 

@@ -33,7 +33,7 @@ namespace api_tracer::python {
 // What each thread keeps between hook invocations.
 struct HookThreadState {
   int suspended = 0;                  // > 0: the tracer's own work, record nothing
-  int depth[Recorder::kMaxLevel + 1] = {};  // recorded calls open, per level
+  int depth[kMaxLevel + 1] = {};  // recorded calls open, per level
   // The callable of the innermost recorded setattr-level call, until a mode
   // has seen the first call inside it ("nested directly", for merging).
   PyObject* open_call = nullptr;
@@ -41,11 +41,8 @@ struct HookThreadState {
 };
 HookThreadState& CurrentThread();
 
-struct SessionOptions {
-  RecorderOptions recorder;
-  std::vector<std::string> include;
-  std::vector<std::string> exclude;
-  StackCapture::Format stack_format = StackCapture::Format::kShort;
+// What the session asks the dialect (api_tracer.dialect), as Python callables.
+struct DialectHooks {
   std::vector<std::string> stack_skip_prefixes;
   PyObject* resolve = nullptr;           // callable(func) -> (str | None, direct callable)
   PyObject* classify = nullptr;          // see convert.h
@@ -81,7 +78,7 @@ class Session {
   };
 
   // Fails (Status) when a session is active or the output cannot be opened.
-  static Status Start(const SessionOptions& options);
+  static Status Start(const TraceOptions& options, const DialectHooks& dialect);
   // Fails as Recorder::Close does: writing the files failed, or a call (at any
   // level, the native observer's included) could not be recorded.
   static Status Stop();
@@ -93,7 +90,7 @@ class Session {
   void RemoveObserver();
 
   uint64_t epoch() const { return epoch_; }
-  bool Records(int level) const { return level >= 0 && level <= Recorder::kMaxLevel && levels_[level]; }
+  bool Records(int level) const { return level >= 0 && level <= kMaxLevel && levels_[level]; }
   // Whether calls seen by several levels are merged into one record.
   bool merges() const { return merges_; }
   bool Allows(std::string_view api) const { return filter_.Allows(api); }
@@ -115,14 +112,14 @@ class Session {
   void Record(int level, ApiId api, const CallArgs& args);
 
  private:
-  Session(const SessionOptions& options, std::unique_ptr<Recorder> recorder, uint64_t epoch);
+  Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder, uint64_t epoch);
   ~Session() = default;
   ApiEntry Name(PyObject* func);
   const ApiEntry* ResolveAccessor(PyObject* func, ApiEntry* uncached);
 
   std::unique_ptr<Recorder> recorder_;
   const uint64_t epoch_;
-  bool levels_[Recorder::kMaxLevel + 1] = {};
+  bool levels_[kMaxLevel + 1] = {};
   bool merges_;
   ApiFilter filter_;
   Converter converter_;

@@ -31,37 +31,46 @@ void RaiseIfError(const Status& st) {
 
 namespace {
 
-StackCapture::Format ParseStackFormat(const std::string& s) {
-  if (s == "short") return StackCapture::Format::kShort;
-  if (s == "full") return StackCapture::Format::kFull;
-  if (s == "api") return StackCapture::Format::kApi;
-  throw pybind11::value_error("stack_format must be 'short', 'full' or 'api', not '" + s + "'");
+void Start(const TraceOptions& options, const std::vector<std::string>& stack_skip_prefixes,
+           pybind11::object resolve, pybind11::object classify, pybind11::object tensor_type_name) {
+  DialectHooks dialect{stack_skip_prefixes, resolve.ptr(), classify.ptr(), tensor_type_name.ptr()};
+  RaiseIfError(Session::Start(options, dialect));
 }
 
-void Start(const std::string& output_dir, const std::vector<int>& levels, bool merge, bool record_stack,
-           const std::string& stack_format, bool stream_trace, bool value_ranges, double snapshot_interval,
-           uint64_t trace_limit, bool show_device, bool show_requires_grad,
-           const std::vector<std::string>& include, const std::vector<std::string>& exclude,
-           const std::vector<std::string>& stack_skip_prefixes, pybind11::object resolve,
-           pybind11::object classify, pybind11::object tensor_type_name) {
-  SessionOptions opts;
-  opts.recorder.output_dir = output_dir;
-  opts.recorder.levels = levels;
-  opts.recorder.merge = merge;
-  opts.recorder.record_stack = record_stack;
-  opts.recorder.stream_trace = stream_trace;
-  opts.recorder.value_ranges = value_ranges;
-  opts.recorder.snapshot_interval = snapshot_interval;
-  opts.recorder.trace_limit = trace_limit;
-  opts.recorder.format = {show_device, show_requires_grad};
-  opts.include = include;
-  opts.exclude = exclude;
-  opts.stack_format = ParseStackFormat(stack_format);
-  opts.stack_skip_prefixes = stack_skip_prefixes;
-  opts.resolve = resolve.ptr();
-  opts.classify = classify.ptr();
-  opts.tensor_type_name = tensor_type_name.ptr();
-  RaiseIfError(Session::Start(opts));
+// TraceOptions and its enums, for api_tracer.options: the names Python
+// knows the fields and values by, and (from a default-made one) their
+// defaults.
+void BindOptions(pybind11::module_& m) {
+  pybind11::enum_<StackFormat>(m, "StackFormat")
+      .value("short", StackFormat::kShort)
+      .value("full", StackFormat::kFull)
+      .value("api", StackFormat::kApi);
+  pybind11::enum_<Nesting>(m, "Nesting")
+      .value("outermost", Nesting::kOutermost)
+      .value("all", Nesting::kAll)
+      .value("innermost", Nesting::kInnermost);
+  pybind11::enum_<Level>(m, "Level", pybind11::arithmetic())
+      .value("setattr", kSetattrLevel)
+      .value("torch_function", kTorchFunctionLevel)
+      .value("torch_dispatch", kTorchDispatchLevel)
+      .value("native", kNativeLevel)
+      .value("max", kMaxLevel);
+  pybind11::class_<TraceOptions>(m, "TraceOptions", "The options of a tracing session (core/options.h).")
+      .def(pybind11::init<>())
+      .def_readwrite("output_path", &TraceOptions::output_path)
+      .def_readwrite("levels", &TraceOptions::levels)
+      .def_readwrite("merge_output", &TraceOptions::merge_output)
+      .def_readwrite("record_stack", &TraceOptions::record_stack)
+      .def_readwrite("stack_format", &TraceOptions::stack_format)
+      .def_readwrite("nesting", &TraceOptions::nesting)
+      .def_readwrite("stream_trace", &TraceOptions::stream_trace)
+      .def_readwrite("value_ranges", &TraceOptions::value_ranges)
+      .def_readwrite("show_device", &TraceOptions::show_device)
+      .def_readwrite("show_requires_grad", &TraceOptions::show_requires_grad)
+      .def_readwrite("snapshot_interval", &TraceOptions::snapshot_interval)
+      .def_readwrite("trace_limit", &TraceOptions::trace_limit)
+      .def_readwrite("include_apis", &TraceOptions::include_apis)
+      .def_readwrite("exclude_apis", &TraceOptions::exclude_apis);
 }
 
 Session& ActiveOrRaise() {
@@ -82,13 +91,9 @@ struct Suspended {
 }  // namespace
 
 void InitSessionBindings(pybind11::module_& m) {
-  m.def("start", &Start, pybind11::kw_only(), pybind11::arg("output_dir"), pybind11::arg("levels"),
-        pybind11::arg("merge"), pybind11::arg("record_stack"), pybind11::arg("stack_format"),
-        pybind11::arg("stream_trace"), pybind11::arg("value_ranges"), pybind11::arg("snapshot_interval"),
-        pybind11::arg("trace_limit"), pybind11::arg("show_device"),
-        pybind11::arg("show_requires_grad"), pybind11::arg("include"), pybind11::arg("exclude"),
-        pybind11::arg("stack_skip_prefixes"), pybind11::arg("resolve"), pybind11::arg("classify"),
-        pybind11::arg("tensor_type_name"),
+  BindOptions(m);
+  m.def("start", &Start, pybind11::arg("options"), pybind11::kw_only(), pybind11::arg("stack_skip_prefixes"),
+        pybind11::arg("resolve"), pybind11::arg("classify"), pybind11::arg("tensor_type_name"),
         "Opens the tracing session: creates the output directory and opens its files.");
   m.def("stop", [] { RaiseIfError(Session::Stop()); },
         "Closes the session: flushes the traces and writes the summary files.");
@@ -109,26 +114,13 @@ void InitSessionBindings(pybind11::module_& m) {
       "Records one call of `api` at `level` (for hooks written in Python).");
   m.def(
       "observer_install",
-      [](int level, const std::string& nesting, bool value_ranges) {
+      [](int level) {
         Session& s = ActiveOrRaise();
         if (!s.Records(level)) throw pybind11::value_error("level " + std::to_string(level) + " is not traced");
-        aten::ObserverOptions o;
-        o.level = level;
-        o.value_ranges = value_ranges;
-        o.filter = s.filter();
-        if (nesting == "outermost") {
-          o.nesting = Nesting::kOutermost;
-        } else if (nesting == "all") {
-          o.nesting = Nesting::kAll;
-        } else if (nesting == "innermost") {
-          o.nesting = Nesting::kInnermost;
-        } else {
-          throw pybind11::value_error("nesting must be 'outermost', 'all' or 'innermost', not '" + nesting + "'");
-        }
-        RaiseIfError(aten::InstallObserver(s.recorder(), o));
+        RaiseIfError(aten::InstallObserver(s.recorder(), level));
       },
-      pybind11::arg("level"), pybind11::arg("nesting"), pybind11::arg("value_ranges"),
-      "Installs the native observer (at::RecordFunction) recording into the running session.");
+      pybind11::arg("level"),
+      "Installs the native observer (at::RecordFunction) recording into the running session, with its options.");
   m.def("observer_installed", &aten::ObserverInstalled);
   m.def("module_paths", [](std::vector<std::string> paths) { ModuleContext::Set(std::move(paths)); },
         "Interns the module paths that module_enter(id) names (tag_modules).");

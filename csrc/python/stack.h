@@ -23,7 +23,7 @@ namespace api_tracer::python {
 
 class StackCapture {
  public:
-  enum class Format { kShort, kFull, kApi };
+  using Format = StackFormat;
   static constexpr int kMaxFrames = 32;
 
   StackCapture(Format format, std::vector<std::string> skip_prefixes)

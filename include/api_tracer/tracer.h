@@ -29,32 +29,12 @@
 #pragma once
 
 #include <memory>
-#include <string>
-#include <vector>
+
+#include "api_tracer/options.h"
 
 #define API_TRACER_API __attribute__((visibility("default")))
 
 namespace api_tracer {
-
-// Which operator calls are kept.
-enum class Nesting {
-  kOutermost,  // the calls the program made, not the ops they call (default)
-  kAll,        // every call, each record with its nesting depth
-  kInnermost,  // only the calls that called no other operator
-};
-
-struct Options {
-  std::string output_path = "trace_output";
-  Nesting nesting = Nesting::kOutermost;
-  bool stream_trace = true;         // false: no api_trace.*, only configs and statistics
-  bool value_ranges = false;        // min and max of integer tensor inputs (reads data)
-  bool show_device = false;         // config lines also show devices other than cpu
-  bool show_requires_grad = false;  // config lines also show requires_grad=True
-  double snapshot_interval = 30;    // seconds between snapshots of the summary files (0: at stop only)
-  unsigned long long trace_limit = 1ull << 30;  // bytes of api_trace.* (0: no limit)
-  std::vector<std::string> include_apis;  // glob patterns; empty: every operator
-  std::vector<std::string> exclude_apis;
-};
 
 class API_TRACER_API Tracer {
  public:

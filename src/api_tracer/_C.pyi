@@ -12,9 +12,43 @@ class ApiWrapper:
 
 def torch_function_handler(mode: Any, func: Any, types: Any, args: tuple, kwargs: Optional[dict] = ...) -> Any: ...
 def torch_dispatch_handler(mode: Any, func: Any, types: Any, args: tuple, kwargs: Optional[dict] = ...) -> Any: ...
-def start(*, output_dir: str, levels: List[int], merge: bool, record_stack: bool, stack_format: str,
-          stream_trace: bool, value_ranges: bool, snapshot_interval: float, trace_limit: int, show_device: bool, show_requires_grad: bool, include: List[str],
-          exclude: List[str], stack_skip_prefixes: List[str], resolve: Callable[[Any], Tuple[Optional[str], Any]],
+class StackFormat:
+    short: StackFormat
+    full: StackFormat
+    api: StackFormat
+    __members__: Dict[str, StackFormat]
+
+class Nesting:
+    outermost: Nesting
+    all: Nesting
+    innermost: Nesting
+    __members__: Dict[str, Nesting]
+
+class Level(int):
+    setattr: Level
+    torch_function: Level
+    torch_dispatch: Level
+    native: Level
+    max: Level
+
+class TraceOptions:
+    output_path: str
+    levels: List[int]
+    merge_output: bool
+    record_stack: bool
+    stack_format: StackFormat
+    nesting: Nesting
+    stream_trace: bool
+    value_ranges: bool
+    show_device: bool
+    show_requires_grad: bool
+    snapshot_interval: float
+    trace_limit: int
+    include_apis: List[str]
+    exclude_apis: List[str]
+    def __init__(self) -> None: ...
+
+def start(options: TraceOptions, *, stack_skip_prefixes: List[str], resolve: Callable[[Any], Tuple[Optional[str], Any]],
           classify: Callable[[type], Tuple[str, Any]], tensor_type_name: Callable[[type], str]) -> None: ...
 def stop() -> None: ...
 def trace_limit_note(limit: int, dropped: int) -> str: ...
@@ -33,3 +67,8 @@ def parse_value(text: str) -> Any: ...
 def format_call(api: str, args: tuple, kwargs: dict, *, classify: Callable[[type], Tuple[str, Any]],
                 tensor_type_name: Callable[[type], str], show_device: bool = ...,
                 show_requires_grad: bool = ...) -> str: ...
+
+replay_crash_signals: Tuple[int, ...]
+def replay_crash_note_install(report_fd: int = ...) -> None: ...
+def replay_crash_note_set(notes: Dict[int, Tuple[str, str]]) -> None: ...
+def replay_crash_note_uninstall() -> None: ...

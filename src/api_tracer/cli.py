@@ -3,7 +3,8 @@
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
-    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [-o REPORT.jsonl] [--junit REPORT.xml]
+    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
+                       [-o REPORT.jsonl] [--junit REPORT.xml]
     api-tracer stats DIR
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
@@ -16,47 +17,11 @@ import argparse
 import sys
 from typing import Any, List, Optional, Set, Tuple
 
-from .options import NESTINGS, SNAPSHOT_INTERVAL, STACK_FORMATS, TRACE_LIMIT
+from .options import add_run_flags, byte_count
 
 
 class UsageError(Exception):
     """A bad command line or input: printed, exit code 2."""
-
-
-def _levels(text: str) -> List[int]:
-    try:
-        levels = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"levels must be comma-separated integers, not {text!r}") from None
-    if not levels:
-        raise argparse.ArgumentTypeError("levels: give at least one level")
-    return levels
-
-
-def byte_count(text: str) -> int:
-    """A number of bytes: 1048576, 512K, 64M, 1G, 2T (powers of 1024)."""
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    number, unit = text[:-1], text[-1:].upper()
-    if unit not in units or unit == "":
-        number, unit = text, ""
-    try:
-        value = int(number) * units[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of bytes (e.g. 1048576, 512M, 1G), not {text!r}") \
-            from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a number of bytes is 0 or more, not {text!r}")
-    return value
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), not {text!r}")
-    return value
 
 
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
@@ -73,20 +38,7 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
         if action.nargs != 0:
             run_value_options.update(action.option_strings)
 
-    run_option("--levels", type=_levels, default=[1], help="comma-separated levels (default 1)")
-    run_option("-o", "--output", default="trace_output", help="output directory (default trace_output)")
-    run_option("--merge", action="store_true", help="one file set for all levels")
-    run_option("--stack", choices=STACK_FORMATS, help="record call stacks in this format")
-    run_option("--nesting", choices=NESTINGS, default=NESTINGS[0],
-               help="which operator calls level 3 keeps")
-    run_option("--value-ranges", action="store_true", help="keep integer tensors' value ranges")
-    run_option("--include", action="append", help="API-name pattern to record (repeatable)")
-    run_option("--exclude", action="append", help="API-name pattern not to record (repeatable)")
-    run_option("--snapshot-interval", type=seconds, default=SNAPSHOT_INTERVAL, metavar="SECONDS",
-               help=f"rewrite the summary files this often, so a killed job keeps them (default {SNAPSHOT_INTERVAL:g}; "
-                    "0: at stop only)")
-    run_option("--trace-limit", type=byte_count, default=TRACE_LIMIT, metavar="BYTES",
-               help="the most bytes api_trace.* of a file set take (default 1G; 0: no limit)")
+    add_run_flags(run_option)
     run_option("--follow-children", action="store_true",
                help="trace the processes the program starts too, each into DIR/rank-N or DIR/pid-N")
     run_option("-m", dest="module", help="run a module as a script (like python -m); what follows is its")
@@ -106,6 +58,10 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     replay.add_argument("--junit", help="a JUnit XML report")
     replay.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    replay.add_argument("--max-bytes", type=byte_count, help="skip configs whose tensor arguments need more (8G, 512M, "
+                                                        "...; default half the free memory of --device)")
+    replay.add_argument("--allow-unsafe", action="store_true",
+                        help="call any torch callable a line names, not only what computes (trusted files only)")
 
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")

@@ -269,7 +269,7 @@ class PyTorchDialect(FrameworkDialect):
     def hook_classes(self) -> Dict[int, type]:
         from .hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook
 
-        return {0: SetattrHook, 1: TorchFunctionHook, 2: TorchDispatchHook, 3: NativeHook}
+        return {hook.level: hook for hook in (SetattrHook, TorchFunctionHook, TorchDispatchHook, NativeHook)}
 
     def api_list(self, full: bool = False) -> List[str]:
         name = "torch_api_list_full.yaml" if full else "torch_api_list.yaml"
@@ -288,11 +288,13 @@ class PyTorchDialect(FrameworkDialect):
         # modes) and no compiler internals are mistaken for the program's
         # calls; eager.py says when the stance is set. The previous stance
         # comes back at stop.
-        if not set(levels) & {0, 1, 2}:
+        from . import _C
+
+        python_levels = {_C.Level.setattr, _C.Level.torch_function, _C.Level.torch_dispatch}
+        if not set(levels) & set(map(int, python_levels)):
             return lambda: None
         import torch
 
-        from . import _C
         from .eager import run_compiled_code_eagerly
 
         # torch builds its function -> name table on first use and keeps it;

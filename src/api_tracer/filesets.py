@@ -5,9 +5,27 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-STATISTICS = re.compile(r"^api_statistics(_level_\d+)?\.yaml$")
+import yaml
+
+from . import _C
+
+
+class OutputFile(NamedTuple):
+    stem: str
+    ext: str
+    option: Optional[str]  # the option that asks for the file; None: always written
+    summary: bool  # a summary file (a snapshot), else a trace
+
+    def name(self, suffix: str = "") -> str:
+        return f"{self.stem}{suffix}{self.ext}"
+
+
+# The files of a set by name ("api_trace.txt"), from the C++ recorder's table.
+OUTPUT_FILES: Dict[str, OutputFile] = {f.name(): f for f in map(OutputFile._make, _C.output_files())}
+_STATS = OUTPUT_FILES["api_statistics.yaml"]
+STATISTICS = re.compile(rf"^{re.escape(_STATS.stem)}(_level_\d+)?{re.escape(_STATS.ext)}$")
 
 
 @dataclass(frozen=True)
@@ -15,11 +33,12 @@ class FileSet:
     directory: str
     suffix: str  # "" (merged) or "_level_N"
 
-    def path(self, stem: str, ext: str) -> str:
-        return os.path.join(self.directory, f"{stem}{self.suffix}{ext}")
+    def path(self, name: str) -> str:
+        """The set's file `name` (a name of OUTPUT_FILES, "api_trace.txt")."""
+        return os.path.join(self.directory, OUTPUT_FILES[name].name(self.suffix))
 
-    def has(self, stem: str, ext: str) -> bool:
-        return os.path.isfile(self.path(stem, ext))
+    def has(self, name: str) -> bool:
+        return os.path.isfile(self.path(name))
 
     @property
     def level(self) -> Optional[int]:
@@ -43,28 +62,28 @@ def find_sets(dirs: List[str], exclude: Optional[str] = None) -> List[FileSet]:
 
 
 def read_statistics(s: FileSet) -> List[Tuple[str, int]]:
-    """(api, count) in the file's order."""
+    """(api, count) in the file's order: a YAML mapping of the two totals,
+    then each API to "count (pp.pp%)"."""
+    path = s.path("api_statistics.yaml")
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping, as the tracer writes it")
     counts = []
-    with open(s.path("api_statistics", ".yaml"), encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if lineno <= 3:
-                continue
-            api, _, rest = line.rpartition(": ")
-            if not api:
-                raise ValueError(f"{s.path('api_statistics', '.yaml')}:{lineno}: expected 'api: count (pct%)'")
-            counts.append((api, int(rest.split(" ")[0])))
+    for api, value in list(data.items())[2:]:
+        count = str(value).split(" ")[0]
+        if not count.isdigit():
+            raise ValueError(f"{path}: {api}: expected 'count (pct%)', not {value!r}")
+        counts.append((str(api), int(count)))
     return counts
 
 
 def trace_limit_note(s: FileSet) -> Optional[Tuple[int, int]]:
     """(limit, calls not written) when trace_limit cut the set's trace: its
     last line says so (docs/format.md)."""
-    from . import _C
-
-    if not s.has("api_trace", ".txt"):
+    if not s.has("api_trace.txt"):
         return None
-    with open(s.path("api_trace", ".txt"), "rb") as f:
+    with open(s.path("api_trace.txt"), "rb") as f:
         f.seek(0, os.SEEK_END)
         f.seek(max(0, f.tell() - 256))
         last = f.read().rstrip(b"\n").rpartition(b"\n")[2]

@@ -28,6 +28,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from . import _C
+from .options import TracerOptions
 
 if TYPE_CHECKING:
     from .dialect import FrameworkDialect, PatchTarget
@@ -38,9 +39,9 @@ class TracingHook(abc.ABC):
 
     level: int = -1
 
-    def __init__(self, dialect: "FrameworkDialect", options: Optional[dict] = None) -> None:
+    def __init__(self, dialect: "FrameworkDialect", options: Optional[TracerOptions] = None) -> None:
         self.dialect = dialect
-        self.options = options or {}
+        self.options = options if options is not None else TracerOptions()
         self._patches: List[Tuple[Any, str, bool, Any]] = []
 
     @abc.abstractmethod
@@ -91,16 +92,16 @@ class TracingHook(abc.ABC):
 class SetattrHook(TracingHook):
     """Level 0: the dialect's API list, wrapped by setattr."""
 
-    level = 0
+    level = int(_C.Level.setattr)
 
-    def __init__(self, dialect: "FrameworkDialect", options: Optional[dict] = None) -> None:
+    def __init__(self, dialect: "FrameworkDialect", options: Optional[TracerOptions] = None) -> None:
         super().__init__(dialect, options)
         self.skipped: dict = {}
 
     def install(self) -> None:
-        names = self.options.get("api_list")
+        names = self.options.api_list
         if names is None:
-            names = self.dialect.api_list(full=self.options.get("full_api_list", False))
+            names = self.dialect.api_list(full=self.options.disable_torch_api_list)
         targets, self.skipped = self.dialect.setattr_targets(names)
         try:
             for target in targets:
@@ -173,7 +174,7 @@ class TorchFunctionHook(_ModeHook):
     """Level 1: a TorchFunctionMode (torch functions, Tensor methods,
     torch.nn.functional, factories), on the thread that starts tracing."""
 
-    level = 1
+    level = int(_C.Level.torch_function)
     handler_name = "__torch_function__"
     _c_handler = "torch_function_handler"
 
@@ -191,7 +192,7 @@ class TorchDispatchHook(_ModeHook):
     """Level 2: a TorchDispatchMode (aten operators, forward and backward),
     on the thread that starts tracing."""
 
-    level = 2
+    level = int(_C.Level.torch_dispatch)
     handler_name = "__torch_dispatch__"
     _c_handler = "torch_dispatch_handler"
 
@@ -224,14 +225,13 @@ _mode_classes()
 class NativeHook(TracingHook):
     """Level 3: the native observer (at::RecordFunction): every aten
     operator call on every thread, autograd's included, with no Python in
-    the path. Options: ``nesting`` ("outermost", "all", "innermost") and
-    ``value_ranges``."""
+    the path. The session's options say what it keeps (``nesting``,
+    ``value_ranges``, the API patterns)."""
 
-    level = 3
+    level = int(_C.Level.native)
 
     def install(self) -> None:
-        _C.observer_install(self.level, self.options.get("nesting", "outermost"),
-                            self.options.get("value_ranges", False))
+        _C.observer_install(self.level)
 
     def uninstall(self) -> None:
         _C.observer_remove()

@@ -17,26 +17,25 @@ from . import _C
 from .cli import UsageError
 from .filesets import FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics, trace_limit_note
 
-MAX_STACKS = 3
-
 
 def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
     counts: Dict[str, int] = {}
     order: Dict[str, int] = {}  # first-seen position
     configs = set()
-    traced = all(s.has("api_trace", ".txt") and s.has("api_trace", ".yaml") for s in sets)
+    traced = all(s.has("api_trace.txt") and s.has("api_trace.yaml") for s in sets)
     if traced:
         # The traces one after the other; where trace_limit cut some, one
         # note at the end adds up the calls they did not write.
         notes = [note for note in map(trace_limit_note, sets) if note]
-        with open(os.path.join(out, f"api_trace{suffix}.txt"), "w", encoding="utf-8") as txt, \
-                open(os.path.join(out, f"api_trace{suffix}.yaml"), "w", encoding="utf-8") as yml:
+        merged = FileSet(out, suffix)
+        with open(merged.path("api_trace.txt"), "w", encoding="utf-8") as txt, \
+                open(merged.path("api_trace.yaml"), "w", encoding="utf-8") as yml:
             for s in sets:
-                for line in read_lines(s.path("api_trace", ".txt")):
+                for line in read_lines(s.path("api_trace.txt")):
                     if not line.startswith("#"):
                         order.setdefault(api_of(line), len(order))
                         txt.write(line + "\n")
-                with open(s.path("api_trace", ".yaml"), encoding="utf-8") as f:
+                with open(s.path("api_trace.yaml"), encoding="utf-8") as f:
                     yml.writelines(line for line in f if not line.startswith("#"))
             if notes:
                 note = _C.trace_limit_note(max(limit for limit, _ in notes), sum(n for _, n in notes))
@@ -46,24 +45,24 @@ def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
         for api, n in read_statistics(s):
             counts[api] = counts.get(api, 0) + n
             order.setdefault(api, len(order))
-        configs.update(read_lines(s.path("api_configs", ".yaml")))
+        configs.update(read_lines(s.path("api_configs.yaml")))
     api_counts = sorted(counts.items(), key=lambda kv: order[kv[0]])
 
     stacks = None
-    if any(s.has("api_stacks", ".yaml") for s in sets):
+    if any(s.has("api_stacks.yaml") for s in sets):
         merged: Dict[str, List[List[str]]] = {}
-        for data in _load_each(sets, "api_stacks", {}):
+        for data in _load_each(sets, "api_stacks.yaml", {}):
             for api, entry in data.items():
                 have = merged.setdefault(api, [])
                 for stack in entry.get("3stacks", []):
-                    if stack not in have and len(have) < MAX_STACKS:
+                    if stack not in have and len(have) < _C.MAX_STACKS:
                         have.append(stack)
         stacks = sorted(merged.items())
 
     ranges = None
-    if any(s.has("api_value_ranges", ".yaml") for s in sets):
+    if any(s.has("api_value_ranges.yaml") for s in sets):
         merged_ranges: Dict[str, Dict[str, List[int]]] = {}
-        for data in _load_each(sets, "api_value_ranges", []):
+        for data in _load_each(sets, "api_value_ranges.yaml", []):
             for entry in data:
                 paths = merged_ranges.setdefault(entry["config"], {})
                 for path, (lo, hi) in entry["ranges"].items():
@@ -75,11 +74,11 @@ def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
     return len(api_counts), sum(counts.values())
 
 
-def _load_each(sets: List[FileSet], stem: str, empty: Any) -> Iterator[Any]:
-    """The YAML document of each set's `stem` file, for the sets that have one."""
+def _load_each(sets: List[FileSet], name: str, empty: Any) -> Iterator[Any]:
+    """The YAML document of each set's file `name`, for the sets that have one."""
     for s in sets:
-        if s.has(stem, ".yaml"):
-            with open(s.path(stem, ".yaml"), encoding="utf-8") as f:
+        if s.has(name):
+            with open(s.path(name), encoding="utf-8") as f:
                 yield yaml.safe_load(f) or empty
 
 

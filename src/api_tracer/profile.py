@@ -86,10 +86,10 @@ def _uncompiled(model: Any) -> Any:
     return inner if type(model).__name__ == "OptimizedModule" and inner is not None else model
 
 
-def _op_rows(ops: List[tuple], direction: str) -> List[OpRow]:
-    """OpRows from the core's (name, calls, total_ns, self_ns) tuples."""
-    return [OpRow(name=name, direction=direction, calls=calls, self_cpu_ns=self_ns, cpu_total_ns=total_ns)
-            for name, calls, total_ns, self_ns in ops]
+def _op_rows(ops: List[Any], direction: str) -> List[OpRow]:
+    """OpRows from the core's OpStats."""
+    return [OpRow(name=o.name, direction=direction, calls=o.calls, self_cpu_ns=o.self_ns, cpu_total_ns=o.total_ns)
+            for o in ops]
 
 
 class Profile:
@@ -241,7 +241,7 @@ class Profile:
 
     def _build_rows(self) -> List[Row]:
         data = self._data
-        fwd, bwd = data["forward"], data["backward"]
+        fwd, bwd = data.forward, data.backward
         n = len(self.scope_paths)
         children: Dict[int, List[int]] = {i: [] for i in range(-1, n)}
         for i, p in enumerate(self._tree.parents):
@@ -252,20 +252,20 @@ class Profile:
         rows = []
         for i, path in enumerate(self.scope_paths):
             f, b = fwd[i], bwd[i]
-            row = Row(path=path, depth=len(path) - 1, calls=f["calls"], self_cpu_ns=f["self_ns"],
-                      cpu_total_ns=f["total_ns"], bwd_runs=b["calls"], self_cpu_bwd_ns=b["self_ns"],
-                      cpu_total_bwd_ns=b["total_ns"], shared_with=shared.get(i, []))
-            if row.shared_with and not (f["calls"] or b["calls"]):
+            row = Row(path=path, depth=len(path) - 1, calls=f.calls, self_cpu_ns=f.self_ns,
+                      cpu_total_ns=f.total_ns, bwd_runs=b.calls, self_cpu_bwd_ns=b.self_ns,
+                      cpu_total_bwd_ns=b.total_ns, shared_with=shared.get(i, []))
+            if row.shared_with and not (f.calls or b.calls):
                 row.alias_of = next((s for s in row.shared_with), None)
             if self.profile_memory:
-                row.self_mem, row.mem = f["mem_self"], f["mem_total"]
-                row.self_mem_bwd, row.mem_bwd = b["mem_self"], b["mem_total"]
-                row.self_cuda_mem = f["cuda_mem_self"] + b["cuda_mem_self"]
-                row.cuda_mem = f["cuda_mem_total"] + b["cuda_mem_total"]
+                row.self_mem, row.mem = f.mem_self, f.mem_total
+                row.self_mem_bwd, row.mem_bwd = b.mem_self, b.mem_total
+                row.self_cuda_mem = f.cuda_mem_self + b.cuda_mem_self
+                row.cuda_mem = f.cuda_mem_total + b.cuda_mem_total
             if self.use_cuda:
-                row.self_cuda_ns, row.cuda_total_ns = f["device_self_ns"], f["device_total_ns"]
-                row.self_cuda_bwd_ns, row.cuda_total_bwd_ns = b["device_self_ns"], b["device_total_ns"]
-            row.ops = _op_rows(f["ops"], "forward") + _op_rows(b["ops"], "backward")
+                row.self_cuda_ns, row.cuda_total_ns = f.device_self_ns, f.device_total_ns
+                row.self_cuda_bwd_ns, row.cuda_total_bwd_ns = b.device_self_ns, b.device_total_ns
+            row.ops = _op_rows(f.ops, "forward") + _op_rows(b.ops, "backward")
             rows.append(row)
         self._children = children
         return rows
@@ -278,19 +278,19 @@ class Profile:
     def unattributed_ns(self) -> int:
         """Block time outside every module's forward and attributed backward."""
         self._require_data()
-        return self._data["unattributed_ns"]
+        return self._data.unattributed_ns
 
     @property
     def unattributed_cuda_bwd_ns(self) -> Optional[int]:
         """CUDA time of the node runs no module created (with use_cuda)."""
         self._require_data()
-        return self._data["backward"][len(self.scope_paths)]["device_self_ns"] if self.use_cuda else None
+        return self._data.backward[len(self.scope_paths)].device_self_ns if self.use_cuda else None
 
     @property
     def total_ns(self) -> int:
         """The profiled block's time."""
         self._require_data()
-        return self._data["block_ns"]
+        return self._data.block_ns
 
     def raw(self) -> Dict[str, Any]:
         """The profile as plain data: rows (one per module path, tree order),
@@ -298,8 +298,8 @@ class Profile:
         timeline spans were over timeline_limit."""
         self._require_data()
         n = len(self.scope_paths)
-        unattributed_ops = (_op_rows(self._data["forward"][n]["ops"], "forward") +
-                            _op_rows(self._data["backward"][n]["ops"], "backward"))
+        unattributed_ops = (_op_rows(self._data.forward[n].ops, "forward") +
+                            _op_rows(self._data.backward[n].ops, "backward"))
         return {
             "root": self.root,
             "total_ns": self.total_ns,
@@ -307,7 +307,7 @@ class Profile:
             "unattributed_ops": [asdict(o) for o in unattributed_ops],
             "unattributed_cuda_bwd_ns": self.unattributed_cuda_bwd_ns,
             "timeline_dropped": self._c.dropped_spans,
-            "cuda_frames_untimed": self._data["device_untimed"] if self.use_cuda else None,
+            "cuda_frames_untimed": self._data.device_untimed if self.use_cuda else None,
             "rows": [dict(asdict(r), name=r.name) for r in self.rows],
         }
 
@@ -357,10 +357,11 @@ class Profile:
         spans = self._c.spans()
         t0 = min((s[3] for s in spans), default=0)
         events = []
-        cats = {0: "module", 1: "backward", 2: "operator"}
+        scope_kind, node_kind, op_kind = (int(k) for k in (_C.SpanKind.scope, _C.SpanKind.node, _C.SpanKind.op))
+        cats = {scope_kind: "module", node_kind: "backward", op_kind: "operator"}
         for kind, scope, name, begin, end, thread in spans:
             module = ".".join(self.scope_paths[scope]) if 0 <= scope < len(self.scope_paths) else "unattributed"
-            label = module if kind == 0 else f"{module} [{name}]" if kind == 1 else name
+            label = module if kind == scope_kind else f"{module} [{name}]" if kind == node_kind else name
             events.append({"name": label, "cat": cats[kind], "ph": "X", "ts": (begin - t0) / 1e3,
                            "dur": (end - begin) / 1e3, "pid": 0, "tid": thread,
                            "args": {"module": module}})

@@ -3,28 +3,44 @@
 A line is data: it is parsed by the project's parser (never evaluated), and
 every name in it is resolved by walking from `torch` through objects that
 are torch's own (its modules, its classes, torch.ops' namespaces); a dunder
-is allowed only as a Tensor operator (torch.Tensor.__add__). Anything else
-is reported invalid, with file:line:column, and the other lines still run.
+is allowed only as a Tensor operator (torch.Tensor.__add__). Unless
+allow_unsafe, every name replay calls or hands to the API (the API itself,
+Callable(...) arguments, the constructors it calls, classes passed as
+values) must also pass the policy of replay_policy.py, which allows only
+what computes. Anything else is reported invalid, with file:line:column, as
+is a line that does not parse or is not UTF-8, and the other lines still run.
 
 Arguments are made from their description: tensors of the recorded shape,
 dtype and strides, with random values (integer tensors: zeros, or values
 drawn from the recorded range when api_value_ranges.yaml has one; bool
 tensors: random), module constructor calls built, devices, dtypes, sizes as
-written. Each config is reported "ok", "failed" (the exception), "skipped"
-(why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
+written. Before anything is built, the names pass the policy and the
+tensors' descriptions are checked: sizes of at least 0 (-1, a symbolic size,
+skips the config), and no more bytes in all than max_bytes (by default half
+the memory free on the device). Each config is reported "ok", "failed" (the
+exception; "building ARG: ..." when an argument could not be built),
+"skipped" (why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
+
+In process, a fatal signal still kills the process, but first CrashNote has
+it say which config died and how far the replay got, and append that
+config's line to the report, whose lines are written as results come.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 import types
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from . import _C
 from .config import ConfigSyntaxError, parse_call
 from .filesets import api_of
+from .replay_policy import refusal
 from .values import Call, Symbol, TensorSpec
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
@@ -35,6 +51,8 @@ class Config:
     file: str
     line: int
     text: str
+    error: str = ""  # why the line cannot be read (it is not UTF-8)
+    column: int = 0  # where, when error
 
 
 @dataclass
@@ -62,17 +80,35 @@ class Skip(Exception):
     """A config that cannot be rebuilt (an Opaque argument, say)."""
 
 
+class BuildError(Exception):
+    """An argument whose building raised: the exception, and which argument."""
+
+    def __init__(self, path: str, cause: Exception) -> None:
+        super().__init__(f"building {path}: {_first_line(cause)}")
+        self.cause = cause
+
+
 def read_configs(path: str) -> List[Config]:
-    """The distinct config lines of a file, each with the line it was first on."""
+    """The distinct config lines of a file, each with the line it was first
+    on. A line that is not UTF-8 is kept (as its text with the bad bytes
+    escaped), with the error and the column of its first bad byte."""
     seen = set()
     configs = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, text in enumerate(f, 1):
-            text = text.strip()
-            if not text or text.startswith("#") or text in seen:
-                continue
-            seen.add(text)
-            configs.append(Config(path, lineno, text))
+    with open(path, "rb") as f:
+        data = f.read()
+    for lineno, raw in enumerate(data.splitlines(), 1):  # the line ends text mode knows: \n, \r, \r\n
+        error, column = "", 0
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            text = raw.decode("utf-8", "backslashreplace")
+            error = f"the line is not UTF-8: byte 0x{raw[e.start]:02x} ({e.reason})"
+            column = len(raw[:e.start].decode("utf-8")) + 1
+        text = text.strip()
+        if not text or text.startswith("#") or text in seen:
+            continue
+        seen.add(text)
+        configs.append(Config(path, lineno, text, error, column))
     return configs
 
 
@@ -165,11 +201,87 @@ class Builder:
     """Config values to Python objects."""
 
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, List[int]], generator: Any,
-                 line: str) -> None:
+                 line: str, safe: bool = True) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
+        self.safe = safe  # the replay policy (replay_policy.py) holds
         self.requires_grad = False
 
+    def allowed(self, name: str, obj: Any = None) -> None:
+        """Raises Invalid if the policy refuses `name` (resolved to `obj`)."""
+        why = refusal(name, obj) if self.safe else None
+        if why:
+            raise Invalid(why, self.line.find(name) + 1 or 1)
+
+    def resolve(self, name: str) -> Any:
+        """The callable `name` names, the policy asked before and after
+        resolving (an operator's name must resolve to an operator)."""
+        self.allowed(name)
+        obj = self.r.resolve(name, self.line)
+        self.allowed(name, obj)
+        return obj
+
+    def check_names(self, args: list, kwargs: dict) -> None:
+        """Every name in the arguments that replay calls or hands to the API
+        (constructor calls, Callable(...), classes named as constants) is
+        checked against the policy, and numpy's names are numpy scalar
+        types, before any argument is built."""
+        for _, leaf in _arguments(args, kwargs):
+            if isinstance(leaf, Symbol) and leaf.name not in BUILTIN_TYPES:
+                if isinstance(self.symbol(leaf.name), type):
+                    self.allowed(leaf.name)
+            elif isinstance(leaf, Call) and leaf.name == "Callable":
+                self.resolve(_callable_name(leaf))
+            elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
+                self.numpy_scalar(leaf.name)
+            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
+                self.allowed(leaf.name)
+
+    def numpy_scalar(self, name: str) -> type:
+        """The numpy scalar type `numpy.NAME` names (numpy.float32, ...)."""
+        import numpy as np
+
+        scalar = getattr(np, name[len("numpy."):], None)
+        if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
+            raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
+        return scalar
+
+    def check_tensors(self, args: list, kwargs: dict, max_bytes: Optional[int]) -> None:
+        """The tensors' descriptions, before any is made: a known dtype and
+        sizes of at least 0 (else invalid); -1, the size the tracer writes for
+        a symbolic one, skips the config, as do tensors that need more than
+        max_bytes in all."""
+        specs = [(path, leaf) for path, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)]
+        for path, spec in specs:
+            self.dtype(spec)
+            bad = [d for d in spec.shape if d < -1]
+            if bad:
+                raise Invalid(f"{path}: Tensor({list(spec.shape)}, ...) has the size {bad[0]}: a size is at least 0, "
+                              "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
+        if any(-1 in spec.shape for _, spec in specs):
+            raise Skip("a tensor with a symbolic size")
+        needed = sum(_storage_numel(spec.shape, spec.stride) * self.dtype(spec).itemsize for _, spec in specs)
+        if max_bytes is not None and needed > max_bytes:
+            raise Skip(f"its tensor arguments need {needed} bytes ({_human(needed)}), more than the limit of "
+                       f"{max_bytes} bytes ({_human(max_bytes)}; --max-bytes)")
+
+    def dtype(self, spec: TensorSpec) -> Any:
+        torch = self.r.torch
+        dtype = getattr(torch, spec.dtype, None)
+        if not isinstance(dtype, torch.dtype):
+            raise Invalid(f"unknown dtype {spec.dtype!r}", self.line.find(spec.dtype) + 1 or 1)
+        return dtype
+
     def build(self, v: Any, path: str) -> Any:
+        """The value `v` describes; an exception that building raises comes
+        out as a BuildError naming the argument (Invalid and Skip as they are)."""
+        try:
+            return self._build(v, path)
+        except (Invalid, Skip, BuildError):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported as the config's failure
+            raise BuildError(path, e) from e
+
+    def _build(self, v: Any, path: str) -> Any:
         if isinstance(v, TensorSpec):
             return self.tensor(v, path)
         if isinstance(v, list):
@@ -201,14 +313,10 @@ class Builder:
         torch = self.r.torch
         if spec.layout not in (None, "torch.strided"):
             raise Skip(f"a {spec.layout} tensor argument")
-        dtype = getattr(torch, spec.dtype, None)
-        if not isinstance(dtype, torch.dtype):
-            raise Invalid(f"unknown dtype {spec.dtype!r}", self.line.find(spec.dtype) + 1)
+        dtype = self.dtype(spec)
         shape = list(spec.shape)
-        if any(d < 0 for d in shape):
-            raise Skip("a tensor with a symbolic size")
         stride = list(spec.stride) if spec.stride is not None else _contiguous_strides(shape)
-        numel = 1 + sum((d - 1) * s for d, s in zip(shape, stride)) if all(shape) else 0
+        numel = _storage_numel(shape, stride)
         rng = self.ranges.get(path)
         if dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
@@ -232,7 +340,7 @@ class Builder:
         if name in ("Opaque", "Module"):
             raise Skip(f"argument {name}({', '.join(map(repr, c.args))}) cannot be rebuilt")
         if name == "Callable":
-            return self.r.resolve(c.args[0], self.line)
+            return self.resolve(_callable_name(c))
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
             raise Skip("a symbolic argument")
         args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args)]
@@ -242,17 +350,88 @@ class Builder:
 
             return np.zeros(args[0], dtype=np.dtype(args[1]))
         if name.startswith("numpy."):
-            import numpy as np
-
-            scalar = getattr(np, name[len("numpy."):], None)
-            if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
-                raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
-            return scalar(*args)
-        target = self.r.resolve(name, self.line)
+            return self.numpy_scalar(name)(*args)
+        target = self.resolve(name)
         if self.r.constructible(target):
             value = target(*args, **kwargs)
             return value.to(self.device) if isinstance(value, torch.nn.Module) else value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+
+
+# Calls that stand for a value replay cannot rebuild (it skips the config).
+PLACEHOLDERS = ("Opaque", "Module", "torch.SymInt", "torch.SymFloat", "torch.SymBool")
+
+
+def _leaves(v: Any, path: str) -> Iterator[Tuple[str, Any]]:
+    """The tensors, symbols and calls inside a parsed value (calls' own
+    arguments too), with their paths as Builder.build names them."""
+    if isinstance(v, (TensorSpec, Symbol)):
+        yield path, v
+    elif isinstance(v, (list, tuple)):
+        for i, x in enumerate(v):
+            yield from _leaves(x, f"{path}[{i}]")
+    elif isinstance(v, dict):
+        for i, (k, x) in enumerate(v.items()):
+            yield from _leaves(k, f"{path}.keys[{i}]")
+            yield from _leaves(x, f"{path}[{k!r}]")
+    elif isinstance(v, slice):
+        for x in (v.start, v.stop, v.step):
+            yield from _leaves(x, path)
+    elif isinstance(v, Call):
+        yield path, v
+        for i, x in enumerate(v.args):
+            yield from _leaves(x, f"{path}.args[{i}]")
+        for k, x in v.kwargs.items():
+            yield from _leaves(x, f"{path}.{k}")
+
+
+def _arguments(args: list, kwargs: dict) -> Iterator[Tuple[str, Any]]:
+    """_leaves of a line's arguments."""
+    for i, a in enumerate(args):
+        yield from _leaves(a, f"args[{i}]")
+    for k, v in kwargs.items():
+        yield from _leaves(v, f"kwargs.{k}")
+
+
+def _callable_name(c: Call) -> str:
+    if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], str):
+        raise Invalid("Callable(...) takes one name, as a string", 1)
+    return c.args[0]
+
+
+def _storage_numel(shape: Sequence[int], stride: Optional[Sequence[int]]) -> int:
+    """The elements a tensor of this shape and stride spans (its storage)."""
+    if not all(shape):
+        return 0
+    stride = stride if stride is not None else _contiguous_strides(shape)
+    return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, stride))
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            break
+        n /= 1024
+    else:
+        unit = "PiB"
+    return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
+
+
+def available_bytes(device: str) -> int:
+    """Free memory for the tensors replay makes on `device`: the CPU's
+    MemAvailable (/proc/meminfo, else the free pages sysconf counts), and for
+    a CUDA device the least of that and what torch.cuda.mem_get_info leaves
+    free (tensors are made on the CPU, then moved)."""
+    import torch
+
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            free = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if torch.device(device).type == "cuda":
+        free = min(free, torch.cuda.mem_get_info(torch.device(device))[0])
+    return free
 
 
 def _contiguous_strides(shape: List[int]) -> List[int]:
@@ -267,50 +446,95 @@ def _contiguous_strides(shape: List[int]) -> List[int]:
 NEEDS_GRAD = {"torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
 
 
-def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
-            resolver: Optional[Resolver] = None) -> Tuple[str, Callable, list, dict]:
-    """(api, callable, args, kwargs) of a config; raises Invalid or Skip."""
-    import torch
-
+def parse(config: Config) -> Tuple[str, list, dict]:
+    """(api, args, kwargs) of a config line; raises Invalid."""
+    if config.error:
+        raise Invalid(config.error, config.column)
     try:
-        api, args, kwargs = parse_call(config.text, path=config.file, lineno=config.line)
+        return parse_call(config.text, path=config.file, lineno=config.line)
     except ConfigSyntaxError as e:
         raise Invalid(e.message, e.column) from None
-    resolver = resolver or Resolver()
-    func = resolver.resolve(api, config.text)
+
+
+def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
+          seed: int, resolver: Resolver, allow_unsafe: bool = False,
+          max_bytes: Optional[int] = None) -> Tuple[Callable, list, dict]:
+    """The callable `api` names and the arguments, built; raises Invalid, Skip
+    or BuildError. Every name of the line passes the policy (unless
+    allow_unsafe) and every tensor's description is checked before anything
+    is built. The tensors may need max_bytes in all (None: half of
+    available_bytes(device) now)."""
+    import torch
+
+    b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
+                safe=not allow_unsafe)
+    func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
         raise Skip("a property accessor")
-    gen = torch.Generator().manual_seed(seed)
-    b = Builder(resolver, device, ranges.get(config.text, {}), gen, config.text)
+    if isinstance(func, type) and not resolver.constructible(func):
+        raise Skip(f"{api} is a class this replay does not construct")
+    b.check_names(args, kwargs)
+    b.check_tensors(args, kwargs, max_bytes if max_bytes is not None else available_bytes(device) // 2)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
-    if isinstance(func, type) and not resolver.constructible(func):
-        raise Skip(f"{api} is a class this replay does not construct")
-    return api, func, built_args, built_kwargs
+    return func, built_args, built_kwargs
+
+
+def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
+            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
+            max_bytes: Optional[int] = None) -> Tuple[str, Callable, list, dict]:
+    """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""
+    api, args, kwargs = parse(config)
+    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe,
+                        max_bytes))
+
+
+@contextlib.contextmanager
+def grad_mode_kept() -> Iterator[None]:
+    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
+    itself only: the mode before it comes back."""
+    import torch
+
+    enabled = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(enabled)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else ""
 
 
 def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = None, seed: int = 0,
-               resolver: Optional[Resolver] = None) -> Result:
+               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
+               max_bytes: Optional[int] = None) -> Result:
     result = Result(config.file, config.line, config.text)
     start = time.perf_counter()
     try:
-        result.api, func, args, kwargs = prepare(config, device, ranges or {}, seed, resolver)
-        func(*args, **kwargs)
+        result.api, args, kwargs = parse(config)
+        func, args, kwargs = build(config, result.api, args, kwargs, device, ranges or {}, seed,
+                                   resolver or Resolver(), allow_unsafe, max_bytes)
+        with grad_mode_kept():
+            func(*args, **kwargs)
         result.status = "ok"
     except Invalid as e:
         result.status, result.error, result.message, result.column = "invalid", "Invalid", str(e), e.column
     except Skip as e:
         result.status, result.message = "skipped", str(e)
+    except BuildError as e:
+        result.status, result.error, result.message = "failed", type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
-        result.status, result.error, result.message = "failed", type(e).__name__, str(e).strip().splitlines()[0][:500] if str(e).strip() else ""
+        result.status, result.error, result.message = "failed", type(e).__name__, _first_line(e)
     result.seconds = time.perf_counter() - start
     return result
 
 
 # -- running many -------------------------------------------------------------
 
-def _worker(conn: Any, device: str, ranges: dict, seed: int) -> None:
+def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool, max_bytes: Optional[int]) -> None:
     """Replays the configs sent on `conn`, one at a time, until None."""
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
@@ -320,11 +544,12 @@ def _worker(conn: Any, device: str, ranges: dict, seed: int) -> None:
             return
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
-        conn.send(replay_one(config, device, ranges, seed, resolver))
+        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes))
 
 
 def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, seed: int,
-                 on_result: Callable[[Result], None]) -> List[Result]:
+                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
+                 max_bytes: Optional[int] = None) -> List[Result]:
     """Each config in a worker process (`jobs` of them): a worker that dies
     (a crashing kernel) fails the config it held, and is replaced."""
     import multiprocessing as mp
@@ -337,7 +562,8 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
     def start() -> None:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, device, ranges, seed), daemon=True)
+        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe, max_bytes),
+                        daemon=True)
         p.start()
         child.close()
         workers[parent] = (p, None)
@@ -389,14 +615,56 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
 
 def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
-                   on_result: Callable[[Result], None]) -> List[Result]:
+                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
+                   max_bytes: Optional[int] = None, report_fd: Optional[int] = None) -> List[Result]:
+    """Each config in this process, in turn. A fatal signal (a crashing
+    kernel) kills the process, but first says which config died and how far
+    the replay got, and appends that config's line to the report on
+    `report_fd` (CrashNote)."""
     resolver = Resolver()
     results = []
-    for c in configs:
-        r = replay_one(c, device, ranges, seed, resolver)
-        results.append(r)
-        on_result(r)
+    with CrashNote(report_fd) as note:
+        for c in configs:
+            note.running(c, len(results))
+            r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
+            note.running(None, len(results))
+            results.append(r)
+            on_result(r)
     return results
+
+
+class CrashNote:
+    """While configs run in process: what a fatal signal writes before the
+    process dies by it (csrc/python/crash_note.cc), formatted here for each
+    config, since the signal handler may only call write()."""
+
+    def __init__(self, report_fd: Optional[int]) -> None:
+        self.report_fd = -1 if report_fd is None else report_fd
+        self.newline = "\n" if sys.stderr.isatty() else ""  # ends a progress bar
+
+    def __enter__(self) -> "CrashNote":
+        _C.replay_crash_note_install(self.report_fd)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _C.replay_crash_note_uninstall()
+
+    def running(self, config: Optional[Config], done: int) -> None:
+        """`config` runs now (None: none does), after `done` others."""
+        if config is None:
+            _C.replay_crash_note_set({})
+            return
+        held = (f"the report holds the {done} configs before it" if self.report_fd >= 0
+                else f"{done} configs ran before it")
+        notes = {}
+        for sig in _C.replay_crash_signals:
+            died = f"the process died (signal {sig}, {signal.Signals(sig).name})"
+            message = (f"{self.newline}api-tracer replay: {died} while replaying {config.file}:{config.line}: "
+                       f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
+            line = Result(config.file, config.line, config.text, api=api_of(config.text), status="failed",
+                          error="Crashed", message=died)
+            notes[sig] = (message, json.dumps(asdict(line)) + "\n")
+        _C.replay_crash_note_set(notes)
 
 
 class Progress:
@@ -421,9 +689,11 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def summary(results: List[Result]) -> str:
+def summary(results: List[Result], allow_unsafe: bool = False) -> str:
     counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "skipped", "invalid")}
     lines = [f"{len(results)} configs: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
+    if allow_unsafe:
+        lines.append("  --allow-unsafe: the replay policy was off; any torch callable a line names was called")
     for r in results:
         if r.status in ("failed", "invalid"):
             where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == "invalid" else "")
@@ -437,10 +707,22 @@ def summary(results: List[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_jsonl(results: List[Result], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for r in results:
-            f.write(json.dumps(asdict(r)) + "\n")
+class JsonlReport:
+    """The -o report: one JSON object a line, each written and flushed as its
+    result comes (so a crash loses none of the lines before it)."""
+
+    def __init__(self, path: str) -> None:
+        self.file = open(path, "w", encoding="utf-8")
+
+    def __call__(self, r: Result) -> None:
+        self.file.write(json.dumps(asdict(r)) + "\n")
+        self.file.flush()
+
+    def __enter__(self) -> "JsonlReport":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.file.close()
 
 
 def write_junit(results: List[Result], path: str) -> None:
@@ -470,23 +752,49 @@ def replay_command(args: Any) -> int:
         raise UsageError(f"replay: {args.file}: no such file")
     if args.jobs < 1:
         raise UsageError("replay: --jobs must be at least 1")
-    configs = read_configs(args.file)
-    ranges = read_value_ranges(args.value_ranges or ranges_beside(args.file))
+    try:
+        available_bytes(args.device)
+    except Exception as e:  # noqa: BLE001 - a device torch does not know, or cannot reach
+        raise UsageError(f"replay: --device {args.device}: {_first_line(e)}") from None
+    if args.value_ranges and not os.path.isfile(args.value_ranges):
+        raise UsageError(f"replay: {args.value_ranges}: no such file")
+    try:
+        configs = read_configs(args.file)
+    except OSError as e:
+        raise UsageError(f"replay: {args.file}: {e.strerror}") from None
+    ranges_path = args.value_ranges or ranges_beside(args.file)
+    try:
+        ranges = read_value_ranges(ranges_path)
+    except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
+        raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
+    try:
+        report = JsonlReport(args.report) if args.report else None
+    except OSError as e:
+        raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
     progress = Progress(len(configs))
-    if args.isolate or args.jobs > 1:
-        results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, progress)
-    else:
-        results = run_in_process(configs, args.device, ranges, args.seed, progress)
+
+    def on_result(r: Result) -> None:
+        progress(r)
+        if report:
+            report(r)
+
+    with report or contextlib.nullcontext():
+        if args.isolate or args.jobs > 1:
+            results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, on_result,
+                                   allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
+        else:
+            results = run_in_process(configs, args.device, ranges, args.seed, on_result,
+                                     allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes,
+                                     report_fd=report.file.fileno() if report else None)
     progress.finish()
-    print(summary(results), end="")
-    if args.report:
-        write_jsonl(results, args.report)
+    print(summary(results, args.allow_unsafe), end="")
     if args.junit:
         write_junit(results, args.junit)
     return 1 if any(r.status in ("failed", "invalid") for r in results) else 0
 
 
-def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int = 0) -> List[Tuple[Config, str]]:
+def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int = 0,
+              allow_unsafe: bool = False) -> List[Tuple[Config, str]]:
     """Replays each config while tracing `level`, recording only its API; for
     each, what went wrong ("" when the traced line is the config itself)."""
     import tempfile
@@ -497,14 +805,14 @@ def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int 
     problems = []
     for config in configs:
         try:
-            api, func, args, kwargs = prepare(config, device, {}, seed, resolver)
-        except (Invalid, Skip) as e:
-            problems.append((config, f"not replayed: {e}"))
+            api, func, args, kwargs = prepare(config, device, {}, seed, resolver, allow_unsafe=allow_unsafe)
+        except Exception as e:  # noqa: BLE001 - Invalid, Skip, BuildError, or the parser's own failure
+            problems.append((config, f"not replayed: {type(e).__name__}: {e}"))
             continue
         with tempfile.TemporaryDirectory() as out:
             tracer = APITracer(output_path=out, levels=level, merge_output=True, include_apis=[api], api_list=[api]
                                if level == 0 else None)
-            with tracer:
+            with grad_mode_kept(), tracer:
                 try:
                     # resolved again now: level 0 has put its wrapper there
                     resolver.resolve(api, config.text)(*args, **kwargs)

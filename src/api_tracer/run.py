@@ -18,16 +18,10 @@ import types
 from typing import Any, Callable, Dict, Optional
 
 from .cli import UsageError
+from .options import from_run_flags
 from .signals import write_files_when_terminated
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def tracer_options(args: Any) -> Dict[str, Any]:
-    return dict(levels=args.levels, output_path=args.output, merge_output=args.merge,
-                record_stack=args.stack is not None, stack_format=args.stack or "short", nesting=args.nesting,
-                value_ranges=args.value_ranges, include_apis=args.include, exclude_apis=args.exclude,
-                snapshot_interval=args.snapshot_interval, trace_limit=args.trace_limit)
 
 
 def _program(args: Any) -> Callable[[], Any]:
@@ -75,9 +69,9 @@ def _program_traceback(tb: Optional[types.TracebackType]) -> Optional[types.Trac
 def run_program(args: Any) -> int:
     from .tracer import APITracer
 
-    options = tracer_options(args)
     program = _program(args)
     try:
+        options = from_run_flags(args).asdict()
         tracer = APITracer(**options)
     except ValueError as e:
         raise UsageError(f"run: {e}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+from . import _C
 from .cli import UsageError
 from .filesets import api_of, find_sets, read_lines, read_statistics, trace_limit_note
 from .text_table import format_table
@@ -26,7 +27,7 @@ def stats_table(directory: str, top: int = 20) -> str:
         total = sum(n for _, n in counts)
         if s.level is not None:
             per_level[s.level] += total
-        configs = Counter(api_of(line) for line in read_lines(s.path("api_configs", ".yaml")))
+        configs = Counter(api_of(line) for line in read_lines(s.path("api_configs.yaml")))
         name = os.path.relpath(s.directory, directory)
         title = f"{name}{' level ' + str(s.level) if s.level is not None else ''}"
         out.append(f"== {title}: {len(counts)} APIs, {total} calls, {sum(configs.values())} configs\n")
@@ -36,12 +37,8 @@ def stats_table(directory: str, top: int = 20) -> str:
         if note:
             out.append(f"trace_limit ({note[0]} bytes) reached: {note[1]} calls are counted here but not in "
                        f"api_trace{s.suffix}.*\n")
-        if s.level is None and s.has("api_trace", ".yaml"):
-            levels = Counter()
-            with open(s.path("api_trace", ".yaml"), encoding="utf-8") as f:
-                for line in f:
-                    if line.startswith("  level: "):
-                        levels[int(line[len("  level: "):])] += 1
+        if s.level is None and s.has("api_trace.yaml"):
+            levels = Counter(_C.count_trace_levels(s.path("api_trace.yaml")))
             if levels:
                 out.append(_level_table(levels))
         out.append("\n")

@@ -12,6 +12,7 @@ tracer runs at a time in a process.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import multiprocessing.util as _mp_util
 import os
 import threading
@@ -19,9 +20,10 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 
 from . import _C
 from .dialect import FrameworkDialect, PyTorchDialect
+from .filesets import OUTPUT_FILES
 from .hooks import TracingHook
 from .module_tree import ModuleHooks, ModuleTree
-from .options import NESTINGS, SNAPSHOT_INTERVAL, STACK_FORMATS, TRACE_LIMIT
+from .options import TracerOptions, fields, spec
 
 
 _DIALECTS = {"torch": PyTorchDialect}
@@ -29,95 +31,24 @@ _lock = threading.Lock()
 _running: Optional["APITracer"] = None
 
 
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, not {value!r}")
-    return value
-
-
-def _check_amount(name: str, value: Any, kind: type, unit: str) -> Any:
-    """A finite amount of `unit`, 0 or more, as `kind` (int or float)."""
-    accepted = (int, float) if kind is float else int
-    if isinstance(value, bool) or not isinstance(value, accepted) or not 0 <= value < 2 ** 63:
-        raise ValueError(f"{name} must be a number of {unit} (0 or more), not {value!r}")
-    return kind(value)
-
-
-def _check_patterns(name: str, value: Any, default: List[str]) -> List[str]:
-    if value is None:
-        return list(default)
-    if isinstance(value, str) or not all(isinstance(p, str) for p in value):
-        raise ValueError(f"{name} must be a list of API-name patterns (strings), not {value!r}")
-    return list(value)
-
-
 class APITracer:
     """Records the API calls a program makes, at one or more levels.
 
-    Parameters
-    ----------
+    ``APITracer(dialect="torch", output_path="trace_output", levels=0,
+    merge_output=False, record_stack=False, stack_format="short",
+    disable_torch_api_list=False, *, ..., tag_modules=None)``
+
     dialect: "torch", or a FrameworkDialect instance.
-    output_path: the directory the files go to (created if needed).
-    levels: a level or a list of them: 0 SetattrHook, 1 TorchFunctionHook,
-        2 TorchDispatchHook, 3 NativeHook (what the dialect offers), or
-        TracingHook subclasses of your own.
-    merge_output: one file set for all levels (a call several levels saw is
-        one record), or one set per level with the suffix ``_level_N``.
-    record_stack: also write api_stacks.yaml (up to 3 stacks per API).
-    stack_format: "short" (file.py:12 in func), "full" (traceback style) or
-        "api" (module.function).
-    disable_torch_api_list: level 0 wraps everything a full scan of torch
-        found (api_list/torch_api_list_full.yaml) instead of the public API
-        list (api_list/torch_api_list.yaml).
-    include_apis, exclude_apis: API-name glob patterns; a call is recorded
-        when its API matches an include pattern (default: all) and no exclude
-        pattern (default: the dialect's, property accessors for torch).
-    api_list: level 0 wraps these API names instead of a list file.
-    show_device, show_requires_grad: write these tensor fields in config
-        lines too (YAML records always carry them).
-    stream_trace: write api_trace.yaml/.txt (off: only configs, APIs and
-        statistics, for very long runs).
-    nesting: which operator calls level 3 keeps: "outermost" (the calls the
-        program made), "all" (each with its nesting depth) or "innermost"
-        (calls that called no other operator).
-    value_ranges: also keep the smallest and largest value of each integer
-        or bool tensor argument, per config (api_value_ranges.yaml). Reads
-        tensor data; off by default.
-    snapshot_interval: seconds between snapshots of the summary files
-        (api_apis.txt, api_configs.yaml, api_statistics.yaml, and the
-        stacks and value ranges), each rewritten whole and atomically, so
-        that a process killed by a signal keeps them as of the last one
-        (0: only at start and stop).
-    trace_limit: the most bytes api_trace.yaml and api_trace.txt of a file
-        set take together; past it they end with a line saying how many
-        calls were not written (the summaries still count them). 0: no limit.
     tag_modules: an nn.Module: each record made while one of its modules
         runs carries the module's path ("module: Net.features.0" in
         api_trace.yaml), so configs can be told apart by layer.
+    The other parameters are the options of ``TracerOptions`` (options.py),
+    checked there; a bad value raises ValueError naming it:
+
     """
 
-    def __init__(
-        self,
-        dialect: Union[str, FrameworkDialect] = "torch",
-        output_path: Union[str, os.PathLike] = "trace_output",
-        levels: Union[int, type, Sequence[Union[int, type]]] = 0,
-        merge_output: bool = False,
-        record_stack: bool = False,
-        stack_format: str = "short",
-        disable_torch_api_list: bool = False,
-        *,
-        include_apis: Optional[Iterable[str]] = None,
-        exclude_apis: Optional[Iterable[str]] = None,
-        api_list: Optional[Iterable[str]] = None,
-        show_device: bool = False,
-        show_requires_grad: bool = False,
-        stream_trace: bool = True,
-        nesting: str = "outermost",
-        value_ranges: bool = False,
-        snapshot_interval: float = SNAPSHOT_INTERVAL,
-        trace_limit: int = TRACE_LIMIT,
-        tag_modules: Any = None,
-    ) -> None:
+    def __init__(self, dialect: Union[str, FrameworkDialect] = "torch", *args: Any, tag_modules: Any = None,
+                 **kwargs: Any) -> None:
         if isinstance(dialect, FrameworkDialect):
             self.dialect = dialect
         elif isinstance(dialect, str) and dialect in _DIALECTS:
@@ -126,31 +57,9 @@ class APITracer:
             raise ValueError(
                 f"dialect must be one of {sorted(_DIALECTS)} or a FrameworkDialect instance, not {dialect!r}"
             )
-        if not isinstance(output_path, (str, os.PathLike)) or not os.fspath(output_path):
-            raise ValueError(f"output_path must be a non-empty path, not {output_path!r}")
-        if "\0" in os.fsdecode(output_path):
-            raise ValueError(f"output_path must not contain a NUL character: {output_path!r}")
-        self.output_path = os.fspath(output_path)
-        self.hook_classes = self._check_levels(levels)
+        self.options = TracerOptions(*args, **kwargs)
+        self.hook_classes = self._check_levels(self.options.levels)
         self.levels = sorted(self.hook_classes)
-        self.merge_output = _check_bool("merge_output", merge_output)
-        self.record_stack = _check_bool("record_stack", record_stack)
-        if stack_format not in STACK_FORMATS:
-            raise ValueError(f"stack_format must be one of {list(STACK_FORMATS)}, not {stack_format!r}")
-        self.stack_format = stack_format
-        self.disable_torch_api_list = _check_bool("disable_torch_api_list", disable_torch_api_list)
-        self.include_apis = _check_patterns("include_apis", include_apis, [])
-        self.exclude_apis = _check_patterns("exclude_apis", exclude_apis, self.dialect.default_exclude())
-        self.api_list = None if api_list is None else _check_patterns("api_list", api_list, [])
-        self.show_device = _check_bool("show_device", show_device)
-        self.show_requires_grad = _check_bool("show_requires_grad", show_requires_grad)
-        self.stream_trace = _check_bool("stream_trace", stream_trace)
-        if nesting not in NESTINGS:
-            raise ValueError(f"nesting must be one of {list(NESTINGS)}, not {nesting!r}")
-        self.nesting = nesting
-        self.value_ranges = _check_bool("value_ranges", value_ranges)
-        self.snapshot_interval = _check_amount("snapshot_interval", snapshot_interval, float, "seconds")
-        self.trace_limit = _check_amount("trace_limit", trace_limit, int, "bytes")
         if tag_modules is not None:
             import torch
 
@@ -161,18 +70,18 @@ class APITracer:
         self._hooks: List[TracingHook] = []
         self._undo_start: Optional[Callable[[], None]] = None
 
-    def _check_levels(self, levels: Any) -> Dict[int, type]:
+    def _check_levels(self, items: tuple) -> Dict[int, type]:
         offered = self.dialect.hook_classes()
         allowed = ", ".join(f"{n} ({cls.__name__})" for n, cls in sorted(offered.items()))
-        items = list(levels) if isinstance(levels, (list, tuple)) else [levels]
         if not items:
             raise ValueError(f"levels must name at least one level; allowed: {allowed}, or a TracingHook subclass")
         chosen: Dict[int, type] = {}
         for item in items:
             if isinstance(item, type) and issubclass(item, TracingHook):
                 number, cls = item.level, item
-                if not isinstance(number, int) or not 0 <= number <= 63:
-                    raise ValueError(f"levels: {cls.__name__}.level must be an int in 0..63, not {number!r}")
+                if not isinstance(number, int) or not 0 <= number <= _C.Level.max:
+                    raise ValueError(f"levels: {cls.__name__}.level must be an int in 0..{int(_C.Level.max)}, "
+                                     f"not {number!r}")
             elif isinstance(item, int) and not isinstance(item, bool) and item in offered:
                 number, cls = item, offered[item]
             else:
@@ -199,32 +108,18 @@ class APITracer:
             if _running is not None:
                 raise RuntimeError("an APITracer is already running in this process; stop it first")
             _C.start(
-                output_dir=self.output_path,
-                levels=self.levels,
-                merge=self.merge_output,
-                record_stack=self.record_stack,
-                stack_format=self.stack_format,
-                stream_trace=self.stream_trace,
-                value_ranges=self.value_ranges,
-                snapshot_interval=self.snapshot_interval,
-                trace_limit=self.trace_limit,
-                show_device=self.show_device,
-                show_requires_grad=self.show_requires_grad,
-                include=self.include_apis,
-                exclude=self.exclude_apis,
+                self.options.to_native(self.levels, self.dialect.default_exclude()),
                 stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
                 resolve=self._resolve,
                 classify=self.dialect.classify,
                 tensor_type_name=self.dialect.tensor_type_name,
             )
             _running = self
-            options = {"full_api_list": self.disable_torch_api_list, "api_list": self.api_list,
-                       "nesting": self.nesting, "value_ranges": self.value_ranges}
             try:
                 self._undo_start = self.dialect.on_start(self.levels)
                 with _C.suspended():
                     for level in self.levels:
-                        hook = self.hook_classes[level](self.dialect, options)
+                        hook = self.hook_classes[level](self.dialect, self.options)
                         hook.install()
                         self._hooks.append(hook)
                     if self.tag_modules is not None:
@@ -300,20 +195,32 @@ class APITracer:
     def files(self) -> Dict[str, str]:
         """The files this tracer writes, by kind ("api_trace.txt", ...), per
         level suffix when output is not merged."""
-        stems = ["api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml", "api_statistics.yaml"]
-        if self.record_stack:
-            stems.append("api_stacks.yaml")
-        if self.value_ranges:
-            stems.append("api_value_ranges.yaml")
-        if not self.stream_trace:
-            stems = stems[2:]
-        suffixes = [""] if self.merge_output else [f"_level_{n}" for n in self.levels]
+        suffixes = [""] if self.options.merge_output else [f"_level_{n}" for n in self.levels]
         out = {}
         for suffix in suffixes:
-            for stem in stems:
-                base, ext = os.path.splitext(stem)
-                out[base + suffix + ext] = os.path.join(self.output_path, base + suffix + ext)
+            for f in OUTPUT_FILES.values():
+                if f.option is None or getattr(self.options, f.option):
+                    out[f.name(suffix)] = os.path.join(self.options.output_path, f.name(suffix))
         return out
+
+
+def _document_options() -> None:
+    """help(APITracer) shows every option, its default and what it does,
+    from TracerOptions, and the signature they make."""
+    import inspect
+
+    lines = []
+    for f in fields():
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        lines.append(f"    {f.name} = {default!r}: {spec(f).help}")
+    APITracer.__doc__ = (APITracer.__doc__ or "") + "\n".join(lines) + "\n"
+    init = inspect.signature(APITracer.__init__)
+    params = [init.parameters["self"], init.parameters["dialect"], *inspect.signature(TracerOptions).parameters.values(),
+              init.parameters["tag_modules"]]
+    APITracer.__init__.__signature__ = init.replace(parameters=params)  # type: ignore[attr-defined]
+
+
+_document_options()
 
 
 def _after_fork_in_child() -> None:

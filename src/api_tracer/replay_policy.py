@@ -1,0 +1,141 @@
+"""What `api-tracer replay` calls from a config file it cannot trust: one
+reviewed policy (docs/cli.md, "What replay calls").
+
+Config files travel between teams, so by default replay calls only what
+computes. The policy is an allow-list:
+
+- the named APIs of the tracer's own API list (``PyTorchDialect().api_list()``,
+  api_list/torch_api_list.yaml: torch's tensor functions, Tensor methods and
+  operators, torch.nn.functional, linalg, fft, special, nn.init, autograd,
+  nn modules and their forward, optimizers with step and zero_grad);
+- the names level 1 records, which torch.overrides gives the functions it
+  dispatches (``torch.functional.einsum``, ``torch.Tensor.shape.__get__``, ...);
+- the values replay itself constructs (``torch.device``, ``torch.Size``,
+  ``torch.Generator``), and ``torch._C._set_grad_enabled``, whose change
+  replay undoes after each config (it restores grad mode);
+- operators (``torch.ops.NS.op`` and its overloads) of the namespaces that
+  compute on tensors (OPERATOR_NAMESPACES): aten, prims, quantized, ...;
+  not c10d, _c10d_functional, profiler, debugprims (it loads files), ...;
+
+less DENIED: the families of the lists above that must not run from an
+untrusted file, each with its reason. Everything else is refused, whatever
+torch holds under the name (torch._C.*, torch.utils.*, torch.ops.load_library,
+torch.classes.*, ...). The check is by name, before any argument is built;
+names inside arguments are held to it too: a ``Callable("...")`` (which the
+API may call: Tensor.apply_ does), every ``name(...)`` value (the
+constructor calls replay makes: nn modules, optimizers) and classes passed
+as values.
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+from typing import Any, Dict, FrozenSet, Optional, Tuple
+
+# Operator namespaces whose operators compute on tensors.
+OPERATOR_NAMESPACES = ("aten", "prims", "rngprims", "quantized", "_quantized", "quantized_decomposed",
+                       "quantization", "sparse", "mkldnn", "mkldnn_prepacked", "mkl", "onednn")
+
+# Classes replay constructs to rebuild argument values.
+VALUE_CONSTRUCTORS = ("torch.device", "torch.Size", "torch.Generator")
+
+# Calls that change state replay restores after each config.
+SCOPED_STATE = ("torch._C._set_grad_enabled",)
+
+# What the lists above hold but replay must not call, by family: reason ->
+# patterns (fnmatch; a pattern also covers the names below it, as an
+# operator's overloads or a class's methods).
+DENIED: Dict[str, Tuple[str, ...]] = {
+    "reads or writes files (torch.load unpickles: it can run code)": (
+        "torch.save", "torch.load", "torch.from_file", "torch.ops.aten.save", "torch.ops.aten.from_file"),
+    "compiles or loads TorchScript": (
+        "torch.import_ir_module", "torch.import_ir_module_from_buffer", "torch.parse_ir", "torch.parse_schema",
+        "torch.parse_type_comment", "torch.merge_type_from_type_comment"),
+    "creates shared memory (files in /dev/shm; may start torch_shm_manager)": ("torch.Tensor.share_memory_",),
+    "starts work on torch's inter-op thread pool that outlives the config": (
+        "torch.fork", "torch.wait", "torch.ops.aten.wait"),
+    "changes process-wide state: thread pools": (
+        "torch.set_num_threads", "torch.set_num_interop_threads", "torch.init_num_threads"),
+    "changes process-wide state: default dtype, device or tensor type": (
+        "torch.set_default_dtype", "torch.set_default_device", "torch.set_default_tensor_type"),
+    "changes process-wide state: numerics, determinism, anomaly and warning flags": (
+        "torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode",
+        "torch.set_float32_matmul_precision", "torch.set_flush_denormal", "torch.set_anomaly_enabled",
+        "torch.set_warn_always"),
+    "changes process-wide state: print options": ("torch.set_printoptions",),
+    "changes process-wide state: autocast": (
+        "torch.autocast", "torch.set_autocast_*", "torch.autocast_increment_nesting",
+        "torch.autocast_decrement_nesting", "torch.clear_autocast_cache"),
+    "changes process-wide state: caches and process set-up": (
+        "torch.ops.aten._cufft_set_plan_cache_max_size", "torch.ops.aten._cufft_clear_plan_cache",
+        "torch.prepare_multiprocessing_environment", "torch.profiler_allow_cudagraph_cupti_lazy_reinit_cuda12"),
+    "talks to other processes (process groups, RPC, distributed autograd)": (
+        "torch.nn.SyncBatchNorm", "torch.ops.aten.to_here", "torch.ops.aten.local_value", "torch.ops.aten.owner",
+        "torch.ops.aten.owner_name", "torch.ops.aten.confirmed_by_owner", "torch.ops.aten.is_owner",
+        "torch.ops.aten.dist_backward"),
+}
+
+
+def denied(name: str) -> Optional[str]:
+    """The reason DENIED gives for `name`, if it does."""
+    for reason, patterns in DENIED.items():
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(name, pattern) or name.startswith(pattern + "."):
+                return reason
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def named_apis() -> FrozenSet[str]:
+    """The allow-list's named APIs (operators aside)."""
+    from torch.overrides import get_overridable_functions, resolve_name
+
+    from .dialect import PyTorchDialect
+
+    names = set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE)
+    for functions in get_overridable_functions().values():
+        names.update(filter(None, map(resolve_name, functions)))
+    return frozenset(n for n in names if not denied(n))
+
+
+def _operator_refusal(name: str, obj: Any) -> Optional[str]:
+    parts = name.split(".")
+    if len(parts) >= 3 and parts[2] in ("load_library", "import_module"):
+        return "it loads code or a shared library"
+    if len(parts) not in (4, 5):
+        return "it is not an operator (torch.ops.NAMESPACE.OP[.OVERLOAD])"
+    if parts[2] not in OPERATOR_NAMESPACES:
+        return f"it is an operator of {parts[2]}, not of a computing namespace ({', '.join(OPERATOR_NAMESPACES)})"
+    import torch
+
+    if obj is not None and not isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return "it is not an operator"
+    return None
+
+
+def refusal(name: str, obj: Any = None) -> Optional[str]:
+    """Why replay may not call `name` from an untrusted file; None if it may.
+    `obj`, when given, is what the name resolved to (an operator's name must
+    resolve to an operator)."""
+    why = denied(name)
+    if why:
+        why = f"it {why}"
+    elif name.startswith("torch.ops."):
+        why = _operator_refusal(name, obj)
+    elif name not in named_apis():
+        why = "it is not in replay's allow-list of computing APIs"
+    return f"{name} is refused: {why} (--allow-unsafe lifts the policy)" if why else None
+
+
+def allow_list() -> FrozenSet[str]:
+    """The whole allow-list as names: the named APIs and every operator
+    (packet and overload) this torch has registered in OPERATOR_NAMESPACES."""
+    import torch
+
+    operators = set()
+    for schema in torch._C._jit_get_all_schemas():
+        namespace, _, op = schema.name.partition("::")
+        if namespace in OPERATOR_NAMESPACES:
+            packet = f"torch.ops.{namespace}.{op}"
+            operators.update((packet, f"{packet}.{schema.overload_name or 'default'}"))
+    return named_apis() | frozenset(n for n in operators if not denied(n))
