@@ -41,6 +41,20 @@ class RecorderTest : public ::testing::Test {
     ASSERT_NE(rec->Record(w, {.level = level}), nullptr);
   }
 
+  // Options of one merged set in dir_.
+  TraceOptions Merged() const {
+    TraceOptions opts;
+    opts.output_path = dir_.string();
+    opts.merge_output = true;
+    return opts;
+  }
+  std::unique_ptr<Recorder> Open(const TraceOptions& opts) {
+    std::unique_ptr<Recorder> rec;
+    Status st = Recorder::Open(opts, &rec);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return rec;
+  }
+
   fs::path dir_;
 };
 
@@ -92,8 +106,8 @@ TEST_F(RecorderTest, CloseReturnsTheFirstCallThatCouldNotBeRecorded) {
   TraceOptions opts;
   opts.output_path = dir_.string();
   opts.levels = {1, 3};
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 3, "torch.ops.aten.add.Tensor", 1);
   KeyWriter unrecorded_level;
   unrecorded_level.BeginCall(rec->apis().Intern("torch.add"), 0);
@@ -115,11 +129,8 @@ TEST_F(RecorderTest, CloseReturnsTheFirstCallThatCouldNotBeRecorded) {
 TEST_F(RecorderTest, AWriteErrorAtCloseComesBeforeACallThatCouldNotBeRecorded) {
   fs::create_directories(dir_);
   fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(Merged());
+  ASSERT_TRUE(rec);
   KeyWriter corrupt;
   corrupt.BeginCall(rec->apis().Intern("torch.mul"), 1);
   EXPECT_EQ(rec->Record(corrupt, {.level = 0}), nullptr);
@@ -140,12 +151,10 @@ TEST_F(RecorderTest, UnwritableOutputFailsAtOpen) {
 }
 
 TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
+  TraceOptions opts = Merged();
   opts.stream_trace = false;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 0, "torch.add", 1);
   ASSERT_TRUE(rec->Close().ok());
   EXPECT_FALSE(fs::exists(dir_ / "api_trace.txt"));
@@ -153,12 +162,10 @@ TEST_F(RecorderTest, StreamingOffWritesNoTrace) {
 }
 
 TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
+  TraceOptions opts = Merged();
   opts.snapshot_interval = 0.02;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   // The first snapshot is taken at Open: the files are whole from the start.
   EXPECT_EQ(Slurp(dir_ / "api_statistics.yaml"), "Total APIs: 0\nTotal API calls: 0\n\n");
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
@@ -177,12 +184,10 @@ TEST_F(RecorderTest, SummariesAreSnapshotsWrittenWhileTracing) {
 }
 
 TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
+  TraceOptions opts = Merged();
   opts.snapshot_interval = 0;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 0, "torch.add", 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(Slurp(dir_ / "api_configs.yaml"), "");
@@ -193,11 +198,9 @@ TEST_F(RecorderTest, WithoutAnIntervalTheSummariesAreWrittenAtOpenAndClose) {
 TEST_F(RecorderTest, AFullDiskNamesTheFileAndKeepsTheSummaries) {
   fs::create_directories(dir_);
   fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
-  TraceOptions opts;
-  opts.output_path = dir_.string();
-  opts.merge_output = true;
-  std::unique_ptr<Recorder> rec;
-  ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
+  TraceOptions opts = Merged();
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
   Record(rec.get(), 0, "torch.add", 1);
   Status st = rec->Close();
   EXPECT_EQ(st.code(), Status::Code::kIOError);

@@ -17,11 +17,8 @@ import argparse
 import sys
 from typing import Any, List, Optional, Set, Tuple
 
+from .errors import UsageError
 from .options import add_run_flags, byte_count
-
-
-class UsageError(Exception):
-    """A bad command line or input: printed, exit code 2."""
 
 
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:

@@ -15,10 +15,10 @@ import inspect
 import os
 import sys
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from .hooks import NativeHook, PatchTarget, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from .values import Call, Symbol
 
 # What classify() answers, as the converter (csrc/python/convert.h) reads it.
@@ -58,17 +58,6 @@ def public_name(obj: Any) -> str:
             if mod is not None and getattr(mod, qualname, None) is obj:
                 return f"{prefix}.{qualname}"
     return f"{module}.{qualname}"
-
-
-@dataclass
-class PatchTarget:
-    """One attribute level 0 replaces: ``owner.attr``, recorded as ``api``."""
-
-    api: str
-    owner: Any
-    attr: str
-    kind: str  # "function", "method", "staticmethod", "classmethod", "property", "constructor"
-    raw: Any  # what owner.__dict__ (or the MRO) holds: the thing replaced
 
 
 class FrameworkDialect:
@@ -267,8 +256,6 @@ class PyTorchDialect(FrameworkDialect):
                                       "torch.compiler.", "torch.overrides.", "torch.utils._")
 
     def hook_classes(self) -> Dict[int, type]:
-        from .hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook
-
         return {hook.level: hook for hook in (SetattrHook, TorchFunctionHook, TorchDispatchHook, NativeHook)}
 
     def api_list(self, full: bool = False) -> List[str]:

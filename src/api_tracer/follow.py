@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 ENV_OPTIONS = "API_TRACER_CHILD_OPTIONS"
 ENV_PARENT_RANK = "API_TRACER_PARENT_RANK"
@@ -37,11 +37,11 @@ def follow_children(options: Dict[str, Any]) -> None:
     os.environ["PYTHONPATH"] = CHILD_DIR + (os.pathsep + path if path else "")
 
 
-def start_tracer() -> None:
+def start_tracer(tracer_class: Callable[..., Any]) -> None:
     """Starts this child's own tracer, into its own set under the parent's
-    output path."""
+    output path. tracer_class is APITracer, passed in by the caller: tracer.py
+    calls this in a forked child, so this module does not import it."""
     from .signals import write_files_when_terminated
-    from .tracer import APITracer
 
     options = json.loads(os.environ[ENV_OPTIONS])
     rank = os.environ.get("RANK", "")
@@ -49,7 +49,7 @@ def start_tracer() -> None:
     name = f"rank-{rank}" if launched_as_rank else f"pid-{os.getpid()}"
     os.environ[ENV_PARENT_RANK] = rank
     write_files_when_terminated()
-    APITracer(**dict(options, output_path=os.path.join(options["output_path"], name))).start()
+    tracer_class(**dict(options, output_path=os.path.join(options["output_path"], name))).start()
 
 
 # Helper processes multiprocessing starts for itself: they run none of the
@@ -57,11 +57,9 @@ def start_tracer() -> None:
 HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
 
-def start_child() -> None:
-    """In a spawned process: trace it until it exits."""
+def is_helper() -> bool:
+    """Whether this process is one of HELPERS."""
     import sys
 
     command = " ".join(getattr(sys, "orig_argv", sys.argv))
-    if any(helper in command for helper in HELPERS):
-        return
-    start_tracer()
+    return any(helper in command for helper in HELPERS)

@@ -25,13 +25,32 @@ from __future__ import annotations
 
 import abc
 import types
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tuple
 
 from . import _C
 from .options import TracerOptions
 
-if TYPE_CHECKING:
-    from .dialect import FrameworkDialect, PatchTarget
+
+@dataclass
+class PatchTarget:
+    """One attribute level 0 replaces: ``owner.attr``, recorded as ``api``."""
+
+    api: str
+    owner: Any
+    attr: str
+    kind: str  # "function", "method", "staticmethod", "classmethod", "property", "constructor"
+    raw: Any  # what owner.__dict__ (or the MRO) holds: the thing replaced
+
+
+class Dialect(Protocol):
+    """What the hooks ask of their dialect: a dialect.FrameworkDialect. That
+    module names the hook of each level, so it imports this one, not the
+    other way round."""
+
+    def api_list(self, full: bool = False) -> List[str]: ...
+
+    def setattr_targets(self, names: Iterable[str]) -> Tuple[List[PatchTarget], Dict[str, str]]: ...
 
 
 class TracingHook(abc.ABC):
@@ -39,7 +58,7 @@ class TracingHook(abc.ABC):
 
     level: int = -1
 
-    def __init__(self, dialect: "FrameworkDialect", options: Optional[TracerOptions] = None) -> None:
+    def __init__(self, dialect: Dialect, options: Optional[TracerOptions] = None) -> None:
         self.dialect = dialect
         self.options = options if options is not None else TracerOptions()
         self._patches: List[Tuple[Any, str, bool, Any]] = []
@@ -94,7 +113,7 @@ class SetattrHook(TracingHook):
 
     level = int(_C.Level.setattr)
 
-    def __init__(self, dialect: "FrameworkDialect", options: Optional[TracerOptions] = None) -> None:
+    def __init__(self, dialect: Dialect, options: Optional[TracerOptions] = None) -> None:
         super().__init__(dialect, options)
         self.skipped: dict = {}
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import yaml
 
 from . import _C
-from .cli import UsageError
+from .errors import UsageError
 from .filesets import FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics, trace_limit_note
 
 

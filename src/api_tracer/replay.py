@@ -746,7 +746,7 @@ def write_junit(results: List[Result], path: str) -> None:
 
 
 def replay_command(args: Any) -> int:
-    from .cli import UsageError
+    from .errors import UsageError
 
     if not os.path.isfile(args.file):
         raise UsageError(f"replay: {args.file}: no such file")

@@ -17,7 +17,7 @@ import sys
 import types
 from typing import Any, Callable, Dict, Optional
 
-from .cli import UsageError
+from .errors import UsageError
 from .options import from_run_flags
 from .signals import write_files_when_terminated
 

@@ -5,7 +5,7 @@ import os
 from collections import Counter
 
 from . import _C
-from .cli import UsageError
+from .errors import UsageError
 from .filesets import api_of, find_sets, read_lines, read_statistics, trace_limit_note
 from .text_table import format_table
 

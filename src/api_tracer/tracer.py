@@ -235,7 +235,7 @@ def _after_fork_in_child() -> None:
     from .follow import ENV_OPTIONS, start_tracer
 
     if os.environ.get(ENV_OPTIONS):
-        start_tracer()
+        start_tracer(APITracer)
 
 
 def _stop_at_multiprocessing_exit(_anchor: object) -> None:

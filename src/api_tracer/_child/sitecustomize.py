@@ -13,6 +13,9 @@ except ImportError:
     pass
 
 if os.environ.get("API_TRACER_CHILD_OPTIONS"):
-    from api_tracer.follow import start_child
+    from api_tracer.follow import is_helper, start_tracer
 
-    start_child()
+    if not is_helper():  # then trace this process until it exits
+        from api_tracer.tracer import APITracer
+
+        start_tracer(APITracer)
