@@ -74,6 +74,8 @@ Session::Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder
   }
 }
 
+Session::~Session() = default;
+
 Session::ApiEntry Session::Name(PyObject* func) {
   pybind11::object named;
   if (resolve_) {

@@ -113,7 +113,7 @@ class Session {
 
  private:
   Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder, uint64_t epoch);
-  ~Session() = default;
+  ~Session();  // out of line: Pin's destructor, inlined in every hook, only calls it
   ApiEntry Name(PyObject* func);
   const ApiEntry* ResolveAccessor(PyObject* func, ApiEntry* uncached);
 
