@@ -47,6 +47,7 @@ void WriteSymInt(const c10::SymInt& s, KeyWriter* w) {
 }
 
 void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx, KeyWriter* w, int depth) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   if (depth > kMaxDepth) return WriteOpaque("list", w);
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();

@@ -60,7 +60,7 @@ struct Node {
 };
 
 // One thread's state for the observer of `generation`.
-struct ThreadState {
+struct ObserverThreadState {
   uint64_t generation = 0;
   FlatIndex op_index;              // the schema's name address -> op_entries
   std::vector<OpEntry> op_entries;
@@ -88,8 +88,8 @@ struct ThreadState {
   }
 };
 
-ThreadState& Local(uint64_t generation) {
-  static thread_local ThreadState state;
+ObserverThreadState& Local(uint64_t generation) {
+  static thread_local ObserverThreadState state;
   if (state.generation != generation) {
     state.generation = generation;
     state.ForgetOps();
@@ -100,7 +100,7 @@ ThreadState& Local(uint64_t generation) {
   return state;
 }
 
-OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
+OpEntry LookupSlow(Observer* obs, ObserverThreadState& ts, const at::RecordFunction& fn) {
   std::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) return {};  // a named event: its name is no stable key, and it is no operator
   const char* name = fn.name();
@@ -125,7 +125,7 @@ OpEntry LookupSlow(Observer* obs, ThreadState& ts, const at::RecordFunction& fn)
   return entry;
 }
 
-OpEntry Lookup(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
+OpEntry Lookup(Observer* obs, ObserverThreadState& ts, const at::RecordFunction& fn) {
   if (uint64_t epoch = OperatorEpoch(); epoch != ts.op_epoch) {
     ts.ForgetOps();  // an operator went away: its name's address may be another's now
     ts.op_epoch = epoch;
@@ -134,21 +134,20 @@ OpEntry Lookup(Observer* obs, ThreadState& ts, const at::RecordFunction& fn) {
   return LookupSlow(obs, ts, fn);
 }
 
-void Record(Observer* obs, ThreadState& ts, const KeyWriter& key, int depth) {
+void Record(Observer* obs, ObserverThreadState& ts, const KeyWriter& key, int depth) {
   RecordExtras extras;
   extras.level = obs->level;
   extras.depth = obs->nesting == Nesting::kAll ? depth : -1;
   if (!ts.backward.empty()) extras.backward = ts.backward.back().name;
   extras.module = ModuleContext::Current();
-  Status st;
-  obs->recorder->Record(key, extras, &st);
+  obs->recorder->Record(key, extras);  // a failure is kept by the recorder, for stop
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   CallbackGuard guard;
   Observer* obs = g_observer.Get();
   if (!obs) return nullptr;
-  ThreadState& ts = Local(obs->generation);
+  ObserverThreadState& ts = Local(obs->generation);
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
     ts.backward.push_back({&fn, std::string(AutogradNodeName(fn))});
     return nullptr;
@@ -185,7 +184,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   CallbackGuard guard;
   Observer* obs = g_observer.Get();
   if (!obs) return;
-  ThreadState& ts = Local(obs->generation);
+  ObserverThreadState& ts = Local(obs->generation);
   if (!ts.backward.empty() && ts.backward.back().rf == &fn) {
     ts.backward.pop_back();
     return;
@@ -232,7 +231,7 @@ OpenCall TakeOpenCall() {
   CallbackGuard guard;
   Observer* obs = g_observer.Get();
   if (!obs) return {};
-  ThreadState& ts = Local(obs->generation);
+  ObserverThreadState& ts = Local(obs->generation);
   OpenCall open = ts.open;
   ts.open = {};
   return open;

@@ -13,6 +13,7 @@ namespace {
 // The paths of a call's integer and bool tensors, in the order a converter
 // writes them (depth first, positional before keyword arguments).
 void CollectRangePaths(const Value& v, const std::string& path, std::vector<std::string>* out) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   switch (v.kind()) {
     case K::kTensor:

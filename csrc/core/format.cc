@@ -139,6 +139,7 @@ void FormatTensor(const TensorInfo& t, const FormatOptions& opts, std::string* o
 }  // namespace
 
 void FormatValue(const Value& v, const FormatOptions& opts, std::string* out) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   switch (v.kind()) {
     case K::kNone: out->append("None"); return;

@@ -102,6 +102,7 @@ class Reader {
 constexpr int kMaxDepth = 200;
 
 bool Reader::Value(api_tracer::Value* out, int depth) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using V = api_tracer::Value;
   if (depth > kMaxDepth) return false;
   uint8_t tag;
@@ -290,6 +291,7 @@ void KeyWriter::Tensor(const TensorFields& t) {
 }
 
 void KeyWriter::Write(const Value& v) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   switch (v.kind()) {
     case K::kNone: return None();

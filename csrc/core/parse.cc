@@ -418,6 +418,7 @@ class Parser {
 
   // Whether Python can hash the value `v` stands for, as a dict key must be.
   bool Hashable(const Value& v) const {
+    API_TRACER_HANDLES_VALUE_KINDS(15);
     switch (v.kind()) {
       case Value::Kind::kList:
       case Value::Kind::kDict:

@@ -174,17 +174,26 @@ void Recorder::SnapshotLoop() {
   }
 }
 
-const Aggregator::Config* Recorder::Record(const KeyWriter& key, const RecordExtras& extras,
-                                           Status* status) {
+const Aggregator::Config* Recorder::Record(const KeyWriter& key, const RecordExtras& extras) {
   int level = extras.level;
   OutputSet* set = level >= 0 && level <= kMaxLevel ? SetFor(level) : nullptr;
   if (!set) {
-    *status = Status::InvalidArgument("level " + std::to_string(level) + " is not recorded");
+    KeepRecordError(Status::InvalidArgument("level " + std::to_string(level) + " is not recorded"));
     return nullptr;
   }
-  const Aggregator::Config* config = set->agg->Record(key.view(), key.ranges(), status);
-  if (config && set->trace) set->trace->Append(*config, extras);
+  Status st;
+  const Aggregator::Config* config = set->agg->Record(key.view(), key.ranges(), &st);
+  if (!config) {
+    KeepRecordError(st);
+    return nullptr;
+  }
+  if (set->trace) set->trace->Append(*config, extras);
   return config;
+}
+
+void Recorder::KeepRecordError(const Status& st) {
+  std::lock_guard<std::mutex> lock(record_error_mu_);
+  if (record_error_.ok()) record_error_ = st;
 }
 
 bool Recorder::WantsStack(int level, ApiId api) const {
@@ -227,6 +236,8 @@ Status Recorder::Close() {
     error.Keep(set->trace_txt->Close());
   }
   error.Keep(Snapshot());
+  std::lock_guard<std::mutex> lock(record_error_mu_);
+  error.Keep(record_error_);
   return error.status;
 }
 

@@ -4,13 +4,15 @@
 // Open() creates the output directory, opens the trace files and writes a
 // first snapshot of the summary files, so an unwritable path fails before
 // anything is traced. Record() aggregates a call and streams it to its set's
-// trace files. The summary files (api_apis.txt, api_configs.yaml,
-// api_statistics.yaml, and api_stacks.yaml, api_value_ranges.yaml when
-// asked) are snapshots: rewritten atomically (file.h: ReplaceFile) every
-// snapshot_interval seconds by a thread of the recorder's own, and at
-// Close(), so a process killed at any moment leaves each of them whole, at
-// most one interval old. Close() flushes the traces and writes the last
-// snapshot; it is idempotent, and the destructor calls it.
+// trace files; a call it cannot record (a level not recorded, a corrupt key)
+// is left out and the first such error kept, for Close() to return. The
+// summary files (api_apis.txt, api_configs.yaml, api_statistics.yaml, and
+// api_stacks.yaml, api_value_ranges.yaml when asked) are snapshots:
+// rewritten atomically (file.h: ReplaceFile) every snapshot_interval seconds
+// by a thread of the recorder's own, and at Close(), so a process killed at
+// any moment leaves each of them whole, at most one interval old. Close()
+// flushes the traces and writes the last snapshot; it is idempotent, and the
+// destructor calls it.
 //
 // A process forked from one with a recorder has no snapshot thread, and its
 // copy of the recorder writes nothing: the files are the parent's.
@@ -24,6 +26,7 @@
 #include <functional>
 #include <span>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -69,8 +72,9 @@ class Recorder {
   const TraceOptions& options() const { return options_; }
 
   // Records one call seen by `extras.level` (one of the options' levels); `key`
-  // was written by `key` with an id from apis(). Returns the call's config.
-  const Aggregator::Config* Record(const KeyWriter& key, const RecordExtras& extras, Status* status);
+  // was written with an id from apis(). Returns the call's config, or nullptr
+  // when the call cannot be recorded (the first such error is kept for Close).
+  const Aggregator::Config* Record(const KeyWriter& key, const RecordExtras& extras);
 
   bool WantsStack(int level, ApiId api) const;
   void AddStack(int level, ApiId api, uint64_t hash, const std::function<Stack()>& make);
@@ -81,6 +85,8 @@ class Recorder {
   // Writes every set's summary files now, as they stand; the first error.
   Status Snapshot();
 
+  // Flushes the traces and writes the last snapshot. Returns the first error
+  // of doing so, else the first error of Record, else OK.
   Status Close();
 
  private:
@@ -90,12 +96,16 @@ class Recorder {
   explicit Recorder(const TraceOptions& options);
   OutputSet* SetFor(int level) const { return by_level_[static_cast<size_t>(level)]; }
   void SnapshotLoop();
+  void KeepRecordError(const Status& st);
 
   const TraceOptions options_;
   ApiTable apis_;
   std::vector<std::unique_ptr<OutputSet>> sets_;
   std::vector<OutputSet*> by_level_;  // indexed by level
   bool closed_ = false;
+
+  std::mutex record_error_mu_;  // taken only when a call fails
+  Status record_error_;         // the first failed Record's
 
   std::mutex snapshot_mu_;  // one snapshot at a time; held across fork()
   std::mutex loop_mu_;      // stop_, with loop_cv_

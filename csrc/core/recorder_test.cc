@@ -38,8 +38,7 @@ class RecorderTest : public ::testing::Test {
     w.BeginCall(rec->apis().Intern(api), 1);
     w.Int(arg);
     w.BeginKwargs(0);
-    Status st;
-    ASSERT_NE(rec->Record(w, {.level = level}, &st), nullptr) << st.message();
+    ASSERT_NE(rec->Record(w, {.level = level}), nullptr);
   }
 
   // Options of one merged set in dir_.
@@ -88,10 +87,6 @@ TEST_F(RecorderTest, OneSetPerLevelWithSuffixes) {
   ASSERT_TRUE(Recorder::Open(opts, &rec).ok());
   Record(rec.get(), 1, "torch.add", 1);
   Record(rec.get(), 2, "torch.ops.aten.add.Tensor", 1);
-  Status st;
-  KeyWriter w;
-  EXPECT_EQ(rec->Record(w, {.level = 0}, &st), nullptr);  // level 0 is not recorded
-  EXPECT_FALSE(st.ok());
   ASSERT_TRUE(rec->Close().ok());
   EXPECT_EQ(Slurp(dir_ / "api_trace_level_1.txt"), "torch.add(1)\n");
   EXPECT_EQ(Slurp(dir_ / "api_trace_level_2.txt"), "torch.ops.aten.add.Tensor(1)\n");
@@ -102,6 +97,45 @@ TEST_F(RecorderTest, OneSetPerLevelWithSuffixes) {
       EXPECT_TRUE(fs::exists(dir_ / (std::string(f) + "_level_" + std::to_string(level) + ext)));
     }
   }
+}
+
+// The policy of every level, the native observer's included: a call that
+// cannot be recorded is left out, the others still are, and Close returns the
+// first such error.
+TEST_F(RecorderTest, CloseReturnsTheFirstCallThatCouldNotBeRecorded) {
+  TraceOptions opts;
+  opts.output_path = dir_.string();
+  opts.levels = {1, 3};
+  std::unique_ptr<Recorder> rec = Open(opts);
+  ASSERT_TRUE(rec);
+  Record(rec.get(), 3, "torch.ops.aten.add.Tensor", 1);
+  KeyWriter unrecorded_level;
+  unrecorded_level.BeginCall(rec->apis().Intern("torch.add"), 0);
+  unrecorded_level.BeginKwargs(0);
+  EXPECT_EQ(rec->Record(unrecorded_level, {.level = 0}), nullptr);
+  KeyWriter corrupt;
+  corrupt.BeginCall(rec->apis().Intern("torch.mul"), 1);  // and no argument
+  EXPECT_EQ(rec->Record(corrupt, {.level = 3}), nullptr);
+  Record(rec.get(), 3, "torch.ops.aten.add.Tensor", 2);
+  Status st = rec->Close();
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(st.message(), "level 0 is not recorded");
+  EXPECT_EQ(Slurp(dir_ / "api_trace_level_3.txt"),
+            "torch.ops.aten.add.Tensor(1)\ntorch.ops.aten.add.Tensor(2)\n");
+  EXPECT_EQ(Slurp(dir_ / "api_apis_level_3.txt"), "torch.ops.aten.add.Tensor\n");
+  EXPECT_TRUE(rec->Close().ok());  // reported once
+}
+
+TEST_F(RecorderTest, AWriteErrorAtCloseComesBeforeACallThatCouldNotBeRecorded) {
+  fs::create_directories(dir_);
+  fs::create_symlink("/dev/full", dir_ / "api_trace.txt");  // every write: ENOSPC
+  std::unique_ptr<Recorder> rec = Open(Merged());
+  ASSERT_TRUE(rec);
+  KeyWriter corrupt;
+  corrupt.BeginCall(rec->apis().Intern("torch.mul"), 1);
+  EXPECT_EQ(rec->Record(corrupt, {.level = 0}), nullptr);
+  Record(rec.get(), 0, "torch.add", 1);
+  EXPECT_EQ(rec->Close().code(), Status::Code::kIOError);
 }
 
 TEST_F(RecorderTest, UnwritableOutputFailsAtOpen) {
@@ -189,8 +223,7 @@ TEST_F(RecorderTest, AForkedChildWritesNothingOfTheParents) {
       KeyWriter w;
       w.BeginCall(rec->apis().Intern("torch.child"), 0);
       w.BeginKwargs(0);
-      Status st;
-      rec->Record(w, {.level = 0}, &st);
+      rec->Record(w, {.level = 0});
       bool ok = rec->Snapshot().ok() && rec->Close().ok();  // write nothing, and do not wait for a thread
       rec.release();  // its destructor would do the same
       ::_exit(ok ? 0 : 1);

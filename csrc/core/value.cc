@@ -52,6 +52,7 @@ static bool SameBits(double a, double b) {
 }
 
 bool Value::operator==(const Value& o) const {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   if (kind_ != o.kind_) return false;
   switch (kind_) {
     case Kind::kNone:

@@ -31,26 +31,42 @@ struct TensorInfo {
   bool operator==(const TensorInfo&) const = default;
 };
 
+// The kinds of Value, in order, as X(kind) for each:
+//   kInt     fits in int64
+//   kBigInt  an integer beyond int64, kept as its decimal digits in text()
+//   kDict    items(): key0, value0, key1, value1, ...
+//   kSlice   items(): start, stop, step
+//   kSymbol  a named constant written bare: torch.float16, torch.strided
+//   kObject  NAME(args..., kw=v...): torch.device("cpu"), torch.Size([2]),
+//            torch.nn.Linear(3, 4), and placeholders such as Opaque("T")
+//
+// Adding a kind? Add it here; then each place below stops the build (an
+// API_TRACER_HANDLES_VALUE_KINDS(n) beside it) until it handles the kind and
+// its `n` is raised to the new number of kinds:
+//   core/value.h, value.cc      a constructor; operator==
+//   core/key.cc                 a tag; KeyWriter::Write, and the decoder
+//   core/format.cc              FormatValue: its config-line text
+//   core/parse.cc               the grammar that reads that text back; Hashable
+//   core/yaml.cc                FromValue: its YAML form (and docs/format.md)
+//   core/aggregator.cc          CollectRangePaths: tensors inside it
+//   python/config_bindings.cc   ToPython (and src/api_tracer/values.py)
+//   python/convert.cc           Converter::Write: the Python objects that are it
+//   aten/ivalue_key.cc          WriteIValue: the IValues that are it
+//   core/test_values.h          EveryKind(): values of it, which the key, parse
+//                               and YAML tests round-trip (value_test.cc fails
+//                               while there is none)
+#define API_TRACER_VALUE_KINDS(X)                                                 \
+  X(kNone) X(kBool) X(kInt) X(kBigInt) X(kFloat) X(kComplex) X(kStr) X(kEllipsis) \
+  X(kList) X(kTuple) X(kDict) X(kSlice) X(kTensor) X(kSymbol) X(kObject)
+
 class Value {
  public:
-  enum class Kind : uint8_t {
-    kNone,
-    kBool,
-    kInt,     // fits in int64
-    kBigInt,  // an integer beyond int64, kept as its decimal digits in text()
-    kFloat,
-    kComplex,
-    kStr,
-    kEllipsis,
-    kList,
-    kTuple,
-    kDict,    // items(): key0, value0, key1, value1, ...
-    kSlice,   // items(): start, stop, step
-    kTensor,
-    kSymbol,  // a named constant written bare: torch.float16, torch.strided
-    kObject,  // NAME(args..., kw=v...): torch.device("cpu"), torch.Size([2]),
-              // torch.nn.Linear(3, 4), and placeholders such as Opaque("T")
-  };
+#define API_TRACER_KIND_ENUMERATOR(kind) kind,
+#define API_TRACER_KIND_PLUS_ONE(kind) +1
+  enum class Kind : uint8_t { API_TRACER_VALUE_KINDS(API_TRACER_KIND_ENUMERATOR) };
+  static constexpr int kNumKinds = 0 API_TRACER_VALUE_KINDS(API_TRACER_KIND_PLUS_ONE);
+#undef API_TRACER_KIND_ENUMERATOR
+#undef API_TRACER_KIND_PLUS_ONE
 
   Value() = default;
 
@@ -136,6 +152,14 @@ class Value {
   std::vector<std::string> keywords_;
   std::shared_ptr<const TensorInfo> tensor_;
 };
+
+// Beside each place that handles every kind of Value (the list is above
+// API_TRACER_VALUE_KINDS): `n` is the number of kinds it handles, so adding a
+// kind stops the build there until the place is updated.
+#define API_TRACER_HANDLES_VALUE_KINDS(n)                                          \
+  static_assert(::api_tracer::Value::kNumKinds == (n),                             \
+                "a kind of Value was added: handle it here, then raise the count " \
+                "(core/value.h lists every such place)")
 
 // `d`, or the canonical quiet NaN when `d` is any NaN.
 double CanonicalNan(double d);

@@ -207,6 +207,7 @@ void EmitEntries(const Node& map, int indent, std::string* out) {
 }
 
 Node FromValue(const Value& v) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   switch (v.kind()) {
     case K::kNone: return Node::Scalar("null");

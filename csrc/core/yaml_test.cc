@@ -88,5 +88,23 @@ TEST(YamlTest, TypedFormsOfOtherValues) {
             "    s: \"true\"\n");
 }
 
+// What the YAML keeps of a value, for a reader to load it back: distinct
+// values of every kind, distinct text.
+TEST(YamlTest, DistinctValuesHaveDistinctYaml) {
+  auto yaml = [](const Value& v) {
+    Node doc = Node::Seq();
+    doc.Add(FromValue(v));
+    std::string out;
+    Emit(doc, 0, &out);
+    return out;
+  };
+  auto values = testing::EveryKind();
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t j = i + 1; j < values.size(); ++j) {
+      EXPECT_NE(yaml(values[i]), yaml(values[j])) << i << " vs " << j << ":\n" << yaml(values[i]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace api_tracer::yaml

@@ -6,7 +6,7 @@
 
 #include "core/status.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // Raises the Python exception for a failed Status (the one place core
 // errors become exceptions): IOError -> OSError, InvalidArgument ->
@@ -19,4 +19,4 @@ void InitConfigBindings(pybind11::module_& m);   // parse and format config line
 void InitProfileBindings(pybind11::module_& m);  // the layer profiler
 void InitCrashNote(pybind11::module_& m);        // replay's note on a fatal signal
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

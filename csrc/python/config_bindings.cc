@@ -14,9 +14,7 @@
 #include "python/bindings.h"
 #include "python/convert.h"
 
-namespace py = pybind11;
-
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 struct ValueTypes {
@@ -50,6 +48,7 @@ pybind11::object Checked(PyObject* result) {
 }
 
 pybind11::object ToPython(const Value& v) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   auto items = [&](size_t begin, size_t end) {
     pybind11::list out;
@@ -227,4 +226,4 @@ void InitConfigBindings(pybind11::module_& m) {
         "Formats a call of `api` with Python arguments as a config line.");
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

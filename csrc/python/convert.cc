@@ -11,7 +11,7 @@
 
 #include "aten/tensor_fields.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 constexpr int kMaxDepth = 32;
@@ -24,14 +24,12 @@ Converter* g_active = nullptr;
 // The UTF-8 of a str that has no plain UTF-8 form (lone surrogates):
 // escaped, "?" if even that fails.
 std::string Escaped(PyObject* s) {
-  PyObject* b = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
+  pybind11::object b = Steal(PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace"));
   if (!b) {
     PyErr_Clear();
     return "?";
   }
-  std::string out(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
-  Py_DECREF(b);
-  return out;
+  return std::string(PyBytes_AS_STRING(b.ptr()), PyBytes_GET_SIZE(b.ptr()));
 }
 
 // A UTF-8 copy of a str; lone surrogates are escaped rather than failing.
@@ -52,18 +50,21 @@ void WithUtf8(PyObject* s, Use&& use) {
   use(std::string_view(Escaped(s)));
 }
 
+// The attribute `name` of `obj`, or a null object (error cleared).
+pybind11::object Attr(PyObject* obj, const char* name) {
+  pybind11::object v = Steal(PyObject_GetAttrString(obj, name));
+  if (!v) PyErr_Clear();
+  return v;
+}
+
 std::string QualifiedName(PyTypeObject* type) {
   std::string name;
-  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
-  if (module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins")) {
-    name = Utf8(module) + ".";
+  pybind11::object module = Attr(AsObject(type), "__module__");
+  if (module && PyUnicode_Check(module.ptr()) && PyUnicode_CompareWithASCIIString(module.ptr(), "builtins")) {
+    name = Utf8(module.ptr()) + ".";
   }
-  Py_XDECREF(module);
-  PyErr_Clear();
-  PyObject* qualname = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__qualname__");
-  name += qualname && PyUnicode_Check(qualname) ? Utf8(qualname) : std::string(type->tp_name);
-  Py_XDECREF(qualname);
-  PyErr_Clear();
+  pybind11::object qualname = Attr(AsObject(type), "__qualname__");
+  name += qualname && PyUnicode_Check(qualname.ptr()) ? Utf8(qualname.ptr()) : std::string(type->tp_name);
   return name;
 }
 
@@ -72,28 +73,20 @@ std::string TorchName(std::string_view name) {
   return name.rfind("torch.", 0) == 0 ? std::string(name) : "torch." + std::string(name);
 }
 
-// The attribute `name` of `obj`, or nullptr (error cleared).
-PyObject* Attr(PyObject* obj, const char* name) {
-  PyObject* v = PyObject_GetAttrString(obj, name);
-  if (!v) PyErr_Clear();
-  return v;
-}
-
 bool ReadInts(PyObject* seq, std::vector<int64_t>* out) {
-  PyObject* fast = PySequence_Fast(seq, "");
+  pybind11::object fast = Steal(PySequence_Fast(seq, ""));
   if (!fast) {
     PyErr_Clear();
     return false;
   }
   out->clear();
   bool ok = true;
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast) && ok; ++i) {
-    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast.ptr()) && ok; ++i) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast.ptr(), i));
     ok = !(v == -1 && PyErr_Occurred());
     out->push_back(v);
   }
   PyErr_Clear();
-  Py_DECREF(fast);
   return ok;
 }
 
@@ -118,21 +111,7 @@ Converter* ActiveConverter() { return g_active; }
 void SetActiveConverter(Converter* c) { g_active = c; }
 
 Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges)
-    : classify_(classify), tensor_type_name_(tensor_type_name), value_ranges_(value_ranges) {
-  Py_XINCREF(classify_);
-  Py_XINCREF(tensor_type_name_);
-}
-
-Converter::~Converter() {
-  for (auto& [type, rule] : rules_) {
-    Py_XDECREF(rule.fn);
-    Py_DECREF(type);
-  }
-  for (auto& [type, name] : subclasses_) Py_DECREF(type);
-  for (auto& [obj, inst] : instances_) Py_DECREF(inst.weakref);
-  Py_XDECREF(classify_);
-  Py_XDECREF(tensor_type_name_);
-}
+    : classify_(Borrow(classify)), tensor_type_name_(Borrow(tensor_type_name)), value_ranges_(value_ranges) {}
 
 void Converter::WriteCall(ApiId api, const CallArgs& call, KeyWriter* w) {
   w->BeginCall(api, call.nargs);
@@ -172,6 +151,7 @@ void Converter::WriteArguments(const CallArgs& call, bool count_kwargs, KeyWrite
 }
 
 void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
+  API_TRACER_HANDLES_VALUE_KINDS(15);
   PyTypeObject* type = Py_TYPE(obj);
   // The common cases first, by exact type.
   if (type == reinterpret_cast<PyTypeObject*>(THPVariableClass)) return WriteTensor(obj, w);
@@ -181,14 +161,12 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
     if (!overflow) return w->Int(v);
-    PyObject* digits = PyObject_Str(obj);  // fails past Python's digit limit
+    pybind11::object digits = Steal(PyObject_Str(obj));  // fails past Python's digit limit
     if (!digits) {
       PyErr_Clear();
       return WriteOpaque(type, w);
     }
-    w->BigInt(Utf8(digits));
-    Py_DECREF(digits);
-    return;
+    return w->BigInt(Utf8(digits.ptr()));
   }
   if (type == &PyFloat_Type) return w->Float(PyFloat_AS_DOUBLE(obj));
   if (depth > kMaxDepth) return WriteOpaque(type, w);
@@ -197,31 +175,30 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
     Py_ssize_t n = Py_SIZE(obj);
     type == &PyTuple_Type ? w->BeginTuple(n) : w->BeginList(n);
     for (Py_ssize_t i = 0; i < n; ++i) {
-      // A list could be changed by a dialect callback while we walk it.
-      PyObject* item = type == &PyTuple_Type ? PyTuple_GET_ITEM(obj, i)
-                       : i < PyList_GET_SIZE(obj) ? PyList_GET_ITEM(obj, i)
-                                                  : Py_None;
-      Py_INCREF(item);
-      Write(item, w, depth + 1);
-      Py_DECREF(item);
+      if (type == &PyTuple_Type) {
+        Write(PyTuple_GET_ITEM(obj, i), w, depth + 1);
+        continue;
+      }
+      // A dialect callback could change the list while we walk it: hold the item.
+      pybind11::object item = Borrow(i < PyList_GET_SIZE(obj) ? PyList_GET_ITEM(obj, i) : Py_None);
+      Write(item.ptr(), w, depth + 1);
     }
     return;
   }
   if (type == &PyDict_Type) {
     // Iterate over a snapshot of the items: callbacks cannot disturb it.
-    PyObject* items = PyDict_Items(obj);
+    pybind11::object items = Steal(PyDict_Items(obj));
     if (!items) {
       PyErr_Clear();
       return WriteOpaque(type, w);
     }
-    Py_ssize_t n = PyList_GET_SIZE(items);
+    Py_ssize_t n = PyList_GET_SIZE(items.ptr());
     w->BeginDict(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* kv = PyList_GET_ITEM(items, i);
+      PyObject* kv = PyList_GET_ITEM(items.ptr(), i);
       Write(PyTuple_GET_ITEM(kv, 0), w, depth + 1);
       Write(PyTuple_GET_ITEM(kv, 1), w, depth + 1);
     }
-    Py_DECREF(items);
     return;
   }
   if (PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(THPVariableClass))) {
@@ -268,17 +245,15 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
       w->BeginObject("Opaque", 1, 0);
       return w->Str(rule.name);
     case TypeRule::kReplace: {
-      PyObject* r = PyObject_CallOneArg(rule.fn, obj);
+      pybind11::object r = Steal(PyObject_CallOneArg(rule.fn.ptr(), obj));
       if (!r) {
         PyErr_Clear();
         return WriteOpaque(type, w);
       }
-      Write(r, w, depth + 1);
-      Py_DECREF(r);
-      return;
+      return Write(r.ptr(), w, depth + 1);
     }
     case TypeRule::kInstance:
-      return WriteInstance(obj, rule.fn, w, depth);
+      return WriteInstance(obj, rule.fn.ptr(), w, depth);
   }
 }
 
@@ -303,23 +278,21 @@ void Converter::WriteOpaque(PyTypeObject* type, KeyWriter* w) {
 const std::string& Converter::SubclassName(PyTypeObject* type) {
   auto it = subclasses_.find(type);
   if (it != subclasses_.end()) return it->second;
-  std::string name;
-  PyObject* r = tensor_type_name_ ? PyObject_CallOneArg(tensor_type_name_, reinterpret_cast<PyObject*>(type))
-                                  : nullptr;
-  name = r && PyUnicode_Check(r) ? Utf8(r) : QualifiedName(type);
-  Py_XDECREF(r);
+  pybind11::object r;
+  if (tensor_type_name_) r = Steal(PyObject_CallOneArg(tensor_type_name_.ptr(), AsObject(type)));
+  std::string name = r && PyUnicode_Check(r.ptr()) ? Utf8(r.ptr()) : QualifiedName(type);
   PyErr_Clear();
-  // Another thread may have added it while tensor_type_name ran.
-  auto [added, fresh] = subclasses_.emplace(type, std::move(name));
-  if (fresh) Py_INCREF(type);
-  return added->second;
+  // Another thread may have added it while tensor_type_name ran: that one stays.
+  return subclasses_.try_emplace(Borrow(type), std::move(name)).first->second;
 }
 
 const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
   auto it = rules_.find(type);
   if (it != rules_.end()) return it->second;
-  TypeRule rule{TypeRule::kOpaque, QualifiedName(type), nullptr};
-  PyObject* r = classify_ ? PyObject_CallOneArg(classify_, reinterpret_cast<PyObject*>(type)) : nullptr;
+  TypeRule rule{TypeRule::kOpaque, QualifiedName(type), {}};
+  pybind11::object answer;
+  if (classify_) answer = Steal(PyObject_CallOneArg(classify_.ptr(), AsObject(type)));
+  PyObject* r = answer.ptr();
   if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(r, 0))) {
     std::string kind = Utf8(PyTuple_GET_ITEM(r, 0));
     PyObject* payload = PyTuple_GET_ITEM(r, 1);
@@ -327,101 +300,75 @@ const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
       rule.name = Utf8(payload);
     } else if ((kind == "replace" || kind == "instance") && PyCallable_Check(payload)) {
       rule.kind = kind == "replace" ? TypeRule::kReplace : TypeRule::kInstance;
-      rule.fn = payload;
-      Py_INCREF(payload);
+      rule.fn = Borrow(payload);
     }
   }
-  Py_XDECREF(r);
   PyErr_Clear();
-  // Another thread may have added it while classify ran.
-  PyObject* fn = rule.fn;
-  auto [added, fresh] = rules_.emplace(type, std::move(rule));
-  if (fresh) {
-    Py_INCREF(type);
-  } else {
-    Py_XDECREF(fn);
-  }
-  return added->second;
+  // Another thread may have added it while classify ran: that one stays.
+  return rules_.try_emplace(Borrow(type), std::move(rule)).first->second;
 }
 
 void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
   PyTypeObject* type = Py_TYPE(obj);
-  PyObject* name = Attr(obj, "name");
+  pybind11::object name = Attr(obj, "name");
   if (type == g_symbol_type) {
-    name && PyUnicode_Check(name) ? w->Symbol(Utf8(name)) : WriteOpaque(type, w);
+    name && PyUnicode_Check(name.ptr()) ? w->Symbol(Utf8(name.ptr())) : WriteOpaque(type, w);
   } else if (type == g_tensor_spec_type) {
-    PyObject* shape = Attr(obj, "shape");
-    PyObject* stride = Attr(obj, "stride");
-    PyObject* dtype = Attr(obj, "dtype");
-    PyObject* device = Attr(obj, "device");
-    PyObject* grad = Attr(obj, "requires_grad");
+    pybind11::object shape = Attr(obj, "shape"), stride = Attr(obj, "stride"), dtype = Attr(obj, "dtype"),
+                     device = Attr(obj, "device"), grad = Attr(obj, "requires_grad");
     std::vector<int64_t> dims, strides;
-    bool ok = shape && ReadInts(shape, &dims) && dtype && PyUnicode_Check(dtype) && device &&
-              PyUnicode_Check(device) && (!stride || stride == Py_None || ReadInts(stride, &strides));
-    if (ok) {
-      std::string dtype_s = Utf8(dtype), device_s = Utf8(device);
-      TensorFields f;
-      f.shape = dims;
-      f.stride = strides;
-      f.dtype = dtype_s;
-      f.device = device_s;
-      f.requires_grad = grad == Py_True;
-      w->Tensor(f);
-    } else {
-      WriteOpaque(type, w);
-    }
-    for (PyObject* o : {shape, stride, dtype, device, grad}) Py_XDECREF(o);
+    bool ok = shape && ReadInts(shape.ptr(), &dims) && dtype && PyUnicode_Check(dtype.ptr()) && device &&
+              PyUnicode_Check(device.ptr()) &&
+              (!stride || stride.is_none() || ReadInts(stride.ptr(), &strides));
+    if (!ok) return WriteOpaque(type, w);
+    std::string dtype_s = Utf8(dtype.ptr()), device_s = Utf8(device.ptr());
+    TensorFields f;
+    f.shape = dims;
+    f.stride = strides;
+    f.dtype = dtype_s;
+    f.device = device_s;
+    f.requires_grad = grad.ptr() == Py_True;
+    w->Tensor(f);
   } else {
-    PyObject* args = Attr(obj, "args");
-    PyObject* kwargs = Attr(obj, "kwargs");
-    if (name && PyUnicode_Check(name) && args && PyTuple_Check(args) && kwargs && PyDict_Check(kwargs)) {
-      WriteObject(Utf8(name), CallArgs::Tuple(args, kwargs), w, depth + 1);
+    pybind11::object args = Attr(obj, "args"), kwargs = Attr(obj, "kwargs");
+    if (name && PyUnicode_Check(name.ptr()) && args && PyTuple_Check(args.ptr()) && kwargs &&
+        PyDict_Check(kwargs.ptr())) {
+      WriteObject(Utf8(name.ptr()), CallArgs::Tuple(args.ptr(), kwargs.ptr()), w, depth + 1);
     } else {
       WriteOpaque(type, w);
     }
-    Py_XDECREF(args);
-    Py_XDECREF(kwargs);
   }
-  Py_XDECREF(name);
 }
 
 void Converter::WriteInstance(PyObject* obj, PyObject* fn, KeyWriter* w, int depth) {
   auto it = instances_.find(obj);
   if (it != instances_.end()) return w->Raw(it->second.encoded);
-  PyObject* r = PyObject_CallOneArg(fn, obj);
+  pybind11::object r = Steal(PyObject_CallOneArg(fn, obj));
   if (!r) {
     PyErr_Clear();
     return WriteOpaque(Py_TYPE(obj), w);
   }
   KeyWriter local;
-  Write(r, &local, depth + 1);
-  Py_DECREF(r);
+  Write(r.ptr(), &local, depth + 1);
   w->Raw(local.view());
   RememberInstance(obj, std::string(local.view()));
 }
 
 void Converter::RememberInstance(PyObject* obj, std::string encoded) {
-  if (instances_.count(obj)) {
-    instances_[obj].encoded = std::move(encoded);
+  if (auto it = instances_.find(obj); it != instances_.end()) {
+    it->second.encoded = std::move(encoded);
     return;
   }
-  PyObject* key = PyLong_FromVoidPtr(obj);
-  PyObject* callback = key ? PyCFunction_New(&kForgetDef, key) : nullptr;
-  PyObject* ref = callback ? PyWeakref_NewRef(obj, callback) : nullptr;
-  Py_XDECREF(callback);
-  Py_XDECREF(key);
+  pybind11::object key = Steal(PyLong_FromVoidPtr(obj));
+  pybind11::object callback = key ? Steal(PyCFunction_New(&kForgetDef, key.ptr())) : pybind11::object();
+  pybind11::object ref = callback ? Steal(PyWeakref_NewRef(obj, callback.ptr())) : pybind11::object();
   if (!ref) {  // not weak-referenceable: not cached
     PyErr_Clear();
     return;
   }
-  instances_.emplace(obj, Instance{std::move(encoded), ref});
+  instances_.emplace(obj, Instance{std::move(encoded), std::move(ref)});
 }
 
-void Converter::ForgetInstance(PyObject* obj) {
-  auto it = instances_.find(obj);
-  if (it == instances_.end()) return;
-  Py_DECREF(it->second.weakref);
-  instances_.erase(it);
-}
+void Converter::ForgetInstance(PyObject* obj) { instances_.erase(obj); }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

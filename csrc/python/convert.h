@@ -17,14 +17,13 @@
 // Thread-safety: the GIL must be held; one Converter per session.
 #pragma once
 
-#include <Python.h>
-
 #include <string>
 #include <unordered_map>
 
 #include "core/key.h"
+#include "python/objects.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // A call's arguments as CPython hands them over: either a vectorcall
 // (args[0..nargs) positional, then the values named by kwnames), or a tuple
@@ -56,10 +55,9 @@ struct CallArgs {
 class Converter {
  public:
   // `classify` is the dialect's callback described above; `tensor_type_name`
-  // names a tensor subclass (e.g. "torch.nn.Parameter"). Both borrowed refs.
-  // With `value_ranges`, integer tensors also get their ValueRange.
+  // names a tensor subclass (e.g. "torch.nn.Parameter"). Either may be
+  // nullptr. With `value_ranges`, integer tensors also get their ValueRange.
   Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges = false);
-  ~Converter();
   Converter(const Converter&) = delete;
   Converter& operator=(const Converter&) = delete;
 
@@ -77,12 +75,12 @@ class Converter {
  private:
   struct TypeRule {
     enum Kind { kOpaque, kReplace, kInstance } kind;
-    std::string name;            // kOpaque
-    PyObject* fn = nullptr;      // kReplace, kInstance (owned)
+    std::string name;     // kOpaque
+    pybind11::object fn;  // kReplace, kInstance
   };
   struct Instance {
     std::string encoded;
-    PyObject* weakref;  // owned; its callback forgets the entry
+    pybind11::object weakref;  // its callback forgets the entry
   };
 
   const TypeRule& Rule(PyTypeObject* type);
@@ -93,12 +91,12 @@ class Converter {
   void WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w, int depth = 0);
   const std::string& SubclassName(PyTypeObject* type);
 
-  PyObject* classify_;
-  PyObject* tensor_type_name_;
+  const pybind11::object classify_;
+  const pybind11::object tensor_type_name_;
   const bool value_ranges_;
-  std::unordered_map<PyTypeObject*, TypeRule> rules_;          // types owned
-  std::unordered_map<PyTypeObject*, std::string> subclasses_;  // types owned
-  std::unordered_map<PyObject*, Instance> instances_;
+  ObjectMap<TypeRule> rules_;          // by type
+  ObjectMap<std::string> subclasses_;  // by tensor subclass
+  std::unordered_map<PyObject*, Instance> instances_;  // an entry goes when its object dies
 };
 
 // Registers the Python classes of api_tracer.values (borrowed, kept alive by
@@ -110,4 +108,4 @@ void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec);
 Converter* ActiveConverter();
 void SetActiveConverter(Converter* c);
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -28,7 +28,7 @@
 
 #include "python/bindings.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 constexpr std::array<int, 5> kSignals = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL};
@@ -156,4 +156,4 @@ void InitCrashNote(pybind11::module_& m) {
         "Puts back the handlers and the alternate stack that were there before install.");
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

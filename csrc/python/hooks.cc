@@ -6,7 +6,7 @@
 #include "aten/observer.h"
 #include "python/session.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 struct Wrapper {
@@ -37,7 +37,7 @@ void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
 PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* w = reinterpret_cast<Wrapper*>(self);
   Session* s = Session::Active();
-  ThreadState& ts = CurrentThread();
+  HookThreadState& ts = CurrentThread();
   if (!s || s->epoch() != w->epoch || ts.suspended || ts.depth[w->level] > 0) {
     return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
   }
@@ -148,11 +148,12 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   if (Py_TYPE(func) == &WrapperType) func = reinterpret_cast<Wrapper*>(func)->original;
   Session* s = Session::Active();
   Session::Pin pin(s);  // while `s` and its targets are used: the call may stop it
-  ThreadState& ts = CurrentThread();
+  HookThreadState& ts = CurrentThread();
   PyObject* target = func;
+  Session::ApiEntry uncached;  // holds `target` when it is named for this call only
   if (s && !ts.suspended && s->Records(level)) {
-    const Session::ApiEntry* api = s->Resolve(func);
-    if (api->target) target = api->target;
+    const Session::ApiEntry* api = s->Resolve(func, &uncached);
+    if (api->target) target = api->target.ptr();
     // The first call a mode sees inside a wrapper's call, or inside an
     // operator call the native observer recorded, is nested directly in it;
     // if it is the same API, it is the same call.
@@ -210,4 +211,4 @@ bool InitHooks(PyObject* module) {
   return PyModule_AddFunctions(module, kHandlers) == 0;
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

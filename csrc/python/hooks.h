@@ -19,7 +19,7 @@
 
 #include <Python.h>
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // Adds ApiWrapper and the two handlers to `module`; false on error.
 bool InitHooks(PyObject* module);
@@ -33,4 +33,4 @@ inline PyObject* GetAttrOrWrapped(PyObject* self, PyObject* name, PyObject* wrap
   return PyObject_GetAttr(wrapped, name);
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

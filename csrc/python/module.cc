@@ -3,13 +3,11 @@
 #include "python/bindings.h"
 #include "python/hooks.h"
 
-namespace py = pybind11;
-
 PYBIND11_MODULE(_C, m) {
   m.doc() = "api_tracer's C++ engine: the hooks, the converter and the recorder.";
-  if (!api_tracer::py::InitHooks(m.ptr())) throw py::error_already_set();
-  api_tracer::py::InitSessionBindings(m);
-  api_tracer::py::InitConfigBindings(m);
-  api_tracer::py::InitProfileBindings(m);
-  api_tracer::py::InitCrashNote(m);
+  if (!api_tracer::python::InitHooks(m.ptr())) throw pybind11::error_already_set();
+  api_tracer::python::InitSessionBindings(m);
+  api_tracer::python::InitConfigBindings(m);
+  api_tracer::python::InitProfileBindings(m);
+  api_tracer::python::InitCrashNote(m);
 }

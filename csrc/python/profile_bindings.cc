@@ -12,9 +12,7 @@
 #include "python/bindings.h"
 #include "python/hooks.h"
 
-namespace py = pybind11;
-
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 class PyProfiler;
@@ -198,4 +196,4 @@ void InitProfileBindings(pybind11::module_& m) {
       .def_property_readonly("dropped_spans", [](const PyProfiler& p) { return p.profiler()->dropped_spans(); });
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -5,7 +5,7 @@
 #include "aten/observer.h"
 #include "core/module_context.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 Session* g_session = nullptr;
@@ -13,8 +13,8 @@ uint64_t g_epochs = 0;
 
 }  // namespace
 
-ThreadState& CurrentThread() {
-  static thread_local ThreadState state;
+HookThreadState& CurrentThread() {
+  static thread_local HookThreadState state;
   return state;
 }
 
@@ -50,8 +50,7 @@ Status Session::Stop() {
   Pin pin(s);  // freed when this and every other pin are gone
   s->stopped_ = true;
   s->RemoveObserver();  // if level 3's hook did not remove it already
-  Status st = s->recorder_->Close();
-  return st.ok() ? s->record_error_ : st;
+  return s->recorder_->Close();
 }
 
 void Session::AbandonAfterFork() {
@@ -67,115 +66,89 @@ Session::Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder
       merges_(recorder_->options().merge_output && recorder_->options().levels.size() > 1),
       filter_(recorder_->options().include_apis, recorder_->options().exclude_apis),
       converter_(dialect.classify, dialect.tensor_type_name, recorder_->options().value_ranges),
-      resolve_(dialect.resolve) {
+      resolve_(Borrow(dialect.resolve)) {
   const TraceOptions& options = recorder_->options();
   for (int level : options.levels) levels_[level] = true;
   if (options.record_stack) {
     stacks_ = std::make_unique<StackCapture>(options.stack_format, dialect.stack_skip_prefixes);
   }
-  Py_XINCREF(resolve_);
 }
 
-Session::~Session() {
-  for (auto& [func, entry] : apis_) {
-    Py_XDECREF(entry.target);
-    Py_DECREF(func);
-  }
-  for (auto& [key, entry] : accessors_) {
-    Py_XDECREF(entry.target);
-    Py_DECREF(key.first);
-  }
-  Py_XDECREF(resolve_);
-}
+Session::~Session() = default;
 
 Session::ApiEntry Session::Name(PyObject* func) {
-  PyObject* name;
-  {
+  pybind11::object named;
+  if (resolve_) {
     Suspend suspend;  // the dialect's Python code runs here
-    name = resolve_ ? PyObject_CallOneArg(resolve_, func) : nullptr;
+    named = Steal(PyObject_CallOneArg(resolve_.ptr(), func));
   }
-  ApiEntry entry{0, false, nullptr};
-  if (name && PyTuple_Check(name) && PyTuple_GET_SIZE(name) == 2) {
-    PyObject* api = PyTuple_GET_ITEM(name, 0);
-    PyObject* target = PyTuple_GET_ITEM(name, 1);
-    const char* s = PyUnicode_Check(api) ? PyUnicode_AsUTF8(api) : nullptr;
-    if (s) entry = ApiEntry{Intern(s), filter_.Allows(s), nullptr};
-    if (target != func && PyCallable_Check(target)) entry.target = Py_NewRef(target);
+  ApiEntry entry;
+  if (named && PyTuple_Check(named.ptr()) && PyTuple_GET_SIZE(named.ptr()) == 2) {
+    PyObject* api = PyTuple_GET_ITEM(named.ptr(), 0);
+    PyObject* target = PyTuple_GET_ITEM(named.ptr(), 1);
+    if (const char* s = PyUnicode_Check(api) ? PyUnicode_AsUTF8(api) : nullptr) {
+      entry.id = Intern(s);
+      entry.included = filter_.Allows(s);
+    }
+    if (target != func && PyCallable_Check(target)) entry.target = Borrow(target);
   }
-  Py_XDECREF(name);
   PyErr_Clear();
   return entry;
 }
 
-const Session::ApiEntry* Session::Resolve(PyObject* func) {
-  if (Py_TYPE(func) == &_PyMethodWrapper_Type) return ResolveAccessor(func);
-  auto it = apis_.find(func);
-  if (it != apis_.end()) return &it->second;
-  return Keep(apis_, func, func, Name(func));  // func owned, so that its address is never reused
+const Session::ApiEntry* Session::Resolve(PyObject* func, ApiEntry* uncached) {
+  if (Py_TYPE(func) == &_PyMethodWrapper_Type) return ResolveAccessor(func, uncached);
+  if (auto it = apis_.find(func); it != apis_.end()) return &it->second;
+  ApiEntry entry = Name(func);
+  // Another thread may have added one while the dialect's Python code ran:
+  // that one stays. The key holds `func`, so its address is never reused.
+  return &apis_.try_emplace(Borrow(func), std::move(entry)).first->second;
 }
 
-template <typename Map, typename Key>
-const Session::ApiEntry* Session::Keep(Map& map, const Key& key, PyObject* owner, const ApiEntry& entry) {
-  auto [it, fresh] = map.emplace(key, entry);
-  if (fresh) {
-    Py_INCREF(owner);
-  } else {
-    Py_XDECREF(entry.target);
-  }
-  return &it->second;
-}
-
-const Session::ApiEntry* Session::ResolveAccessor(PyObject* func) {
+const Session::ApiEntry* Session::ResolveAccessor(PyObject* func, ApiEntry* uncached) {
   // A method-wrapper (a property's bound __get__, say) is a new object at
   // every access: key it by the descriptor it belongs to, which lives on.
   static PyObject* const kSelf = PyUnicode_InternFromString("__self__");
   static PyObject* const kName = PyUnicode_InternFromString("__name__");
-  PyObject* self = PyObject_GetAttr(func, kSelf);
-  PyObject* name = PyObject_GetAttr(func, kName);
+  pybind11::object self = Steal(PyObject_GetAttr(func, kSelf));
+  pybind11::object name = Steal(PyObject_GetAttr(func, kName));
   PyErr_Clear();
   int which = -1;
-  if (self && name && PyUnicode_Check(name) &&
-      (Py_TYPE(self) == &PyGetSetDescr_Type || Py_TYPE(self) == &PyMemberDescr_Type ||
-       PyObject_TypeCheck(self, &PyProperty_Type))) {
-    which = PyUnicode_CompareWithASCIIString(name, "__get__") == 0   ? 0
-            : PyUnicode_CompareWithASCIIString(name, "__set__") == 0 ? 1
-                                                                     : 2;
+  if (self && name && PyUnicode_Check(name.ptr()) &&
+      (Py_TYPE(self.ptr()) == &PyGetSetDescr_Type || Py_TYPE(self.ptr()) == &PyMemberDescr_Type ||
+       PyObject_TypeCheck(self.ptr(), &PyProperty_Type))) {
+    which = PyUnicode_CompareWithASCIIString(name.ptr(), "__get__") == 0   ? 0
+            : PyUnicode_CompareWithASCIIString(name.ptr(), "__set__") == 0 ? 1
+                                                                           : 2;
   }
-  Py_XDECREF(name);
-  const ApiEntry* result;
   if (which < 0) {  // not a descriptor's accessor: nothing stable to key on
-    static thread_local ApiEntry uncached;
-    Py_CLEAR(uncached.target);
-    uncached = Name(func);
-    result = &uncached;
-  } else if (auto it = accessors_.find({self, which}); it != accessors_.end()) {
-    result = &it->second;
-  } else {
-    result = Keep(accessors_, std::make_pair(self, which), self, Name(func));
+    *uncached = Name(func);
+    return uncached;
   }
-  Py_XDECREF(self);
-  return result;
+  if (auto it = accessors_.find(self); it != accessors_.end() && it->second[which]) {
+    return &*it->second[which];
+  }
+  ApiEntry entry = Name(func);
+  // Another thread may have named it while the dialect's Python code ran:
+  // that one stays.
+  std::optional<ApiEntry>& slot = accessors_[self][which];
+  if (!slot) slot = std::move(entry);
+  return &*slot;
 }
 
 void Session::Record(int level, ApiId api, const CallArgs& args) {
-  ThreadState& ts = CurrentThread();
+  HookThreadState& ts = CurrentThread();
   ts.key.Clear();
   {
     Suspend suspend;  // the converter may call the dialect's Python code
     converter_.WriteCall(api, args, &ts.key);
   }
   if (stopped_) return;  // by another thread, while the converter ran Python code
-  Status st;
-  const Aggregator::Config* config =
-      recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()}, &st);
-  if (!config) {
-    if (record_error_.ok()) record_error_ = st;
-    return;
-  }
+  if (!recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()})) return;
   if (stacks_) {
     Suspend suspend;
     stacks_->Offer(recorder_.get(), level, api);
   }
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -12,27 +12,26 @@
 // meanwhile, which closes its files at once, but the session object lives
 // until the last pin is gone, and records nothing more.
 //
-// Thread-safety: all state is guarded by the GIL; ThreadState is per thread.
+// Thread-safety: all state is guarded by the GIL; HookThreadState is per thread.
 #pragma once
 
-#include <Python.h>
-
+#include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/glob.h"
 #include "core/recorder.h"
 #include "python/convert.h"
+#include "python/objects.h"
 #include "python/stack.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 // What each thread keeps between hook invocations.
-struct ThreadState {
+struct HookThreadState {
   int suspended = 0;                  // > 0: the tracer's own work, record nothing
   int depth[kMaxLevel + 1] = {};  // recorded calls open, per level
   // The callable of the innermost recorded setattr-level call, until a mode
@@ -40,7 +39,7 @@ struct ThreadState {
   PyObject* open_call = nullptr;
   KeyWriter key;
 };
-ThreadState& CurrentThread();
+HookThreadState& CurrentThread();
 
 // What the session asks the dialect (api_tracer.dialect), as Python callables.
 struct DialectHooks {
@@ -53,11 +52,11 @@ struct DialectHooks {
 class Session {
  public:
   struct ApiEntry {
-    ApiId id;
-    bool included;
+    ApiId id = 0;
+    bool included = false;
     // What calling the API comes down to (OpOverload -> its C++ _op), or
-    // nullptr to call the callable itself. Owned.
-    PyObject* target;
+    // null to call the callable itself.
+    pybind11::object target;
   };
 
   static Session* Active();
@@ -80,6 +79,8 @@ class Session {
 
   // Fails (Status) when a session is active or the output cannot be opened.
   static Status Start(const TraceOptions& options, const DialectHooks& dialect);
+  // Fails as Recorder::Close does: writing the files failed, or a call (at any
+  // level, the native observer's included) could not be recorded.
   static Status Stop();
   // In a process just forked from a tracing one: drop the session without
   // writing (its files and buffers are the parent's).
@@ -100,24 +101,21 @@ class Session {
   Converter& converter() { return converter_; }
 
   // The API a mode's `func` stands for; `included` is false for callables
-  // the dialect does not name and for APIs the filter leaves out.
-  const ApiEntry* Resolve(PyObject* func);
+  // the dialect does not name and for APIs the filter leaves out. The entry
+  // lives as long as the session, but for a callable with nothing stable to
+  // key a cache on (a method-wrapper of no descriptor): that one is named
+  // into `*uncached`, which the caller keeps while it uses the entry.
+  const ApiEntry* Resolve(PyObject* func, ApiEntry* uncached);
 
   // Records one call at `level` (nothing once the session is stopped).
-  // Never raises.
+  // Never raises: a failure is kept by the recorder, and Stop returns it.
   void Record(int level, ApiId api, const CallArgs& args);
 
  private:
   Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder, uint64_t epoch);
-  ~Session();
+  ~Session();  // out of line: Pin's destructor, inlined in every hook, only calls it
   ApiEntry Name(PyObject* func);
-  // Adds `entry` (which owns a reference to its target) under `key` unless
-  // another thread added one while the dialect's Python code ran; the entry
-  // kept. Takes a reference to `owner` (the object keeping `key` unique)
-  // when the entry is new.
-  template <typename Map, typename Key>
-  const ApiEntry* Keep(Map& map, const Key& key, PyObject* owner, const ApiEntry& entry);
-  const ApiEntry* ResolveAccessor(PyObject* func);
+  const ApiEntry* ResolveAccessor(PyObject* func, ApiEntry* uncached);
 
   std::unique_ptr<Recorder> recorder_;
   const uint64_t epoch_;
@@ -126,10 +124,11 @@ class Session {
   ApiFilter filter_;
   Converter converter_;
   std::unique_ptr<StackCapture> stacks_;
-  PyObject* resolve_;
-  std::unordered_map<PyObject*, ApiEntry> apis_;            // keys owned
-  std::map<std::pair<PyObject*, int>, ApiEntry> accessors_;  // descriptors owned
-  Status record_error_;
+  const pybind11::object resolve_;
+  ObjectMap<ApiEntry> apis_;  // by callable
+  // By descriptor: the entries of its __get__, __set__ and other accessors,
+  // each named when first seen.
+  ObjectMap<std::array<std::optional<ApiEntry>, 3>> accessors_;
   int pins_ = 0;
   bool stopped_ = false;
 };
@@ -141,4 +140,4 @@ class Suspend {
   ~Suspend() { --CurrentThread().suspended; }
 };
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

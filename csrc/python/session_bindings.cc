@@ -5,9 +5,7 @@
 #include "aten/observer.h"
 #include "core/module_context.h"
 
-namespace py = pybind11;
-
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 void RaiseIfError(const Status& st) {
   if (st.ok()) return;
@@ -99,7 +97,6 @@ void InitSessionBindings(pybind11::module_& m) {
         "Opens the tracing session: creates the output directory and opens its files.");
   m.def("stop", [] { RaiseIfError(Session::Stop()); },
         "Closes the session: flushes the traces and writes the summary files.");
-  m.def("active", [] { return Session::Active() != nullptr; });
   m.def("abandon_after_fork", &Session::AbandonAfterFork,
         "In a forked child: drop the parent's session without writing its files.");
   m.def("allows", [](const std::string& api) { return ActiveOrRaise().Allows(api); },
@@ -142,4 +139,4 @@ void InitSessionBindings(pybind11::module_& m) {
       .def("__exit__", [](Suspended& s, pybind11::args) { s.Exit(); });
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

@@ -2,7 +2,7 @@
 
 #include <frameobject.h>
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 namespace {
 
 std::string Str(PyObject* s) {
@@ -17,13 +17,10 @@ std::string Str(PyObject* s) {
 
 }  // namespace
 
-StackCapture::~StackCapture() {
-  for (auto& [code, info] : codes_) Py_DECREF(code);
-}
-
-const StackCapture::CodeInfo& StackCapture::Info(PyCodeObject* code) {
-  auto it = codes_.find(code);
+const StackCapture::CodeInfo& StackCapture::Info(const pybind11::object& code_object) {
+  auto it = codes_.find(code_object);
   if (it != codes_.end()) return it->second;
+  auto* code = reinterpret_cast<PyCodeObject*>(code_object.ptr());
   CodeInfo info;
   info.filename = Str(code->co_filename);
   info.name = Str(code->co_name);
@@ -34,8 +31,7 @@ const StackCapture::CodeInfo& StackCapture::Info(PyCodeObject* code) {
   for (const auto& prefix : skip_prefixes_) {
     info.skip = info.skip || info.filename.rfind(prefix, 0) == 0;
   }
-  Py_INCREF(code);
-  return codes_.emplace(code, std::move(info)).first->second;
+  return codes_.emplace(code_object, std::move(info)).first->second;
 }
 
 std::string StackCapture::FormatFrame(const Frame& f) const {
@@ -55,28 +51,24 @@ void StackCapture::Offer(Recorder* recorder, int level, ApiId api) {
   if (!recorder->WantsStack(level, api)) return;
   std::vector<Frame> frames;  // innermost first while walking
   uint64_t hash = 1469598103934665603ull;
-  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());
-  while (frame && static_cast<int>(frames.size()) < kMaxFrames) {
-    PyCodeObject* code = PyFrame_GetCode(frame);
+  pybind11::object frame_object = Steal(PyThreadState_GetFrame(PyThreadState_Get()));
+  while (frame_object && static_cast<int>(frames.size()) < kMaxFrames) {
+    auto* frame = reinterpret_cast<PyFrameObject*>(frame_object.ptr());
+    pybind11::object code = Steal(PyFrame_GetCode(frame));
     const CodeInfo& info = Info(code);
-    Py_DECREF(code);
     if (!info.skip) {
       Frame f{&info, PyFrame_GetLineNumber(frame), {}};
       if (format_ == Format::kApi) {
-        PyObject* globals = PyFrame_GetGlobals(frame);
-        PyObject* name = globals ? PyDict_GetItemString(globals, "__name__") : nullptr;
+        pybind11::object globals = Steal(PyFrame_GetGlobals(frame));
+        PyObject* name = globals ? PyDict_GetItemString(globals.ptr(), "__name__") : nullptr;
         f.module = name ? Str(name) : "?";
-        Py_XDECREF(globals);
       }
-      hash = (hash ^ reinterpret_cast<uintptr_t>(code)) * 1099511628211ull;
+      hash = (hash ^ reinterpret_cast<uintptr_t>(code.ptr())) * 1099511628211ull;
       hash = (hash ^ static_cast<uint64_t>(f.line)) * 1099511628211ull;
       frames.push_back(std::move(f));
     }
-    PyFrameObject* back = PyFrame_GetBack(frame);
-    Py_DECREF(frame);
-    frame = back;
+    frame_object = Steal(PyFrame_GetBack(frame));
   }
-  Py_XDECREF(frame);
   recorder->AddStack(level, api, hash, [&] {
     Stack stack;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) stack.push_back(FormatFrame(*it));
@@ -84,4 +76,4 @@ void StackCapture::Offer(Recorder* recorder, int level, ApiId api) {
   });
 }
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

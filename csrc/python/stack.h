@@ -13,15 +13,13 @@
 // Thread-safety: the GIL must be held.
 #pragma once
 
-#include <Python.h>
-
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/recorder.h"
+#include "python/objects.h"
 
-namespace api_tracer::py {
+namespace api_tracer::python {
 
 class StackCapture {
  public:
@@ -30,7 +28,6 @@ class StackCapture {
 
   StackCapture(Format format, std::vector<std::string> skip_prefixes)
       : format_(format), skip_prefixes_(std::move(skip_prefixes)) {}
-  ~StackCapture();
   StackCapture(const StackCapture&) = delete;
   StackCapture& operator=(const StackCapture&) = delete;
 
@@ -51,12 +48,12 @@ class StackCapture {
     std::string module;  // kApi only
   };
 
-  const CodeInfo& Info(PyCodeObject* code);
+  const CodeInfo& Info(const pybind11::object& code);
   std::string FormatFrame(const Frame& f) const;
 
   const Format format_;
   const std::vector<std::string> skip_prefixes_;
-  std::unordered_map<PyCodeObject*, CodeInfo> codes_;  // code objects owned
+  ObjectMap<CodeInfo> codes_;  // by code object
 };
 
-}  // namespace api_tracer::py
+}  // namespace api_tracer::python

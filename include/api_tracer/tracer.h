@@ -22,7 +22,8 @@
 // link api_tracer::api_tracer.
 //
 // Errors (an output path that cannot be written, a second tracer) are thrown
-// as std::runtime_error by start(); stop() throws if writing the files failed.
+// as std::runtime_error by start(); stop() throws if writing the files failed,
+// or else if a call could not be recorded (the first such error).
 // Thread-safety: a Tracer is started and stopped by one thread; what it
 // records may run on any number of threads.
 #pragma once
