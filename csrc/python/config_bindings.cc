@@ -175,6 +175,10 @@ void InitConfigBindings(pybind11::module_& m) {
         SetValueTypes(call.ptr(), symbol.ptr(), tensor_spec.ptr());
       },
       "Registers api_tracer.values' Call, Symbol and TensorSpec.");
+  pybind11::enum_<RuleKind>(m, "Rule", "How a dialect's classify() says a type's values are written (convert.h).")
+      .value("opaque", RuleKind::kOpaque)
+      .value("replace", RuleKind::kReplace)
+      .value("instance", RuleKind::kInstance);
   m.def("parse_call", &ParseCallToPython, pybind11::arg("line"),
         "Parses a config line into (api, args, kwargs); ValueError(message, column) if malformed.");
   m.def(

@@ -241,10 +241,10 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
   }
   const TypeRule& rule = Rule(type);
   switch (rule.kind) {
-    case TypeRule::kOpaque:
+    case RuleKind::kOpaque:
       w->BeginObject("Opaque", 1, 0);
       return w->Str(rule.name);
-    case TypeRule::kReplace: {
+    case RuleKind::kReplace: {
       pybind11::object r = Steal(PyObject_CallOneArg(rule.fn.ptr(), obj));
       if (!r) {
         PyErr_Clear();
@@ -252,7 +252,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
       }
       return Write(r.ptr(), w, depth + 1);
     }
-    case TypeRule::kInstance:
+    case RuleKind::kInstance:
       return WriteInstance(obj, rule.fn.ptr(), w, depth);
   }
 }
@@ -289,17 +289,18 @@ const std::string& Converter::SubclassName(PyTypeObject* type) {
 const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
   auto it = rules_.find(type);
   if (it != rules_.end()) return it->second;
-  TypeRule rule{TypeRule::kOpaque, QualifiedName(type), {}};
+  TypeRule rule{RuleKind::kOpaque, QualifiedName(type), {}};
   pybind11::object answer;
   if (classify_) answer = Steal(PyObject_CallOneArg(classify_.ptr(), AsObject(type)));
   PyObject* r = answer.ptr();
-  if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(r, 0))) {
-    std::string kind = Utf8(PyTuple_GET_ITEM(r, 0));
+  if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 &&
+      pybind11::isinstance<RuleKind>(PyTuple_GET_ITEM(r, 0))) {
+    auto kind = pybind11::handle(PyTuple_GET_ITEM(r, 0)).cast<RuleKind>();
     PyObject* payload = PyTuple_GET_ITEM(r, 1);
-    if (kind == "opaque" && PyUnicode_Check(payload)) {
+    if (kind == RuleKind::kOpaque && PyUnicode_Check(payload)) {
       rule.name = Utf8(payload);
-    } else if ((kind == "replace" || kind == "instance") && PyCallable_Check(payload)) {
-      rule.kind = kind == "replace" ? TypeRule::kReplace : TypeRule::kInstance;
+    } else if (kind != RuleKind::kOpaque && PyCallable_Check(payload)) {
+      rule.kind = kind;
       rule.fn = Borrow(payload);
     }
   }

@@ -3,12 +3,13 @@
 // Tensors, torch.Size/dtype/device/layout/memory_format/qscheme/Generator
 // and the builtin types are read natively (tensor metadata through
 // THPVariable_Unpack, never through Python attribute calls). Any other type
-// is classified once, by the dialect's Python `classify(type)` callback:
-//   ("opaque", name)     -> Opaque("name")
-//   ("replace", fn)      -> fn(obj)'s value is written instead
-//   ("instance", fn)     -> like replace, but computed once per object
-//                           (modules: their constructor call) and cached
-//                           until the object dies
+// is classified once, by the dialect's Python `classify(type)` callback,
+// which answers (RuleKind, payload), bound as _C.Rule:
+//   (Rule.opaque, name)    -> Opaque("name")
+//   (Rule.replace, fn)     -> fn(obj)'s value is written instead
+//   (Rule.instance, fn)    -> like replace, but computed once per object
+//                             (modules: their constructor call) and cached
+//                             until the object dies
 // and the answer is cached per type. Values built by the dialect use the
 // classes of api_tracer.values (Call, Symbol, TensorSpec), read natively too.
 //
@@ -24,6 +25,9 @@
 #include "python/objects.h"
 
 namespace api_tracer::python {
+
+// How the values of a type are written (see above).
+enum class RuleKind { kOpaque, kReplace, kInstance };
 
 // A call's arguments as CPython hands them over: either a vectorcall
 // (args[0..nargs) positional, then the values named by kwnames), or a tuple
@@ -74,7 +78,7 @@ class Converter {
 
  private:
   struct TypeRule {
-    enum Kind { kOpaque, kReplace, kInstance } kind;
+    RuleKind kind;
     std::string name;     // kOpaque
     pybind11::object fn;  // kReplace, kInstance
   };

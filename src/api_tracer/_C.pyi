@@ -76,6 +76,12 @@ class suspended:
 
 # -- config lines and summary files (config_bindings.cc) --------------------------
 
+class Rule:
+    opaque: Rule
+    replace: Rule
+    instance: Rule
+    __members__: Dict[str, Rule]
+
 def set_value_types(call: type, symbol: type, tensor_spec: type, /) -> None: ...
 def parse_call(line: str) -> Tuple[str, List[Any], Dict[str, Any]]: ...
 def parse_value(text: str) -> Any: ...

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .hooks import NativeHook, PatchTarget, SetattrHook, TorchDispatchHook, TorchFunctionHook
+from . import _C
 from .values import Call, Symbol
 
 # What classify() answers, as the converter (csrc/python/convert.h) reads it.
-Rule = Tuple[str, Any]
+Rule = Tuple[_C.Rule, Any]
 
 API_LIST_DIR = Path(__file__).resolve().parent / "api_list"
 
@@ -98,7 +99,7 @@ class FrameworkDialect:
     def classify(self, tp: type) -> Rule:
         """How values of `tp` are written (see csrc/python/convert.h); asked
         once per type (values of exactly that type)."""
-        return self._user_rule(tp) or ("opaque", public_name(tp))
+        return self._user_rule(tp) or (_C.Rule.opaque, public_name(tp))
 
     def _user_rule(self, tp: type) -> Optional[Rule]:
         """The rule serializers() gives `tp` or its nearest base, if any."""
@@ -106,7 +107,7 @@ class FrameworkDialect:
         for klass in tp.__mro__:
             fn = table.get(klass)
             if fn is not None:
-                return ("replace", fn)
+                return (_C.Rule.replace, fn)
         return None
 
     def tensor_type_name(self, tp: type) -> str:
@@ -275,8 +276,6 @@ class PyTorchDialect(FrameworkDialect):
         # modes) and no compiler internals are mistaken for the program's
         # calls; eager.py says when the stance is set. The previous stance
         # comes back at stop.
-        from . import _C
-
         python_levels = {_C.Level.setattr, _C.Level.torch_function, _C.Level.torch_dispatch}
         if not set(levels) & set(map(int, python_levels)):
             return lambda: None
@@ -352,42 +351,42 @@ class PyTorchDialect(FrameworkDialect):
             return user_rule
         # Rules are per exact type: names are worked out here, once.
         if issubclass(tp, torch.nn.Module):
-            return ("instance", self.describe_module)
+            return (_C.Rule.instance, self.describe_module)
         if issubclass(tp, torch.optim.Optimizer):
-            return ("replace", self.describe_optimizer)
+            return (_C.Rule.replace, self.describe_optimizer)
         np = sys.modules.get("numpy")
         if np is not None:
             if issubclass(tp, np.ndarray):
-                return ("replace", lambda a: Call("numpy.ndarray", list(a.shape), str(a.dtype)))
+                return (_C.Rule.replace, lambda a: Call("numpy.ndarray", list(a.shape), str(a.dtype)))
             if issubclass(tp, np.generic):
                 numpy_name = f"numpy.{tp.__name__}"
-                return ("replace", lambda x: Call(numpy_name, x.item()))
+                return (_C.Rule.replace, lambda x: Call(numpy_name, x.item()))
         if tp in (torch.SymInt, torch.SymFloat, torch.SymBool):
             sym_name = f"torch.{tp.__name__}"
-            return ("replace", lambda s: Call(sym_name, str(s)))
+            return (_C.Rule.replace, lambda s: Call(sym_name, str(s)))
         name = public_name(tp)
         if issubclass(tp, enum.Enum):
-            return ("replace", lambda e: Symbol(f"{name}.{e.name}"))
+            return (_C.Rule.replace, lambda e: Symbol(f"{name}.{e.name}"))
         if issubclass(tp, tuple):
             fields = getattr(tp, "_fields", None)
             if fields is None and hasattr(tp, "n_fields"):  # a structseq (torch.return_types)
                 fields = getattr(tp, "__match_args__", None)
             if fields is not None:  # a namedtuple or a structseq
-                return ("replace", lambda t: Call(name, **dict(zip(fields, t))))
-            return ("replace", tuple)
+                return (_C.Rule.replace, lambda t: Call(name, **dict(zip(fields, t))))
+            return (_C.Rule.replace, tuple)
         for base in (bool, int, float, complex, str, list, dict):
             if issubclass(tp, base):
-                return ("replace", base)
+                return (_C.Rule.replace, base)
         if issubclass(tp, type):
-            return ("replace", lambda c: Symbol(public_name(c)))
+            return (_C.Rule.replace, lambda c: Symbol(public_name(c)))
         if issubclass(tp, types.ModuleType):
-            return ("replace", lambda m: Symbol(m.__name__))
+            return (_C.Rule.replace, lambda m: Symbol(m.__name__))
         if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                            types.MethodDescriptorType, types.WrapperDescriptorType,
                            functools.partial, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
             # "instance": worked out once per callable, not per call
-            return ("instance", lambda f: Call("Callable", self._callable_name(f)))
-        return ("opaque", name)
+            return (_C.Rule.instance, lambda f: Call("Callable", self._callable_name(f)))
+        return (_C.Rule.opaque, name)
 
     def _callable_name(self, f: Any) -> str:
         if isinstance(f, functools.partial):
