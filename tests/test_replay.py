@@ -352,3 +352,18 @@ def test_tensors_keep_recorded_strides_and_dtypes():
     api, func, args, kwargs = prepare(config, "cpu", {}, seed=0)
     assert args[2].stride() == (1, 3) and args[2].dtype == torch.float64
     assert replay_one(config).status == "ok"
+
+
+def test_tensors_are_their_own_not_views_and_keep_their_strides():
+    """A plain argument of the program was no view: aten.detach_ (which
+    refuses views) replays, and recorded strides, overlapping ones too, hold."""
+    from api_tracer.replay import prepare
+
+    for tensor, stride in [('Tensor([2, 3], "float32")', (3, 1)),
+                           ('Tensor([3, 2], "float32", stride=[1, 3])', (1, 3)),
+                           ('Tensor([4, 3], "float32", stride=[0, 1])', (0, 1))]:
+        config = Config("x", 1, f"torch.ops.aten.detach_.default({tensor})")
+        api, func, args, kwargs = prepare(config, "cpu", {}, seed=0)
+        assert args[0]._base is None and args[0].stride() == stride, tensor
+        result = replay_one(config)
+        assert result.status == "ok", result

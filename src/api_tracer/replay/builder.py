@@ -145,9 +145,11 @@ class Builder:
             base = torch.randint(rng[0], rng[1] + 1, (numel,), generator=self.gen, dtype=torch.int64).to(dtype)
         else:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
-        t = base.as_strided(shape, stride).to(self.device)
-        if self.device != "cpu" and spec.stride is not None:
-            t = torch.empty_strided(shape, stride, dtype=dtype, device=self.device).copy_(t)
+        # A tensor of its own with the recorded strides, as the program's was
+        # (a view would refuse in-place ops on views, detach_ among them): its
+        # storage, numel elements, holds `base`.
+        t = torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
+        t.as_strided((numel,), (1,)).copy_(base)
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
         return t
