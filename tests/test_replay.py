@@ -367,3 +367,48 @@ def test_tensors_are_their_own_not_views_and_keep_their_strides():
         assert args[0]._base is None and args[0].stride() == stride, tensor
         result = replay_one(config)
         assert result.status == "ok", result
+
+
+def test_integer_tensors_come_from_their_value_profiles(tmp_path):
+    """A loss target with ignore_index -100 among classes, and EmbeddingBag's
+    offsets (start at 0, never decrease): drawn from what the program passed,
+    not from a range that holds neither (-46 is no class)."""
+    from api_tracer.replay import prepare, ranges_beside, read_value_ranges
+
+    target = torch.arange(64) * 7 % 500
+    target[::5] = -100
+    bag = torch.nn.EmbeddingBag(100, 8, mode="sum")
+    out = tmp_path / "t"
+    with APITracer(output_path=str(out), levels=3, merge_output=True, value_ranges=True):
+        torch.nn.functional.cross_entropy(torch.randn(64, 500), target)
+        bag(torch.arange(10) * 9, torch.tensor([0, 3, 3, 7]))
+    path = str(out / "api_configs.yaml")
+    ranges = read_value_ranges(ranges_beside(path))
+    configs = {c.text.split("(")[0]: c for c in read_configs(path)}
+    for seed in range(5):
+        _, _, args, _ = prepare(configs["torch.ops.aten.cross_entropy_loss.default"], "cpu", ranges, seed=seed)
+        drawn = args[1]
+        assert ((drawn == -100) | ((drawn >= 7) & (drawn <= 497))).all(), drawn
+        _, _, args, _ = prepare(configs["torch.ops.aten.embedding_bag.padding_idx"], "cpu", ranges, seed=seed)
+        offsets, indices = args[2].tolist(), args[1].tolist()
+        assert offsets[0] == 0 and offsets[-1] == 7 and offsets == sorted(offsets)
+        assert set(indices) <= set(range(0, 82, 9))
+    assert (-100 in prepare(configs["torch.ops.aten.cross_entropy_loss.default"], "cpu", ranges, seed=0)[2][1])
+    for config in configs.values():
+        assert replay_one(config, ranges=ranges).status == "ok", config.text
+
+
+def test_merged_value_profiles_are_the_profiles_of_every_set(tmp_path):
+    from api_tracer.filesets import read_value_profiles
+
+    for name, values in (("a", [0, 3, 7]), ("b", [1, 3, 5]), ("c", [9, 2])):
+        with APITracer(output_path=str(tmp_path / name), levels=3, merge_output=True, value_ranges=True):
+            torch.neg(torch.tensor(values))
+    result = subprocess.run(CLI + ["merge"] + [str(tmp_path / n) for n in "abc"] + ["-o", str(tmp_path / "m")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    merged = read_value_profiles(str(tmp_path / "m" / "api_value_ranges.yaml"))
+    profile = merged['torch.ops.aten.neg.default(Tensor([3], "int64"))']["args[0]"]
+    assert (profile.min, profile.max, profile.distinct, profile.sorted) == (0, 7, [0, 1, 3, 5, 7], True)
+    profile = merged['torch.ops.aten.neg.default(Tensor([2], "int64"))']["args[0]"]
+    assert (profile.min, profile.max, profile.distinct, profile.sorted) == (2, 9, [2, 9], False)

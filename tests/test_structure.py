@@ -214,7 +214,8 @@ def stub_functions() -> Dict[str, Tuple[ast.FunctionDef, object]]:
         for member, m in stub_members(node).items():
             if isinstance(m, ast.FunctionDef):
                 own = member != "__init__" or "__init__" in vars(cls)
-                out[f"{name}.{member}"] = (m, inspect.getattr_static(cls, member) if own else cls)
+                bound = inspect.getattr_static(cls, member) if own else cls
+                out[f"{name}.{member}"] = (m, bound.__func__ if isinstance(bound, staticmethod) else bound)
     return out
 
 

@@ -1,5 +1,7 @@
 #include "aten/tensor_fields.h"
 
+#include <optional>
+
 #include <ATen/Functions.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -7,6 +9,7 @@
 #include <array>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -157,25 +160,72 @@ bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) 
   }
 }
 
-ValueRange ReadValueRange(const at::Tensor& t) {
-  ValueRange r;
+namespace {
+
+// Tensors up to this many elements are profiled from a copy of their values
+// in one pass; larger ones by reductions on their device.
+constexpr int64_t kScanLimit = 1 << 16;
+
+// Ranges up to this wide are counted value by value (bincount) in a large
+// tensor; a wider one counts as many distinct values (no sort of the data).
+constexpr int64_t kCountableRange = 4096;
+
+// The distinct values of `values` (all in [lo, hi]), ascending, or none
+// when there may be more than ValueProfile::kFew.
+std::optional<std::vector<int64_t>> FewDistinct(const at::Tensor& values, int64_t lo, int64_t hi) {
+  if (hi - lo >= kCountableRange) return std::nullopt;
+  at::Tensor counts = at::bincount(values.sub(lo), {}, hi - lo + 1).cpu();
+  const int64_t* c = counts.data_ptr<int64_t>();
+  std::vector<int64_t> distinct;
+  for (int64_t i = 0; i <= hi - lo; ++i) {
+    if (!c[i]) continue;
+    if (distinct.size() == ValueProfile::kFew) return std::nullopt;
+    distinct.push_back(lo + i);
+  }
+  return distinct;
+}
+
+// The profile of a large tensor, by reductions on its device.
+ValueProfile ProfileByReductions(const at::Tensor& flat) {
+  ValueProfile p;
+  p.valid = true;
+  p.min = flat.min().item<int64_t>();
+  p.max = flat.max().item<int64_t>();
+  p.sorted = flat.slice(0, 1).ge(flat.slice(0, 0, -1)).all().item<bool>();
+  if (p.max >= 0) p.nonneg_min = p.min >= 0 ? p.min : flat.masked_select(flat.ge(0)).min().item<int64_t>();
+  if (auto distinct = FewDistinct(flat, p.min, p.max)) {
+    for (int64_t v : *distinct) p.AddDistinct(v);
+    return p;
+  }
+  p.many = true;
+  if (p.min < 0) {
+    at::Tensor negative = flat.masked_select(flat.lt(0));
+    auto negatives = FewDistinct(negative, p.min, negative.max().item<int64_t>());
+    p.many_negatives = !negatives;
+    if (negatives) p.negatives = *negatives;
+  }
+  return p;
+}
+
+}  // namespace
+
+ValueProfile ReadValueProfile(const at::Tensor& t) {
   if (!t.defined() || t.numel() == 0 || t.is_meta() || t.layout() != c10::kStrided ||
       t.key_set().has(c10::DispatchKey::Python)) {
-    return r;
+    return {};
   }
   try {
     at::DisableRecordFunctionGuard no_observers;
     c10::impl::ExcludeDispatchKeyGuard no_python(
         c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
     at::AutoDispatchBelowADInplaceOrView no_autograd;
-    at::Tensor flat = t.scalar_type() == at::kBool ? t.to(at::kLong) : t;
-    r.min = flat.min().item<int64_t>();
-    r.max = flat.max().item<int64_t>();
-    r.valid = true;
+    at::Tensor flat = t.reshape(-1).to(at::kLong);
+    if (flat.numel() > kScanLimit) return ProfileByReductions(flat);
+    at::Tensor values = flat.cpu().contiguous();
+    return ValueProfile::Of({values.data_ptr<int64_t>(), static_cast<size_t>(values.numel())});
   } catch (const std::exception&) {
-    r.valid = false;
+    return {};
   }
-  return r;
 }
 
 }  // namespace api_tracer::aten

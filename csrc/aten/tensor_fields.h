@@ -37,10 +37,9 @@ struct TensorScratch {
 // Dimensions that are symbolic and have no concrete value are written as -1.
 bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out);
 
-// The smallest and largest element of an integer or bool tensor. Reads the
-// data (and so waits for a device); computed outside every observer and
-// Python mode. Invalid for empty tensors and tensors without data (meta,
-// fake, tensor subclasses).
-ValueRange ReadValueRange(const at::Tensor& t);
+// The ValueProfile of an integer or bool tensor (its data read: a device
+// tensor is waited for). Not valid for an empty, meta, sparse or Python-
+// subclass tensor.
+ValueProfile ReadValueProfile(const at::Tensor& t);
 
 }  // namespace api_tracer::aten

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 #include "core/per_thread.h"
 #include "core/yaml.h"
@@ -12,7 +11,7 @@ namespace {
 
 // The paths of a call's integer and bool tensors, in the order a converter
 // writes them (depth first, positional before keyword arguments).
-void CollectRangePaths(const Value& v, const std::string& path, std::vector<std::string>* out) {
+void CollectProfilePaths(const Value& v, const std::string& path, std::vector<std::string>* out) {
   API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   switch (v.kind()) {
@@ -22,25 +21,25 @@ void CollectRangePaths(const Value& v, const std::string& path, std::vector<std:
     case K::kList:
     case K::kTuple:
       for (size_t i = 0; i < v.items().size(); ++i) {
-        CollectRangePaths(v.items()[i], path + "[" + std::to_string(i) + "]", out);
+        CollectProfilePaths(v.items()[i], path + "[" + std::to_string(i) + "]", out);
       }
       return;
     case K::kDict:
       for (size_t i = 0; i + 1 < v.items().size(); i += 2) {
         std::string key;
         FormatValue(v.items()[i], {}, &key);
-        CollectRangePaths(v.items()[i], path + ".keys[" + std::to_string(i / 2) + "]", out);
-        CollectRangePaths(v.items()[i + 1], path + "[" + key + "]", out);
+        CollectProfilePaths(v.items()[i], path + ".keys[" + std::to_string(i / 2) + "]", out);
+        CollectProfilePaths(v.items()[i + 1], path + "[" + key + "]", out);
       }
       return;
     case K::kSlice:
     case K::kObject: {
       size_t npos = v.kind() == K::kObject ? v.positional_count() : v.items().size();
       for (size_t i = 0; i < npos; ++i) {
-        CollectRangePaths(v.items()[i], path + ".args[" + std::to_string(i) + "]", out);
+        CollectProfilePaths(v.items()[i], path + ".args[" + std::to_string(i) + "]", out);
       }
       for (size_t i = 0; i < v.keywords().size(); ++i) {
-        CollectRangePaths(v.items()[npos + i], path + "." + v.keywords()[i], out);
+        CollectProfilePaths(v.items()[npos + i], path + "." + v.keywords()[i], out);
       }
       return;
     }
@@ -49,21 +48,9 @@ void CollectRangePaths(const Value& v, const std::string& path, std::vector<std:
   }
 }
 
-void AtomicMin(std::atomic<int64_t>& a, int64_t v) {
-  int64_t cur = a.load(std::memory_order_relaxed);
-  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
-
-void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
-  int64_t cur = a.load(std::memory_order_relaxed);
-  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
-
 }  // namespace
 
-const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<const ValueRange> ranges,
+const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<const ValueProfile> profiles,
                                              Status* status) {
   LocalCache& cache = local_caches_.Local();
   Config* config;
@@ -76,12 +63,9 @@ const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<con
     config = interned;
   }
   config->count.fetch_add(1, std::memory_order_relaxed);
-  if (config->range_min && ranges.size() == config->range_paths.size()) {
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      if (!ranges[i].valid) continue;
-      AtomicMin(config->range_min[i], ranges[i].min);
-      AtomicMax(config->range_max[i], ranges[i].max);
-    }
+  if (!config->profile_paths.empty() && profiles.size() == config->profile_paths.size()) {
+    std::lock_guard<std::mutex> lock(config->profiles_mu);
+    for (size_t i = 0; i < profiles.size(); ++i) config->profiles[i].Merge(profiles[i]);
   }
   return config;
 }
@@ -104,22 +88,14 @@ std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_
   config->line = FormatCall(call, format_);
   config->yaml_body = yaml::RecordBody(call);
   config->yaml_header = &apis_->YamlHeader(api);
-  if (value_ranges_) {
+  if (value_profiles_) {
     for (size_t i = 0; i < call.args.size(); ++i) {
-      CollectRangePaths(call.args[i], "args[" + std::to_string(i) + "]", &config->range_paths);
+      CollectProfilePaths(call.args[i], "args[" + std::to_string(i) + "]", &config->profile_paths);
     }
     for (const auto& [name, value] : call.kwargs) {
-      CollectRangePaths(value, "kwargs." + name, &config->range_paths);
+      CollectProfilePaths(value, "kwargs." + name, &config->profile_paths);
     }
-    size_t n = config->range_paths.size();
-    if (n) {
-      config->range_min = std::make_unique<std::atomic<int64_t>[]>(n);
-      config->range_max = std::make_unique<std::atomic<int64_t>[]>(n);
-      for (size_t i = 0; i < n; ++i) {
-        config->range_min[i] = std::numeric_limits<int64_t>::max();
-        config->range_max[i] = std::numeric_limits<int64_t>::min();
-      }
-    }
+    config->profiles.resize(config->profile_paths.size());
   }
   if (api_seen_.insert(api).second) api_order_.push_back(api);
   Config* result = config.get();
@@ -172,25 +148,16 @@ std::vector<std::pair<ApiId, std::vector<Stack>>> Aggregator::Stacks() const {
   return result;
 }
 
-std::vector<std::pair<std::string, std::vector<Aggregator::Range>>> Aggregator::ValueRanges() const {
+std::vector<std::pair<std::string, Aggregator::PathProfiles>> Aggregator::ValueProfiles() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, std::map<std::string, std::pair<int64_t, int64_t>>> merged;
+  std::vector<std::pair<std::string, PathProfiles>> result;
   for (const auto& [key, config] : configs_) {
-    for (size_t i = 0; i < config->range_paths.size(); ++i) {
-      int64_t lo = config->range_min[i].load(), hi = config->range_max[i].load();
-      if (lo > hi) continue;  // no values seen (empty tensors)
-      auto [it, fresh] = merged[config->line].try_emplace(config->range_paths[i], lo, hi);
-      if (!fresh) {
-        it->second.first = std::min(it->second.first, lo);
-        it->second.second = std::max(it->second.second, hi);
-      }
+    PathProfiles held;
+    std::lock_guard<std::mutex> profiles_lock(config->profiles_mu);
+    for (size_t i = 0; i < config->profile_paths.size(); ++i) {
+      if (config->profiles[i].valid) held.emplace_back(config->profile_paths[i], config->profiles[i]);
     }
-  }
-  std::vector<std::pair<std::string, std::vector<Range>>> result;
-  for (auto& [line, paths] : merged) {
-    std::vector<Range> ranges;
-    for (auto& [path, mm] : paths) ranges.push_back({path, mm.first, mm.second});
-    result.emplace_back(line, std::move(ranges));
+    if (!held.empty()) result.emplace_back(config->line, std::move(held));
   }
   return result;
 }

@@ -1,6 +1,6 @@
 // Aggregator: the distinct configs of one output set, their counts, the
 // order APIs were first seen in, up to kMaxStacks distinct call stacks per
-// API, and (when asked) the value ranges of integer tensor arguments.
+// API, and (when asked) the value profiles of integer tensor arguments.
 //
 // A call arrives as its key (key.h). The first time a key is seen it is
 // decoded and formatted once, into its config line and its YAML record body;
@@ -11,7 +11,8 @@
 // stay valid. Thread-safety: all methods may be called concurrently. Record
 // looks a key up in a per-thread cache first and takes the mutex only for a
 // key the thread has not met yet: no lock is shared on the hot path. Counts
-// and ranges are atomics.
+// are atomics; a config's value profiles have a lock of their own (taken
+// only when profiles are kept, beside reading the tensors' data).
 #pragma once
 
 #include <atomic>
@@ -48,21 +49,22 @@ class Aggregator {
     std::string yaml_body;           // yaml::RecordBody of the call
     const std::string* yaml_header;  // ApiTable::YamlHeader(api)
     std::atomic<uint64_t> count{0};
-    // With value ranges: where each integer tensor argument is ("args[1]",
-    // "kwargs.index"), and the smallest and largest value seen there.
-    std::vector<std::string> range_paths;
-    std::unique_ptr<std::atomic<int64_t>[]> range_min, range_max;
+    // With value profiles: where each integer tensor argument is
+    // ("args[1]", "kwargs.index"), and what it held over every call.
+    std::vector<std::string> profile_paths;
+    mutable std::mutex profiles_mu;
+    std::vector<ValueProfile> profiles;
   };
 
-  Aggregator(const ApiTable* apis, FormatOptions format, bool value_ranges = false)
-      : apis_(apis), format_(format), value_ranges_(value_ranges) {}
+  Aggregator(const ApiTable* apis, FormatOptions format, bool value_profiles = false)
+      : apis_(apis), format_(format), value_profiles_(value_profiles) {}
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
   // Finds or creates the config of `key`, counts one call of it, and merges
-  // `ranges` (one per integer tensor argument) into it when value ranges are
-  // kept. nullptr (and *status set) only for a key that cannot be decoded.
-  const Config* Record(std::string_view key, std::span<const ValueRange> ranges, Status* status);
+  // `profiles` (one per integer tensor argument) into it when value profiles
+  // are kept. nullptr (and *status set) only for a key that cannot be decoded.
+  const Config* Record(std::string_view key, std::span<const ValueProfile> profiles, Status* status);
   const Config* Record(std::string_view key, Status* status) { return Record(key, {}, status); }
 
   // Whether `api` still has room for another distinct stack.
@@ -92,13 +94,11 @@ class Aggregator {
   CountsAndLinesResult CountsAndLines() const;
   // Per API that has stacks: its stacks in first-seen order.
   std::vector<std::pair<ApiId, std::vector<Stack>>> Stacks() const;
-  // Per config line with integer tensor arguments: (path, min, max) of each
-  // one that held values; lines merged when two keys share one.
-  struct Range {
-    std::string path;
-    int64_t min, max;
-  };
-  std::vector<std::pair<std::string, std::vector<Range>>> ValueRanges() const;
+  // Per config with integer tensor arguments: its line and the profile of
+  // each argument that held values (two keys may share a line: the writer
+  // merges them).
+  using PathProfiles = std::vector<std::pair<std::string, ValueProfile>>;
+  std::vector<std::pair<std::string, PathProfiles>> ValueProfiles() const;
   const ApiTable& apis() const { return *apis_; }
 
  private:
@@ -114,7 +114,7 @@ class Aggregator {
 
   const ApiTable* apis_;
   const FormatOptions format_;
-  const bool value_ranges_;
+  const bool value_profiles_;
   PerThread<LocalCache> local_caches_;
 
   mutable std::mutex mu_;

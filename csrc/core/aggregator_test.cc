@@ -101,31 +101,35 @@ TEST(AggregatorTest, ManyThreadsCountEveryCall) {
 namespace api_tracer {
 namespace {
 
-TEST(AggregatorTest, ValueRangesMergePerConfig) {
+TEST(AggregatorTest, ValueProfilesMergePerConfig) {
   ApiTable apis;
-  Aggregator agg(&apis, {}, /*value_ranges=*/true);
+  Aggregator agg(&apis, {}, /*value_profiles=*/true);
   ApiId emb = apis.Intern("torch.ops.aten.embedding.default");
   TensorInfo weight = testing::MakeTensor({10, 4});
   TensorInfo index = testing::MakeTensor({3}, "int64");
-  auto record = [&](std::vector<ValueRange> ranges) {
+  auto record = [&](std::vector<int64_t> values) {
     KeyWriter w;
     w.BeginCall(emb, 2);
     w.Write(Value::Tensor(weight));
-    w.Write(Value::List({Value::Tensor(index), Value::Tensor(testing::MakeTensor({1}, "bool"))}));
+    w.Write(Value::List({Value::Tensor(index), Value::Tensor(testing::MakeTensor({0}, "bool"))}));
     w.BeginKwargs(0);
-    for (auto r : ranges) w.AddRange(r);
+    w.AddProfile(ValueProfile::Of(values));
+    w.AddProfile(ValueProfile::Of({}));
     Status st;
-    ASSERT_NE(agg.Record(w.view(), w.ranges(), &st), nullptr);
+    ASSERT_NE(agg.Record(w.view(), w.profiles(), &st), nullptr);
   };
-  record({{true, 3, 7}, {false, 0, 0}});
-  record({{true, 0, 5}, {false, 0, 0}});
-  record({{true, 2, 9}, {false, 0, 0}});
-  auto ranges = agg.ValueRanges();
-  ASSERT_EQ(ranges.size(), 1u);
-  ASSERT_EQ(ranges[0].second.size(), 1u);  // the empty bool tensor never held a value
-  EXPECT_EQ(ranges[0].second[0].path, "args[1][0]");
-  EXPECT_EQ(ranges[0].second[0].min, 0);
-  EXPECT_EQ(ranges[0].second[0].max, 9);
+  record({3, 5, 7});
+  record({0, 5, 5});
+  record({9, 2, 4});
+  auto profiles = agg.ValueProfiles();
+  ASSERT_EQ(profiles.size(), 1u);
+  ASSERT_EQ(profiles[0].second.size(), 1u);  // the empty bool tensor never held a value
+  const auto& [path, p] = profiles[0].second[0];
+  EXPECT_EQ(path, "args[1][0]");
+  EXPECT_EQ(p.min, 0);
+  EXPECT_EQ(p.max, 9);
+  EXPECT_EQ(p.distinct, (std::vector<int64_t>{0, 2, 3, 4, 5, 7, 9}));
+  EXPECT_FALSE(p.sorted);  // the third call's values were not in order
 }
 
 TEST(AggregatorTest, ManyAggregatorsOnOneThreadKeepTheirOwnCaches) {

@@ -23,6 +23,7 @@
 
 #include "core/status.h"
 #include "core/value.h"
+#include "core/value_profile.h"
 
 namespace api_tracer {
 
@@ -39,26 +40,20 @@ struct TensorFields {
   std::string_view subclass;  // empty for torch.Tensor
 };
 
-// The smallest and largest element of an integer or bool tensor argument.
-// Not part of a call's key: ranges are merged per config (aggregator.h).
-struct ValueRange {
-  bool valid = false;  // false for an empty tensor
-  int64_t min = 0;
-  int64_t max = 0;
-};
 
 class KeyWriter {
  public:
   void Clear() {
     buf_.clear();
-    ranges_.clear();
+    profiles_.clear();
   }
   std::string_view view() const { return buf_; }
 
-  // Value ranges, one per integer or bool tensor written, in the order they
-  // were written; converters add them only when asked to.
-  void AddRange(ValueRange r) { ranges_.push_back(r); }
-  const std::vector<ValueRange>& ranges() const { return ranges_; }
+  // Value profiles, one per integer or bool tensor written, in the order
+  // they were written; converters add them only when asked to. Not part of
+  // the key: profiles are merged per config (aggregator.h).
+  void AddProfile(ValueProfile p) { profiles_.push_back(std::move(p)); }
+  const std::vector<ValueProfile>& profiles() const { return profiles_; }
 
   // A call is BeginCall, `nargs` values, BeginKwargs, then `nkwargs` times
   // Keyword + value.
@@ -97,10 +92,10 @@ class KeyWriter {
   void Double(double d);
 
   std::string buf_;
-  std::vector<ValueRange> ranges_;
+  std::vector<ValueProfile> profiles_;
 };
 
-// Whether values of this dtype (a Python dtype name) get a ValueRange.
+// Whether values of this dtype (a Python dtype name) get a ValueProfile.
 bool IsIntegralDtype(std::string_view dtype);
 
 // Decodes a key written by BeginCall...: its API id and arguments. `out->api`

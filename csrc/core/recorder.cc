@@ -182,7 +182,7 @@ const Aggregator::Config* Recorder::Record(const KeyWriter& key, const RecordExt
     return nullptr;
   }
   Status st;
-  const Aggregator::Config* config = set->agg->Record(key.view(), key.ranges(), &st);
+  const Aggregator::Config* config = set->agg->Record(key.view(), key.profiles(), &st);
   if (!config) {
     KeepRecordError(st);
     return nullptr;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <map>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
@@ -174,7 +176,7 @@ Summary Summarize(const Aggregator& agg) {
   for (const auto& c : api_counts) s.api_counts.emplace_back(agg.apis().Name(c.api), c.count);
   s.config_lines = std::move(config_lines);
   for (auto& [api, stacks] : agg.Stacks()) s.stacks.emplace_back(agg.apis().Name(api), std::move(stacks));
-  s.value_ranges = agg.ValueRanges();
+  s.value_profiles = agg.ValueProfiles();
   return s;
 }
 
@@ -228,18 +230,40 @@ void WriteStacks(const Summary& s, std::ostream& out) {
 }
 
 void WriteValueRanges(const Summary& s, std::ostream& out) {
-  auto ranges = s.value_ranges;
-  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::map<std::string, std::map<std::string, ValueProfile>> merged;  // line -> path -> profile
+  for (const auto& [line, paths] : s.value_profiles) {
+    for (const auto& [path, profile] : paths) merged[line][path].Merge(profile);
+  }
+  auto ints = [](std::initializer_list<int64_t> values, std::span<const int64_t> more = {}) {
+    yaml::Node seq = yaml::Node::Seq();
+    for (int64_t v : values) seq.Add(yaml::Node::Scalar(std::to_string(v)));
+    for (int64_t v : more) seq.Add(yaml::Node::Scalar(std::to_string(v)));
+    return seq;
+  };
   yaml::Node root = yaml::Node::Seq();
-  for (const auto& [line, list] : ranges) {
-    yaml::Node& entry = root.Add(yaml::Node::Map());
-    entry.Set("config", yaml::Node::String(line));
-    yaml::Node& args = entry.Set("ranges", yaml::Node::Map());
-    for (const auto& r : list) {
-      yaml::Node& pair = args.Set(r.path, yaml::Node::Seq());
-      pair.Add(yaml::Node::Scalar(std::to_string(r.min)));
-      pair.Add(yaml::Node::Scalar(std::to_string(r.max)));
+  for (const auto& [line, paths] : merged) {
+    yaml::Node entry = yaml::Node::Map();
+    yaml::Node ranges = yaml::Node::Map(), values = yaml::Node::Map(), sentinels = yaml::Node::Map();
+    yaml::Node sorted = yaml::Node::Seq();
+    for (const auto& [path, p] : paths) {
+      if (!p.valid) continue;
+      ranges.Set(path, ints({p.min, p.max}));
+      if (!p.many) {
+        values.Set(path, ints({}, p.distinct));
+      } else if (!p.many_negatives && !p.negatives.empty() && p.nonneg_min <= p.max) {
+        yaml::Node& sentinel = sentinels.Set(path, yaml::Node::Map());
+        sentinel.Set("values", ints({}, p.negatives));
+        sentinel.Set("rest", ints({p.nonneg_min, p.max}));
+      }
+      if (p.sorted) sorted.Add(yaml::Node::String(path));
     }
+    if (ranges.entries.empty()) continue;
+    entry.Set("config", yaml::Node::String(line));
+    entry.Set("ranges", std::move(ranges));
+    if (!values.entries.empty()) entry.Set("values", std::move(values));
+    if (!sentinels.entries.empty()) entry.Set("sentinels", std::move(sentinels));
+    if (!sorted.items.empty()) entry.Set("sorted", std::move(sorted));
+    root.Add(std::move(entry));
   }
   std::string text;
   yaml::Emit(root, 0, &text);

@@ -93,7 +93,9 @@ struct Summary {
   std::vector<std::pair<std::string, uint64_t>> api_counts;  // first-seen order
   std::vector<std::string> config_lines;                     // any order, duplicates allowed
   std::vector<std::pair<std::string, std::vector<Stack>>> stacks;
-  std::vector<std::pair<std::string, std::vector<Aggregator::Range>>> value_ranges;
+  // Per config line, its arguments' value profiles (a line may come more
+  // than once: the writer merges).
+  std::vector<std::pair<std::string, Aggregator::PathProfiles>> value_profiles;
 };
 Summary Summarize(const Aggregator& agg);
 
@@ -110,8 +112,12 @@ void WriteConfigs(const Summary& s, std::ostream& out);
 void WriteStatistics(const Summary& s, std::ostream& out);
 // api_stacks.yaml: per API, byte-wise sorted, its stacks under "3stacks".
 void WriteStacks(const Summary& s, std::ostream& out);
-// api_value_ranges.yaml: per config line (sorted) with integer tensor
-// arguments, each argument's smallest and largest value seen.
+// api_value_ranges.yaml: per config line (sorted) with integer or bool
+// tensor arguments, each argument's profile merged over every call
+// (ValueProfile; docs/format.md): `ranges` (path: [min, max]), `values` (the
+// distinct values, where few), `sentinels` (where many: the few negative
+// values and the range of the rest), `sorted` (paths in non-decreasing
+// order in every call).
 void WriteValueRanges(const Summary& s, std::ostream& out);
 
 }  // namespace api_tracer

@@ -263,23 +263,46 @@ TEST_F(WritersTest, ValueRangesFile) {
   ApiTable apis;
   Aggregator agg(&apis, {}, true);
   KeyWriter w;
-  w.BeginCall(apis.Intern("torch.ops.aten.index_select.default"), 1);
-  TensorInfo t;
-  t.shape = {2};
-  t.dtype = "int64";
-  w.Write(Value::Tensor(t));
+  w.BeginCall(apis.Intern("torch.ops.aten.nll_loss.default"), 3);
+  for (const char* dtype : {"float32", "int64", "int64"}) {
+    TensorInfo t;
+    t.shape = {40};
+    t.dtype = dtype;
+    w.Write(Value::Tensor(t));
+  }
   w.BeginKwargs(0);
-  w.AddRange({true, -1, 4});
+  std::vector<int64_t> target, offsets = {0, 3, 3, 7};
+  for (int64_t i = 0; i < 40; ++i) target.push_back(i % 8 == 0 ? -100 : i * 10);
+  w.AddProfile(ValueProfile::Of(target));   // many values, one sentinel
+  w.AddProfile(ValueProfile::Of(offsets));  // few values, in order
   Status st;
-  ASSERT_NE(agg.Record(w.view(), w.ranges(), &st), nullptr);
+  ASSERT_NE(agg.Record(w.view(), w.profiles(), &st), nullptr);
   std::ostringstream out;
   WriteValueRanges(Summarize(agg), out);
   EXPECT_EQ(out.str(),
-            "- config: torch.ops.aten.index_select.default(Tensor([2], \"int64\"))\n"
+            "- config: torch.ops.aten.nll_loss.default(Tensor([40], \"float32\"), Tensor([40], \"int64\"), "
+            "Tensor([40], \"int64\"))\n"
             "  ranges:\n"
-            "    args[0]:\n"
-            "    - -1\n"
-            "    - 4\n");
+            "    args[1]:\n"
+            "    - -100\n"
+            "    - 390\n"
+            "    args[2]:\n"
+            "    - 0\n"
+            "    - 7\n"
+            "  values:\n"
+            "    args[2]:\n"
+            "    - 0\n"
+            "    - 3\n"
+            "    - 7\n"
+            "  sentinels:\n"
+            "    args[1]:\n"
+            "      values:\n"
+            "      - -100\n"
+            "      rest:\n"
+            "      - 10\n"
+            "      - 390\n"
+            "  sorted:\n"
+            "  - args[2]\n");
 }
 
 }  // namespace

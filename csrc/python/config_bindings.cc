@@ -1,5 +1,6 @@
 // Config lines from Python: parse them into Python values (the classes of
 // api_tracer.values), and format Python calls as config lines.
+#include <pybind11/operators.h>
 #include <pybind11/stl.h>
 
 #include <cstdio>
@@ -146,17 +147,10 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
                   const std::vector<std::pair<std::string, uint64_t>>& api_counts,
                   const std::vector<std::string>& config_lines,
                   const std::optional<std::vector<std::pair<std::string, std::vector<Stack>>>>& stacks,
-                  const std::optional<std::vector<std::pair<std::string, std::vector<std::tuple<std::string, int64_t, int64_t>>>>>&
-                      value_ranges) {
+                  const std::optional<std::vector<std::pair<std::string, Aggregator::PathProfiles>>>& value_ranges) {
   Summary s{api_counts, config_lines, {}, {}};
   if (stacks) s.stacks = *stacks;
-  if (value_ranges) {
-    for (const auto& [line, list] : *value_ranges) {
-      std::vector<Aggregator::Range> ranges;
-      for (const auto& [path, lo, hi] : list) ranges.push_back({path, lo, hi});
-      s.value_ranges.emplace_back(line, std::move(ranges));
-    }
-  }
+  if (value_ranges) s.value_profiles = *value_ranges;
   TraceOptions asked;  // the optional files: those given data
   asked.record_stack = stacks.has_value();
   asked.value_ranges = value_ranges.has_value();
@@ -175,6 +169,32 @@ void InitConfigBindings(pybind11::module_& m) {
         SetValueTypes(call.ptr(), symbol.ptr(), tensor_spec.ptr());
       },
       "Registers api_tracer.values' Call, Symbol and TensorSpec.");
+  pybind11::class_<ValueProfile>(m, "ValueProfile",
+                                 "What an integer tensor argument held (core/value_profile.h).")
+      .def(pybind11::init<>())
+      .def_readwrite("valid", &ValueProfile::valid)
+      .def_readwrite("min", &ValueProfile::min)
+      .def_readwrite("max", &ValueProfile::max)
+      .def_readwrite("sorted", &ValueProfile::sorted)
+      .def_readwrite("distinct", &ValueProfile::distinct)
+      .def_readwrite("many", &ValueProfile::many)
+      .def_readwrite("negatives", &ValueProfile::negatives)
+      .def_readwrite("many_negatives", &ValueProfile::many_negatives)
+      .def_readwrite("nonneg_min", &ValueProfile::nonneg_min)
+      .def("merge", &ValueProfile::Merge, pybind11::arg("other"))
+      .def_static("of", [](const std::vector<int64_t>& values) { return ValueProfile::Of(values); },
+                  pybind11::arg("values"))
+      .def(pybind11::self == pybind11::self)
+      .def(pybind11::pickle(  // replay sends profiles to its worker processes
+          [](const ValueProfile& p) {
+            return pybind11::make_tuple(p.valid, p.min, p.max, p.sorted, p.distinct, p.many, p.negatives,
+                                        p.many_negatives, p.nonneg_min);
+          },
+          [](const pybind11::tuple& t) {
+            return ValueProfile{t[0].cast<bool>(), t[1].cast<int64_t>(), t[2].cast<int64_t>(), t[3].cast<bool>(),
+                                t[4].cast<std::vector<int64_t>>(), t[5].cast<bool>(),
+                                t[6].cast<std::vector<int64_t>>(), t[7].cast<bool>(), t[8].cast<int64_t>()};
+          }));
   pybind11::enum_<RuleKind>(m, "Rule", "How a dialect's classify() says a type's values are written (convert.h).")
       .value("opaque", RuleKind::kOpaque)
       .value("replace", RuleKind::kReplace)

@@ -267,7 +267,7 @@ void Converter::WriteTensor(PyObject* obj, KeyWriter* w) {
   PyTypeObject* type = Py_TYPE(obj);
   if (type != reinterpret_cast<PyTypeObject*>(THPVariableClass)) fields.subclass = SubclassName(type);
   w->Tensor(fields);
-  if (value_ranges_ && IsIntegralDtype(fields.dtype)) w->AddRange(aten::ReadValueRange(tensor));
+  if (value_ranges_ && IsIntegralDtype(fields.dtype)) w->AddProfile(aten::ReadValueProfile(tensor));
 }
 
 void Converter::WriteOpaque(PyTypeObject* type, KeyWriter* w) {

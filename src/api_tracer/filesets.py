@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import yaml
 
@@ -76,6 +76,40 @@ def read_statistics(s: FileSet) -> List[Tuple[str, int]]:
             raise ValueError(f"{path}: {api}: expected 'count (pct%)', not {value!r}")
         counts.append((str(api), int(count)))
     return counts
+
+
+def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
+    """api_value_ranges.yaml as the tracer wrote it (docs/format.md): per
+    config line, per argument path, its _C.ValueProfile. A file of ranges
+    only (older) gives profiles of a range, many values, no order."""
+    with open(path, encoding="utf-8") as f:
+        entries = yaml.safe_load(f) or []
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected a list of config entries")
+    out: Dict[str, Dict[str, Any]] = {}
+    for entry in entries:
+        values, sentinels, in_order = entry.get("values", {}), entry.get("sentinels", {}), entry.get("sorted", [])
+        paths = out.setdefault(entry["config"], {})
+        for arg, (lo, hi) in entry["ranges"].items():
+            p = _C.ValueProfile()
+            p.valid, p.min, p.max, p.sorted = True, int(lo), int(hi), arg in in_order
+            if arg in values:
+                p.distinct = [int(v) for v in values[arg]]
+                p.negatives = [v for v in p.distinct if v < 0]
+                p.nonneg_min = min((v for v in p.distinct if v >= 0), default=p.nonneg_min)
+            else:
+                p.many = True
+                if arg in sentinels:
+                    p.negatives = [int(v) for v in sentinels[arg]["values"]]
+                    p.nonneg_min = int(sentinels[arg]["rest"][0])
+                else:  # the negatives and where the rest starts were not kept
+                    p.many_negatives = p.min < 0
+                    p.nonneg_min = p.min if p.min >= 0 else p.nonneg_min
+            if arg in paths:
+                paths[arg].merge(p)
+            else:
+                paths[arg] = p
+    return out
 
 
 def trace_limit_note(s: FileSet) -> Optional[Tuple[int, int]]:

@@ -2,7 +2,7 @@
 
 Sets are found under the directories (recursively) and merged per level
 suffix: counts add, configs and APIs deduplicate, statistics, stacks (up to
-3 distinct per API) and value ranges combine, and the traces are joined in
+3 distinct per API) and value profiles merge, and the traces are joined in
 the order the sets were found. The summary files are written by the same
 C++ writers as the tracer's.
 """
@@ -15,7 +15,8 @@ import yaml
 
 from . import _C
 from .errors import UsageError
-from .filesets import FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics, trace_limit_note
+from .filesets import (FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics, read_value_profiles,
+                       trace_limit_note)
 
 
 def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
@@ -59,18 +60,12 @@ def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
                         have.append(stack)
         stacks = sorted(merged.items())
 
-    ranges = None
+    profiles = None
     if any(s.has("api_value_ranges.yaml") for s in sets):
-        merged_ranges: Dict[str, Dict[str, List[int]]] = {}
-        for data in _load_each(sets, "api_value_ranges.yaml", []):
-            for entry in data:
-                paths = merged_ranges.setdefault(entry["config"], {})
-                for path, (lo, hi) in entry["ranges"].items():
-                    have = paths.get(path)
-                    paths[path] = [lo, hi] if have is None else [min(have[0], lo), max(have[1], hi)]
-        ranges = [(line, [(p, lo, hi) for p, (lo, hi) in sorted(paths.items())])
-                  for line, paths in sorted(merged_ranges.items())]
-    _C.write_summary(out, suffix, api_counts, sorted(configs), stacks, ranges)
+        # every set's profiles, as they are: the writer merges each line's
+        profiles = [(line, list(paths.items())) for s in sets if s.has("api_value_ranges.yaml")
+                    for line, paths in read_value_profiles(s.path("api_value_ranges.yaml")).items()]
+    _C.write_summary(out, suffix, api_counts, sorted(configs), stacks, profiles)
     return len(api_counts), sum(counts.values())
 
 

@@ -193,7 +193,8 @@ class TracerOptions:
         _DEFAULTS.nesting.name, "which operator calls level 3 keeps", one_of(NESTINGS), native=_member(_C.Nesting),
         choices=NESTINGS)
     value_ranges: bool = option(
-        _DEFAULTS.value_ranges, "keep the value range of each integer and bool tensor argument", check_bool)
+        _DEFAULTS.value_ranges, "keep a value profile of each integer and bool tensor argument (replay draws from it)",
+        check_bool)
     snapshot_interval: float = option(
         _DEFAULTS.snapshot_interval, "rewrite the summary files this often, so a killed job keeps them "
         "(seconds; 0: at start and stop only)", amount(float, "seconds"), type=seconds, metavar="SECONDS")

@@ -12,7 +12,7 @@ is a line that does not parse or is not UTF-8, and the other lines still run.
 
 Arguments are made from their description: tensors of the recorded shape,
 dtype and strides, with random values (integer tensors: zeros, or values
-drawn from the recorded range when api_value_ranges.yaml has one; bool
+drawn from their value profile when api_value_ranges.yaml has one; bool
 tensors: random), module constructor calls built, devices, dtypes, sizes as
 written. Before anything is built, the names pass the policy and the
 tensors' descriptions are checked: sizes of at least 0 (-1, a symbolic size,

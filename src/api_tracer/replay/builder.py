@@ -18,7 +18,7 @@ BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 class Builder:
     """Config values to Python objects."""
 
-    def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, List[int]], generator: Any,
+    def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, Any], generator: Any,
                  line: str, safe: bool = True) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
         self.safe = safe  # the replay policy (policy.py) holds
@@ -135,14 +135,13 @@ class Builder:
         shape = list(spec.shape)
         stride = list(spec.stride) if spec.stride is not None else contiguous_strides(shape)
         numel = storage_numel(shape, stride)
-        rng = self.ranges.get(path)
+        profile = self.ranges.get(path)
         if dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
+        elif profile is not None:
+            base = draw(profile, numel, self.gen).to(dtype)
         elif dtype == torch.bool:
-            lo, hi = rng if rng else (0, 1)
-            base = torch.randint(lo, hi + 1, (numel,), generator=self.gen).bool()
-        elif rng:
-            base = torch.randint(rng[0], rng[1] + 1, (numel,), generator=self.gen, dtype=torch.int64).to(dtype)
+            base = torch.randint(0, 2, (numel,), generator=self.gen).bool()
         else:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
         # A tensor of its own with the recorded strides, as the program's was
@@ -176,6 +175,38 @@ class Builder:
             value = target(*args, **kwargs)
             return value.to(self.device) if isinstance(value, torch.nn.Module) else value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+
+
+# Of the values drawn for a tensor with sentinels (a few negative values apart
+# from the range of the rest, as an ignore_index of -100), this share.
+SENTINEL_SHARE = 0.125
+
+
+def draw(profile: Any, numel: int, gen: Any) -> Any:
+    """`numel` int64 values the argument profiled (_C.ValueProfile) could
+    have held: its distinct values where they are known; else the range of
+    its non-negative values with its few negative ones (sentinels) among
+    them; else its range. A profile in order gives values in order, from its
+    smallest to its largest (offsets start at 0)."""
+    import torch
+
+    def randint(lo: int, hi: int) -> Any:
+        return torch.randint(lo, hi + 1, (numel,), generator=gen, dtype=torch.int64)
+
+    if not profile.many:
+        pool = torch.tensor(profile.distinct, dtype=torch.int64)
+        values = pool[randint(0, len(pool) - 1)]
+    elif profile.negatives and not profile.many_negatives and profile.nonneg_min <= profile.max:
+        values = randint(profile.nonneg_min, profile.max)
+        sentinels = torch.tensor(profile.negatives, dtype=torch.int64)
+        chosen = torch.rand(numel, generator=gen) < SENTINEL_SHARE
+        values[chosen] = sentinels[randint(0, len(sentinels) - 1)][chosen]
+    else:
+        values = randint(profile.min, profile.max)
+    if profile.sorted and numel:
+        values = values.sort().values
+        values[0], values[-1] = profile.min, profile.max
+    return values
 
 
 # Calls that stand for a value replay cannot rebuild (it skips the config).
@@ -233,7 +264,7 @@ def parse(config: Config) -> Tuple[str, list, dict]:
         raise Invalid(e.message, e.column) from None
 
 
-def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
+def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, Any]],
           seed: int, resolver: Resolver, allow_unsafe: bool = False,
           max_bytes: Optional[int] = None) -> Tuple[Callable, list, dict]:
     """The callable `api` names and the arguments, built; raises Invalid, Skip
@@ -258,7 +289,7 @@ def build(config: Config, api: str, args: list, kwargs: dict, device: str, range
     return func, built_args, built_kwargs
 
 
-def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
+def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, Any]], seed: int,
             resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
             max_bytes: Optional[int] = None) -> Tuple[str, Callable, list, dict]:
     """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-from ..filesets import FileSet
+from ..filesets import FileSet, read_value_profiles
 
 
 @dataclass
@@ -102,13 +102,12 @@ def read_configs(path: str) -> List[Config]:
     return configs
 
 
-def read_value_ranges(path: Optional[str]) -> Dict[str, Dict[str, List[int]]]:
+def read_value_ranges(path: Optional[str]) -> Dict[str, Dict[str, Any]]:
+    """Per config line, per argument path, the value profile replay draws
+    integer tensors from (filesets.read_value_profiles); {} without a file."""
     if not path or not os.path.isfile(path):
         return {}
-    import yaml
-
-    with open(path, encoding="utf-8") as f:
-        return {entry["config"]: entry["ranges"] for entry in yaml.safe_load(f) or []}
+    return read_value_profiles(path)
 
 
 def ranges_beside(config_file: str) -> Optional[str]:

@@ -1,0 +1,55 @@
+#include "core/value_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace api_tracer {
+namespace {
+
+TEST(ValueProfileTest, FewValuesAreKeptWithTheirOrder) {
+  ValueProfile p = ValueProfile::Of(std::vector<int64_t>{0, 3, 3, 7});
+  EXPECT_TRUE(p.valid && p.sorted && !p.many);
+  EXPECT_EQ(p.min, 0);
+  EXPECT_EQ(p.max, 7);
+  EXPECT_EQ(p.distinct, (std::vector<int64_t>{0, 3, 7}));
+  EXPECT_EQ(p.nonneg_min, 0);
+  EXPECT_FALSE(ValueProfile::Of(std::vector<int64_t>{2, 1}).sorted);
+  EXPECT_FALSE(ValueProfile::Of({}).valid);
+}
+
+TEST(ValueProfileTest, PastKFewValuesTheNegativesStayApart) {
+  std::vector<int64_t> target(500);
+  std::iota(target.begin(), target.end(), 0);
+  target[17] = target[200] = -100;  // ignore_index
+  ValueProfile p = ValueProfile::Of(target);
+  EXPECT_TRUE(p.many && p.distinct.empty());
+  EXPECT_FALSE(p.many_negatives);
+  EXPECT_EQ(p.negatives, (std::vector<int64_t>{-100}));
+  EXPECT_EQ(p.min, -100);
+  EXPECT_EQ(p.nonneg_min, 0);
+  EXPECT_EQ(p.max, 499);
+}
+
+TEST(ValueProfileTest, MergeIsTheProfileOfBothCalls) {
+  std::vector<int64_t> a = {0, 2, 4}, b = {1, 1, -1}, both = {0, 2, 4, 1, 1, -1};
+  ValueProfile p = ValueProfile::Of(a);
+  p.Merge(ValueProfile::Of(b));
+  ValueProfile expected = ValueProfile::Of(both);
+  expected.sorted = false;  // order is per call: neither, here
+  EXPECT_EQ(p, expected);
+  ValueProfile sorted = ValueProfile::Of(a);
+  sorted.Merge(ValueProfile::Of(std::vector<int64_t>{5, 9}));
+  EXPECT_TRUE(sorted.sorted);  // each call's values were in order
+  ValueProfile empty;
+  empty.Merge(p);
+  EXPECT_EQ(empty, p);
+  std::vector<int64_t> wide(40);
+  std::iota(wide.begin(), wide.end(), 0);
+  p.Merge(ValueProfile::Of(wide));
+  EXPECT_TRUE(p.many && p.distinct.empty());
+  EXPECT_EQ(p.negatives, (std::vector<int64_t>{-1}));
+}
+
+}  // namespace
+}  // namespace api_tracer
