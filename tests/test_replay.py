@@ -412,3 +412,27 @@ def test_merged_value_profiles_are_the_profiles_of_every_set(tmp_path):
     assert (profile.min, profile.max, profile.distinct, profile.sorted) == (0, 7, [0, 1, 3, 5, 7], True)
     profile = merged['torch.ops.aten.neg.default(Tensor([2], "int64"))']["args[0]"]
     assert (profile.min, profile.max, profile.distinct, profile.sorted) == (2, 9, [2, 9], False)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch calls its quantized and sparse CSR APIs beta/deprecated
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_sparse_and_quantized_tensors_are_rebuilt_and_trace_back(tmp_path, level):
+    coo = torch.sparse_coo_tensor(torch.tensor([[0, 1, 2], [1, 0, 3]]), torch.randn(3), (4, 4))
+    csr = (torch.eye(3) * 2).to_sparse_csr()
+    q = torch.quantize_per_tensor(torch.randn(2, 3), 0.25, 3, torch.quint8)
+    qc = torch.quantize_per_channel(torch.randn(2, 3), torch.tensor([0.1, 0.2]), torch.tensor([0, 1]), 0,
+                                    torch.qint8)
+    out = tmp_path / "t"
+    with APITracer(output_path=str(out), levels=level, merge_output=True):
+        torch.add(coo, coo)
+        torch.mm(csr, torch.ones(3, 2))
+        torch.dequantize(q)
+        torch.int_repr(qc)
+    configs = read_configs(str(out / "api_configs.yaml"))
+    text = "\n".join(c.text for c in configs)
+    for field in ("layout=torch.sparse_coo, nnz=3", "layout=torch.sparse_csr, nnz=3", "scale=0.25, zero_point=3",
+                  "qscheme=torch.per_channel_affine, axis=0"):
+        assert field in text, text
+    results = run_in_process(configs, "cpu", {}, 0, lambda r: None)
+    assert [r for r in results if r.status != "ok"] == []
+    assert [(c.text, why) for c, why in roundtrip(configs, level) if why] == []

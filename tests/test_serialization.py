@@ -56,7 +56,7 @@ CASES = [
     ((torch.zeros(2).as_subclass(MyTensor),), 'Tensor([2], "float32")'),
     ((torch.zeros(2, dtype=torch.bfloat16), torch.zeros(1, dtype=torch.bool)),
      'Tensor([2], "bfloat16"), Tensor([1], "bool")'),
-    ((torch.zeros(2, 2).to_sparse(),), 'Tensor([2, 2], "float32", layout=torch.sparse_coo)'),
+    ((torch.zeros(2, 2).to_sparse(),), 'Tensor([2, 2], "float32", layout=torch.sparse_coo, nnz=0)'),
     (("a\ud800b", "é"), '"a\\\\ud800b", "é"'),  # a lone surrogate is escaped, never an error
     ((1 + 2j, 3j, float("inf"), float("-inf"), float("nan"), 0.1, 1e-05, -0.0),
      "(1+2j), 3j, inf, -inf, nan, 0.1, 1e-05, -0.0"),

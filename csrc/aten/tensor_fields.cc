@@ -118,6 +118,29 @@ std::string_view LayoutName(c10::Layout l) {
   }
 }
 
+// A quantized tensor's scheme, and its scale and zero point (per tensor) or
+// axis (per channel).
+static void ReadQuantizer(const at::Tensor& t, TensorFields* out) {
+  switch (t.qscheme()) {
+    case c10::kPerTensorAffine:
+    case c10::kPerTensorSymmetric:
+      out->qscheme = t.qscheme() == c10::kPerTensorAffine ? api_tracer::kPerTensorAffine : "torch.per_tensor_symmetric";
+      out->scale = t.q_scale();
+      out->zero_point = t.q_zero_point();
+      return;
+    case c10::kPerChannelAffine:
+      out->qscheme = "torch.per_channel_affine";
+      break;
+    case c10::kPerChannelSymmetric:
+      out->qscheme = "torch.per_channel_symmetric";
+      break;
+    default:
+      out->qscheme = "torch.per_channel_affine_float_qparams";
+      break;
+  }
+  out->axis = t.q_per_channel_axis();
+}
+
 static void ReadSymInts(c10::SymIntArrayRef sizes, std::vector<int64_t>* out) {
   out->clear();
   for (const c10::SymInt& s : sizes) out->push_back(s.maybe_as_int().value_or(-1));
@@ -154,6 +177,13 @@ bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) 
     out->device = DeviceName(t.device());
     out->requires_grad = t.requires_grad();
     out->layout = LayoutName(layout);
+    out->nnz = -1;
+    out->qscheme = {};
+    if (layout == c10::kSparse || layout == c10::kSparseCsr || layout == c10::kSparseCsc) {
+      out->nnz = t._nnz();
+    } else if (t.is_quantized()) {
+      ReadQuantizer(t, out);
+    }
     return true;
   } catch (const std::exception&) {
     return false;

@@ -128,6 +128,23 @@ void FormatTensor(const TensorInfo& t, const FormatOptions& opts, std::string* o
     out->append(", layout=");
     out->append(t.layout);
   }
+  if (t.nnz >= 0) {
+    out->append(", nnz=");
+    out->append(std::to_string(t.nnz));
+  }
+  if (t.qscheme == kPerTensorAffine) {  // the scheme most quantized tensors have: implied by a scale
+    out->append(", scale=");
+    AppendPyFloat(t.scale, out);
+    out->append(", zero_point=");
+    out->append(std::to_string(t.zero_point));
+  } else if (!t.qscheme.empty()) {
+    out->append(", qscheme=");
+    out->append(t.qscheme);
+    if (t.axis >= 0) {
+      out->append(", axis=");
+      out->append(std::to_string(t.axis));
+    }
+  }
   if (opts.tensor_device && t.device != "cpu") {
     out->append(", device=");
     AppendQuoted(t.device, out);

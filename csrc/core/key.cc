@@ -26,7 +26,7 @@ enum Tag : uint8_t {
 };
 
 // Tensor flag bits.
-enum : uint8_t { kHasStride = 1, kRequiresGrad = 2, kHasLayout = 4, kHasSubclass = 8 };
+enum : uint8_t { kHasStride = 1, kRequiresGrad = 2, kHasLayout = 4, kHasSubclass = 8, kHasNnz = 16, kQuantized = 32 };
 
 uint64_t ZigZag(int64_t i) {
   return (static_cast<uint64_t>(i) << 1) ^ static_cast<uint64_t>(i >> 63);
@@ -73,6 +73,12 @@ class Reader {
     if (s_.size() - pos_ < sizeof(double)) return false;
     std::memcpy(d, s_.data() + pos_, sizeof(double));
     pos_ += sizeof(double);
+    return true;
+  }
+  bool Int(int64_t* out) {
+    uint64_t u;
+    if (!Varint(&u)) return false;
+    *out = UnZigZag(u);
     return true;
   }
   bool Ints(uint64_t n, std::vector<int64_t>* out) {
@@ -175,6 +181,11 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
       t.requires_grad = flags & kRequiresGrad;
       if ((flags & kHasLayout) && !Text(&t.layout)) return false;
       if ((flags & kHasSubclass) && !Text(&t.subclass)) return false;
+      if ((flags & kHasNnz) && !Int(&t.nnz)) return false;
+      if ((flags & kQuantized) &&
+          !(Text(&t.qscheme) && Double(&t.scale) && Int(&t.zero_point) && Int(&t.axis))) {
+        return false;
+      }
       *out = V::Tensor(std::move(t));
       return true;
     }
@@ -279,7 +290,8 @@ void KeyWriter::BeginObject(std::string_view name, size_t nargs, size_t nkwargs)
 void KeyWriter::Tensor(const TensorFields& t) {
   Tag(kTagTensor);
   uint8_t flags = (t.stride.empty() ? 0 : kHasStride) | (t.requires_grad ? kRequiresGrad : 0) |
-                  (t.layout.empty() ? 0 : kHasLayout) | (t.subclass.empty() ? 0 : kHasSubclass);
+                  (t.layout.empty() ? 0 : kHasLayout) | (t.subclass.empty() ? 0 : kHasSubclass) |
+                  (t.nnz < 0 ? 0 : kHasNnz) | (t.qscheme.empty() ? 0 : kQuantized);
   buf_.push_back(static_cast<char>(flags));
   Varint(t.shape.size());
   for (int64_t d : t.shape) Varint(ZigZag(d));
@@ -288,6 +300,13 @@ void KeyWriter::Tensor(const TensorFields& t) {
   Text(t.device);
   if (!t.layout.empty()) Text(t.layout);
   if (!t.subclass.empty()) Text(t.subclass);
+  if (t.nnz >= 0) Varint(ZigZag(t.nnz));
+  if (!t.qscheme.empty()) {
+    Text(t.qscheme);
+    Double(t.scale);
+    Varint(ZigZag(t.zero_point));
+    Varint(ZigZag(t.axis));
+  }
 }
 
 void KeyWriter::Write(const Value& v) {
@@ -318,7 +337,8 @@ void KeyWriter::Write(const Value& v) {
       return;
     case K::kTensor: {
       const TensorInfo& t = v.tensor();
-      return Tensor({t.shape, t.stride, t.dtype, t.device, t.requires_grad, t.layout, t.subclass});
+      return Tensor({t.shape, t.stride, t.dtype, t.device, t.requires_grad, t.layout, t.subclass, t.nnz, t.qscheme,
+                     t.scale, t.zero_point, t.axis});
     }
     case K::kObject: {
       size_t npos = v.positional_count();

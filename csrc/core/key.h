@@ -38,6 +38,11 @@ struct TensorFields {
   bool requires_grad = false;
   std::string_view layout;    // empty for torch.strided
   std::string_view subclass;  // empty for torch.Tensor
+  int64_t nnz = -1;           // sparse: specified elements
+  std::string_view qscheme;   // quantized: the scheme (empty: not quantized)
+  double scale = 0;
+  int64_t zero_point = 0;
+  int64_t axis = -1;
 };
 
 

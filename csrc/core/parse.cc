@@ -514,6 +514,18 @@ class Parser {
       } else if (k == "layout") {
         if (v.kind() != Value::Kind::kSymbol) return fail("Tensor layout must be a name");
         t.layout = v.text() == "torch.strided" ? "" : v.text();
+      } else if (k == "nnz" || k == "zero_point" || k == "axis") {
+        if (v.kind() != Value::Kind::kInt || (k != "zero_point" && v.as_int() < 0)) {
+          return fail("Tensor " + k + (k == "zero_point" ? " must be an int" : " must be an int of at least 0"));
+        }
+        (k == "nnz" ? t.nnz : k == "axis" ? t.axis : t.zero_point) = v.as_int();
+      } else if (k == "scale") {
+        if (v.kind() != Value::Kind::kFloat && v.kind() != Value::Kind::kInt) return fail("Tensor scale must be a number");
+        t.scale = v.kind() == Value::Kind::kFloat ? v.real() : static_cast<double>(v.as_int());
+        if (t.qscheme.empty()) t.qscheme = kPerTensorAffine;
+      } else if (k == "qscheme") {
+        if (v.kind() != Value::Kind::kSymbol) return fail("Tensor qscheme must be a name");
+        t.qscheme = v.text();
       } else {
         return fail("unknown Tensor field '" + k + "'");
       }

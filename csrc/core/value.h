@@ -16,6 +16,10 @@
 namespace api_tracer {
 
 // What a tensor argument is reduced to.
+// The quantization scheme a scale and zero point imply (a config line
+// writes only those for it).
+inline constexpr std::string_view kPerTensorAffine = "torch.per_tensor_affine";
+
 struct TensorInfo {
   std::vector<int64_t> shape;
   std::string dtype = "float32";  // Python's name without "torch."
@@ -27,6 +31,14 @@ struct TensorInfo {
   std::string layout;
   // Empty for torch.Tensor itself; else the subclass's qualified name.
   std::string subclass;
+  // Sparse layouts: the number of specified elements (-1: not sparse).
+  int64_t nnz = -1;
+  // Quantized dtypes: the scheme's Python name ("torch.per_tensor_affine");
+  // per tensor its scale and zero point, per channel its axis.
+  std::string qscheme;
+  double scale = 0;
+  int64_t zero_point = 0;
+  int64_t axis = -1;
 
   bool operator==(const TensorInfo&) const = default;
 };

@@ -263,6 +263,18 @@ Node FromValue(const Value& v) {
       if (t.requires_grad) m.Set("requires_grad", Node::Scalar("true"));
       if (!t.layout.empty()) m.Set("layout", Node::String(t.layout));
       if (!t.subclass.empty()) m.Set("subclass", Node::String(t.subclass));
+      if (t.nnz >= 0) m.Set("nnz", Node::Scalar(std::to_string(t.nnz)));
+      if (!t.qscheme.empty()) {
+        m.Set("qscheme", Node::String(t.qscheme));
+        if (t.qscheme == kPerTensorAffine) {
+          std::string scale;
+          AppendPyFloat(t.scale, &scale);
+          m.Set("scale", Node::Scalar(scale));
+          m.Set("zero_point", Node::Scalar(std::to_string(t.zero_point)));
+        } else if (t.axis >= 0) {
+          m.Set("axis", Node::Scalar(std::to_string(t.axis)));
+        }
+      }
       return m;
     }
     case K::kSymbol: {

@@ -81,10 +81,21 @@ pybind11::object ToPython(const Value& v) {
       const TensorInfo& t = v.tensor();
       pybind11::object stride = t.stride.empty() ? pybind11::object(pybind11::none()) : pybind11::cast(t.stride);
       pybind11::object layout = t.layout.empty() ? pybind11::object(pybind11::none()) : pybind11::str(t.layout);
-      return Types().tensor_spec(pybind11::cast(t.shape), t.dtype, pybind11::arg("stride") = stride,
-                                 pybind11::arg("device") = t.device,
-                                 pybind11::arg("requires_grad") = t.requires_grad,
-                                 pybind11::arg("layout") = layout);
+      pybind11::object spec = Types().tensor_spec(pybind11::cast(t.shape), t.dtype, pybind11::arg("stride") = stride,
+                                                  pybind11::arg("device") = t.device,
+                                                  pybind11::arg("requires_grad") = t.requires_grad,
+                                                  pybind11::arg("layout") = layout);
+      if (t.nnz >= 0) spec.attr("nnz") = t.nnz;
+      if (!t.qscheme.empty()) {
+        spec.attr("qscheme") = t.qscheme;
+        if (t.qscheme == kPerTensorAffine) {
+          spec.attr("scale") = t.scale;
+          spec.attr("zero_point") = t.zero_point;
+        } else if (t.axis >= 0) {
+          spec.attr("axis") = t.axis;
+        }
+      }
+      return spec;
     }
     case K::kSymbol: return Types().symbol(v.text());
     case K::kObject: {

@@ -322,13 +322,32 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
               PyUnicode_Check(device.ptr()) &&
               (!stride || stride.is_none() || ReadInts(stride.ptr(), &strides));
     if (!ok) return WriteOpaque(type, w);
-    std::string dtype_s = Utf8(dtype.ptr()), device_s = Utf8(device.ptr());
+    // The optional fields: None where absent.
+    auto text = [&](const char* attr) {
+      pybind11::object v = Attr(obj, attr);
+      return v && PyUnicode_Check(v.ptr()) ? Utf8(v.ptr()) : std::string();
+    };
+    auto number = [&](const char* attr, int64_t absent) {
+      pybind11::object v = Attr(obj, attr);
+      return v && PyLong_Check(v.ptr()) ? PyLong_AsLongLong(v.ptr()) : absent;
+    };
+    std::string dtype_s = Utf8(dtype.ptr()), device_s = Utf8(device.ptr()), layout = text("layout"),
+                qscheme = text("qscheme");
     TensorFields f;
     f.shape = dims;
     f.stride = strides;
     f.dtype = dtype_s;
     f.device = device_s;
     f.requires_grad = grad.ptr() == Py_True;
+    if (layout == "torch.strided") layout.clear();
+    f.layout = layout;
+    f.nnz = number("nnz", -1);
+    f.qscheme = qscheme;
+    pybind11::object scale = Attr(obj, "scale");
+    f.scale = scale && PyFloat_Check(scale.ptr()) ? PyFloat_AsDouble(scale.ptr()) : 0;
+    f.zero_point = number("zero_point", 0);
+    f.axis = number("axis", -1);
+    PyErr_Clear();
     w->Tensor(f);
   } else {
     pybind11::object args = Attr(obj, "args"), kwargs = Attr(obj, "kwargs");

@@ -20,7 +20,8 @@ from typing import Any, Optional, Sequence
 class TensorSpec:
     """A tensor reduced to what a config line keeps of it."""
 
-    __slots__ = ("shape", "dtype", "stride", "device", "requires_grad", "layout")
+    __slots__ = ("shape", "dtype", "stride", "device", "requires_grad", "layout", "nnz", "qscheme", "scale",
+                 "zero_point", "axis")
 
     def __init__(
         self,
@@ -30,6 +31,12 @@ class TensorSpec:
         device: str = "cpu",
         requires_grad: bool = False,
         layout: Optional[str] = None,
+        *,
+        nnz: Optional[int] = None,
+        qscheme: Optional[str] = None,
+        scale: Optional[float] = None,
+        zero_point: Optional[int] = None,
+        axis: Optional[int] = None,
     ) -> None:
         self.shape = tuple(shape)
         self.dtype = dtype
@@ -37,9 +44,15 @@ class TensorSpec:
         self.device = device
         self.requires_grad = requires_grad
         self.layout = layout
+        self.nnz = nnz  # sparse layouts: the specified elements
+        self.qscheme = qscheme  # quantized dtypes: the scheme, and per tensor
+        self.scale = scale  # its scale and zero point,
+        self.zero_point = zero_point
+        self.axis = axis  # per channel its axis
 
     def _key(self) -> tuple:
-        return (self.shape, self.dtype, self.stride, self.device, self.requires_grad, self.layout)
+        return (self.shape, self.dtype, self.stride, self.device, self.requires_grad, self.layout, self.nnz,
+                self.qscheme, self.scale, self.zero_point, self.axis)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TensorSpec) and self._key() == other._key()

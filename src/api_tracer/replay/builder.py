@@ -129,8 +129,12 @@ class Builder:
 
     def tensor(self, spec: TensorSpec, path: str) -> Any:
         torch = self.r.torch
+        if spec.layout in SPARSE_LAYOUTS:
+            return self.sparse(spec)
         if spec.layout not in (None, "torch.strided"):
             raise Skip(f"a {spec.layout} tensor argument")
+        if spec.qscheme is not None:
+            return self.quantized(spec)
         dtype = self.dtype(spec)
         shape = list(spec.shape)
         stride = list(spec.stride) if spec.stride is not None else contiguous_strides(shape)
@@ -152,6 +156,38 @@ class Builder:
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
         return t
+
+    def sparse(self, spec: TensorSpec) -> Any:
+        """A sparse tensor of the recorded layout with `nnz` specified
+        elements, at random places, of random values."""
+        torch = self.r.torch
+        shape, numel = list(spec.shape), 1
+        for d in spec.shape:
+            numel *= d
+        nnz = spec.nnz if spec.nnz is not None else min(numel, 1)
+        if not 0 <= nnz <= numel:
+            raise Invalid(f"a sparse tensor of {numel} elements cannot have nnz={nnz}", self.line.find("nnz") + 1 or 1)
+        dense = torch.zeros(numel, dtype=self.dtype(spec))
+        dense[torch.randperm(numel, generator=self.gen)[:nnz]] = torch.randn(nnz, generator=self.gen).to(dense.dtype)
+        t = getattr(dense.reshape(shape), SPARSE_LAYOUTS[spec.layout])().to(self.device)
+        return t.requires_grad_(True) if spec.requires_grad else t
+
+    def quantized(self, spec: TensorSpec) -> Any:
+        """A quantized tensor of the recorded scheme: per tensor with its
+        scale and zero point, per channel along its axis (scales of 0.1,
+        zero points of 0)."""
+        torch = self.r.torch
+        qscheme, dtype = self.symbol(spec.qscheme), self.dtype(spec)
+        values = torch.randn(list(spec.shape), generator=self.gen)
+        if qscheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            scale = spec.scale if spec.scale is not None else 0.1
+            t = torch.quantize_per_tensor(values, scale, spec.zero_point or 0, dtype)
+        else:
+            axis = spec.axis if spec.axis is not None else 0
+            channels = spec.shape[axis] if 0 <= axis < len(spec.shape) else 0
+            t = torch.quantize_per_channel(values, torch.full((channels,), 0.1, dtype=torch.float64),
+                                           torch.zeros(channels, dtype=torch.int64), axis, dtype)
+        return t.to(self.device)
 
     def call(self, c: Call, path: str) -> Any:
         torch = self.r.torch
@@ -176,6 +212,10 @@ class Builder:
             return value.to(self.device) if isinstance(value, torch.nn.Module) else value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
 
+
+# The sparse layouts replay builds, with the Tensor method that makes one from dense.
+SPARSE_LAYOUTS = {"torch.sparse_coo": "to_sparse", "torch.sparse_csr": "to_sparse_csr",
+                  "torch.sparse_csc": "to_sparse_csc"}
 
 # Of the values drawn for a tensor with sentinels (a few negative values apart
 # from the range of the rest, as an ignore_index of -100), this share.
