@@ -12,6 +12,8 @@ from typing import Dict, Optional
 import pytest
 import yaml
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -213,3 +213,16 @@ def test_operators_that_come_and_go_within_one_session_keep_their_own_names(tmp_
     lines = [l for l in trace_lines(tmp_path) if "api_tracer_l3_" in l]
     assert lines == ['torch.ops.api_tracer_l3_first.first.default(Tensor([2], "float32"))',
                      'torch.ops.api_tracer_l3_other.other.default(Tensor([2], "float32"))']
+
+
+def test_the_tracers_own_work_is_not_recorded_at_level_3(out):
+    from api_tracer import _C
+
+    with APITracer(output_path=str(out), levels=3, merge_output=True):
+        torch.neg(torch.ones(2))
+        with _C.suspended():
+            torch.abs(torch.ones(2))
+        torch.exp(torch.ones(2))
+    names = [line.split("(")[0] for line in trace_lines(out)]
+    assert "torch.ops.aten.abs.default" not in names
+    assert "torch.ops.aten.neg.default" in names and "torch.ops.aten.exp.default" in names

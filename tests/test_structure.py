@@ -278,7 +278,7 @@ def layout_entries(text: str) -> Dict[str, str]:
 
 def laid_out_files() -> List[str]:
     """Every file of LAID_OUT, less what the build makes (_C*.so, caches)."""
-    files = []
+    files = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "src").glob("*.py"))]  # beside the package
     for top in LAID_OUT:
         for path in sorted((ROOT / top).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":

@@ -12,6 +12,7 @@
 #include "aten/op_epoch.h"
 #include "core/flat_index.h"
 #include "core/glob.h"
+#include "core/suspend.h"
 #include "core/module_context.h"
 #include "core/per_thread.h"
 
@@ -152,6 +153,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     ts.backward.push_back({&fn, std::string(AutogradNodeName(fn))});
     return nullptr;
   }
+  if (SuspendRecording::Active()) return nullptr;  // the tracer's own work: no frame, no record
   OpEntry op = Lookup(obs, ts, fn);
   if (!op.sig) return nullptr;
   int depth = static_cast<int>(ts.depth);

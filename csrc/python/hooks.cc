@@ -38,7 +38,7 @@ PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyOb
   auto* w = reinterpret_cast<Wrapper*>(self);
   Session* s = Session::Active();
   HookThreadState& ts = CurrentThread();
-  if (!s || s->epoch() != w->epoch || ts.suspended || ts.depth[w->level] > 0) {
+  if (!s || s->epoch() != w->epoch || SuspendRecording::Active() || ts.depth[w->level] > 0) {
     return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
   }
   CallArgs call = CallArgs::Vector(args, PyVectorcall_NARGS(nargsf), kwnames);
@@ -151,7 +151,7 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   HookThreadState& ts = CurrentThread();
   PyObject* target = func;
   Session::ApiEntry uncached;  // holds `target` when it is named for this call only
-  if (s && !ts.suspended && s->Records(level)) {
+  if (s && !SuspendRecording::Active() && s->Records(level)) {
     const Session::ApiEntry* api = s->Resolve(func, &uncached);
     if (api->target) target = api->target.ptr();
     // The first call a mode sees inside a wrapper's call, or inside an

@@ -24,6 +24,7 @@
 
 #include "core/glob.h"
 #include "core/recorder.h"
+#include "core/suspend.h"
 #include "python/convert.h"
 #include "python/objects.h"
 #include "python/stack.h"
@@ -32,7 +33,6 @@ namespace api_tracer::python {
 
 // What each thread keeps between hook invocations.
 struct HookThreadState {
-  int suspended = 0;                  // > 0: the tracer's own work, record nothing
   int depth[kMaxLevel + 1] = {};  // recorded calls open, per level
   // The callable of the innermost recorded setattr-level call, until a mode
   // has seen the first call inside it ("nested directly", for merging).
@@ -134,10 +134,6 @@ class Session {
 };
 
 // Runs the tracer's own code: nothing is recorded on this thread meanwhile.
-class Suspend {
- public:
-  Suspend() { ++CurrentThread().suspended; }
-  ~Suspend() { --CurrentThread().suspended; }
-};
+using Suspend = SuspendRecording;
 
 }  // namespace api_tracer::python

@@ -84,8 +84,8 @@ Session& ActiveOrRaise() {
 
 // A context manager: the tracer's own code, recorded nowhere on this thread.
 struct Suspended {
-  void Enter() { ++CurrentThread().suspended; }
-  void Exit() { --CurrentThread().suspended; }
+  void Enter() { ++SuspendRecording::Depth(); }
+  void Exit() { --SuspendRecording::Depth(); }
 };
 
 }  // namespace
@@ -106,7 +106,7 @@ void InitSessionBindings(pybind11::module_& m) {
       [](int level, const std::string& api, pybind11::tuple args, pybind11::object kwargs) {
         Session& s = ActiveOrRaise();
         if (!s.Records(level)) throw pybind11::value_error("level " + std::to_string(level) + " is not traced");
-        if (CurrentThread().suspended || !s.Allows(api)) return;
+        if (SuspendRecording::Active() || !s.Allows(api)) return;
         Session::Pin pin(&s);
         s.Record(level, s.Intern(api), CallArgs::Tuple(args.ptr(), kwargs.is_none() ? nullptr : kwargs.ptr()));
       },

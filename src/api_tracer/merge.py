@@ -84,6 +84,11 @@ def merge_sets(dirs: List[str], out: str) -> str:
     sets = find_sets(dirs, exclude=out)
     if not sets:
         raise UsageError(f"merge: no file set (api_statistics*.yaml) under {', '.join(dirs)}")
+    return merge_found(sets, out)
+
+
+def merge_found(sets: List[FileSet], out: str) -> str:
+    """Merges these sets into `out` (per level suffix); what it made, said."""
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as e:

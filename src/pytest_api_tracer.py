@@ -1,0 +1,294 @@
+"""api_tracer's pytest plugin (registered through the package's pytest11
+entry point; inert unless one of its options is given).
+
+    pytest --api-trace DIR [--api-trace-levels 1,3] [--api-trace-per-test]
+    pytest --api-replay FILE [--api-check MODE] [--api-allow-unsafe]
+
+--api-trace traces the suite into one merged file set in DIR. With
+--api-trace-per-test each test also gets a set of its own, DIR/tests/NAME
+(DIR/tests-index.yaml maps NAME to the test id), and
+DIR/api_config_tests.yaml says which tests made each config (the first by
+id, as many as api_stacks.yaml keeps stacks per API). Under pytest-xdist
+each worker writes its own set in DIR/workers/ID and the session's set is
+their merge.
+
+--api-replay collects each config line of FILE as a test item (the line
+number and the API as its name), replayed and checked as `api-tracer
+replay` does, so that pytest's own machinery (-k, --lf, -n, --junitxml,
+sharding) runs a corpus of configs.
+
+This module imports nothing of api_tracer (nor torch) until an option
+asks for it: pytest loads it in every session.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytest
+
+TESTS_FILE = "api_config_tests.yaml"
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("api-tracer", "api_tracer: trace the suite's API calls, or replay configs as tests")
+    group.addoption("--api-trace", metavar="DIR", help="trace the API calls of the tests into DIR")
+    group.addoption("--api-trace-levels", metavar="1,3", default="1",
+                    help="the levels to trace, comma-separated (default 1)")
+    group.addoption("--api-trace-per-test", action="store_true",
+                    help="also write one file set per test (DIR/tests/...), and which tests made each config")
+    group.addoption("--api-replay", metavar="FILE", help="collect each config line of FILE as a test")
+    group.addoption("--api-check", metavar="MODE", help="with --api-replay: check each result (as replay --check)")
+    group.addoption("--api-allow-unsafe", action="store_true",
+                    help="with --api-replay: call any torch API a line names (your own, trusted files)")
+
+
+def pytest_configure(config: Any) -> None:
+    if config.getoption("api_trace"):
+        config.pluginmanager.register(TraceSession(config), "api-tracer-trace")
+    replay = config.getoption("api_replay")
+    if replay:
+        if not os.path.isfile(replay):
+            raise pytest.UsageError(f"--api-replay: {replay}: no such file")
+        config.pluginmanager.register(ReplaySession(config, os.path.abspath(replay)), "api-tracer-replay")
+
+
+# -- tracing a suite ------------------------------------------------------------
+
+
+def _levels(text: str) -> List[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        levels = []
+    if not levels:
+        raise pytest.UsageError(f"--api-trace-levels: expected comma-separated levels, not {text!r}")
+    return levels
+
+
+def test_dir_name(nodeid: str) -> str:
+    """A directory name for a test id: readable, and unique by a short hash."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:80]
+    return f"{readable}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
+
+
+class TraceSession:
+    """Traces this process's part of the session into its set: DIR itself,
+    or DIR/workers/ID in an xdist worker; with per_test, each test into
+    DIR/tests/NAME and the calls between tests into parts merged at the
+    end. An xdist controller runs no test: it merges the workers' sets."""
+
+    def __init__(self, config: Any) -> None:
+        self.root = os.path.abspath(config.getoption("api_trace"))
+        self.levels = _levels(config.getoption("api_trace_levels"))
+        self.per_test = config.getoption("api_trace_per_test")
+        worker = getattr(config, "workerinput", None)
+        self.controller = worker is None and getattr(config.option, "dist", "no") != "no"
+        self.workers = os.path.join(self.root, "workers")
+        self.dir = os.path.join(self.workers, worker["workerid"]) if worker else self.root
+        self.parts = os.path.join(self.dir, "parts")
+        self.tracer: Any = None
+        self.tests: Dict[str, str] = {}  # directory name -> test id
+
+    def _start(self, output: str) -> None:
+        from api_tracer import APITracer
+
+        self.tracer = APITracer(output_path=output, levels=self.levels, merge_output=True)
+        self.tracer.start()
+
+    def _stop(self) -> None:
+        tracer, self.tracer = self.tracer, None
+        if tracer is not None:
+            tracer.stop()
+
+    def _between_tests(self) -> None:
+        self._start(os.path.join(self.parts, str(len(self.tests))))
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        if self.controller or getattr(session.config, "workerinput", None) is None:
+            shutil.rmtree(self.root, ignore_errors=True)  # the run's own directory, made anew
+        if self.controller:
+            return
+        if self.per_test:
+            self._between_tests()
+        else:
+            self._start(self.dir)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Iterator[None]:
+        if not self.per_test or self.controller:
+            yield
+            return
+        self._stop()
+        name = test_dir_name(item.nodeid)
+        self.tests[name] = item.nodeid
+        self._start(os.path.join(self.root, "tests", name))
+        try:
+            yield
+        finally:
+            self._stop()
+            self._between_tests()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Iterator[None]:
+        """pytest's own work (a failure's report shows the test's locals, a
+        tensor's repr calls torch): not the suite's calls."""
+        from api_tracer import _C
+
+        with _C.suspended():
+            yield
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: Any) -> None:
+        from api_tracer.merge import merge_found
+
+        if self.controller:
+            if os.path.isdir(self.workers):
+                workers = [os.path.join(self.workers, w) for w in sorted(os.listdir(self.workers))]
+                merge_found(_sets_in(workers), self.root)
+                tests = {name: nodeid for w in workers for name, nodeid in read_index(w).items()}
+                write_index(self.root, tests)
+                write_config_tests(self.root, _config_tests(self.root, tests))
+            return
+        self._stop()
+        if not self.per_test:
+            return
+        tests_dirs = [os.path.join(self.root, "tests", name) for name in self.tests]
+        parts = [os.path.join(self.parts, p) for p in os.listdir(self.parts)]
+        merge_found(_sets_in(parts + tests_dirs), self.dir)
+        shutil.rmtree(self.parts, ignore_errors=True)
+        write_index(self.dir, self.tests)
+        write_config_tests(self.dir, _config_tests(self.root, self.tests))
+
+
+def _sets_in(directories: List[str]) -> List[Any]:
+    """The file sets right in these directories (not below them)."""
+    from api_tracer.filesets import find_sets
+
+    wanted = set(directories)
+    return [s for s in find_sets(directories) if s.directory in wanted]
+
+
+def _config_tests(root: str, tests: Dict[str, str]) -> Dict[str, List[str]]:
+    """Per config line, the ids of the tests whose sets (ROOT/tests/NAME) hold it."""
+    from api_tracer.filesets import read_lines
+
+    made: Dict[str, List[str]] = {}
+    for s in _sets_in([os.path.join(root, "tests", name) for name in tests]):
+        for line in read_lines(s.path("api_configs.yaml")):
+            made.setdefault(line, []).append(tests[os.path.basename(s.directory)])
+    return made
+
+
+INDEX = "tests-index.yaml"  # in a process's set: its tests' directory names -> ids
+
+
+def read_index(directory: str) -> Dict[str, str]:
+    import yaml
+
+    path = os.path.join(directory, INDEX)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f) or {}
+
+
+def write_index(directory: str, tests: Dict[str, str]) -> None:
+    import yaml
+
+    if tests:
+        with open(os.path.join(directory, INDEX), "w", encoding="utf-8") as f:
+            yaml.safe_dump(dict(sorted(tests.items())), f, width=1 << 20)
+
+
+def write_config_tests(directory: str, made: Dict[str, List[str]]) -> None:
+    """api_config_tests.yaml: per config line (sorted), the first tests (by
+    id) that made it, as many as api_stacks.yaml keeps stacks."""
+    import yaml
+
+    from api_tracer import _C
+
+    if not made:
+        return
+    entries = [{"config": line, "tests": sorted(set(ids))[:_C.MAX_STACKS]} for line, ids in sorted(made.items())]
+    with open(os.path.join(directory, TESTS_FILE), "w", encoding="utf-8") as f:
+        yaml.safe_dump(entries, f, width=1 << 20, sort_keys=False)
+
+
+# -- configs as tests -------------------------------------------------------------
+
+
+class ReplayFailure(Exception):
+    """A config that failed, mismatched or was invalid, as its replay said."""
+
+
+class ReplaySession:
+    def __init__(self, config: Any, path: str) -> None:
+        self.path = path
+        self.check = config.getoption("api_check")
+        self.allow_unsafe = config.getoption("api_allow_unsafe")
+        config.args[:] = [path]  # the configs are what this session collects
+        self._ranges: Optional[dict] = None
+        self._resolver: Any = None
+
+    def pytest_collect_file(self, file_path: Any, parent: Any) -> Any:
+        if os.path.abspath(str(file_path)) == self.path:
+            return ConfigFile.from_parent(parent, path=file_path, session_plugin=self)
+        return None
+
+    def ranges(self) -> dict:
+        if self._ranges is None:
+            from api_tracer.replay import ranges_beside, read_value_ranges
+
+            self._ranges = read_value_ranges(ranges_beside(self.path))
+        return self._ranges
+
+    def resolver(self) -> Any:
+        if self._resolver is None:
+            from api_tracer.replay import Resolver
+
+            self._resolver = Resolver()
+        return self._resolver
+
+
+class ConfigFile(pytest.File):
+    def __init__(self, *, session_plugin: ReplaySession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session_plugin = session_plugin
+
+    def collect(self) -> Iterator[Any]:
+        from api_tracer.filesets import api_of
+        from api_tracer.replay import read_configs
+
+        for config in read_configs(str(self.path)):
+            api = api_of(config.text) if not config.error else "unreadable"
+            yield ConfigItem.from_parent(self, name=f"L{config.line}:{api}", replay_config=config)
+
+
+class ConfigItem(pytest.Item):
+    def __init__(self, *, replay_config: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.replay_config = replay_config
+
+    def runtest(self) -> None:
+        from api_tracer.replay import Status, replay_one
+
+        plugin: ReplaySession = self.parent.session_plugin
+        result = replay_one(self.replay_config, ranges=plugin.ranges(), resolver=plugin.resolver(),
+                            allow_unsafe=plugin.allow_unsafe)
+        if result.status == Status.SKIPPED:
+            pytest.skip(result.message)
+        if result.status != Status.OK:
+            where = f"{result.file}:{result.line}" + (f":{result.column}" if result.column else "")
+            raise ReplayFailure(f"{result.status} {where}: {result.error}: {result.message}\n  {result.config}")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, ReplayFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple:
+        return self.path, self.replay_config.line - 1, self.name

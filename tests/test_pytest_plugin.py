@@ -1,0 +1,129 @@
+"""The pytest plugin: --api-trace traces a suite (per test, under xdist),
+--api-replay runs a config file as tests."""
+import importlib.util
+
+import pytest
+import yaml
+
+from conftest import read_set
+
+SUITE = '''
+import pytest
+import torch
+
+
+@pytest.fixture(scope="session")
+def eye():
+    return torch.eye(3)
+
+
+def test_passes(eye):
+    torch.add(eye, 1)
+
+
+def test_fails(eye):
+    torch.mul(eye, 2)
+    assert False, "on purpose"
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_param(n):
+    torch.ones(n)
+
+
+def test_skipped():
+    torch.zeros(4)
+    pytest.skip("on purpose")
+
+
+@pytest.fixture
+def broken():
+    torch.full((2,), 7.0)
+    raise RuntimeError("fixture broke")
+
+
+def test_errors(broken):
+    pass
+'''
+
+CALLS = {"torch.eye(3)": 1, 'torch.add(Tensor([3, 3], "float32"), 1)': 1, 'torch.mul(Tensor([3, 3], "float32"), 2)': 1,
+         "torch.ones(2)": 1, "torch.ones(5)": 1, "torch.zeros(4)": 1, "torch.full((2,), 7.0)": 1}
+
+
+def run_suite(pytester, *args):
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess("--api-trace", "out", "-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=3, failed=1, skipped=1, errors=1)
+    return pytester.path / "out"
+
+
+def config_counts(out):
+    """config line -> calls, from the merged trace."""
+    counts = {}
+    for line in read_set(out)["api_trace.txt"].splitlines():
+        counts[line] = counts.get(line, 0) + 1
+    return counts
+
+
+def test_a_suite_is_traced_into_one_set_whatever_its_tests_do(pytester):
+    out = run_suite(pytester)
+    assert config_counts(out) == CALLS  # the session fixture once; failing, skipped, erroring tests too
+    assert set(read_set(out)["api_configs.yaml"].splitlines()) == set(CALLS)
+    assert not (out / "tests").exists()
+
+
+def test_per_test_sets_say_which_tests_made_each_config(pytester):
+    out = run_suite(pytester, "--api-trace-per-test")
+    assert config_counts(out) == CALLS
+    index = yaml.safe_load((out / "tests-index.yaml").read_text())
+    assert sorted(index.values()) == sorted(f"test_suite.py::{t}" for t in (
+        "test_passes", "test_fails", "test_param[2]", "test_param[5]", "test_skipped", "test_errors"))
+    by_test = {nodeid: read_set(out / "tests" / name).get("api_trace.txt", "").splitlines()
+               for name, nodeid in index.items()}
+    assert by_test["test_suite.py::test_param[5]"] == ["torch.ones(5)"]
+    assert by_test["test_suite.py::test_passes"] == ["torch.eye(3)", 'torch.add(Tensor([3, 3], "float32"), 1)']
+    assert by_test["test_suite.py::test_errors"] == ["torch.full((2,), 7.0)"]
+    made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
+    assert made["torch.ones(2)"] == ["test_suite.py::test_param[2]"]
+    assert made["torch.zeros(4)"] == ["test_suite.py::test_skipped"]
+    assert not (out / "parts").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="pytest-xdist is pinned in requirements.txt")
+@pytest.mark.parametrize("per_test", [False, True])
+def test_xdist_workers_write_their_own_sets_and_the_session_merges_them(pytester, per_test):
+    out = run_suite(pytester, "-n", "2", *(["--api-trace-per-test"] if per_test else []))
+    workers = sorted(p.name for p in (out / "workers").iterdir())
+    assert workers == ["gw0", "gw1"]
+    assert sum(config_counts(out / "workers" / w).get("torch.ones(2)", 0) for w in workers) == 1
+    # the session fixture runs once per worker that needs it
+    counts = config_counts(out)
+    assert counts.pop("torch.eye(3)") in (1, 2) and counts == {k: v for k, v in CALLS.items() if k != "torch.eye(3)"}
+    if per_test:
+        made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
+        assert made["torch.ones(5)"] == ["test_suite.py::test_param[5]"]
+
+
+def test_a_config_file_runs_as_tests(pytester):
+    configs = pytester.path / "configs.txt"
+    configs.write_text("\n".join([
+        'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"))',
+        'torch.add(Tensor([2, 3], "float32"), Tensor([4], "float32"))',  # fails: shapes
+        'torch.neg(Opaque("mypkg.Thing"))',  # skipped: cannot be rebuilt
+        'torch.save(Tensor([2], "float32"), "PWNED")',  # refused by replay's policy
+        "torch.ones(3)",
+    ]) + "\n")
+    result = pytester.runpytest_subprocess("--api-replay", str(configs), "-p", "no:cacheprovider", "-rA",
+                                           "--junitxml", "r.xml")
+    result.assert_outcomes(passed=2, failed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*invalid*configs.txt:4:1: Invalid: torch.save is refused*",
+                                 "FAILED configs.txt::L2:torch.add - failed *"])
+    assert not (pytester.path / "PWNED").exists()
+    assert (pytester.path / "r.xml").read_text().count("<testcase") == 5
+    only = pytester.runpytest_subprocess("--api-replay", str(configs), "-p", "no:cacheprovider", "-k", "ones")
+    only.assert_outcomes(passed=1, deselected=4)
+
+
+def test_the_plugin_is_inert_without_its_options(pytester):
+    pytester.makepyfile(test_plain="def test_x():\n    import sys\n    assert 'torch' not in sys.modules\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
