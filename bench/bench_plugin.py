@@ -1,0 +1,86 @@
+"""What the pytest plugin costs a test suite, as ratios of wall time.
+
+    python bench/bench_plugin.py [--quick]
+
+A generated suite of small tests (a few tensor ops each, an MLP training
+step, a CNN forward and backward) run by pytest in a fresh process: without
+the plugin (-p no:api_tracer), with it installed but not asked (the cost
+every pytest session pays once the package is installed), and tracing at
+level 1, at level 3, and at level 1 with a file set per test. The variants
+run interleaved, each the best of its repeats; the ratios are to the run
+without the plugin.
+
+(The project's own suite starts tracers of its own in most tests, and one
+tracer runs at a time in a process, so it cannot be traced by the plugin.)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+SUITE = textwrap.dedent('''
+    import pytest
+    import torch
+
+    torch.manual_seed(0)
+    MLP = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    CNN = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(10))
+
+    @pytest.mark.parametrize("n", range({n}))
+    def test_ops(n):
+        x = torch.randn(n + 1, 8)
+        assert torch.allclose(torch.relu(x).sum(), x.clamp(min=0).sum())
+
+    @pytest.mark.parametrize("n", range({n}))
+    def test_mlp_step(n):
+        loss = torch.nn.functional.cross_entropy(MLP(torch.randn(16, 32)), torch.randint(0, 10, (16,)))
+        loss.backward()
+
+    @pytest.mark.parametrize("n", range({n}))
+    def test_cnn(n):
+        CNN(torch.randn(2, 3, 16, 16)).sum().backward()
+''')
+
+VARIANTS = {
+    "without the plugin": ["-p", "no:api_tracer"],
+    "plugin, not asked": [],
+    "--api-trace (level 1)": ["--api-trace", "{out}"],
+    "--api-trace-levels 3": ["--api-trace", "{out}", "--api-trace-levels", "3"],
+    "level 1, --api-trace-per-test": ["--api-trace", "{out}", "--api-trace-per-test"],
+}
+
+
+def run(suite_dir: str, args: list) -> float:
+    out = os.path.join(suite_dir, "out")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", suite_dir,
+               *(a.format(out=out) for a in args)]
+    t0 = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, cwd=suite_dir)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    n, repeats = (5, 2) if args.quick else (30, 3)
+    with tempfile.TemporaryDirectory() as suite_dir:
+        with open(os.path.join(suite_dir, "test_generated.py"), "w") as f:
+            f.write(SUITE.replace("{n}", str(n)))
+        best = {name: float("inf") for name in VARIANTS}
+        for _ in range(repeats):
+            for name, extra in VARIANTS.items():
+                best[name] = min(best[name], run(suite_dir, extra))
+    base = best["without the plugin"]
+    print(f"== a suite of {3 * n} tests, pytest wall time, best of {repeats} interleaved runs")
+    for name, seconds in best.items():
+        print(f"  {name:<32} {seconds:7.2f} s   {seconds / base:6.3f}x")
+
+
+if __name__ == "__main__":
+    main()
