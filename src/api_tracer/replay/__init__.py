@@ -25,10 +25,11 @@ In process, a fatal signal still kills the process, but first CrashNote has
 it say which config died and how far the replay got, and append that
 config's line to the report, whose lines are written as results come.
 
-The parts, one module each: configs.py (a line and its Result), policy.py,
-resolve.py (names to torch's objects), builder.py and memory.py (a line to
-a call), run.py (in process, or a pool of workers), report.py, command.py;
-retrace.py is the tests' round trip. docs/design.md says more of each.
+The parts, one module each: configs.py (a line and its Result), options.py
+(ReplayOptions, what a run's configs share), policy.py, resolve.py (names
+to torch's objects), builder.py and memory.py (a line to a call), run.py
+(in process, or a pool of workers), report.py, command.py; retrace.py is
+the tests' round trip. docs/design.md says more of each.
 """
 from __future__ import annotations
 
@@ -36,12 +37,13 @@ from .builder import Builder, prepare
 from .command import replay_command
 from .configs import (BuildError, Config, Invalid, Result, Skip, Status, ranges_beside, read_configs,
                       read_value_ranges)
+from .options import ReplayOptions
 from .resolve import Resolver
 from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
 __all__ = [
-    "Config", "Result", "Status", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
+    "Config", "ReplayOptions", "Result", "Status", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
     "Resolver", "Builder", "prepare", "replay_one", "run_in_process", "run_isolated", "roundtrip",
     "replay_command",
 ]

@@ -9,6 +9,7 @@ from ..config import ConfigSyntaxError, parse_call
 from ..values import Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
 from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
+from .options import ReplayOptions
 from .policy import refusal
 from .resolve import Resolver
 
@@ -231,35 +232,33 @@ def parse(config: Config) -> Tuple[str, list, dict]:
         raise Invalid(e.message, e.column) from None
 
 
-def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, List[int]]],
-          seed: int, resolver: Resolver, allow_unsafe: bool = False,
-          max_bytes: Optional[int] = None) -> Tuple[Callable, list, dict]:
-    """The callable `api` names and the arguments, built; raises Invalid, Skip
-    or BuildError. Every name of the line passes the policy (unless
-    allow_unsafe) and every tensor's description is checked before anything
-    is built. The tensors may need max_bytes in all (None: half of
-    available_bytes(device) now)."""
+def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
+          resolver: Resolver) -> Tuple[Callable, list, dict]:
+    """The callable `api` names and the arguments, built on options.device
+    from options.seed; raises Invalid, Skip or BuildError. Every name of the
+    line passes the policy (unless options.allow_unsafe) and every tensor's
+    description is checked before anything is built. The tensors may need
+    options.max_bytes in all (None: half of available_bytes(device) now)."""
     import torch
 
-    b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
-                safe=not allow_unsafe)
+    b = Builder(resolver, options.device, options.ranges.get(config.text, {}),
+                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe)
     func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
         raise Skip("a property accessor")
     if isinstance(func, type) and not resolver.constructible(func):
         raise Skip(f"{api} is a class this replay does not construct")
     b.check_names(args, kwargs)
-    b.check_tensors(args, kwargs, max_bytes if max_bytes is not None else available_bytes(device) // 2)
+    limit = options.max_bytes if options.max_bytes is not None else available_bytes(options.device) // 2
+    b.check_tensors(args, kwargs, limit)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
     return func, built_args, built_kwargs
 
 
-def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, List[int]]], seed: int,
-            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
-            max_bytes: Optional[int] = None) -> Tuple[str, Callable, list, dict]:
+def prepare(config: Config, options: ReplayOptions = ReplayOptions(),
+            resolver: Optional[Resolver] = None) -> Tuple[str, Callable, list, dict]:
     """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""
     api, args, kwargs = parse(config)
-    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe,
-                        max_bytes))
+    return (api, *build(config, api, args, kwargs, options, resolver or Resolver()))

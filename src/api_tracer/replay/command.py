@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import UsageError
 from .configs import Result, Status, first_line, ranges_beside, read_configs, read_value_ranges
 from .memory import available_bytes
+from .options import ReplayOptions
 from .report import JsonlReport, Progress, summary, write_junit
 from .run import run_in_process, run_isolated
 
@@ -37,6 +38,8 @@ def replay_command(args: Any) -> int:
         report = JsonlReport(args.report) if args.report else None
     except OSError as e:
         raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
+    options = ReplayOptions(device=args.device, ranges=ranges, seed=args.seed, allow_unsafe=args.allow_unsafe,
+                            max_bytes=args.max_bytes)
     progress = Progress(len(configs))
 
     def on_result(r: Result) -> None:
@@ -46,12 +49,9 @@ def replay_command(args: Any) -> int:
 
     with report or contextlib.nullcontext():
         if args.isolate or args.jobs > 1:
-            results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, on_result,
-                                   allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
+            results = run_isolated(configs, args.jobs, options, on_result)
         else:
-            results = run_in_process(configs, args.device, ranges, args.seed, on_result,
-                                     allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes,
-                                     report_fd=report.file.fileno() if report else None)
+            results = run_in_process(configs, options, on_result, report_fd=report.file.fileno() if report else None)
     progress.finish()
     print(summary(results, args.allow_unsafe), end="")
     if args.junit:

@@ -17,6 +17,7 @@ from .. import _C
 from ..filesets import api_of
 from .builder import build, parse
 from .configs import BuildError, Config, Invalid, Result, Skip, Status, first_line
+from .options import ReplayOptions
 from .resolve import Resolver
 
 
@@ -33,16 +34,14 @@ def grad_mode_kept() -> Iterator[None]:
         torch._C._set_grad_enabled(enabled)
 
 
-def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = None, seed: int = 0,
-               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
-               max_bytes: Optional[int] = None) -> Result:
+def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
+               resolver: Optional[Resolver] = None) -> Result:
     """Replays `config` in this process: what came of it, and how long it took."""
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
     try:
         api, args, kwargs = parse(config)
-        func, args, kwargs = build(config, api, args, kwargs, device, ranges or {}, seed,
-                                   resolver or Resolver(), allow_unsafe, max_bytes)
+        func, args, kwargs = build(config, api, args, kwargs, options, resolver or Resolver())
         with grad_mode_kept():
             func(*args, **kwargs)
         status = Status.OK
@@ -60,7 +59,7 @@ def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = Non
 
 # -- running many -------------------------------------------------------------
 
-def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool, max_bytes: Optional[int]) -> None:
+def _worker(conn: Any, options: ReplayOptions) -> None:
     """Replays the configs sent on `conn`, one at a time, until None."""
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
@@ -70,12 +69,11 @@ def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool,
             return
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
-        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes))
+        conn.send(replay_one(config, options, resolver))
 
 
-def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, seed: int,
-                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
-                 max_bytes: Optional[int] = None) -> List[Result]:
+def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
+                 on_result: Callable[[Result], None]) -> List[Result]:
     """Each config in a worker process (`jobs` of them): a worker that dies
     (a crashing kernel) fails the config it held, and is replaced."""
     import multiprocessing as mp
@@ -88,8 +86,7 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
     def start() -> None:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe, max_bytes),
-                        daemon=True)
+        p = ctx.Process(target=_worker, args=(child, options), daemon=True)
         p.start()
         child.close()
         workers[parent] = (p, None)
@@ -140,9 +137,8 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
     return [out[i] for i in range(len(configs))]
 
 
-def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
-                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
-                   max_bytes: Optional[int] = None, report_fd: Optional[int] = None) -> List[Result]:
+def run_in_process(configs: List[Config], options: ReplayOptions, on_result: Callable[[Result], None], *,
+                   report_fd: Optional[int] = None) -> List[Result]:
     """Each config in this process, in turn. A fatal signal (a crashing
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
@@ -152,7 +148,7 @@ def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
     with CrashNote(report_fd) as note:
         for c in configs:
             note.running(c, len(results))
-            r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
+            r = replay_one(c, options, resolver)
             note.running(None, len(results))
             results.append(r)
             on_result(r)

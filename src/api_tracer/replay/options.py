@@ -1,0 +1,17 @@
+"""How a replay runs: `ReplayOptions`, one object for what every config of
+a run shares (the device, the value ranges, the seed, the policy switch,
+the byte limit), handed whole from the command line to the runs and the
+workers."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    device: str = "cpu"  # where the tensors are made and the call runs
+    ranges: Dict[str, Dict[str, List[int]]] = field(default_factory=dict)  # config -> argument -> [lo, hi]
+    seed: int = 0  # of the arguments' values
+    allow_unsafe: bool = False  # the policy (policy.py) off
+    max_bytes: Optional[int] = None  # the tensor arguments' limit (None: half the device's free memory)
