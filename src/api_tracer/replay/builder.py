@@ -17,12 +17,16 @@ BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 
 
 class Builder:
-    """Config values to Python objects."""
+    """Config values to Python objects. `cast`, when given, maps the dtype
+    of every floating or complex value made (tensors, modules' parameters
+    and buffers) to the dtype it is made in; the values are drawn in the
+    recorded dtype first, so a cast side holds the very same numbers."""
 
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, List[int]], generator: Any,
-                 line: str, safe: bool = True) -> None:
+                 line: str, safe: bool = True, cast: Optional[Callable[[Any], Any]] = None) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
         self.safe = safe  # the replay policy (policy.py) holds
+        self.cast = cast or (lambda dtype: dtype)
         self.requires_grad = False
 
     def allowed(self, name: str, obj: Any = None) -> None:
@@ -68,7 +72,7 @@ class Builder:
         """The tensors' descriptions, before any is made: a known dtype and
         sizes of at least 0 (else invalid); -1, the size the tracer writes for
         a symbolic one, skips the config, as do tensors that need more than
-        max_bytes in all."""
+        max_bytes in all (in the dtype they are made in)."""
         specs = [(path, leaf) for path, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)]
         for path, spec in specs:
             self.dtype(spec)
@@ -78,7 +82,8 @@ class Builder:
                               "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
         if any(-1 in spec.shape for _, spec in specs):
             raise Skip("a tensor with a symbolic size")
-        needed = sum(storage_numel(spec.shape, spec.stride) * self.dtype(spec).itemsize for _, spec in specs)
+        needed = sum(storage_numel(spec.shape, spec.stride) * self.cast(self.dtype(spec)).itemsize
+                     for _, spec in specs)
         if max_bytes is not None and needed > max_bytes:
             raise Skip(f"its tensor arguments need {needed} bytes ({human_bytes(needed)}), more than the limit of "
                        f"{max_bytes} bytes ({human_bytes(max_bytes)}; --max-bytes)")
@@ -146,7 +151,8 @@ class Builder:
             base = torch.randint(rng[0], rng[1] + 1, (numel,), generator=self.gen, dtype=torch.int64).to(dtype)
         else:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
-        t = base.as_strided(shape, stride).to(self.device)
+        dtype = self.cast(dtype)
+        t = base.to(dtype).as_strided(shape, stride).to(self.device)
         if self.device != "cpu" and spec.stride is not None:
             t = torch.empty_strided(shape, stride, dtype=dtype, device=self.device).copy_(t)
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
@@ -173,7 +179,9 @@ class Builder:
         target = self.resolve(name)
         if self.r.constructible(target):
             value = target(*args, **kwargs)
-            return value.to(self.device) if isinstance(value, torch.nn.Module) else value
+            if isinstance(value, torch.nn.Module):
+                value = value.to(self.device)._apply(lambda t: t.to(self.cast(t.dtype)))
+            return value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
 
 
@@ -232,17 +240,18 @@ def parse(config: Config) -> Tuple[str, list, dict]:
         raise Invalid(e.message, e.column) from None
 
 
-def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
-          resolver: Resolver) -> Tuple[Callable, list, dict]:
+def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
+          cast: Optional[Callable[[Any], Any]] = None) -> Tuple[Callable, list, dict]:
     """The callable `api` names and the arguments, built on options.device
-    from options.seed; raises Invalid, Skip or BuildError. Every name of the
-    line passes the policy (unless options.allow_unsafe) and every tensor's
-    description is checked before anything is built. The tensors may need
+    from options.seed (floating values cast, if `cast`: see Builder);
+    raises Invalid, Skip or BuildError. Every name of the line passes the
+    policy (unless options.allow_unsafe) and every tensor's description is
+    checked before anything is built. The tensors may need
     options.max_bytes in all (None: half of available_bytes(device) now)."""
     import torch
 
     b = Builder(resolver, options.device, options.ranges.get(config.text, {}),
-                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe)
+                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe, cast=cast)
     func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
         raise Skip("a property accessor")

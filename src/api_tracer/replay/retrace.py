@@ -11,7 +11,7 @@ from .builder import prepare
 from .configs import Config
 from .options import ReplayOptions
 from .resolve import Resolver
-from .run import grad_mode_kept
+from .side import grad_mode_kept
 
 
 def roundtrip(configs: List[Config], level: int,

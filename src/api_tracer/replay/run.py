@@ -1,37 +1,24 @@
-"""Running configs: `replay_one` calls one and makes its Result; many run
-in this process (`run_in_process`, where `CrashNote` has a fatal signal say
-which config died) or in a pool of worker processes (`run_isolated`, where
-a worker's death fails the config it held)."""
+"""Running configs: `replay_one` calls one (or, with options.check, judges
+it: check.py) and makes its Result; many run in this process
+(`run_in_process`, where `CrashNote` has a fatal signal say which config
+died) or in a pool of worker processes (`run_isolated`, where a worker's
+death fails the config it held)."""
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import sys
 import time
-from dataclasses import asdict
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _C
 from ..filesets import api_of
-from .builder import build, parse
-from .configs import BuildError, Config, Invalid, Result, Skip, Status, first_line
+from .builder import parse
+from .check import Verdict, check
+from .configs import BuildError, Config, Invalid, Result, SideError, Skip, Status, first_line
 from .options import ReplayOptions
 from .resolve import Resolver
-
-
-@contextlib.contextmanager
-def grad_mode_kept() -> Iterator[None]:
-    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
-    itself only: the mode before it comes back."""
-    import torch
-
-    enabled = torch.is_grad_enabled()
-    try:
-        yield
-    finally:
-        torch._C._set_grad_enabled(enabled)
+from .side import Side, run_side
 
 
 def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
@@ -39,22 +26,33 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
     """Replays `config` in this process: what came of it, and how long it took."""
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
+    verdict: Optional[Verdict] = None
     try:
         api, args, kwargs = parse(config)
-        func, args, kwargs = build(config, api, args, kwargs, options, resolver or Resolver())
-        with grad_mode_kept():
-            func(*args, **kwargs)
-        status = Status.OK
+        resolver = resolver or Resolver()
+        if options.check:
+            verdict = check(config, api, args, kwargs, options, resolver)
+            status, message = verdict.status, verdict.message
+        else:
+            run_side(config, api, args, kwargs, options, resolver, Side("replay", options.device))
+            status = Status.OK
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
     except Skip as e:
         status, message = Status.SKIPPED, str(e)
-    except BuildError as e:
+    except (BuildError, SideError) as e:
         status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
         status, error, message = Status.FAILED, type(e).__name__, first_line(e)
-    return Result(config.file, config.line, config.text, api, status, error, message, column,
-                  time.perf_counter() - start)
+    result = Result(config.file, config.line, config.text, api, status, error, message, column,
+                    time.perf_counter() - start)
+    if verdict:
+        worst = verdict.worst
+        result.check, result.compared = options.check or "", verdict.compared
+        if worst:
+            result.worst, result.max_abs_error, result.max_rel_error = worst.where, worst.max_abs, worst.max_rel
+            result.rtol, result.atol = worst.rtol, worst.atol
+    return result
 
 
 # -- running many -------------------------------------------------------------
@@ -185,5 +183,5 @@ class CrashNote:
                        f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
             line = Result(config.file, config.line, config.text, api=api_of(config.text), status=Status.FAILED,
                           error="Crashed", message=died)
-            notes[sig] = (message, json.dumps(asdict(line)) + "\n")
+            notes[sig] = (message, line.to_json() + "\n")
         _C.replay_crash_note_set(notes)
