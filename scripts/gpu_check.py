@@ -231,6 +231,34 @@ def _(out):
             f"with ops=False {light / base:.3f}x")
 
 
+@check("replay_check_device_cuda")
+def _(out):
+    # The workloads' configs at levels 1-3, traced and replayed on the CPU,
+    # each judged against the same inputs on CUDA (replay --check
+    # device:cuda), with TF32 off so that both sides run float32 kernels.
+    # Nothing may be skipped, fail or be invalid; a mismatch only where
+    # long float32 sums legitimately differ (workloads.LONG_SUMS).
+    from pathlib import Path
+
+    from api_tracer.replay import ReplayOptions, run_in_process
+    from test_replay import traced_configs
+    from workloads import LONG_SUMS, WORKLOADS
+
+    torch.backends.cudnn.allow_tf32 = False
+    counts = []
+    for name in WORKLOADS:
+        for level in (1, 2, 3):
+            results = run_in_process(traced_configs(Path(out), name, level), ReplayOptions(check="device:cuda"),
+                                     lambda r: None)
+            tally = Counter(r.status.value for r in results)
+            unexplained = [(r.config, r.status.value, r.message) for r in results
+                           if r.status != "ok" and not (r.status == "mismatch" and r.worst in LONG_SUMS.get(r.api, ()))]
+            assert results and not unexplained, unexplained
+            assert tally["mismatch"] <= 3 and all(r.check == "device:cuda" for r in results), tally
+            counts.append(f"{name} {level}: " + ", ".join(f"{n} {s}" for s, n in sorted(tally.items())))
+    return "; ".join(counts)
+
+
 if ONLY:
     sys.exit(run_one(ONLY))
 failed = []

@@ -26,7 +26,7 @@ import hashlib
 import os
 import re
 import shutil
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -230,8 +230,15 @@ class ReplaySession:
         self.path = path
         self.check = config.getoption("api_check")
         self.allow_unsafe = config.getoption("api_allow_unsafe")
+        if self.check:
+            from api_tracer.replay.check import reference
+
+            try:
+                reference(self.check, "cpu")
+            except ValueError as e:
+                raise pytest.UsageError(f"--api-check: {e}") from None
         config.args[:] = [path]  # the configs are what this session collects
-        self._ranges: Optional[dict] = None
+        self._options: Any = None
         self._resolver: Any = None
 
     def pytest_collect_file(self, file_path: Any, parent: Any) -> Any:
@@ -239,12 +246,14 @@ class ReplaySession:
             return ConfigFile.from_parent(parent, path=file_path, session_plugin=self)
         return None
 
-    def ranges(self) -> dict:
-        if self._ranges is None:
-            from api_tracer.replay import ranges_beside, read_value_ranges
+    def options(self) -> Any:
+        """The replay's options: the file's value profiles, the check asked."""
+        if self._options is None:
+            from api_tracer.replay import ReplayOptions, ranges_beside, read_value_ranges
 
-            self._ranges = read_value_ranges(ranges_beside(self.path))
-        return self._ranges
+            self._options = ReplayOptions(ranges=read_value_ranges(ranges_beside(self.path)), check=self.check,
+                                          allow_unsafe=self.allow_unsafe)
+        return self._options
 
     def resolver(self) -> Any:
         if self._resolver is None:
@@ -277,8 +286,7 @@ class ConfigItem(pytest.Item):
         from api_tracer.replay import Status, replay_one
 
         plugin: ReplaySession = self.parent.session_plugin
-        result = replay_one(self.replay_config, ranges=plugin.ranges(), resolver=plugin.resolver(),
-                            allow_unsafe=plugin.allow_unsafe)
+        result = replay_one(self.replay_config, plugin.options(), plugin.resolver())
         if result.status == Status.SKIPPED:
             pytest.skip(result.message)
         if result.status != Status.OK:

@@ -124,6 +124,17 @@ def test_a_config_file_runs_as_tests(pytester):
     only.assert_outcomes(passed=1, deselected=4)
 
 
+def test_config_items_are_checked_as_replay_checks_them(pytester):
+    configs = pytester.path / "configs.txt"
+    configs.write_text('torch.matmul(Tensor([4, 8], "float32"), Tensor([8, 3], "float32"))\ntorch.ones(3)\n')
+    result = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float64",
+                                           "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    bad = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float63", "-p", "no:cacheprovider")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--api-check:*float63*"])
+
+
 def test_the_plugin_is_inert_without_its_options(pytester):
     pytester.makepyfile(test_plain="def test_x():\n    import sys\n    assert 'torch' not in sys.modules\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import Config, read_configs, replay_one, roundtrip, run_in_process
+from api_tracer.replay import Config, ReplayOptions, read_configs, replay_one, roundtrip, run_in_process
 from workloads import WORKLOADS
 
 CLI = [sys.executable, "-m", "api_tracer"]
@@ -29,7 +29,7 @@ def traced_configs(tmp_path, name, level):
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_configs_of_real_workloads_replay(tmp_path, name, level):
     configs = traced_configs(tmp_path, name, level)
-    results = run_in_process(configs, "cpu", {}, 0, lambda r: None)
+    results = run_in_process(configs, ReplayOptions(), lambda r: None)
     ok = [r for r in results if r.status == "ok"]
     not_ok = [(r.config, r.status, r.error, r.message) for r in results if r.status != "ok"]
     assert len(results) >= 5
@@ -67,7 +67,7 @@ def test_lines_holding_code_execute_nothing_and_the_rest_still_run(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     good = 'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"), alpha=2)'
     path = write(tmp_path, EVIL[:4] + [good] + EVIL[4:])
-    results = run_in_process(read_configs(str(path)), "cpu", {}, 0, lambda r: None)
+    results = run_in_process(read_configs(str(path)), ReplayOptions(), lambda r: None)
     assert not (tmp_path / "PWNED").exists()
     by_text = {r.config: r for r in results}
     assert by_text[good].status == "ok"
@@ -111,7 +111,7 @@ def test_the_policy_refuses_what_does_not_compute_before_building_anything(tmp_p
     monkeypatch.setattr(replay.Builder, "build", lambda self, v, path: built.append(path) or real_build(self, v, path))
     libraries, threads, dtype = set(torch.ops.loaded_libraries), torch.get_num_threads(), torch.get_default_dtype()
     path = write(tmp_path, UNSAFE)
-    results = run_in_process(read_configs(str(path)), "cpu", {}, 0, lambda r: None)
+    results = run_in_process(read_configs(str(path)), ReplayOptions(), lambda r: None)
     assert [(r.config, r.status) for r in results] == [(line, "invalid") for line in UNSAFE]
     for r in results:
         assert ("is refused: it " in r.message or "not a numpy scalar type" in r.message) and r.column >= 1, r
@@ -223,9 +223,9 @@ def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path,
     assert "--max-bytes" in r.message
     # the bytes of all tensor arguments count, strides included
     line = 'torch.add(Tensor([10, 10], "float32"), Tensor([10], "float64", stride=[10]))'
-    assert replay_one(Config("x", 1, line), max_bytes=1127).status == "skipped"
+    assert replay_one(Config("x", 1, line), ReplayOptions(max_bytes=1127)).status == "skipped"
     monkeypatch.undo()
-    assert replay_one(Config("x", 1, line), max_bytes=1128).status == "ok"  # 400 + (1 + 9 * 10) * 8
+    assert replay_one(Config("x", 1, line), ReplayOptions(max_bytes=1128)).status == "ok"  # 400 + (1 + 9 * 10) * 8
     assert [byte_count(x) for x in ("8G", "512M", "1000", "1.5K")] == [8 << 30, 512 << 20, 1000, 1536]
     path = write(tmp_path, ['torch.neg(Tensor([1000], "float32"))', 'torch.neg(Tensor([10], "float32"))'])
     result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "1K"], capture_output=True, text=True)
@@ -273,7 +273,7 @@ def test_after_in_process_replay_the_previous_signal_handlers_are_back(tmp_path)
         import ctypes, faulthandler, signal, sys
         import torch
         from api_tracer import _C
-        from api_tracer.replay import Config, run_in_process
+        from api_tracer.replay import Config, ReplayOptions, run_in_process
 
         libc = ctypes.CDLL(None, use_errno=True)
 
@@ -291,7 +291,7 @@ def test_after_in_process_replay_the_previous_signal_handlers_are_back(tmp_path)
 
         faulthandler.enable()
         before = handlers()
-        results = run_in_process([Config("f", 1, "torch.ones(2)")], "cpu", {}, 0, lambda r: None)
+        results = run_in_process([Config("f", 1, "torch.ones(2)")], ReplayOptions(), lambda r: None)
         assert [r.status for r in results] == ["ok"]
         assert handlers() == before
         print("same handlers", flush=True)
@@ -338,10 +338,10 @@ def test_integer_tensors_come_from_the_recorded_ranges(tmp_path):
     path = str(out / "api_configs.yaml")
     ranges = read_value_ranges(ranges_beside(path))
     config = next(c for c in read_configs(path) if "embedding" in c.text)
-    api, func, args, kwargs = prepare(config, "cpu", ranges, seed=0)
+    api, func, args, kwargs = prepare(config, ReplayOptions(ranges=ranges))
     indices = args[1]
     assert indices.dtype == torch.int64 and 30 <= int(indices.min()) and int(indices.max()) <= 49
-    assert replay_one(config, ranges=ranges).status == "ok"
+    assert replay_one(config, ReplayOptions(ranges=ranges)).status == "ok"
 
 
 def test_tensors_keep_recorded_strides_and_dtypes():
@@ -349,7 +349,7 @@ def test_tensors_keep_recorded_strides_and_dtypes():
                             'Tensor([3, 4], "float64", stride=[1, 3]))')
     from api_tracer.replay import prepare
 
-    api, func, args, kwargs = prepare(config, "cpu", {}, seed=0)
+    api, func, args, kwargs = prepare(config)
     assert args[2].stride() == (1, 3) and args[2].dtype == torch.float64
     assert replay_one(config).status == "ok"
 
@@ -363,7 +363,7 @@ def test_tensors_are_their_own_not_views_and_keep_their_strides():
                            ('Tensor([3, 2], "float32", stride=[1, 3])', (1, 3)),
                            ('Tensor([4, 3], "float32", stride=[0, 1])', (0, 1))]:
         config = Config("x", 1, f"torch.ops.aten.detach_.default({tensor})")
-        api, func, args, kwargs = prepare(config, "cpu", {}, seed=0)
+        api, func, args, kwargs = prepare(config)
         assert args[0]._base is None and args[0].stride() == stride, tensor
         result = replay_one(config)
         assert result.status == "ok", result
@@ -386,16 +386,16 @@ def test_integer_tensors_come_from_their_value_profiles(tmp_path):
     ranges = read_value_ranges(ranges_beside(path))
     configs = {c.text.split("(")[0]: c for c in read_configs(path)}
     for seed in range(5):
-        _, _, args, _ = prepare(configs["torch.ops.aten.cross_entropy_loss.default"], "cpu", ranges, seed=seed)
+        _, _, args, _ = prepare(configs["torch.ops.aten.cross_entropy_loss.default"], ReplayOptions(ranges=ranges, seed=seed))
         drawn = args[1]
         assert ((drawn == -100) | ((drawn >= 7) & (drawn <= 497))).all(), drawn
-        _, _, args, _ = prepare(configs["torch.ops.aten.embedding_bag.padding_idx"], "cpu", ranges, seed=seed)
+        _, _, args, _ = prepare(configs["torch.ops.aten.embedding_bag.padding_idx"], ReplayOptions(ranges=ranges, seed=seed))
         offsets, indices = args[2].tolist(), args[1].tolist()
         assert offsets[0] == 0 and offsets[-1] == 7 and offsets == sorted(offsets)
         assert set(indices) <= set(range(0, 82, 9))
-    assert (-100 in prepare(configs["torch.ops.aten.cross_entropy_loss.default"], "cpu", ranges, seed=0)[2][1])
+    assert (-100 in prepare(configs["torch.ops.aten.cross_entropy_loss.default"], ReplayOptions(ranges=ranges))[2][1])
     for config in configs.values():
-        assert replay_one(config, ranges=ranges).status == "ok", config.text
+        assert replay_one(config, ReplayOptions(ranges=ranges)).status == "ok", config.text
 
 
 def test_merged_value_profiles_are_the_profiles_of_every_set(tmp_path):
@@ -433,6 +433,6 @@ def test_sparse_and_quantized_tensors_are_rebuilt_and_trace_back(tmp_path, level
     for field in ("layout=torch.sparse_coo, nnz=3", "layout=torch.sparse_csr, nnz=3", "scale=0.25, zero_point=3",
                   "qscheme=torch.per_channel_affine, axis=0"):
         assert field in text, text
-    results = run_in_process(configs, "cpu", {}, 0, lambda r: None)
+    results = run_in_process(configs, ReplayOptions(), lambda r: None)
     assert [r for r in results if r.status != "ok"] == []
     assert [(c.text, why) for c, why in roundtrip(configs, level) if why] == []

@@ -8,7 +8,7 @@ import re
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import read_configs, run_in_process
+from api_tracer.replay import ReplayOptions, read_configs, run_in_process
 from workloads import WORKLOADS
 
 HUGE = [b"9" * 30, str(2 ** 63).encode(), str(-2 ** 63 - 1).encode(), b"1" + b"0" * 400, b"9" * 5000, b"1e999",
@@ -65,7 +65,7 @@ def test_mutated_lines_all_get_a_result_and_change_nothing_outside(tmp_path, mon
     threads, dtype = torch.get_num_threads(), torch.get_default_dtype()
 
     configs = read_configs(str(path))
-    results = run_in_process(configs, "cpu", {}, 0, lambda r: None, max_bytes=64 << 20)
+    results = run_in_process(configs, ReplayOptions(max_bytes=64 << 20), lambda r: None)
 
     assert len(results) == len(configs) > 3000
     statuses = {r.status for r in results}

@@ -4,6 +4,7 @@
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
     api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
+                       [--check float64|device:DEVICE|compile [--backward] [--rtol R] [--atol A]]
                        [-o REPORT.jsonl] [--junit REPORT.xml]
     api-tracer stats DIR
 
@@ -59,6 +60,13 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
                                                         "...; default half the free memory of --device)")
     replay.add_argument("--allow-unsafe", action="store_true",
                         help="call any torch callable a line names, not only what computes (trusted files only)")
+    replay.add_argument("--check", metavar="MODE",
+                        help="compare each config's outputs against the same call on float64 copies of its floating "
+                             "inputs (float64), on another device (device:cuda), or compiled (compile)")
+    replay.add_argument("--backward", action="store_true",
+                        help="with --check: compare the gradients of the floating inputs too")
+    replay.add_argument("--rtol", type=float, help="with --check: the relative tolerance, instead of the dtype's")
+    replay.add_argument("--atol", type=float, help="with --check: the absolute tolerance, instead of the dtype's")
 
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")

@@ -21,14 +21,23 @@ the memory free on the device). Each config is reported "ok", "failed" (the
 exception; "building ARG: ..." when an argument could not be built),
 "skipped" (why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
 
+With a check (options.check, --check), a config is judged, not only run:
+its call is made again, from the same seed, on float64 copies of its
+floating inputs, on another device or compiled, and the outputs (and with
+--backward the gradients of its floating inputs) are compared within
+torch.testing's default tolerances; a config beyond them is reported
+"mismatch", with its greatest errors and the tolerance (check.py).
+
 In process, a fatal signal still kills the process, but first CrashNote has
 it say which config died and how far the replay got, and append that
 config's line to the report, whose lines are written as results come.
 
-The parts, one module each: configs.py (a line and its Result), policy.py,
-resolve.py (names to torch's objects), builder.py and memory.py (a line to
-a call), run.py (in process, or a pool of workers), report.py, command.py;
-retrace.py is the tests' round trip. docs/design.md says more of each.
+The parts, one module each: configs.py (a line and its Result), options.py
+(ReplayOptions, what a run's configs share), policy.py, resolve.py (names
+to torch's objects), builder.py and memory.py (a line to a call), side.py
+(a call made, and its gradients), check.py and compare.py (--check), run.py
+(in process, or a pool of workers), report.py, command.py; retrace.py is
+the tests' round trip. docs/design.md says more of each.
 """
 from __future__ import annotations
 
@@ -36,12 +45,13 @@ from .builder import Builder, prepare
 from .command import replay_command
 from .configs import (BuildError, Config, Invalid, Result, Skip, Status, ranges_beside, read_configs,
                       read_value_ranges)
+from .options import ReplayOptions
 from .resolve import Resolver
 from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
 __all__ = [
-    "Config", "Result", "Status", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
+    "Config", "ReplayOptions", "Result", "Status", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
     "Resolver", "Builder", "prepare", "replay_one", "run_in_process", "run_isolated", "roundtrip",
     "replay_command",
 ]

@@ -9,6 +9,7 @@ from ..config import ConfigSyntaxError, parse_call
 from ..values import Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
 from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
+from .options import ReplayOptions
 from .policy import refusal
 from .resolve import Resolver
 
@@ -16,12 +17,16 @@ BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 
 
 class Builder:
-    """Config values to Python objects."""
+    """Config values to Python objects. `cast`, when given, maps the dtype
+    of every floating or complex value made (tensors, modules' parameters
+    and buffers) to the dtype it is made in; the values are drawn in the
+    recorded dtype first, so a cast side holds the very same numbers."""
 
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, Any], generator: Any,
-                 line: str, safe: bool = True) -> None:
+                 line: str, safe: bool = True, cast: Optional[Callable[[Any], Any]] = None) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
         self.safe = safe  # the replay policy (policy.py) holds
+        self.cast = cast or (lambda dtype: dtype)
         self.requires_grad = False
 
     def allowed(self, name: str, obj: Any = None) -> None:
@@ -67,7 +72,7 @@ class Builder:
         """The tensors' descriptions, before any is made: a known dtype and
         sizes of at least 0 (else invalid); -1, the size the tracer writes for
         a symbolic one, skips the config, as do tensors that need more than
-        max_bytes in all."""
+        max_bytes in all (in the dtype they are made in)."""
         specs = [(path, leaf) for path, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)]
         for path, spec in specs:
             self.dtype(spec)
@@ -77,7 +82,8 @@ class Builder:
                               "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
         if any(-1 in spec.shape for _, spec in specs):
             raise Skip("a tensor with a symbolic size")
-        needed = sum(storage_numel(spec.shape, spec.stride) * self.dtype(spec).itemsize for _, spec in specs)
+        needed = sum(storage_numel(spec.shape, spec.stride) * self.cast(self.dtype(spec)).itemsize
+                     for _, spec in specs)
         if max_bytes is not None and needed > max_bytes:
             raise Skip(f"its tensor arguments need {needed} bytes ({human_bytes(needed)}), more than the limit of "
                        f"{max_bytes} bytes ({human_bytes(max_bytes)}; --max-bytes)")
@@ -150,8 +156,8 @@ class Builder:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
         # A tensor of its own with the recorded strides, as the program's was
         # (a view would refuse in-place ops on views, detach_ among them): its
-        # storage, numel elements, holds `base`.
-        t = torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
+        # storage, numel elements, holds `base` (cast, for a check's other side).
+        t = torch.empty_strided(shape, stride, dtype=self.cast(dtype), device=self.device)
         t.as_strided((numel,), (1,)).copy_(base)
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
@@ -167,7 +173,7 @@ class Builder:
         nnz = spec.nnz if spec.nnz is not None else min(numel, 1)
         if not 0 <= nnz <= numel:
             raise Invalid(f"a sparse tensor of {numel} elements cannot have nnz={nnz}", self.line.find("nnz") + 1 or 1)
-        dense = torch.zeros(numel, dtype=self.dtype(spec))
+        dense = torch.zeros(numel, dtype=self.cast(self.dtype(spec)))
         dense[torch.randperm(numel, generator=self.gen)[:nnz]] = torch.randn(nnz, generator=self.gen).to(dense.dtype)
         t = getattr(dense.reshape(shape), SPARSE_LAYOUTS[spec.layout])().to(self.device)
         return t.requires_grad_(True) if spec.requires_grad else t
@@ -209,7 +215,9 @@ class Builder:
         target = self.resolve(name)
         if self.r.constructible(target):
             value = target(*args, **kwargs)
-            return value.to(self.device) if isinstance(value, torch.nn.Module) else value
+            if isinstance(value, torch.nn.Module):
+                value = value.to(self.device)._apply(lambda t: t.to(self.cast(t.dtype)))
+            return value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
 
 
@@ -304,35 +312,34 @@ def parse(config: Config) -> Tuple[str, list, dict]:
         raise Invalid(e.message, e.column) from None
 
 
-def build(config: Config, api: str, args: list, kwargs: dict, device: str, ranges: Dict[str, Dict[str, Any]],
-          seed: int, resolver: Resolver, allow_unsafe: bool = False,
-          max_bytes: Optional[int] = None) -> Tuple[Callable, list, dict]:
-    """The callable `api` names and the arguments, built; raises Invalid, Skip
-    or BuildError. Every name of the line passes the policy (unless
-    allow_unsafe) and every tensor's description is checked before anything
-    is built. The tensors may need max_bytes in all (None: half of
-    available_bytes(device) now)."""
+def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
+          cast: Optional[Callable[[Any], Any]] = None) -> Tuple[Callable, list, dict]:
+    """The callable `api` names and the arguments, built on options.device
+    from options.seed (floating values cast, if `cast`: see Builder);
+    raises Invalid, Skip or BuildError. Every name of the line passes the
+    policy (unless options.allow_unsafe) and every tensor's description is
+    checked before anything is built. The tensors may need
+    options.max_bytes in all (None: half of available_bytes(device) now)."""
     import torch
 
-    b = Builder(resolver, device, ranges.get(config.text, {}), torch.Generator().manual_seed(seed), config.text,
-                safe=not allow_unsafe)
+    b = Builder(resolver, options.device, options.ranges.get(config.text, {}),
+                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe, cast=cast)
     func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
         raise Skip("a property accessor")
     if isinstance(func, type) and not resolver.constructible(func):
         raise Skip(f"{api} is a class this replay does not construct")
     b.check_names(args, kwargs)
-    b.check_tensors(args, kwargs, max_bytes if max_bytes is not None else available_bytes(device) // 2)
+    limit = options.max_bytes if options.max_bytes is not None else available_bytes(options.device) // 2
+    b.check_tensors(args, kwargs, limit)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
     return func, built_args, built_kwargs
 
 
-def prepare(config: Config, device: str, ranges: Dict[str, Dict[str, Any]], seed: int,
-            resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
-            max_bytes: Optional[int] = None) -> Tuple[str, Callable, list, dict]:
+def prepare(config: Config, options: ReplayOptions = ReplayOptions(),
+            resolver: Optional[Resolver] = None) -> Tuple[str, Callable, list, dict]:
     """(api, callable, args, kwargs) of a config; raises Invalid, Skip or BuildError."""
     api, args, kwargs = parse(config)
-    return (api, *build(config, api, args, kwargs, device, ranges, seed, resolver or Resolver(), allow_unsafe,
-                        max_bytes))
+    return (api, *build(config, api, args, kwargs, options, resolver or Resolver()))

@@ -7,10 +7,38 @@ import os
 from typing import Any
 
 from ..errors import UsageError
+from .check import reference
 from .configs import Result, Status, first_line, ranges_beside, read_configs, read_value_ranges
 from .memory import available_bytes
+from .options import ReplayOptions
 from .report import JsonlReport, Progress, summary, write_junit
 from .run import run_in_process, run_isolated
+
+
+def check_device(device: str, flag: str) -> None:
+    """A UsageError, naming `flag`, unless torch knows `device` and can reach it."""
+    try:
+        available_bytes(device)
+    except Exception as e:  # noqa: BLE001 - a device torch does not know, or cannot reach
+        raise UsageError(f"replay: {flag}: {first_line(e)}") from None
+
+
+def check_flags(args: Any) -> None:
+    """--check's mode and device; --backward, --rtol and --atol only with it."""
+    if not args.check:
+        for flag, given in (("--backward", args.backward), ("--rtol", args.rtol is not None),
+                            ("--atol", args.atol is not None)):
+            if given:
+                raise UsageError(f"replay: {flag} needs --check")
+        return
+    try:
+        side = reference(args.check, args.device)
+    except ValueError as e:
+        raise UsageError(f"replay: --check: {e}") from None
+    check_device(side.device, f"--check {args.check}")
+    for flag, value in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if value is not None and not value >= 0:
+            raise UsageError(f"replay: {flag} must be at least 0")
 
 
 def replay_command(args: Any) -> int:
@@ -18,10 +46,8 @@ def replay_command(args: Any) -> int:
         raise UsageError(f"replay: {args.file}: no such file")
     if args.jobs < 1:
         raise UsageError("replay: --jobs must be at least 1")
-    try:
-        available_bytes(args.device)
-    except Exception as e:  # noqa: BLE001 - a device torch does not know, or cannot reach
-        raise UsageError(f"replay: --device {args.device}: {first_line(e)}") from None
+    check_device(args.device, f"--device {args.device}")
+    check_flags(args)
     if args.value_ranges and not os.path.isfile(args.value_ranges):
         raise UsageError(f"replay: {args.value_ranges}: no such file")
     try:
@@ -37,7 +63,10 @@ def replay_command(args: Any) -> int:
         report = JsonlReport(args.report) if args.report else None
     except OSError as e:
         raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
-    progress = Progress(len(configs))
+    options = ReplayOptions(device=args.device, ranges=ranges, seed=args.seed, allow_unsafe=args.allow_unsafe,
+                            max_bytes=args.max_bytes, check=args.check, backward=args.backward, rtol=args.rtol,
+                            atol=args.atol)
+    progress = Progress(len(configs), args.check)
 
     def on_result(r: Result) -> None:
         progress(r)
@@ -46,14 +75,11 @@ def replay_command(args: Any) -> int:
 
     with report or contextlib.nullcontext():
         if args.isolate or args.jobs > 1:
-            results = run_isolated(configs, args.jobs, args.device, ranges, args.seed, on_result,
-                                   allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes)
+            results = run_isolated(configs, args.jobs, options, on_result)
         else:
-            results = run_in_process(configs, args.device, ranges, args.seed, on_result,
-                                     allow_unsafe=args.allow_unsafe, max_bytes=args.max_bytes,
-                                     report_fd=report.file.fileno() if report else None)
+            results = run_in_process(configs, options, on_result, report_fd=report.file.fileno() if report else None)
     progress.finish()
-    print(summary(results, args.allow_unsafe), end="")
+    print(summary(results, args.allow_unsafe, args.check), end="")
     if args.junit:
         write_junit(results, args.junit)
-    return 1 if any(r.status in (Status.FAILED, Status.INVALID) for r in results) else 0
+    return 1 if any(r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID) for r in results) else 0

@@ -1,13 +1,15 @@
 """A config line and what came of it: `Config`, the line as read;
 `Result`, its outcome as the reports write it, and its `Status`; the
 exceptions that decide an outcome on the way (`Invalid`, `Skip`,
-`BuildError`); reading a file of config lines, and the value-ranges file
-beside it."""
+`BuildError`, `SideError`); reading a file of config lines, and the
+value-ranges file beside it."""
 from __future__ import annotations
 
 import enum
+import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional
 
 from ..filesets import FileSet, read_value_profiles
@@ -26,7 +28,8 @@ class Status(str, enum.Enum):
     """What came of a config. A Status is its value as a str too: the
     reports write "ok", and it equals "ok"."""
 
-    OK = "ok"  # the call returned
+    OK = "ok"  # the call returned (and, with --check, its results matched)
+    MISMATCH = "mismatch"  # with --check: its results differ from the reference's beyond the tolerance
     FAILED = "failed"  # it raised (or its worker died, or it killed the process)
     SKIPPED = "skipped"  # it cannot be rebuilt
     INVALID = "invalid"  # not a replayable config
@@ -49,6 +52,23 @@ class Result:
     message: str = ""  # the exception's message, the skip reason, the syntax error
     column: int = 0
     seconds: float = 0.0
+    # With --check (check.py), once both sides ran: what was compared against,
+    # "values" or "shapes" (a random call: shapes, dtypes and devices only),
+    # and the errors of the output or gradient furthest beyond (or nearest
+    # to) its tolerance, with that tolerance.
+    check: str = ""
+    compared: str = ""
+    worst: str = ""
+    max_abs_error: Optional[float] = None
+    max_rel_error: Optional[float] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+
+    def to_json(self) -> str:
+        """The result as a report's line: a JSON object, with an infinite
+        error written as the string "inf" (JSON has no infinity)."""
+        fields = {k: "inf" if isinstance(v, float) and math.isinf(v) else v for k, v in asdict(self).items()}
+        return json.dumps(fields)
 
 
 class Invalid(Exception):
@@ -69,6 +89,17 @@ class BuildError(Exception):
     def __init__(self, path: str, cause: Exception) -> None:
         super().__init__(f"building {path}: {first_line(cause)}")
         self.cause = cause
+
+
+class SideError(Exception):
+    """What the reference side of a check raised, building or calling, and
+    which side: "on the float64 side: building args[1]: ...". `cause` is
+    the exception underneath."""
+
+    def __init__(self, what: str, error: Exception) -> None:
+        built = isinstance(error, BuildError)
+        super().__init__(f"{what}: {error if built else first_line(error)}")
+        self.cause: Exception = error.cause if built else error  # type: ignore[union-attr]
 
 
 def first_line(e: BaseException) -> str:

@@ -3,19 +3,23 @@ terminal; `summary`, the text at the end; `JsonlReport` (-o) and
 `write_junit` (--junit)."""
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import asdict
-from typing import Any, Dict, List
+from collections import Counter
+from typing import Any, List, Optional
 
 from .configs import Result, Status
+
+
+def counted(check: Optional[str]) -> List[Status]:
+    """The statuses a replay counts: mismatch only when it checks."""
+    return [s for s in Status if check or s != Status.MISMATCH]
 
 
 class Progress:
     """A progress line on a terminal (stderr), nothing elsewhere."""
 
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.counts = total, 0, dict.fromkeys(Status, 0)
+    def __init__(self, total: int, check: Optional[str] = None) -> None:
+        self.total, self.done, self.counts = total, 0, dict.fromkeys(counted(check), 0)
         self.tty = sys.stderr.isatty()
 
     def __call__(self, r: Result) -> None:
@@ -33,22 +37,28 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def summary(results: List[Result], allow_unsafe: bool = False) -> str:
-    counts = {s: sum(r.status == s for r in results) for s in Status}
-    lines = [f"{len(results)} configs: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
+def summary(results: List[Result], allow_unsafe: bool = False, check: Optional[str] = None) -> str:
+    counts = {s: sum(r.status == s for r in results) for s in counted(check)}
+    against = f" (checked against {check})" if check else ""
+    lines = [f"{len(results)} configs{against}: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
     if allow_unsafe:
         lines.append("  --allow-unsafe: the replay policy was off; any torch callable a line names was called")
     for r in results:
-        if r.status in (Status.FAILED, Status.INVALID):
+        if r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID):
             where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == Status.INVALID else "")
-            lines.append(f"  {r.status.upper()} {where}: {r.error}: {r.message}")
-    skipped = [r for r in results if r.status == Status.SKIPPED]
+            lines.append(f"  {r.status.upper()} {where}: " + (f"{r.error}: " if r.error else "") + r.message)
+    skipped = [r.message for r in results if r.status == Status.SKIPPED]
     if skipped:
-        reasons: Dict[str, int] = {}
-        for r in skipped:
-            reasons[r.message] = reasons.get(r.message, 0) + 1
-        lines.append("  skipped: " + "; ".join(f"{n} x {why}" for why, n in sorted(reasons.items(), key=lambda x: -x[1])))
+        lines.append(f"  skipped: {_tally(skipped)}")
+    random = [r.api for r in results if r.status == Status.OK and r.compared == "shapes"]
+    if random:
+        lines.append(f"  compared shapes, dtypes and devices only (random): {_tally(random)}")
     return "\n".join(lines) + "\n"
+
+
+def _tally(items: List[str]) -> str:
+    """'2 x a; 1 x b': each distinct item with how often, the most often first."""
+    return "; ".join(f"{n} x {item}" for item, n in Counter(items).most_common())
 
 
 class JsonlReport:
@@ -59,7 +69,7 @@ class JsonlReport:
         self.file = open(path, "w", encoding="utf-8")
 
     def __call__(self, r: Result) -> None:
-        self.file.write(json.dumps(asdict(r)) + "\n")
+        self.file.write(r.to_json() + "\n")
         self.file.flush()
 
     def __enter__(self) -> "JsonlReport":
@@ -73,7 +83,7 @@ def write_junit(results: List[Result], path: str) -> None:
     from xml.etree import ElementTree as ET
 
     suite = ET.Element("testsuite", name="api-tracer replay", tests=str(len(results)),
-                       failures=str(sum(r.status == Status.FAILED for r in results)),
+                       failures=str(sum(r.status in (Status.FAILED, Status.MISMATCH) for r in results)),
                        errors=str(sum(r.status == Status.INVALID for r in results)),
                        skipped=str(sum(r.status == Status.SKIPPED for r in results)),
                        time=f"{sum(r.seconds for r in results):.3f}")
@@ -82,6 +92,8 @@ def write_junit(results: List[Result], path: str) -> None:
                              file=r.file, line=str(r.line), time=f"{r.seconds:.6f}")
         if r.status == Status.FAILED:
             ET.SubElement(case, "failure", type=r.error, message=r.message)
+        elif r.status == Status.MISMATCH:
+            ET.SubElement(case, "failure", type="Mismatch", message=f"not equal to {r.check}: {r.message}")
         elif r.status == Status.INVALID:
             ET.SubElement(case, "error", type="Invalid", message=f"{r.file}:{r.line}:{r.column}: {r.message}")
         elif r.status == Status.SKIPPED:

@@ -9,19 +9,20 @@ from typing import List, Tuple
 from ..tracer import APITracer
 from .builder import prepare
 from .configs import Config
+from .options import ReplayOptions
 from .resolve import Resolver
-from .run import grad_mode_kept
+from .side import grad_mode_kept
 
 
-def roundtrip(configs: List[Config], level: int, device: str = "cpu", seed: int = 0,
-              allow_unsafe: bool = False) -> List[Tuple[Config, str]]:
+def roundtrip(configs: List[Config], level: int,
+              options: ReplayOptions = ReplayOptions()) -> List[Tuple[Config, str]]:
     """Replays each config while tracing `level`, recording only its API; for
     each, what went wrong ("" when the traced line is the config itself)."""
     resolver = Resolver()
     problems = []
     for config in configs:
         try:
-            api, func, args, kwargs = prepare(config, device, {}, seed, resolver, allow_unsafe=allow_unsafe)
+            api, func, args, kwargs = prepare(config, options, resolver)
         except Exception as e:  # noqa: BLE001 - Invalid, Skip, BuildError, or the parser's own failure
             problems.append((config, f"not replayed: {type(e).__name__}: {e}"))
             continue

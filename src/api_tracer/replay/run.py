@@ -1,66 +1,63 @@
-"""Running configs: `replay_one` calls one and makes its Result; many run
-in this process (`run_in_process`, where `CrashNote` has a fatal signal say
-which config died) or in a pool of worker processes (`run_isolated`, where
-a worker's death fails the config it held)."""
+"""Running configs: `replay_one` calls one (or, with options.check, judges
+it: check.py) and makes its Result; many run in this process
+(`run_in_process`, where `CrashNote` has a fatal signal say which config
+died) or in a pool of worker processes (`run_isolated`, where a worker's
+death fails the config it held)."""
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import sys
 import time
-from dataclasses import asdict
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _C
 from ..filesets import api_of
-from .builder import build, parse
-from .configs import BuildError, Config, Invalid, Result, Skip, Status, first_line
+from .builder import parse
+from .check import Verdict, check
+from .configs import BuildError, Config, Invalid, Result, SideError, Skip, Status, first_line
+from .options import ReplayOptions
 from .resolve import Resolver
+from .side import Side, run_side
 
 
-@contextlib.contextmanager
-def grad_mode_kept() -> Iterator[None]:
-    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
-    itself only: the mode before it comes back."""
-    import torch
-
-    enabled = torch.is_grad_enabled()
-    try:
-        yield
-    finally:
-        torch._C._set_grad_enabled(enabled)
-
-
-def replay_one(config: Config, device: str = "cpu", ranges: Optional[dict] = None, seed: int = 0,
-               resolver: Optional[Resolver] = None, *, allow_unsafe: bool = False,
-               max_bytes: Optional[int] = None) -> Result:
+def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
+               resolver: Optional[Resolver] = None) -> Result:
     """Replays `config` in this process: what came of it, and how long it took."""
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
+    verdict: Optional[Verdict] = None
     try:
         api, args, kwargs = parse(config)
-        func, args, kwargs = build(config, api, args, kwargs, device, ranges or {}, seed,
-                                   resolver or Resolver(), allow_unsafe, max_bytes)
-        with grad_mode_kept():
-            func(*args, **kwargs)
-        status = Status.OK
+        resolver = resolver or Resolver()
+        if options.check:
+            verdict = check(config, api, args, kwargs, options, resolver)
+            status, message = verdict.status, verdict.message
+        else:
+            run_side(config, api, args, kwargs, options, resolver, Side("replay", options.device))
+            status = Status.OK
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
     except Skip as e:
         status, message = Status.SKIPPED, str(e)
-    except BuildError as e:
+    except (BuildError, SideError) as e:
         status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
         status, error, message = Status.FAILED, type(e).__name__, first_line(e)
-    return Result(config.file, config.line, config.text, api, status, error, message, column,
-                  time.perf_counter() - start)
+    result = Result(config.file, config.line, config.text, api, status, error, message, column,
+                    time.perf_counter() - start)
+    if verdict:
+        worst = verdict.worst
+        result.check, result.compared = options.check or "", verdict.compared
+        if worst:
+            result.worst, result.max_abs_error, result.max_rel_error = worst.where, worst.max_abs, worst.max_rel
+            result.rtol, result.atol = worst.rtol, worst.atol
+    return result
 
 
 # -- running many -------------------------------------------------------------
 
-def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool, max_bytes: Optional[int]) -> None:
+def _worker(conn: Any, options: ReplayOptions) -> None:
     """Replays the configs sent on `conn`, one at a time, until None."""
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
@@ -70,12 +67,11 @@ def _worker(conn: Any, device: str, ranges: dict, seed: int, allow_unsafe: bool,
             return
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
-        conn.send(replay_one(config, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes))
+        conn.send(replay_one(config, options, resolver))
 
 
-def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, seed: int,
-                 on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
-                 max_bytes: Optional[int] = None) -> List[Result]:
+def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
+                 on_result: Callable[[Result], None]) -> List[Result]:
     """Each config in a worker process (`jobs` of them): a worker that dies
     (a crashing kernel) fails the config it held, and is replaced."""
     import multiprocessing as mp
@@ -88,8 +84,7 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
 
     def start() -> None:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, device, ranges, seed, allow_unsafe, max_bytes),
-                        daemon=True)
+        p = ctx.Process(target=_worker, args=(child, options), daemon=True)
         p.start()
         child.close()
         workers[parent] = (p, None)
@@ -140,9 +135,8 @@ def run_isolated(configs: List[Config], jobs: int, device: str, ranges: dict, se
     return [out[i] for i in range(len(configs))]
 
 
-def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
-                   on_result: Callable[[Result], None], *, allow_unsafe: bool = False,
-                   max_bytes: Optional[int] = None, report_fd: Optional[int] = None) -> List[Result]:
+def run_in_process(configs: List[Config], options: ReplayOptions, on_result: Callable[[Result], None], *,
+                   report_fd: Optional[int] = None) -> List[Result]:
     """Each config in this process, in turn. A fatal signal (a crashing
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
@@ -152,7 +146,7 @@ def run_in_process(configs: List[Config], device: str, ranges: dict, seed: int,
     with CrashNote(report_fd) as note:
         for c in configs:
             note.running(c, len(results))
-            r = replay_one(c, device, ranges, seed, resolver, allow_unsafe=allow_unsafe, max_bytes=max_bytes)
+            r = replay_one(c, options, resolver)
             note.running(None, len(results))
             results.append(r)
             on_result(r)
@@ -189,5 +183,5 @@ class CrashNote:
                        f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
             line = Result(config.file, config.line, config.text, api=api_of(config.text), status=Status.FAILED,
                           error="Crashed", message=died)
-            notes[sig] = (message, json.dumps(asdict(line)) + "\n")
+            notes[sig] = (message, line.to_json() + "\n")
         _C.replay_crash_note_set(notes)

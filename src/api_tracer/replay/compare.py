@@ -1,0 +1,186 @@
+"""What two sides of a check returned, compared leaf by leaf: `Comparison`
+walks both outputs together (tuples, lists, dicts, None, Python scalars,
+tensors; modules and optimizers by their state_dict), holds their
+structure, shapes, dtypes and devices to be the same, and, unless told to
+compare only those, measures each numeric leaf's errors (`Errors`) within
+torch.testing's default tolerance of the less precise of its two dtypes.
+`Mismatch` is a difference in structure, which no tolerance covers."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, List, Optional, Tuple
+
+
+class Mismatch(Exception):
+    """The two sides differ in structure, shape, dtype, device or an exact value."""
+
+
+@dataclass
+class Errors:
+    """One numeric leaf's errors: the greatest absolute and relative
+    difference (as torch.testing measures them: against the reference's
+    magnitude; a NaN where the other side has none is infinitely wrong, NaN
+    against NaN is equal), the tolerance it was held to, and how many of
+    its elements are beyond it."""
+
+    where: str
+    max_abs: float
+    max_rel: float
+    rtol: float
+    atol: float
+    beyond: int  # elements beyond the tolerance
+    total: int
+    excess: float  # the greatest |difference| / (atol + rtol * |reference|): above 1 is a mismatch
+
+    def describe(self, other: str) -> str:
+        share = f"{self.beyond} / {self.total} elements ({self.beyond / max(1, self.total):.1%})"
+        return (f"{self.where}: {share} differ from the {other} side: greatest absolute difference "
+                f"{self.max_abs:.3g} (up to {self.atol:.3g} allowed), greatest relative difference "
+                f"{self.max_rel:.3g} (up to {self.rtol:.3g} allowed)")
+
+
+def tensor_leaves(value: Any, where: str) -> Iterator[Tuple[str, Any]]:
+    """The tensors inside an output, with the names Comparison gives them."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield where, value
+    elif isinstance(value, (list, tuple)):
+        for i, x in enumerate(value):
+            yield from tensor_leaves(x, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            yield from tensor_leaves(x, f"{where}[{k!r}]")
+    elif isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
+        yield from tensor_leaves(value.state_dict(), where)
+
+
+class Comparison:
+    """Compares a replay's values (a) with the reference side's (b), named
+    `other` in what it says. `dtype_of` maps a dtype of a to the one b may
+    have instead (the float64 check casts), `device_of` a device of a to
+    the one b may be on instead (the device check moves the inputs; a
+    device the line itself names stays). Python floats (which carry no dtype of their own) are held to the
+    tolerance of `scalar_dtype`. Only shapes, dtypes and devices are
+    compared unless `values`; rtol and atol, when given, replace the
+    dtypes' defaults."""
+
+    def __init__(self, other: str, values: bool = True, dtype_of: Callable[[Any], Any] = lambda d: d,
+                 device_of: Callable[[Any], Any] = lambda d: d, scalar_dtype: Any = None,
+                 rtol: Optional[float] = None, atol: Optional[float] = None) -> None:
+        import torch
+
+        self.other, self.values, self.dtype_of, self.device_of = other, values, dtype_of, device_of
+        self.scalar_dtype = scalar_dtype or torch.float64
+        self.rtol, self.atol = rtol, atol
+        self.errors: List[Errors] = []  # of every numeric leaf compared by value
+
+    def __call__(self, a: Any, b: Any, where: str) -> None:
+        """Compares a with b, recording each numeric leaf's Errors; raises
+        Mismatch at the first difference no tolerance covers."""
+        import torch
+
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            self.tensors(a, b, where)
+        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            if len(a) != len(b):
+                raise Mismatch(f"{where}: {len(a)} items, {len(b)} on the {self.other} side")
+            for i, (x, y) in enumerate(zip(a, b)):
+                self(x, y, f"{where}[{i}]")
+        elif isinstance(a, dict) and isinstance(b, dict):
+            if list(a) != list(b):
+                raise Mismatch(f"{where}: the keys {list(a)}, {list(b)} on the {self.other} side")
+            for k in a:
+                self(a[k], b[k], f"{where}[{k!r}]")
+        elif _is_numpy(a) and _is_numpy(b):
+            self.tensors(_numpy_tensor(a), _numpy_tensor(b), where)
+        elif type(a) is not type(b):
+            raise Mismatch(f"{where}: {_kind(a)}, {_kind(b)} on the {self.other} side")
+        elif isinstance(a, (torch.nn.Module, torch.optim.Optimizer)):
+            self(a.state_dict(), b.state_dict(), where)
+        elif isinstance(a, (float, complex)):
+            wide = torch.float64 if isinstance(a, float) else torch.complex128
+            self.tensors(torch.tensor(a, dtype=wide), torch.tensor(b, dtype=wide), where, self.scalar_dtype)
+        elif isinstance(a, torch.dtype):
+            if b not in (a, self.dtype_of(a)):
+                raise Mismatch(f"{where}: {a}, {b} on the {self.other} side")
+        elif isinstance(a, torch.device):
+            if b not in (a, self.device_of(a)):
+                raise Mismatch(f"{where}: {a}, {b} on the {self.other} side")
+        elif self.values and type(a).__eq__ is not object.__eq__ and not _equal(a, b):  # ints, strings, None ...
+            raise Mismatch(f"{where}: {a!r}, {b!r} on the {self.other} side")  # (no __eq__ of its own: by type only)
+
+    def tensors(self, a: Any, b: Any, where: str, tolerance_dtype: Any = None) -> None:
+        from torch.testing._comparison import default_tolerances
+
+        a, b = _plain(a), _plain(b)
+        if a.shape != b.shape:
+            raise Mismatch(f"{where}: shape {list(a.shape)}, {list(b.shape)} on the {self.other} side")
+        if b.dtype not in (a.dtype, self.dtype_of(a.dtype)):
+            raise Mismatch(f"{where}: {a.dtype}, {b.dtype} on the {self.other} side")
+        if b.device not in (a.device, self.device_of(a.device)):  # (a device the line names is kept)
+            raise Mismatch(f"{where}: on {a.device}, on {b.device} on the {self.other} side")
+        if self.values:
+            rtol, atol = default_tolerances(*([tolerance_dtype] if tolerance_dtype else [a.dtype, b.dtype]))
+            rtol = rtol if self.rtol is None else self.rtol
+            atol = atol if self.atol is None else self.atol
+            self.errors.append(measure(a, b, rtol, atol, where))
+
+
+def measure(a: Any, b: Any, rtol: float, atol: float, where: str) -> Errors:
+    """a's errors against b (same shape), on the CPU in the wider dtype."""
+    import torch
+
+    common = torch.promote_types(a.dtype, b.dtype)
+    a, b = a.detach().cpu().to(common), b.detach().cpu().to(common)
+    close = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    wide = torch.complex128 if common.is_complex else torch.float64
+    x, y = a.to(wide), b.to(wide)
+    diff = (x - y).abs()
+    diff = torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff)  # equal infinities, NaN against NaN
+    diff = _nan_is_inf(diff)  # a NaN against a number
+    rel = _nan_is_inf(torch.where(diff == 0, 0.0, diff / y.abs()))
+    excess = _nan_is_inf(torch.where(diff == 0, 0.0, diff / (atol + rtol * y.abs())))
+    if not diff.numel():
+        return Errors(where, 0.0, 0.0, rtol, atol, 0, 0, 0.0)
+    return Errors(where, diff.max().item(), rel.max().item(), rtol, atol, int((~close).sum()), close.numel(),
+                  excess.max().item())
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an == that gives no truth value: not equal
+        return False
+
+
+def _nan_is_inf(t: Any) -> Any:
+    import torch
+
+    return torch.where(t.isnan(), math.inf, t)
+
+
+def _is_numpy(v: Any) -> bool:
+    """A numpy array or scalar (numpy only loaded if the output holds one)."""
+    return type(v).__module__ == "numpy"
+
+
+def _numpy_tensor(v: Any) -> Any:
+    import numpy as np
+    import torch
+
+    return torch.from_numpy(np.array(v))
+
+
+def _plain(t: Any) -> Any:
+    """A strided tensor of t's values (sparse: dense; quantized: dequantized)."""
+    import torch
+
+    if t.is_quantized:
+        t = t.dequantize()
+    return t.to_dense() if t.layout != torch.strided else t
+
+
+def _kind(v: Any) -> str:
+    return "None" if v is None else f"a {type(v).__name__}"

@@ -1,0 +1,21 @@
+"""How a replay runs: `ReplayOptions`, one object for what every config of
+a run shares (the device, the value ranges, the seed, the policy switch,
+the byte limit, and what --check compares against), handed whole from the
+command line to the runs, the workers and the checks."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    device: str = "cpu"  # where the tensors are made and the call runs
+    ranges: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # config -> argument -> _C.ValueProfile
+    seed: int = 0  # of the arguments' values and of torch's global generator during each call
+    allow_unsafe: bool = False  # the policy (policy.py) off
+    max_bytes: Optional[int] = None  # the tensor arguments' limit (None: half the device's free memory)
+    check: Optional[str] = None  # compare against: "float64", "device:DEVICE", "compile" (check.py)
+    backward: bool = False  # with check: the gradients of the floating inputs too
+    rtol: Optional[float] = None  # with check: instead of the dtype's default (torch.testing's)
+    atol: Optional[float] = None

@@ -1,0 +1,264 @@
+"""One side of a replay: a config's call built and made on a device (its
+floating values cast, or the call compiled, for the reference side of a
+check), torch's global generator seeded, grad mode kept; what it returned,
+the random operators it ran, and, with --backward, the gradients of its
+floating inputs (`Outcome`)."""
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from .builder import build
+from .compare import tensor_leaves
+from .configs import Config, first_line
+from .memory import storage_numel
+from .options import ReplayOptions
+from .resolve import Resolver
+
+
+@dataclass(frozen=True)
+class Side:
+    """Where and how a side calls: its name in what a check says, its
+    device, the dtype its floating values are made in (`cast`, as Builder
+    takes it), and whether the call is compiled (torch.compile)."""
+
+    label: str
+    device: str
+    cast: Optional[Callable[[Any], Any]] = None
+    compiled: bool = False
+
+
+@dataclass
+class Outcome:
+    output: Any
+    grads: Dict[str, Any] = field(default_factory=dict)  # input's path -> its gradient (None: none reached it)
+    random: List[str] = field(default_factory=list)  # the random operators that ran
+    precision: Any = None  # the least precise floating dtype of the tensor inputs (torch.float64 if none)
+
+
+@contextlib.contextmanager
+def grad_mode_kept() -> Iterator[None]:
+    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
+    itself only: the mode before it comes back."""
+    import torch
+
+    enabled = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(enabled)
+
+
+@contextlib.contextmanager
+def seeded(seed: int, device: str) -> Iterator[None]:
+    """torch's global generators seeded with `seed` (the CPU's, and
+    `device`'s if it is a CUDA device), and their states back after."""
+    import torch
+
+    cuda = [device_of(device).index] if torch.device(device).type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
+        yield
+
+
+def device_of(device: str) -> Any:
+    """The torch.device a tensor made on `device` has ("cuda" -> cuda:0)."""
+    import torch
+
+    return torch.empty(0, device=device).device
+
+
+def run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
+             side: Side, watch: bool = False) -> Outcome:
+    """Builds the call on side.device (cast as side.cast says) from the
+    options' seed and makes it, with the global generator seeded too; with
+    options.backward, the gradients of its floating inputs: an argument
+    the call refuses to take requiring grad (batch_norm's running_mean)
+    is made again as it was, and has no gradient. `watch` notes the random
+    operators that run. Raises Invalid, Skip, BuildError or what the call
+    raises."""
+    held: Dict[str, Any] = {}  # the inputs made as they are, not requiring grad
+    while True:
+        try:
+            return _run_side(config, api, args, kwargs, options, resolver, side, watch, held)
+        except RuntimeError as e:
+            refused = options.backward and refused_argument(e, resolver.resolve(api, config.text), args, kwargs)
+            if not refused or refused in held:
+                raise
+            held[refused] = NoGradient("not differentiable")
+
+
+def _run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
+              side: Side, watch: bool, held: Dict[str, Any]) -> Outcome:
+    with seeded(options.seed, side.device):
+        func, args, kwargs = build(config, api, args, kwargs, replace(options, device=side.device), resolver,
+                                   side.cast)
+        precision = least_precise(args, kwargs)
+        inputs: List[Tuple[str, Any, Callable[[Any], Any]]] = []
+        if options.backward:
+            args, kwargs = grad_inputs(args, kwargs, inputs, held)
+        call = compiled(func) if side.compiled else func
+        random = RandomOps(watch)
+        with grad_mode_kept():
+            with random:
+                output = call(*args, **kwargs)
+            grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
+    return Outcome(output, grads, random.ops, precision)
+
+
+def refused_argument(error: RuntimeError, func: Any, args: list, kwargs: dict) -> Optional[str]:
+    """The path of the argument autograd's check_no_requires_grad names in
+    `error` ("... is not differentiable with respect to argument 'NAME'"),
+    found by its name among the call's parameters: an operator's schema, a
+    Python function's signature."""
+    import inspect
+
+    import torch
+
+    named = re.search(r"is not differentiable with respect to argument '(\w+)'", str(error))
+    if not named:
+        return None
+    name = named.group(1)
+    if name in kwargs:
+        return f"kwargs.{name}"
+    if isinstance(func, torch._ops.OpOverload):
+        names = [a.name for a in func._schema.arguments]
+    else:
+        try:
+            names = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):  # a builtin without a signature
+            return None
+    return f"args[{names.index(name)}]" if name in names[:len(args)] else None
+
+
+def least_precise(args: list, kwargs: dict) -> Any:
+    """The floating (or complex) dtype of the tensor arguments with the
+    greatest epsilon; torch.float64 if there are none."""
+    import torch
+
+    dtypes = {t.dtype for _, t in tensor_leaves([args, kwargs], "") if t.is_floating_point() or t.is_complex()}
+    return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float64)
+
+
+def compiled(func: Callable) -> Callable:
+    """torch.compile of the call alone, as one graph (fullgraph: a call
+    that cannot be captured raises instead of running eagerly), Dynamo's
+    caches cleared first, so no earlier config's code is reused."""
+    import torch
+
+    torch.compiler.reset()
+    return torch.compile(lambda *args, **kwargs: func(*args, **kwargs), fullgraph=True)
+
+
+def grad_inputs(args: list, kwargs: dict, inputs: list, held: Dict[str, Any]) -> Tuple[list, dict]:
+    """The arguments, each floating tensor (but those `held` names) replaced
+    by a copy that is a view of a non-leaf (so that the call may write to
+    it in place) over a leaf that requires grad; appends (path, leaf, view)
+    to `inputs`, view giving a leaf's gradient the argument's shape and
+    strides. The parameters of modules are inputs as they are."""
+    import torch
+
+    def swap(v: Any, path: str) -> Any:
+        if path in held:
+            return v
+        if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()) and v.layout == torch.strided:
+            shape, stride = v.shape, v.stride()
+            span = v.detach().as_strided((storage_numel(shape, stride),), (1,), v.storage_offset())
+            leaf = span.clone().requires_grad_(True)
+            inputs.append((path, leaf, lambda g: g.as_strided(shape, stride)))
+            return leaf.clone().as_strided(shape, stride)
+        if isinstance(v, (list, tuple)):
+            return type(v)(swap(x, f"{path}[{i}]") for i, x in enumerate(v))
+        if isinstance(v, dict):
+            return {k: swap(x, f"{path}[{k!r}]") for k, x in v.items()}
+        if isinstance(v, torch.nn.Module):
+            inputs.extend((f"{path}.{name}", p, lambda g: g) for name, p in v.named_parameters() if p.requires_grad)
+        return v
+
+    return ([swap(a, f"args[{i}]") for i, a in enumerate(args)],
+            {k: swap(v, f"kwargs.{k}") for k, v in kwargs.items()})
+
+
+@dataclass(frozen=True)
+class NoGradient:
+    """An input the backward gives no gradient of, and why: compared as
+    itself, so both sides must agree."""
+
+    why: str
+
+
+def backward(output: Any, inputs: list, seed: int, random: "RandomOps") -> Dict[str, Any]:
+    """The gradient, for each input, of the output's floating tensors that
+    require grad, each weighted by `cotangent`; all at once, else (one
+    raised) input by input, an input whose gradient raises having a
+    NoGradient that says what it raised."""
+    import torch
+
+    outs = [t for _, t in tensor_leaves(output, "") if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    if not outs or not inputs:
+        return {path: None for path, _, _ in inputs}
+    weights = [cotangent(t, seed + i) for i, t in enumerate(outs)]
+
+    def grad(leaves: list) -> tuple:
+        with random, torch.enable_grad():
+            return torch.autograd.grad(outs, leaves, weights, allow_unused=True, retain_graph=True)
+
+    try:
+        grads = dict(zip([path for path, _, _ in inputs], grad([leaf for _, leaf, _ in inputs])))
+    except (RuntimeError, NotImplementedError):
+        grads = {}
+        for path, leaf, _ in inputs:
+            try:
+                grads[path] = grad([leaf])[0]
+            except (RuntimeError, NotImplementedError) as e:
+                grads[path] = NoGradient(f"{type(e).__name__}: {first_line(e)}")
+    views = {path: view for path, _, view in inputs}
+    return {path: g if g is None or isinstance(g, NoGradient) else views[path](g) for path, g in grads.items()}
+
+
+def cotangent(t: Any, seed: int) -> Any:
+    """Random weights for an output's gradient, the same on every side:
+    multiples of 1/8 in [-1, 1], which every floating dtype holds exactly."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    parts = [torch.randint(-8, 9, t.shape, generator=gen, dtype=torch.float64) / 8
+             for _ in range(2 if t.is_complex() else 1)]
+    weights = torch.complex(*parts) if t.is_complex() else parts[0]
+    return weights.to(device=t.device, dtype=t.dtype)
+
+
+class RandomOps:
+    """While on (and `watch`): the random operators that run, those
+    carrying torch.Tag.nondeterministic_seeded (dropout, randn,
+    bernoulli_, ...), noted by a TorchDispatchMode."""
+
+    def __init__(self, watch: bool) -> None:
+        self.watch = watch
+        self.ops: List[str] = []
+        self.mode: Any = None
+
+    def __enter__(self) -> "RandomOps":
+        if self.watch:
+            self.mode = _random_mode(self.ops)
+            self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.mode is not None:
+            self.mode.__exit__(*exc)
+
+
+def _random_mode(ops: List[str]) -> Any:
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if torch.Tag.nondeterministic_seeded in func.tags and str(func) not in ops:
+                ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    return Mode()

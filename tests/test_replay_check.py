@@ -1,0 +1,263 @@
+"""api-tracer replay --check: configs judged against float64, another
+device or torch.compile, by outputs and (--backward) gradients.
+
+The deliberately wrong kernels are custom operators of the namespace
+`replaycheck` (replaycheck_ops.py), registered in this process. That
+namespace is not in replay's allow-list (policy.py: only namespaces of
+torch that compute), so every config here is replayed with
+allow_unsafe=True, the policy's documented switch for trusted files."""
+import io
+import json
+import os
+import sys
+from xml.etree import ElementTree
+
+import pytest
+import torch
+
+import replaycheck_ops  # noqa: F401 - registers the replaycheck operators
+from api_tracer.replay import Config, ReplayOptions, replay_one, run_in_process
+from api_tracer.replay.check import upcast
+from api_tracer.replay.compare import Comparison, Mismatch
+from api_tracer.replay.configs import Result, Status
+from api_tracer.replay.report import Progress
+from test_replay import traced_configs, write
+from workloads import LONG_SUMS
+
+
+def judged(line, check="float64", **options):
+    """The Result of `line` checked; allow_unsafe for the replaycheck operators (see the module's docstring)."""
+    return replay_one(Config("x", 1, line), ReplayOptions(check=check, allow_unsafe=True, **options))
+
+
+def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_passes():
+    wrong = judged('torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))')
+    assert (wrong.status, wrong.check, wrong.compared, wrong.worst) == ("mismatch", "float64", "values", "output")
+    assert wrong.max_abs_error == pytest.approx(1e-3, rel=1e-3)
+    assert (wrong.rtol, wrong.atol) == (1.3e-6, 1e-5)  # float32's, the less precise side's
+    assert wrong.message.startswith("output: 8 / 8 elements (100.0%) differ from the float64 side: greatest "
+                                    "absolute difference 0.001 (up to 1e-05 allowed)")
+    right = judged('torch.ops.replaycheck.twice.default(Tensor([8], "float32"))')
+    assert (right.status, right.worst, right.message) == ("ok", "output", "")
+    assert right.max_abs_error == 0 and (right.rtol, right.atol) == (1.3e-6, 1e-5)
+    # the tolerances can be given: 1e-3 absolute (and a little) lets the wrong kernel pass
+    loose = judged('torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))', atol=2e-3)
+    assert (loose.status, loose.rtol, loose.atol) == ("ok", 1.3e-6, 2e-3)
+
+
+@pytest.mark.parametrize("line", [
+    'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float16"), alpha=2)',
+    # in place: each side builds its own arguments, so the first call cannot spoil the second's
+    'torch.Tensor.add_(Tensor([64], "float32"), Tensor([64], "float32"))',
+    # the module's weights come from the global generator, seeded the same on both sides
+    'torch.nn.Linear.forward(torch.nn.Linear(8, 4), Tensor([2, 8], "float32"))',
+    # uninitialized memory is filled (deterministic algorithms), so empty tensors compare equal
+    'torch.empty(3, 4)',
+    'torch.ops.aten.empty_like.default(Tensor([5], "float32"))',
+    # a complex result, and one whose NaNs (log of negative numbers) are where the other side has them
+    'torch.fft.fft(Tensor([16], "complex64"))',
+    'torch.log(Tensor([64], "float32"))',
+    'torch.Tensor.item(Tensor([], "float32"))',
+    'torch.Tensor.size(Tensor([2, 5], "float32"))',
+    'torch._C._set_grad_enabled(False)',
+])
+def test_equal_results_pass(line):
+    r = judged(line)
+    assert (r.status, r.compared, r.message) == ("ok", "values", ""), r
+
+
+def test_nan_where_the_other_side_has_nan_is_equal():
+    r = judged('torch.log(Tensor([64], "float32"))')
+    assert (r.status, r.worst) == ("ok", "output") and r.max_abs_error < 1e-6
+    compare = Comparison("other")
+    compare(torch.tensor([float("nan"), float("inf"), 1.0]), torch.tensor([float("nan"), float("inf"), 1.0]), "out")
+    assert (compare.errors[0].max_abs, compare.errors[0].beyond) == (0.0, 0)
+    compare(torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, 1.0]), "out")  # a NaN against a number
+    assert (compare.errors[1].max_abs, compare.errors[1].beyond) == (float("inf"), 1)
+
+
+def test_python_floats_are_held_to_the_tolerance_of_the_inputs_dtype():
+    r = judged('torch.Tensor.item(Tensor([], "float16"))')
+    assert r.status == "ok" and (r.rtol, r.atol) == (1e-3, 1e-5)  # float16's, not float64's
+
+
+def test_tuples_and_integer_outputs_are_compared_exactly():
+    r = judged('torch.ops.replaycheck.sort_wrong_in_float64.default(Tensor([8], "float32"))')
+    assert (r.status, r.worst, r.rtol, r.atol) == ("mismatch", "output[1]", 0.0, 0.0)
+    assert r.message.startswith("output[1]: ") and "(up to 0 allowed)" in r.message
+    assert judged('torch.sort(Tensor([8], "float32"))').status == "ok"
+
+
+def test_structures_none_scalars_and_complex_are_compared():
+    compare = Comparison("float64")
+    compare((torch.ones(2), None, 3, [True, "a"]), (torch.ones(2), None, 3, [True, "a"]), "output")
+    differences = [
+        ((torch.ones(2), None), (torch.ones(2), torch.ones(1)), "output[1]: None, a Tensor on the float64 side"),
+        ((1, 2), (1, 2, 3), "output: 2 items, 3 on the float64 side"),
+        (3, 4, "output: 3, 4 on the float64 side"),
+        (True, 1, "output: a bool, a int on the float64 side"),
+        (torch.ones(2, 3), torch.ones(3, 2), "output: shape [2, 3], [3, 2] on the float64 side"),
+        (torch.ones(2), torch.ones(2, dtype=torch.int64), "output: torch.float32, torch.int64 on the float64 side"),
+        ({"a": torch.ones(1)}, {"b": torch.ones(1)}, "output: the keys ['a'], ['b'] on the float64 side"),
+    ]
+    for a, b, said in differences:
+        with pytest.raises(Mismatch) as e:
+            compare(a, b, "output")
+        assert str(e.value) == said
+    exact = Comparison("float64")
+    exact(torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4]), "output")
+    assert (exact.errors[0].beyond, exact.errors[0].rtol, exact.errors[0].atol) == (1, 0.0, 0.0)
+    close = Comparison("float64", dtype_of=upcast)  # complex64 may be complex128 on the float64 side
+    close(torch.tensor([1 + 1j]), torch.tensor([1 + 1.5j], dtype=torch.complex128), "output")
+    assert close.errors[0].beyond == 1 and close.errors[0].max_abs == 0.5
+
+
+def test_random_calls_compare_shapes_dtypes_and_devices_only_and_say_so():
+    r = judged('torch.nn.functional.dropout(Tensor([64], "float32"), 0.5, True)')
+    assert (r.status, r.compared, r.max_abs_error) == ("ok", "shapes", None)
+    assert r.message == "random (aten.bernoulli_.float): compared shapes, dtypes and devices only"
+    assert judged("torch.randn(3, 4)").compared == "shapes"
+    r = judged('torch.ops.replaycheck.noise_wrong_shape_in_float64.default(Tensor([8], "float32"))')
+    assert (r.status, r.compared) == ("mismatch", "shapes")
+    assert r.message == "output: shape [8], [9] on the float64 side"
+
+
+def test_backward_compares_the_gradients_of_the_floating_inputs():
+    line = 'torch.ops.replaycheck.cube.default(Tensor([8], "float32"))'
+    assert judged(line).status == "ok"  # the forward is right
+    r = judged(line, backward=True)
+    assert (r.status, r.worst) == ("mismatch", "the gradient of args[0]")
+    assert r.max_abs_error == pytest.approx(1e-3, rel=1e-3)
+    r = judged('torch.nn.functional.linear(Tensor([4, 8], "float32"), Tensor([3, 8], "float32"), '
+               'Tensor([3], "float32"))', backward=True)
+    assert r.status == "ok" and r.worst.startswith(("output", "the gradient of"))
+    # in place on an input (it is a view of a non-leaf), an integer input (no gradient)
+    assert judged('torch.Tensor.mul_(Tensor([8], "float32"), 0.9)', backward=True).status == "ok"
+    assert judged('torch.nn.functional.embedding(Tensor([4], "int64"), Tensor([10, 3], "float32"))',
+                  backward=True).status == "ok"
+
+
+def test_an_argument_that_may_not_require_grad_is_held_and_has_no_gradient():
+    line = ('torch.nn.functional.batch_norm(Tensor([4, 3, 5], "float32"), Tensor([3], "float32"), '
+            'Tensor([3], "float32"), weight=Tensor([3], "float32"), bias=Tensor([3], "float32"), training=True)')
+    r = judged(line, backward=True)
+    assert r.status == "ok", r
+    assert r.message == ("no gradient of args[1] (not differentiable); no gradient of args[2] (not differentiable)")
+
+
+def test_a_reference_that_raises_fails_the_config_and_says_which_side():
+    r = judged('torch.ops.replaycheck.float32_only.default(Tensor([8], "float32"))')
+    assert r.status == "failed" and r.message.startswith("on the float64 side: no float64 kernel")
+
+
+def test_device_check_runs_the_device_path():
+    lines = ['torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',  # right in float32
+             'torch.nn.functional.gelu(Tensor([16, 8], "float32"))', 'torch.Tensor.cpu(Tensor([4], "float32"))']
+    for line in lines:
+        r = judged(line, check="device:cpu")
+        assert (r.status, r.check, r.compared, r.max_abs_error) == ("ok", "device:cpu", "values", 0.0), r
+    # a result on the replay's device is on the other device, or the same (a device the line names)
+    compare = Comparison("cuda", device_of=lambda d: torch.device("cuda", 0) if d.type == "cpu" else d)
+    compare(torch.ones(2), torch.ones(2), "output")
+    with pytest.raises(Mismatch, match="output: on cpu, on meta on the cuda side"):
+        compare(torch.ones(2), torch.ones(2, device="meta"), "output")
+
+
+def test_compile_check_compares_eager_with_the_compiled_call():
+    r = judged('torch.ops.replaycheck.twice_wrong_compiled.default(Tensor([8], "float32"))', check="compile")
+    assert (r.status, r.check) == ("mismatch", "compile")
+    assert "differ from the compiled side" in r.message and r.max_abs_error == pytest.approx(1e-3, rel=1e-3)
+    assert judged('torch.nn.functional.gelu(Tensor([16, 8], "float32"))', check="compile").status == "ok"
+    r = judged('torch.Tensor.backward(Tensor([], "float32"))', check="compile")  # cannot be captured as a graph
+    assert r.status == "failed" and r.message.startswith("on the compiled side: ")
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
+def test_workloads_match_float64_but_for_the_known_reductions(tmp_path, name, level):
+    configs = traced_configs(tmp_path, name, level)
+    results = run_in_process(configs, ReplayOptions(check="float64"), lambda r: None)
+    assert len(results) >= 10
+    assert all(r.status in ("ok", "mismatch") for r in results), [(r.config, r.message) for r in results]
+    # at most the 3 long float32 sums workloads.LONG_SUMS explains
+    mismatches = [r for r in results if r.status == "mismatch"]
+    assert len(mismatches) <= 3, [(r.config, r.message) for r in mismatches]
+    for r in mismatches:
+        assert r.worst in LONG_SUMS.get(r.api, ()), (r.config, r.message)
+        assert r.max_abs_error < 1e-3 and r.max_rel_error < 1e-2, (r.config, r.message)
+
+
+def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code(tmp_path):
+    from conftest import run_script
+
+    lines = ['torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',
+             'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))']
+    path = write(tmp_path, lines)
+    code = f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import replaycheck_ops  # the replaycheck operators, in this process too
+        from api_tracer.cli import main
+        sys.exit(main(["replay", {str(path)!r}, "--check", "float64", "--allow-unsafe",
+                       "-o", "r.jsonl", "--junit", "r.xml"]))
+    """
+    result = run_script(code, tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "2 configs (checked against float64): 1 ok, 1 mismatch, 0 failed, 0 skipped, 0 invalid" in result.stdout
+    assert f"MISMATCH {path}:2: output: 8 / 8 elements (100.0%) differ from the float64 side" in result.stdout
+    report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [(r["status"], r["check"], r["worst"], r["rtol"], r["atol"]) for r in report] == [
+        ("ok", "float64", "output", 1.3e-6, 1e-5), ("mismatch", "float64", "output", 1.3e-6, 1e-5)]
+    assert report[0]["max_abs_error"] == 0 and report[1]["max_abs_error"] == pytest.approx(1e-3, rel=1e-3)
+    suite = ElementTree.parse(tmp_path / "r.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    [failure] = suite.findall("testcase/failure")
+    assert failure.get("type") == "Mismatch"
+    assert failure.get("message").startswith("not equal to float64: output: 8 / 8 elements")
+    assert "greatest absolute difference 0.001 (up to 1e-05 allowed)" in failure.get("message")
+    assert "greatest relative difference" in failure.get("message")
+
+
+def test_flags_that_need_check_or_a_known_mode_are_usage_errors(tmp_path):
+    import subprocess
+
+    from test_replay import CLI
+
+    path = write(tmp_path, ["torch.ones(2)"])
+    for flags, said in ((["--backward"], "--backward needs --check"), (["--rtol", "0.1"], "--rtol needs --check"),
+                        (["--check", "float65"], "'float65' is not a check: one of float64, device:DEVICE, compile"),
+                        (["--check", "device:nonsense"], "--check device:nonsense: "),
+                        (["--check", "float64", "--atol", "-1"], "--atol must be at least 0")):
+        result = subprocess.run(CLI + ["replay", str(path), *flags], capture_output=True, text=True)
+        assert result.returncode == 2 and said in result.stderr, (flags, result.stderr)
+    result = subprocess.run(CLI + ["replay", str(path), "--check", "device:cpu", "--backward"], capture_output=True,
+                            text=True)
+    assert result.returncode == 0 and "1 configs (checked against device:cpu): 1 ok, 0 mismatch" in result.stdout
+
+
+def test_the_progress_bar_counts_mismatches_when_checking(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    progress = Progress(2, "float64")
+    progress(Result("f", 1, "c", "a", Status.OK))
+    progress(Result("f", 2, "c", "a", Status.MISMATCH))
+    assert sys.stderr.getvalue().endswith("2/2 ok 1 mismatch 1 failed 0 skipped 0 invalid 0")
+    plain = Progress(1)
+    plain(Result("f", 1, "c", "a", Status.OK))
+    assert sys.stderr.getvalue().endswith("1/1 ok 1 failed 0 skipped 0 invalid 0")
+
+
+def test_an_infinite_error_is_written_as_a_string_in_the_json_report():
+    r = Result("f", 1, "c", "a", Status.MISMATCH, max_abs_error=float("inf"), max_rel_error=0.5)
+    line = json.loads(r.to_json())
+    assert (line["max_abs_error"], line["max_rel_error"]) == ("inf", 0.5)
+
+
+def test_a_float64_side_that_needs_more_bytes_than_allowed_skips_the_config_and_says_why():
+    line = 'torch.neg(Tensor([100], "float32"))'  # 400 bytes in float32, 800 in float64
+    assert judged(line, max_bytes=800).status == "ok"
+    r = judged(line, max_bytes=799)
+    assert r.status == "skipped" and r.message.startswith("on the float64 side: its tensor arguments need 800 bytes")
