@@ -32,6 +32,7 @@ from . import _C
 from .eager import run_compiled_code_eagerly
 from .module_tree import ModuleTree, PathLike
 from .text_table import format_table
+from .units import fmt_bytes, fmt_time
 
 
 @dataclass
@@ -374,26 +375,6 @@ SORT_COLUMN = {"self_cpu": "self_cpu_ns", "cpu_total": "cpu_total_ns", "self_cpu
                "cpu_total_bwd": "cpu_total_bwd_ns", "self_cuda": "self_cuda_ns", "cuda_total": "cuda_total_ns",
                "self_cuda_bwd": "self_cuda_bwd_ns", "cuda_total_bwd": "cuda_total_bwd_ns",
                "self_mem": "self_mem", "mem": "mem", "calls": "calls"}
-
-
-def fmt_time(ns: Optional[int]) -> str:
-    if ns is None:
-        return ""
-    us = ns / 1e3
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if abs(us) >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
-
-
-def fmt_bytes(b: Optional[int]) -> str:
-    if b is None:
-        return ""
-    for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
-        if abs(b) >= size:
-            return f"{b / size:.2f} {unit}"
-    return f"{b} b"
 
 
 def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Optional[str]) -> str:
