@@ -334,6 +334,15 @@ class Profile:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.raw(), f, indent=1)
 
+    def export_html(self, path: str) -> None:
+        """The profile as one self-contained HTML page: the module tree as
+        an icicle (CPU time forward and backward, memory, CUDA time) and a
+        sortable table; `api-tracer report` draws the same from
+        export_json's file."""
+        from .report import write_report
+
+        write_report(path, profiles=[(self.root, self.raw())])
+
     def export_csv(self, path: str) -> None:
         self._require_data()
         columns = ["name", "depth", "calls", "self_cpu_ns", "cpu_total_ns", "bwd_runs", "self_cpu_bwd_ns",
