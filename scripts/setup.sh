@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine for api_tracer: the Debian packages the build needs,
-# then a virtual environment (.venv) with the pinned Python packages.
+# Sets up a fresh machine for api_tracer: the Debian packages the build needs
+# (and headless Chromium with its driver, which the report's tests open the
+# HTML report in), then a virtual environment (.venv) with the pinned Python
+# packages.
 # Idempotent: what is already there is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ libgtest-dev)
+packages=(cmake ninja-build g++ libgtest-dev chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,4 +1,4 @@
-"""The command line: api-tracer run | merge | replay | stats.
+"""The command line: api-tracer run | merge | replay | stats | report.
 
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
@@ -7,6 +7,7 @@
                        [--check float64|device:DEVICE|compile [--backward] [--rtol R] [--atol A]]
                        [-o REPORT.jsonl] [--junit REPORT.xml]
     api-tracer stats DIR
+    api-tracer report [DIR] [PROFILE.json] -o report.html
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
 are printed as `api-tracer: ...` with exit code 2; `run` exits as the traced
@@ -25,7 +26,7 @@ from .options import add_run_flags, byte_count
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     """The parser, and run's options that take a value (what follows them
     is not the program yet)."""
-    parser = argparse.ArgumentParser(prog="api-tracer", description="Trace, merge, replay and summarize API calls.")
+    parser = argparse.ArgumentParser(prog="api-tracer", description="Trace, merge, replay, summarize and report API calls.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="trace a Python program without editing it")
@@ -71,6 +72,12 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")
     stats.add_argument("--top", type=int, default=20, help="how many APIs to list (default 20)")
+
+    report = sub.add_parser("report", help="one self-contained HTML file of traces and profiles")
+    report.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="a trace directory (its file sets, searched recursively) or a profile's JSON "
+                             "(Profile.export_json)")
+    report.add_argument("-o", "--output", required=True, help="the HTML file to write")
     return parser, run_value_options
 
 
@@ -119,6 +126,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .stats import stats_table
 
             print(stats_table(args.dir, args.top), end="")
+            return 0
+        if args.command == "report":
+            from .report import report_command
+
+            print(report_command(args.inputs, args.output))
             return 0
         raise AssertionError(f"unhandled command {args.command!r}")  # the parser allows no other
     except UsageError as e:

@@ -32,6 +32,7 @@ from . import _C
 from .eager import run_compiled_code_eagerly
 from .module_tree import ModuleTree, PathLike
 from .text_table import format_table
+from .units import fmt_bytes, fmt_time
 
 
 @dataclass
@@ -333,6 +334,15 @@ class Profile:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.raw(), f, indent=1)
 
+    def export_html(self, path: str) -> None:
+        """The profile as one self-contained HTML page: the module tree as
+        an icicle (CPU time forward and backward, memory, CUDA time) and a
+        sortable table; `api-tracer report` draws the same from
+        export_json's file."""
+        from .report import write_report
+
+        write_report(path, profiles=[(self.root, self.raw())])
+
     def export_csv(self, path: str) -> None:
         self._require_data()
         columns = ["name", "depth", "calls", "self_cpu_ns", "cpu_total_ns", "bwd_runs", "self_cpu_bwd_ns",
@@ -374,26 +384,6 @@ SORT_COLUMN = {"self_cpu": "self_cpu_ns", "cpu_total": "cpu_total_ns", "self_cpu
                "cpu_total_bwd": "cpu_total_bwd_ns", "self_cuda": "self_cuda_ns", "cuda_total": "cuda_total_ns",
                "self_cuda_bwd": "self_cuda_bwd_ns", "cuda_total_bwd": "cuda_total_bwd_ns",
                "self_mem": "self_mem", "mem": "mem", "calls": "calls"}
-
-
-def fmt_time(ns: Optional[int]) -> str:
-    if ns is None:
-        return ""
-    us = ns / 1e3
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if abs(us) >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
-
-
-def fmt_bytes(b: Optional[int]) -> str:
-    if b is None:
-        return ""
-    for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
-        if abs(b) >= size:
-            return f"{b / size:.2f} {unit}"
-    return f"{b} b"
 
 
 def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Optional[str]) -> str:

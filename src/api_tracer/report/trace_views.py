@@ -1,0 +1,180 @@
+"""What the report shows of a trace directory, as data: one `View` per
+level of each file set under it (a set of one level, or each level of a
+merged set and all of them together), with its APIs by calls, and per API
+its configs (counted from api_trace.txt where there is one), its stacks
+(api_stacks.yaml) and the shapes and dtypes of its tensor arguments."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+import yaml
+
+from .. import _C
+from ..filesets import FileSet, api_of, find_sets, read_lines, read_statistics, trace_limit_note
+from ..values import Call, TensorSpec
+
+LEVEL_FIELD = "  level: "  # how a merged set's api_trace.yaml says a record's level (docs/format.md)
+
+
+@dataclass
+class Api:
+    name: str
+    calls: int
+    configs: List[Tuple[str, Optional[int]]] = field(default_factory=list)  # line, calls (None: not counted)
+    stacks: List[List[str]] = field(default_factory=list)
+    # per argument path ("args[0]", "kwargs.weight"): "[8, 3] float32" -> calls (configs, when not counted)
+    tensors: Dict[str, Counter] = field(default_factory=dict)
+
+    @property
+    def dtypes(self) -> List[str]:
+        """The dtypes of its tensor arguments, the most frequent first."""
+        seen: Counter = Counter()
+        for shapes in self.tensors.values():
+            for shape, n in shapes.items():
+                seen[shape.rpartition(" ")[2]] += n
+        return [d for d, _ in seen.most_common()]
+
+
+@dataclass
+class View:
+    title: str
+    apis: List[Api]  # by calls, most first
+    counted: bool  # configs counted from the trace
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(a.calls for a in self.apis)
+
+    @property
+    def configs(self) -> int:
+        return sum(len(a.configs) for a in self.apis)
+
+
+def tensor_args(line: str, api: str) -> Iterator[Tuple[str, TensorSpec]]:
+    """(path, tensor) of each tensor a config line passes, at any depth; none
+    for a line whose arguments do not parse. The API is set aside first, so
+    that any name (a dialect's own) reads."""
+    try:
+        _, args, kwargs = _C.parse_call("f" + line[len(api):])
+    except ValueError:  # not a line the tracer wrote
+        return
+    stack: List[Tuple[str, Any]] = [(f"kwargs.{k}", v) for k, v in reversed(list(kwargs.items()))]
+    stack += [(f"args[{i}]", v) for i, v in reversed(list(enumerate(args)))]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, TensorSpec):
+            yield path, value
+        elif isinstance(value, (list, tuple)):
+            stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
+        elif isinstance(value, dict):
+            stack += [(f"{path}[{k!r}]", v) for k, v in reversed(list(value.items()))]
+        elif isinstance(value, Call):
+            stack += [(f"{path}.{k}", v) for k, v in reversed(list(value.kwargs.items()))]
+            stack += [(f"{path}({i})", v) for i, v in reversed(list(enumerate(value.args)))]
+
+
+def describe(t: TensorSpec) -> str:
+    return f"[{', '.join(map(str, t.shape))}] {t.dtype}"
+
+
+def trace_lines(s: FileSet) -> Iterator[str]:
+    """The config lines of the set's api_trace.txt, its trace_limit note left out."""
+    for line in read_lines(s.path("api_trace.txt")):
+        if _C.parse_trace_limit_note(line) is None:
+            yield line
+
+
+def record_levels(s: FileSet) -> Iterator[Optional[int]]:
+    """The level of each record of a merged set's api_trace.yaml, in order
+    (None for a record that names none: a set of one level)."""
+    level: Optional[int] = None
+    started = False
+    with open(s.path("api_trace.yaml"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("- "):
+                if started:
+                    yield level
+                started, level = True, None
+            elif line.startswith(LEVEL_FIELD):
+                level = int(line[len(LEVEL_FIELD):])
+    if started:
+        yield level
+
+
+def read_stacks(s: FileSet) -> Dict[str, List[List[str]]]:
+    if not s.has("api_stacks.yaml"):
+        return {}
+    with open(s.path("api_stacks.yaml"), encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    return {str(api): [[str(frame) for frame in stack] for stack in entry.get("3stacks", [])]
+            for api, entry in data.items()}
+
+
+def build_view(title: str, api_calls: Iterable[Tuple[str, int]], lines: Iterable[str],
+               line_calls: Optional[Counter], stacks: Dict[str, List[List[str]]], notes: List[str]) -> View:
+    """A view from its APIs' calls, its config lines and, when counted, each
+    line's calls."""
+    apis = {name: Api(name, calls, stacks=stacks.get(name, [])) for name, calls in api_calls}
+    for line in lines:
+        api = apis.setdefault(api_of(line), Api(api_of(line), 0))
+        n = None if line_calls is None else line_calls[line]
+        api.configs.append((line, n))
+        for path, tensor in tensor_args(line, api.name):
+            api.tensors.setdefault(path, Counter())[describe(tensor)] += 1 if n is None else n
+    for api in apis.values():
+        api.configs.sort(key=lambda c: (-(c[1] or 0), c[0]))
+    ordered = sorted(apis.values(), key=lambda a: -a.calls)  # stable: the statistics' order for ties
+    return View(title, ordered, counted=line_calls is not None, notes=notes)
+
+
+def set_views(s: FileSet, name: str) -> List[View]:
+    """The views of one file set: itself, and for a merged set of several
+    levels each level (split by the levels its api_trace.yaml names)."""
+    def title(*words: str) -> str:
+        return " ".join(filter(None, (name,) + words)) or "trace"
+
+    stacks = read_stacks(s)
+    configs = list(read_lines(s.path("api_configs.yaml")))
+    notes = []
+    line_calls: Optional[Counter] = None
+    cut = trace_limit_note(s)
+    if s.has("api_trace.txt"):
+        line_calls = Counter(trace_lines(s))
+        if cut:
+            notes.append(f"trace_limit ({cut[0]} bytes) cut api_trace{s.suffix}.txt: config counts are of the "
+                         f"calls written; the {cut[1]} calls after are in the API totals only.")
+    else:
+        notes.append(f"no api_trace{s.suffix}.txt (stream_trace=False): calls are counted per API, not per "
+                     "config; shapes count configs, not calls.")
+    level = f"level {s.level}" if s.level is not None else ""
+    views = [build_view(title(level), read_statistics(s), configs, line_calls, stacks, notes)]
+    if s.level is None and line_calls is not None and s.has("api_trace.yaml"):
+        per_level: Dict[int, Counter] = {}
+        for n, line in zip(record_levels(s), trace_lines(s)):
+            if n is not None:
+                per_level.setdefault(n, Counter())[line] += 1
+        if len(per_level) > 1:
+            views[0].title = title("all levels")
+            level_notes = [f"Calls per level are read from api_trace.yaml: the {cut[1]} calls trace_limit left "
+                           "out are not in them."] if cut else []
+            for n, calls in sorted(per_level.items()):
+                api_calls: Counter = Counter()
+                for line, k in calls.items():
+                    api_calls[api_of(line)] += k
+                views.append(build_view(title(f"level {n}"), api_calls.most_common(), sorted(calls), calls,
+                                        stacks, level_notes))
+    return views
+
+
+def trace_views(directory: str) -> List[View]:
+    """The views of every file set under `directory`, named by the set's
+    folder relative to it."""
+    views = []
+    for s in find_sets([directory]):
+        name = os.path.relpath(s.directory, directory)
+        views += set_views(s, "" if name == os.curdir else name)
+    return views
