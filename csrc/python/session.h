@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/record_function.h>
+
 #include "core/glob.h"
 #include "core/recorder.h"
 #include "python/convert.h"
@@ -133,11 +135,19 @@ class Session {
   bool stopped_ = false;
 };
 
-// Runs the tracer's own code: nothing is recorded on this thread meanwhile.
+// Runs the tracer's own code: nothing is recorded on this thread meanwhile,
+// by the hooks (they check `suspended`) nor by the native observer or any
+// other RecordFunction callback (describing a module runs operators: it is
+// rebuilt on the meta device).
 class Suspend {
  public:
   Suspend() { ++CurrentThread().suspended; }
   ~Suspend() { --CurrentThread().suspended; }
+  Suspend(const Suspend&) = delete;
+  Suspend& operator=(const Suspend&) = delete;
+
+ private:
+  at::RecordFunctionGuard record_functions_{false};
 };
 
 }  // namespace api_tracer::python

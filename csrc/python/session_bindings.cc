@@ -84,8 +84,9 @@ Session& ActiveOrRaise() {
 
 // A context manager: the tracer's own code, recorded nowhere on this thread.
 struct Suspended {
-  void Enter() { ++CurrentThread().suspended; }
-  void Exit() { --CurrentThread().suspended; }
+  void Enter() { suspend.emplace(); }
+  void Exit() { suspend.reset(); }
+  std::optional<Suspend> suspend;
 };
 
 }  // namespace
