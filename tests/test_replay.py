@@ -45,6 +45,42 @@ def test_tracing_a_replay_gives_back_the_config(tmp_path, name, level):
     assert len(problems) <= 0.01 * len(configs), problems
 
 
+def bags_and_attention():
+    """What left trailing defaults in level 2's and 3's lines: operators
+    that C++ code calls with an undefined optional tensor (embedding_bag's
+    per_sample_weights, the CPU flash attention backward's attn_mask)."""
+    torch.manual_seed(0)
+    bag = torch.nn.EmbeddingBag(20, 4, mode="mean")
+    weighted = torch.nn.EmbeddingBag(20, 4, mode="sum")
+    q = torch.randn(2, 2, 8, 4, requires_grad=True)
+    ids, offsets = torch.tensor([1, 2, 3, 4, 5]), torch.tensor([0, 2])
+
+    def step():
+        bag(ids, offsets).sum().backward()
+        weighted(ids, offsets, per_sample_weights=torch.rand(5)).sum().backward()
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(8, 8).tril().bool()).sum()
+
+    return step
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_capture_leaves_out_the_defaults_a_replay_leaves_out(tmp_path, level):
+    step = bags_and_attention()
+    step()
+    with APITracer(output_path=str(tmp_path), levels=level, merge_output=True):
+        step()
+    configs = read_configs(str(tmp_path / "api_configs.yaml"))
+    texts = [c.text for c in configs]
+    bags = [t for t in texts if t.startswith("torch.ops.aten._embedding_bag.default(")]
+    assert len(bags) == 2 if level == 2 else not bags  # level 3 sees embedding_bag.padding_idx, outermost
+    assert all(not t.endswith(", False, None)") for t in bags), bags
+    backward = [t for t in texts if "_scaled_dot_product_flash_attention_for_cpu_backward" in t]
+    assert backward and all("attn_mask=None" not in t for t in backward)
+    assert any("scaled_dot_product" in t and "Tensor([8, 8], " in t for t in texts)  # a mask given stays
+    assert [(c.text, why) for c, why in roundtrip(configs, level) if why] == []
+
+
 def write(tmp_path, lines):
     path = tmp_path / "configs.txt"
     path.write_text("\n".join(lines) + "\n")

@@ -30,6 +30,10 @@
 #include "python/objects.h"
 #include "python/stack.h"
 
+namespace api_tracer::aten {
+struct OpSignature;  // aten/ivalue_key.h
+}  // namespace api_tracer::aten
+
 namespace api_tracer::python {
 
 // What each thread keeps between hook invocations.
@@ -46,7 +50,8 @@ HookThreadState& CurrentThread();
 // What the session asks the dialect (api_tracer.dialect), as Python callables.
 struct DialectHooks {
   std::vector<std::string> stack_skip_prefixes;
-  PyObject* resolve = nullptr;           // callable(func) -> (str | None, direct callable)
+  // callable(func) -> (str | None, direct callable, (operator name, overload) | None)
+  PyObject* resolve = nullptr;
   PyObject* classify = nullptr;          // see convert.h
   PyObject* tensor_type_name = nullptr;  // callable(type) -> str
 };
@@ -59,6 +64,9 @@ class Session {
     // What calling the API comes down to (OpOverload -> its C++ _op), or
     // null to call the callable itself.
     pybind11::object target;
+    // An operator's signature (the dialect's operator_name), by which level
+    // 2 leaves out its defaults as level 3 does; else null.
+    std::shared_ptr<const aten::OpSignature> op;
   };
 
   static Session* Active();

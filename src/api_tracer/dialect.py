@@ -90,6 +90,13 @@ class FrameworkDialect:
         modes' handlers (skipping a Python frame where there is one)."""
         return func
 
+    def operator_name(self, func: Any) -> Optional[Tuple[str, str]]:
+        """(name, overload) under which a callable a dispatch mode hands over
+        is registered as an operator of the framework's dispatcher, whose
+        schema says its defaults (level 2 leaves them out as level 3 does);
+        None for others."""
+        return None
+
     def api_name(self, func: Any) -> Optional[str]:
         """The API name of a callable a mode hands over; None to ignore it."""
         module = getattr(func, "__module__", None)
@@ -334,6 +341,13 @@ class PyTorchDialect(FrameworkDialect):
 
         return (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
                 ("torch.linalg", torch.linalg), ("torch.fft", torch.fft), ("torch.special", torch.special))
+
+    def operator_name(self, func: Any) -> Optional[Tuple[str, str]]:
+        import torch
+
+        if isinstance(func, torch._ops.OpOverload):
+            return func._schema.name, func._schema.overload_name
+        return None
 
     def direct_callable(self, func: Any) -> Callable:
         import torch
