@@ -388,3 +388,8 @@ def test_tensors_keep_recorded_strides_and_dtypes():
     api, func, args, kwargs = prepare(config, "cpu", {}, seed=0)
     assert args[2].stride() == (1, 3) and args[2].dtype == torch.float64
     assert replay_one(config).status == "ok"
+    # each is its storage's own tensor, not a view: an in-place detach_ refuses views
+    assert not any(a._is_view() for a in args)
+    for line in ('torch.ops.aten.detach_.default(Tensor([2, 3], "float32"))',
+                 'torch.ops.aten.detach_.default(Tensor([2, 3], "float32", stride=[0, 0]))'):
+        assert replay_one(Config("x", 1, line)).status == "ok", line

@@ -145,9 +145,9 @@ class Builder:
             base = torch.randint(rng[0], rng[1] + 1, (numel,), generator=self.gen, dtype=torch.int64).to(dtype)
         else:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
-        t = base.as_strided(shape, stride).to(self.device)
-        if self.device != "cpu" and spec.stride is not None:
-            t = torch.empty_strided(shape, stride, dtype=dtype, device=self.device).copy_(t)
+        # the storage's own tensor, with the recorded strides: not a view of `base` (detach_ refuses views)
+        storage = base.to(self.device).untyped_storage()
+        t = torch.empty(0, dtype=dtype, device=self.device).set_(storage, 0, shape, stride)
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
         return t
