@@ -246,6 +246,38 @@ def test_an_argument_that_fails_to_build_is_reported_with_the_api_and_the_argume
     assert why.startswith("not replayed: BuildError: building args[1]: ")
 
 
+class Unexpected(Exception):
+    """What no one expects a build to raise."""
+
+
+def raise_unexpected(*args, **kwargs):
+    raise Unexpected("boom")
+
+
+@pytest.mark.parametrize("where", ["tensor", "constructor", "check"])
+def test_whatever_building_an_argument_raises_is_a_reported_result(monkeypatch, where):
+    from api_tracer import replay
+
+    line = 'torch.nn.Linear.forward(torch.nn.Linear(2, 3), Tensor([4, 2], "float32"))'
+    if where == "tensor":
+        monkeypatch.setattr(replay.Builder, "tensor", raise_unexpected)
+    elif where == "constructor":
+        line = 'torch.nn.Linear.forward(torch.nn.Linear(2, -3), Tensor([4, 2], "float32"))'  # torch raises
+    else:
+        monkeypatch.setattr(replay.Builder, "check_tensors", raise_unexpected)
+    config = Config("x", 1, line)
+    [result] = run_in_process([config], "cpu", {}, 0, lambda r: None)
+    assert result.status == "failed" and result.api == "torch.nn.Linear.forward"
+    if where == "tensor":
+        assert (result.error, result.message) == ("Unexpected", "building args[1]: boom")
+    elif where == "constructor":
+        assert result.error == "RuntimeError" and result.message.startswith("building args[0]: ")
+    else:
+        assert (result.error, result.message) == ("Unexpected", "boom")
+    [(_, why)] = roundtrip([config], level=0)
+    assert why.startswith("not replayed: ") and why.endswith(result.message), why
+
+
 def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path, monkeypatch):
     from api_tracer import replay
     from api_tracer.options import byte_count
