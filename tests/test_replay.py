@@ -11,13 +11,13 @@ import torch
 
 from api_tracer import APITracer
 from api_tracer.replay import Config, read_configs, replay_one, roundtrip, run_in_process
-from workloads import WORKLOADS
+from workloads import FIDELITY_WORKLOADS, WORKLOADS
 
 CLI = [sys.executable, "-m", "api_tracer"]
 
 
 def traced_configs(tmp_path, name, level):
-    step = WORKLOADS[name]()
+    step = {**WORKLOADS, **FIDELITY_WORKLOADS}[name]()
     step()
     out = tmp_path / f"{name}-{level}"
     with APITracer(output_path=str(out), levels=level, merge_output=True):
@@ -43,6 +43,18 @@ def test_tracing_a_replay_gives_back_the_config(tmp_path, name, level):
     configs = traced_configs(tmp_path, name, level)
     problems = [(c.text, why) for c, why in roundtrip(configs, level) if why]
     assert len(problems) <= 0.01 * len(configs), problems
+
+
+@pytest.mark.parametrize("name", ["rnn", "embedding_bag"])
+def test_the_modules_and_optimizers_of_real_models_come_back(tmp_path, name):
+    """At level 0, the LSTM, GRU, embedding bags, losses and optimizers a
+    training step passes are rebuilt, and traced back as the same lines."""
+    configs = traced_configs(tmp_path, name, 0)
+    objects = [c for c in configs if "torch.nn." in c.text.split("(", 1)[1] or "torch.optim." in c.text]
+    assert len(objects) >= 4 and not any("Module(" in c.text or "Opaque(" in c.text for c in objects)
+    results = run_in_process(configs, "cpu", {}, 0, lambda r: None)
+    assert [(r.config, r.message) for r in results if r.status != "ok"] == []
+    assert [(c.text, why) for c, why in roundtrip(configs, 0) if why] == []
 
 
 def bags_and_attention():
