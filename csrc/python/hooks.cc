@@ -159,14 +159,16 @@ CallArgs WithoutDefaults(const aten::OpSignature& sig, CallArgs call, pybind11::
   bool none_last = call.nargs > 0 && call.args[call.nargs - 1] == Py_None;
   bool none_keyword = false;
   PyObject *key, *value;
-  for (Py_ssize_t pos = 0; call.kwargs && PyDict_Next(call.kwargs, &pos, &key, &value);) none_keyword |= value == Py_None;
+  for (Py_ssize_t pos = 0; call.kwargs && PyDict_Next(call.kwargs, &pos, &key, &value);) {
+    none_keyword |= value == Py_None;
+  }
   if (!none_last && !none_keyword) return call;  // PyTorch's decision stands: the common case
   while (call.nargs > 0 && IsDefault(sig, call.nargs - 1, call.args[call.nargs - 1])) --call.nargs;
-  if (none_keyword) {
-    *kept = Steal(PyDict_New());
+  if (none_keyword && (*kept = Steal(PyDict_New()))) {
     for (Py_ssize_t pos = 0; PyDict_Next(call.kwargs, &pos, &key, &value);) {
       const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
-      auto arg = std::find_if(sig.args.begin(), sig.args.end(), [&](const auto& a) { return name && a.name == name; });
+      auto arg = std::find_if(sig.args.begin(), sig.args.end(),
+                              [&](const aten::OpSignature::Arg& a) { return name && a.name == name; });
       if (arg != sig.args.end() && IsDefault(sig, arg - sig.args.begin(), value)) continue;
       if (PyDict_SetItem(kept->ptr(), key, value) < 0) PyErr_Clear();
     }
