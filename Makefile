@@ -42,6 +42,7 @@ bench: build
 	$(PY) bench/bench_overhead.py
 	$(PY) bench/bench_native.py
 	$(PY) bench/bench_profile.py
+	$(PY) bench/bench_fidelity.py
 
 # Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
 api-lists: build

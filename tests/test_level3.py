@@ -51,6 +51,20 @@ def test_same_config_lines_as_level_2(out):
     assert trace_lines(out / "l3") == trace_lines(out / "l2")
 
 
+def test_the_tracers_own_operators_are_not_recorded(out):
+    """Describing a module for level 0 rebuilds it on the meta device: the
+    operators that runs are the tracer's, not the program's."""
+    linear, x = nn.Linear(3, 4), torch.randn(2, 3)
+    with APITracer(output_path=str(out), levels=[0, 3], merge_output=True):
+        linear(x)
+        with _C.suspended():
+            torch.ones(2)
+    assert trace_lines(out) == [
+        'torch.nn.Linear.forward(torch.nn.Linear(3, 4), Tensor([2, 3], "float32"))',
+        'torch.ops.aten.linear.default(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"), Tensor([4], "float32"))',
+    ]
+
+
 def test_backward_records_name_their_autograd_node(out):
     lin = nn.Linear(3, 4)
     x = torch.randn(2, 3)

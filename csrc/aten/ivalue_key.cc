@@ -1,5 +1,6 @@
 #include "aten/ivalue_key.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/jit_type.h>
 
 namespace api_tracer::aten {
@@ -149,7 +150,7 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
 bool OpSignature::Arg::IsDefault(const c10::IValue& v) const {
   if (!default_value) return false;
   const c10::IValue& d = *default_value;
-  if (d.isNone()) return v.isNone();
+  if (d.isNone()) return v.isNone() || (v.isTensor() && !v.toTensor().defined());  // both written None
   if (d.isBool()) return v.isBool() && v.toBool() == d.toBool();
   if (d.isInt()) return v.isInt() && v.toInt() == d.toInt();
   if (d.isDouble()) return v.isDouble() && v.toDouble() == d.toDouble();
@@ -169,8 +170,13 @@ OpSignature::OpSignature(const c10::FunctionSchema& schema) {
   api += ".";
   api += schema.overload_name().empty() ? "default" : schema.overload_name();
   for (const c10::Argument& a : schema.arguments()) {
-    args.push_back({a.name(), a.kwarg_only(), KindOf(a.real_type()), a.default_value()});
+    args.push_back({a.name(), a.kwarg_only(), KindOf(a.real_type()), a.default_value(), a.type()});
   }
+}
+
+std::shared_ptr<const OpSignature> OpSignature::Find(const std::string& name, const std::string& overload) {
+  std::optional<c10::OperatorHandle> op = c10::Dispatcher::singleton().findSchema({name, overload});
+  return op ? std::make_shared<const OpSignature>(op->schema()) : nullptr;
 }
 
 void WriteOpCall(const OpSignature& sig, ApiId api, c10::ArrayRef<const c10::IValue> inputs,

@@ -7,13 +7,19 @@
 // way PyTorch hands them to a Python dispatch mode: positional arguments up
 // to the last one that differs from its default, then keyword-only
 // arguments that differ from their defaults. So level 3 writes the same
-// config line as level 2 for the same call.
+// config line as level 2 for the same call. An argument is its default when
+// it is written as the default is: an absent optional tensor (an undefined
+// tensor, which callers in C++ pass) is None, as a Python caller's None is,
+// though PyTorch's own comparison keeps it; level 2 leaves it out too
+// (python/hooks.cc), so that a replay, whose None PyTorch leaves out, is
+// traced as the very same line.
 // Thread-safety: an OpSignature is immutable; the writers keep no state.
 #pragma once
 
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,12 +36,16 @@ struct OpSignature {
     bool kwarg_only;
     Kind kind;
     std::optional<c10::IValue> default_value;
+    c10::TypePtr type;  // as the schema declares it
     // Whether `v` is this argument's default (most defaults are None, a bool,
     // an int or a double: those compare without IValue::equals).
     bool IsDefault(const c10::IValue& v) const;
   };
 
   explicit OpSignature(const c10::FunctionSchema& schema);
+  // The signature of the operator registered as `name` ("aten::add") and
+  // `overload` ("Tensor"; "" for the default), or nullptr if there is none.
+  static std::shared_ptr<const OpSignature> Find(const std::string& name, const std::string& overload);
 
   std::string api;  // torch.ops.NAMESPACE.NAME.OVERLOAD
   std::vector<Arg> args;

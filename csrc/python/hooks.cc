@@ -1,8 +1,12 @@
 #include "python/hooks.h"
 
+#include <torch/csrc/jit/python/pybind_utils.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
+#include "aten/ivalue_key.h"
 #include "aten/observer.h"
 #include "python/session.h"
 
@@ -134,6 +138,46 @@ PyGetSetDef kWrapperGetSet[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
+// Whether `v`, passed for the operator's argument `i`, is its default, as
+// level 3 decides it (aten/ivalue_key.h): converted as the schema types it.
+bool IsDefault(const aten::OpSignature& sig, size_t i, PyObject* v) {
+  if (i >= sig.args.size() || !sig.args[i].default_value) return false;
+  try {
+    return sig.args[i].IsDefault(torch::jit::toIValue(v, sig.args[i].type));
+  } catch (const std::exception&) {  // not of its type: not its default
+    return false;
+  }
+}
+
+// A level-2 call as PyTorch hands it to the mode, less the defaults PyTorch
+// leaves in: an optional tensor a C++ caller passed undefined comes as None,
+// its default, as does a Python caller's, which PyTorch leaves out. Left out
+// too, the positional arguments before it that are their defaults. So level
+// 2 writes what level 3 does, and what a replay of the line is traced as.
+// Any new keyword dict is kept in `*kept`.
+CallArgs WithoutDefaults(const aten::OpSignature& sig, CallArgs call, pybind11::object* kept) {
+  bool none_last = call.nargs > 0 && call.args[call.nargs - 1] == Py_None;
+  bool none_keyword = false;
+  PyObject *key, *value;
+  for (Py_ssize_t pos = 0; call.kwargs && PyDict_Next(call.kwargs, &pos, &key, &value);) {
+    none_keyword |= value == Py_None;
+  }
+  if (!none_last && !none_keyword) return call;  // PyTorch's decision stands: the common case
+  while (call.nargs > 0 && IsDefault(sig, call.nargs - 1, call.args[call.nargs - 1])) --call.nargs;
+  if (none_keyword && (*kept = Steal(PyDict_New()))) {
+    for (Py_ssize_t pos = 0; PyDict_Next(call.kwargs, &pos, &key, &value);) {
+      const char* name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+      auto arg = std::find_if(sig.args.begin(), sig.args.end(),
+                              [&](const aten::OpSignature::Arg& a) { return name && a.name == name; });
+      if (arg != sig.args.end() && IsDefault(sig, arg - sig.args.begin(), value)) continue;
+      if (PyDict_SetItem(kept->ptr(), key, value) < 0) PyErr_Clear();
+    }
+    call.kwargs = kept->ptr();
+  }
+  PyErr_Clear();
+  return call;
+}
+
 // (mode, func, types, args[, kwargs]) -> func(*args, **kwargs), recorded.
 PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 4 || nargs > 5 || !PyTuple_Check(args[3])) {
@@ -163,7 +207,11 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
       if (aten::OpenCall native = aten::TakeOpenCall(); native.open) same_call = same_call || native.api == api->id;
     }
     ts.open_call = nullptr;
-    if (api->included && !same_call) s->Record(level, api->id, CallArgs::Tuple(call_args, call_kwargs));
+    if (api->included && !same_call) {
+      CallArgs call = CallArgs::Tuple(call_args, call_kwargs);
+      pybind11::object kept;
+      s->Record(level, api->id, level == 2 && api->op ? WithoutDefaults(*api->op, call, &kept) : call);
+    }
   }
   return PyObject_Call(target, call_args, call_kwargs);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "aten/ivalue_key.h"
 #include "aten/observer.h"
 #include "core/module_context.h"
 
@@ -83,14 +84,20 @@ Session::ApiEntry Session::Name(PyObject* func) {
     named = Steal(PyObject_CallOneArg(resolve_.ptr(), func));
   }
   ApiEntry entry;
-  if (named && PyTuple_Check(named.ptr()) && PyTuple_GET_SIZE(named.ptr()) == 2) {
+  if (named && PyTuple_Check(named.ptr()) && PyTuple_GET_SIZE(named.ptr()) == 3) {
     PyObject* api = PyTuple_GET_ITEM(named.ptr(), 0);
     PyObject* target = PyTuple_GET_ITEM(named.ptr(), 1);
+    PyObject* op = PyTuple_GET_ITEM(named.ptr(), 2);
     if (const char* s = PyUnicode_Check(api) ? PyUnicode_AsUTF8(api) : nullptr) {
       entry.id = Intern(s);
       entry.included = filter_.Allows(s);
     }
     if (target != func && PyCallable_Check(target)) entry.target = Borrow(target);
+    if (PyTuple_Check(op) && PyTuple_GET_SIZE(op) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(op, 0)) &&
+        PyUnicode_Check(PyTuple_GET_ITEM(op, 1))) {
+      entry.op = aten::OpSignature::Find(PyUnicode_AsUTF8(PyTuple_GET_ITEM(op, 0)),
+                                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(op, 1)));
+    }
   }
   PyErr_Clear();
   return entry;

@@ -22,12 +22,18 @@
 #include <string>
 #include <vector>
 
+#include <ATen/record_function.h>
+
 #include "core/glob.h"
 #include "core/recorder.h"
 #include "core/suspend.h"
 #include "python/convert.h"
 #include "python/objects.h"
 #include "python/stack.h"
+
+namespace api_tracer::aten {
+struct OpSignature;  // aten/ivalue_key.h
+}  // namespace api_tracer::aten
 
 namespace api_tracer::python {
 
@@ -44,7 +50,8 @@ HookThreadState& CurrentThread();
 // What the session asks the dialect (api_tracer.dialect), as Python callables.
 struct DialectHooks {
   std::vector<std::string> stack_skip_prefixes;
-  PyObject* resolve = nullptr;           // callable(func) -> (str | None, direct callable)
+  // callable(func) -> (str | None, direct callable, (operator name, overload) | None)
+  PyObject* resolve = nullptr;
   PyObject* classify = nullptr;          // see convert.h
   PyObject* tensor_type_name = nullptr;  // callable(type) -> str
 };
@@ -57,6 +64,9 @@ class Session {
     // What calling the API comes down to (OpOverload -> its C++ _op), or
     // null to call the callable itself.
     pybind11::object target;
+    // An operator's signature (the dialect's operator_name), by which level
+    // 2 leaves out its defaults as level 3 does; else null.
+    std::shared_ptr<const aten::OpSignature> op;
   };
 
   static Session* Active();
@@ -133,7 +143,19 @@ class Session {
   bool stopped_ = false;
 };
 
-// Runs the tracer's own code: nothing is recorded on this thread meanwhile.
-using Suspend = SuspendRecording;
+// Runs the tracer's own code: nothing is recorded on this thread meanwhile,
+// by the hooks and the native observer (SuspendRecording) nor by any other
+// RecordFunction callback (describing a module runs operators: it is
+// rebuilt on the meta device).
+class Suspend {
+ public:
+  Suspend() = default;
+  Suspend(const Suspend&) = delete;
+  Suspend& operator=(const Suspend&) = delete;
+
+ private:
+  SuspendRecording suspended_;
+  at::RecordFunctionGuard record_functions_{false};
+};
 
 }  // namespace api_tracer::python

@@ -84,8 +84,9 @@ Session& ActiveOrRaise() {
 
 // A context manager: the tracer's own code, recorded nowhere on this thread.
 struct Suspended {
-  void Enter() { ++SuspendRecording::Depth(); }
-  void Exit() { --SuspendRecording::Depth(); }
+  void Enter() { suspend.emplace(); }
+  void Exit() { suspend.reset(); }
+  std::optional<Suspend> suspend;
 };
 
 }  // namespace

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import inspect
 import os
 import sys
 import types
@@ -20,6 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .hooks import NativeHook, PatchTarget, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from . import _C
+from . import objects
 from .values import Call, Symbol
 
 # What classify() answers, as the converter (csrc/python/convert.h) reads it.
@@ -89,6 +89,13 @@ class FrameworkDialect:
         """What calling `func` comes down to, called instead of it by the
         modes' handlers (skipping a Python frame where there is one)."""
         return func
+
+    def operator_name(self, func: Any) -> Optional[Tuple[str, str]]:
+        """(name, overload) under which a callable a dispatch mode hands over
+        is registered as an operator of the framework's dispatcher, whose
+        schema says its defaults (level 2 leaves them out as level 3 does);
+        None for others."""
+        return None
 
     def api_name(self, func: Any) -> Optional[str]:
         """The API name of a callable a mode hands over; None to ignore it."""
@@ -335,6 +342,13 @@ class PyTorchDialect(FrameworkDialect):
         return (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
                 ("torch.linalg", torch.linalg), ("torch.fft", torch.fft), ("torch.special", torch.special))
 
+    def operator_name(self, func: Any) -> Optional[Tuple[str, str]]:
+        import torch
+
+        if isinstance(func, torch._ops.OpOverload):
+            return func._schema.name, func._schema.overload_name
+        return None
+
     def direct_callable(self, func: Any) -> Callable:
         import torch
 
@@ -396,92 +410,62 @@ class PyTorchDialect(FrameworkDialect):
             return name
         return public_name(f)
 
-    # -- modules -----------------------------------------------------------
+    # -- modules and optimizers ----------------------------------------------
+
+    CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
 
     def describe_module(self, module: Any) -> Any:
-        """A module instance as its constructor call where that can be known
-        (torch.nn's own modules, checked by rebuilding on the meta device),
-        else the placeholder ``Module("class")``."""
-        import torch
-
+        """A module instance as the constructor call that builds an equal
+        module, where that can be known: torch.nn's containers as the calls
+        of their children, torch.nn's other modules as their arguments read
+        back (objects.py); else the placeholder ``Module("class")``, as for
+        a module of the program's own."""
         cls = type(module)
         name = public_name(cls)
-        if cls in (torch.nn.Sequential, torch.nn.ModuleList):
-            children = [self.describe_module(m) for m in module]
-            if all(c.name != "Module" for c in children):
-                return Call(name, *children) if cls is torch.nn.Sequential else Call(name, children)
-        elif cls.__module__.startswith("torch.nn."):
-            call = _rebuild_constructor(module, cls, name)
-            if call is not None:
-                return call
-        return Call("Module", name)
+        if not cls.__module__.startswith("torch.nn."):
+            return Call("Module", name)
+        call = self._container_call(module, name) if name in self.CONTAINERS else \
+            objects.module_call(module, name, self._written, self._argument_module)
+        return call if call is not None else Call("Module", name)
+
+    def _container_call(self, module: Any, name: str) -> Optional[Call]:
+        """A container as the call of its children (each written as its own
+        call), where it builds an equal container."""
+        children = {key: self.describe_module(child) for key, child in module.named_children()}
+        if any(c.name == "Module" for c in children.values()):
+            return None
+        real = dict(module.named_children())
+        if name == "torch.nn.ModuleDict":
+            call, probe = Call(name, children), type(module)(real)
+        elif name == "torch.nn.ModuleList":
+            call, probe = Call(name, list(children.values())), type(module)(list(real.values()))
+        else:
+            call, probe = Call(name, *children.values()), type(module)(*real.values())
+        return call if objects.same_module(probe, module) else None
+
+    def _argument_module(self, module: Any) -> Optional[Call]:
+        """A module that is a constructor's argument, as its call (None: it
+        has none)."""
+        call = self.describe_module(module)
+        return None if call.name == "Module" else call
+
+    def _written(self, value: Any) -> str:
+        """`value` as a config line writes it."""
+        return _C.format_call("", (value,), {}, classify=self.classify, tensor_type_name=self.tensor_type_name)
+
+    @functools.cached_property
+    def _optimizers_verified(self) -> Dict[Tuple, bool]:
+        """Per optimizer state, whether its call builds an equal one."""
+        return {}
 
     def describe_optimizer(self, optimizer: Any) -> Call:
-        """An optimizer as its constructor call: its parameters (as tensors)
-        and its hyperparameters, per parameter group when there are several."""
-        groups = []
-        for group in optimizer.param_groups:
-            options = {k: v for k, v in group.items() if k != "params" and _simple(v)}
-            groups.append(dict(options, params=list(group["params"])))
-        name = public_name(type(optimizer))
-        if len(groups) == 1:
-            params = groups[0].pop("params")
-            return Call(name, params, **groups[0])
-        return Call(name, groups)
-
-
-_SIMPLE = (bool, int, float, str, type(None))
-
-
-def _simple(v: Any) -> bool:
-    return isinstance(v, _SIMPLE) or (isinstance(v, tuple) and all(isinstance(x, _SIMPLE) for x in v))
-
-
-def _rebuild_constructor(module: Any, cls: type, name: str) -> Optional[Call]:
-    """Reads a torch.nn module's constructor arguments back from its
-    attributes: the required ones positionally, the others by keyword where
-    they differ from what the defaults give. Kept only if a module built from
-    them (on the meta device) describes itself (extra_repr) exactly as this
-    one does."""
-    import torch
-
-    def read(m: Any, attr: str) -> Any:
-        v = getattr(m, attr)
-        if isinstance(v, torch.Tensor) or (v is None and attr == "bias"):
-            return v is not None  # bias=True/False is stored as the parameter
-        return v
-
-    try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        return None
-    names = {p.name for p in params}
-    if "device" not in names and any(True for _ in module.parameters(recurse=False)):
-        return None  # cannot rebuild without allocating real memory
-    meta = {"device": "meta"} if "device" in names else {}
-    args = []
-    optional = []
-    for p in params:
-        if p.name in ("device", "dtype"):
-            continue
-        if p.default is p.empty:
-            if not hasattr(module, p.name) or not _simple(read(module, p.name)):
-                return None
-            args.append(read(module, p.name))
-        elif hasattr(module, p.name):
-            optional.append(p.name)
-    try:
-        base = cls(*args, **meta)
-        kwargs = {}
-        for attr in optional:
-            mine = read(module, attr)
-            if _simple(mine) and (not hasattr(base, attr) or read(base, attr) != mine):
-                kwargs[attr] = mine
-        probe = cls(*args, **kwargs, **meta) if kwargs else base
-    except Exception:  # noqa: BLE001 - any failure means "not known"
-        return None
-    if probe.extra_repr() != module.extra_repr():
-        return None
-    return Call(name, *args, **kwargs)
+        """An optimizer of torch.optim as the constructor call that builds an
+        equal one over the same tensors (objects.py); else the placeholder
+        ``Opaque("class")``, as for an optimizer of the program's own."""
+        cls = type(optimizer)
+        name = public_name(cls)
+        if cls.__module__.startswith("torch.optim"):
+            call = objects.optimizer_call(optimizer, name, self._optimizers_verified)
+            if call is not None:
+                return call
+        return Call("Opaque", name)

@@ -93,7 +93,7 @@ class APITracer:
 
     def _resolve(self, func: Any) -> tuple:
         """What the C++ handlers ask once per callable a mode meets."""
-        return self.dialect.api_name(func), self.dialect.direct_callable(func)
+        return self.dialect.api_name(func), self.dialect.direct_callable(func), self.dialect.operator_name(func)
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -199,7 +199,7 @@ class Builder:
         torch = self.r.torch
         name = c.name
         if name in ("Opaque", "Module"):
-            raise Skip(f"argument {name}({', '.join(map(repr, c.args))}) cannot be rebuilt")
+            raise Skip(placeholder_reason(c, path))
         if name == "Callable":
             return self.resolve(_callable_name(c))
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
@@ -259,6 +259,19 @@ def draw(profile: Any, numel: int, gen: Any) -> Any:
 
 # Calls that stand for a value replay cannot rebuild (it skips the config).
 PLACEHOLDERS = ("Opaque", "Module", "torch.SymInt", "torch.SymFloat", "torch.SymBool")
+
+
+def placeholder_reason(c: Call, path: str) -> str:
+    """Why replay skips a config with the placeholder `c` at `path`."""
+    what = c.args[0] if len(c.args) == 1 and isinstance(c.args[0], str) else ""
+    written = f'{c.name}("{what}")' if what else repr(c)
+    if c.name == "Opaque":
+        return f"{path} is {written}: the tracer wrote this value by its type only, it cannot be rebuilt"
+    if what.startswith("torch.nn."):
+        return (f"{path} is {written}: the tracer could not read this torch.nn module's constructor arguments "
+                "back, it cannot be rebuilt")
+    return (f"{path} is {written}, a module of the program's own: only torch.nn's modules are written as their "
+            "constructor calls, it cannot be rebuilt")
 
 
 def _leaves(v: Any, path: str) -> Iterator[Tuple[str, Any]]:
