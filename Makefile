@@ -48,4 +48,4 @@ api-lists: build
 	$(PY) -m api_tracer.api_list
 
 clean:
-	rm -rf $(BUILD) $(BUILD).log src/api_tracer/_C*.so .venv/.installed
+	rm -rf $(BUILD) $(BUILD).log src/api_tracer/_C*.so src/api_tracer/_build_info.py .venv/.installed
