@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 BUILD   := build
 TORCH_CMAKE = $(shell $(PY) -c 'import torch; print(torch.utils.cmake_prefix_path)')
 
-.PHONY: all setup build test test-cpp test-python demo bench api-lists clean
+.PHONY: all setup build test test-cpp test-wheel test-python demo bench api-lists clean
 
 all: build
 
@@ -26,10 +26,15 @@ build: setup
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
-test: build test-cpp test-python
+test: build test-cpp test-wheel test-python
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# The wheel as README.md builds it, from a copy of the sources in a fresh
+# venv (nothing of build/ reused), installed and run outside the sources.
+test-wheel: setup
+	$(PY) scripts/test_wheel.py
 
 test-python:
 	$(PY) -m pytest -q
@@ -49,4 +54,4 @@ api-lists: build
 	$(PY) -m api_tracer.api_list
 
 clean:
-	rm -rf $(BUILD) $(BUILD).log src/api_tracer/_C*.so .venv/.installed
+	rm -rf $(BUILD) $(BUILD).log src/api_tracer/_C*.so src/api_tracer/_build_info.py .venv/.installed

@@ -1,5 +1,12 @@
 """Builds api_tracer._C with CMake (see CMakeLists.txt) against the torch of
-the running interpreter. Use: pip install --no-build-isolation [-e] ."""
+the running interpreter, and makes the wheel require that torch release: the
+binary runs with no other (api_tracer/extension.py checks it at import).
+
+The build must see the installed torch, so it runs without build isolation:
+    pip install --no-build-isolation .
+    python -m build --wheel --no-isolation
+"""
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -11,6 +18,22 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 
+try:
+    import torch
+except ImportError:
+    sys.exit("api_tracer: the build needs torch installed in the environment it builds in, the "
+             "torch the extension will run with (an isolated build environment has none): install "
+             "torch, then `pip install --no-build-isolation .` or `python -m build --wheel --no-isolation`.")
+
+
+def public_version(version: str) -> str:
+    """api_tracer/extension.py's, which says which torch versions are one
+    release; the module is loaded alone (the package needs the extension)."""
+    spec = importlib.util.spec_from_file_location("api_tracer_extension", ROOT / "src" / "api_tracer" / "extension.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.public_version(version)
+
 
 class CMakeExtension(Extension):
     def __init__(self, name: str) -> None:
@@ -19,21 +42,36 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext: Extension) -> None:
-        import torch
-
-        build_dir = ROOT / "build"
+        target = Path(self.get_ext_fullpath(ext.name)).resolve()
+        if self.editable_mode:
+            # `make build`'s editable install: _C and _build_info.py are in
+            # src/api_tracer/, built there by make's CMake build folder.
+            build_dir, out_dir = ROOT / "build", ROOT / "src" / "api_tracer"
+        else:
+            # A wheel: a build folder of its own, configured afresh, that
+            # writes _C and _build_info.py among the wheel's files.
+            build_dir, out_dir = Path(self.build_temp).resolve() / "cmake", target.parent
         subprocess.check_call([
             "cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
             f"-DPython_EXECUTABLE={sys.executable}",
-            f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+            f"-DTorch_DIR={Path(torch.utils.cmake_prefix_path) / 'Torch'}",
+            f"-DAPI_TRACER_PYTHON_DIR={out_dir}",
         ])
         subprocess.check_call(["cmake", "--build", str(build_dir), "--target", "_C",
                                "--parallel", str(os.cpu_count() or 2)])
-        built = next((ROOT / "src" / "api_tracer").glob("_C*.so"))
-        target = Path(self.get_ext_fullpath(ext.name))
-        if built.resolve() != target.resolve():
+        built = out_dir / target.name
+        for made in (built, out_dir / "_build_info.py"):
+            if not made.is_file():
+                raise RuntimeError(f"the CMake build did not make {made}")
+        if built != target:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(built, target)
 
 
-setup(ext_modules=[CMakeExtension("api_tracer._C")], cmdclass={"build_ext": CMakeBuild})
+setup(
+    ext_modules=[CMakeExtension("api_tracer._C")],
+    cmdclass={"build_ext": CMakeBuild},
+    # The torch release the binary is built for, the one extension.py accepts at import.
+    install_requires=[f"torch=={public_version(torch.__version__)}", "pyyaml>=6"],
+)

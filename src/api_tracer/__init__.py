@@ -7,8 +7,11 @@ argument configurations, and profiles models layer by layer.
 
 See README.md and docs/ for the output files and the config-line format.
 """
-from . import _C
-from .values import Call, Symbol, TensorSpec
+from . import extension
+
+_C = extension.load()  # or an ImportError: built for another torch, or not built
+
+from .values import Call, Symbol, TensorSpec  # noqa: E402
 
 _C.set_value_types(Call, Symbol, TensorSpec)
 

@@ -6,11 +6,13 @@ import sys
 
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
-del sys.modules["sitecustomize"]
+_this = sys.modules.pop("sitecustomize")
 try:
     import sitecustomize  # noqa: F401  - the next one on the path
 except ImportError:
-    pass
+    # None: this module stays sitecustomize (the import running it ends by
+    # looking it up, and says "Error in sitecustomize" if it is gone).
+    sys.modules["sitecustomize"] = _this
 
 if os.environ.get("API_TRACER_CHILD_OPTIONS"):
     from api_tracer.follow import is_helper, start_tracer
