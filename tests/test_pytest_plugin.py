@@ -1,6 +1,5 @@
 """The pytest plugin: --api-trace traces a suite (per test, under xdist),
 --api-replay runs a config file as tests."""
-import importlib.util
 
 import pytest
 import yaml
@@ -89,7 +88,6 @@ def test_per_test_sets_say_which_tests_made_each_config(pytester):
     assert not (out / "parts").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="pytest-xdist is pinned in requirements.txt")
 @pytest.mark.parametrize("per_test", [False, True])
 def test_xdist_workers_write_their_own_sets_and_the_session_merges_them(pytester, per_test):
     out = run_suite(pytester, "-n", "2", *(["--api-trace-per-test"] if per_test else []))
