@@ -104,11 +104,29 @@ EVIL = [
     'os.system("touch PWNED")',
     'torch.os.system("touch PWNED")',
     'torch.Tensor.__class__.__subclasses__()',
+    'torch.ops.aten.__class__.__subclasses__()',
+    'torch.ops.aten.__getattr__("__and__")',
     'torch.add(Callable("builtins.exec"), 1)',
     'torch.add(__import__("os").system("touch PWNED"))',
     'torch.nn.functional.math.sqrt(4)',
     'torch.load("PWNED")',
 ]
+
+
+def test_operators_named_as_dunders_and_tensor_methods_outside_overrides_replay():
+    """Held-out models (a Qwen2 padding mask at levels 1 and 3) recorded
+    these: aten registers __and__, __or__, ... as operator names, and
+    torch.overrides lists Tensor.new_zeros among the functions it ignores,
+    though level 1 sees it. Replay refused both."""
+    lines = ['torch.ops.aten.__and__.Tensor(Tensor([1, 1, 9, 9], "bool"), Tensor([2, 1, 1, 9], "bool"))',
+             'torch.ops.aten.__lshift__.Scalar(Tensor([4], "int64"), 2)',
+             'torch.Tensor.new_zeros(Tensor([2, 5], "int64"), torch.Size([2, 5]))',
+             'torch.Tensor.new_ones(Tensor([1, 1, 9, 1], "int64"), (), dtype=torch.bool)']
+    results = run_in_process([Config("f", i + 1, line) for i, line in enumerate(lines)], ReplayOptions(),
+                             lambda r: None)
+    assert [(r.status, r.message) for r in results] == [("ok", "")] * len(lines)
+    # level 3 sees them (level 2 sees what they decompose to: bitwise_and)
+    assert [why for _, why in roundtrip([Config("f", 1, line) for line in lines[:2]], 3)] == ["", ""]
 
 
 def test_lines_holding_code_execute_nothing_and_the_rest_still_run(tmp_path, monkeypatch):

@@ -9,7 +9,9 @@ computes. The policy is an allow-list:
   operators, torch.nn.functional, linalg, fft, special, nn.init, autograd,
   nn modules and their forward, optimizers with step and zero_grad);
 - the names level 1 records, which torch.overrides gives the functions it
-  dispatches (``torch.functional.einsum``, ``torch.Tensor.shape.__get__``, ...);
+  dispatches (``torch.functional.einsum``, ``torch.Tensor.shape.__get__``, ...),
+  and the public Tensor methods it lists as ignored although they dispatch
+  too (``torch.Tensor.new_zeros``, ``torch.Tensor.to_sparse_csr``, ...);
 - the values replay itself constructs (``torch.device``, ``torch.Size``,
   ``torch.Generator``), and ``torch._C._set_grad_enabled``, whose change
   replay undoes after each config (it restores grad mode);
@@ -88,13 +90,15 @@ def denied(name: str) -> Optional[str]:
 @functools.lru_cache(maxsize=None)
 def named_apis() -> FrozenSet[str]:
     """The allow-list's named APIs (operators aside)."""
-    from torch.overrides import get_overridable_functions, resolve_name
+    from torch.overrides import get_ignored_functions, get_overridable_functions, resolve_name
 
     from ..dialect import PyTorchDialect
 
     names = set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE)
     for functions in get_overridable_functions().values():
         names.update(filter(None, map(resolve_name, functions)))
+    names.update(n for n in filter(None, map(resolve_name, get_ignored_functions()))
+                 if n.startswith("torch.Tensor.") and not n.split(".")[2].startswith("_"))
     return frozenset(n for n in names if not denied(n))
 
 

@@ -1,5 +1,6 @@
 """`Resolver`: the names of a config line to objects, walking from torch
-through objects that are torch's own; a dunder only as a Tensor operator."""
+through objects that are torch's own; a dunder only as a Tensor operator
+or as the name of a registered operator (``torch.ops.aten.__and__``)."""
 from __future__ import annotations
 
 import types
@@ -39,6 +40,13 @@ class Resolver:
         objclass = getattr(obj, "__objclass__", None)
         return objclass is not None and self._inside(objclass)
 
+    def _registered_operator(self, obj: Any, part: str) -> bool:
+        """Whether `part` of namespace `obj` is an operator registered under
+        that name (aten::__and__), which getattr makes a packet of; any
+        other dunder of a namespace is an attribute of the Python object."""
+        return (isinstance(obj, self.torch._ops._OpNamespace) and not hasattr(type(obj), part)
+                and bool(self.torch._C._jit_get_schemas_for_operator(f"{obj.name}::{part}")))
+
     def walk(self, name: str, line: str, dunder_ok: Callable[[Any, str], bool] = lambda obj, part: False) -> Any:
         """The object a dotted name starting at torch names, every step but
         the last staying inside torch; dunders only where dunder_ok(obj,
@@ -50,7 +58,8 @@ class Resolver:
         obj: Any = self.torch
         for i, part in enumerate(parts[1:], 1):
             last = i == len(parts) - 1
-            if part.startswith("__") and part.endswith("__") and not (last and dunder_ok(obj, part)):
+            if (part.startswith("__") and part.endswith("__") and not (last and dunder_ok(obj, part))
+                    and not self._registered_operator(obj, part)):
                 raise Invalid(f"{name!r}: dunder access {part!r} is not allowed", column)
             try:
                 obj = getattr(obj, part)
