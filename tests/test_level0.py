@@ -86,6 +86,29 @@ def test_module_made_before_tracing_is_its_constructor_call_or_a_placeholder(out
     assert 'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([3], "float32"))' in lines
 
 
+def test_a_module_made_while_tracing_is_written_as_one_made_before(out):
+    """However the program spelled the constructor call (a default given,
+    a keyword for a positional), the module argument is written the way a
+    module made before tracing is, so that a replayed line traces back to
+    itself. Only where its arguments cannot be read back (nn.Transformer
+    keeps none of its own) does the call level 0 saw stand for it."""
+    made_before = nn.CrossEntropyLoss(ignore_index=-100), nn.Linear(in_features=3, out_features=2)
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        made_while = nn.CrossEntropyLoss(ignore_index=-100), nn.Linear(in_features=3, out_features=2)
+        for loss, linear in (made_before, made_while):
+            loss(linear(torch.zeros(4, 3)), torch.tensor([0, 1, -100, 1]))
+        transformer = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                     dim_feedforward=16, dropout=0.0, batch_first=True)
+        transformer(torch.zeros(1, 3, 8), torch.zeros(1, 2, 8))
+    lines = trace_lines(out)
+    assert lines.count('torch.nn.Linear.forward(torch.nn.Linear(3, 2), Tensor([4, 3], "float32"))') == 2
+    assert lines.count('torch.nn.CrossEntropyLoss.forward(torch.nn.CrossEntropyLoss(), Tensor([4, 2], "float32"), '
+                       'Tensor([4], "int64"))') == 2
+    made = ("torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, "
+            "dim_feedforward=16, dropout=0.0, batch_first=True)")
+    assert f'torch.nn.Transformer.forward({made}, Tensor([1, 3, 8], "float32"), Tensor([1, 2, 8], "float32"))' in lines
+
+
 def test_descriptor_kinds_are_kept(out):
     before = {k: Widget.__dict__[k] for k in ("__init__", "grow", "make", "build", "double")}
     with APITracer(output_path=str(out), levels=0, merge_output=True, api_list=ALL):

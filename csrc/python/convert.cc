@@ -253,7 +253,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
       return Write(r.ptr(), w, depth + 1);
     }
     case RuleKind::kInstance:
-      return WriteInstance(obj, rule.fn.ptr(), w, depth);
+      return WriteInstance(obj, rule, w, depth);
   }
 }
 
@@ -293,15 +293,18 @@ const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
   pybind11::object answer;
   if (classify_) answer = Steal(PyObject_CallOneArg(classify_.ptr(), AsObject(type)));
   PyObject* r = answer.ptr();
-  if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 &&
-      pybind11::isinstance<RuleKind>(PyTuple_GET_ITEM(r, 0))) {
+  Py_ssize_t size = r && PyTuple_Check(r) ? PyTuple_GET_SIZE(r) : 0;
+  if ((size == 2 || size == 3) && pybind11::isinstance<RuleKind>(PyTuple_GET_ITEM(r, 0))) {
     auto kind = pybind11::handle(PyTuple_GET_ITEM(r, 0)).cast<RuleKind>();
     PyObject* payload = PyTuple_GET_ITEM(r, 1);
-    if (kind == RuleKind::kOpaque && PyUnicode_Check(payload)) {
+    PyObject* placeholder = size == 3 ? PyTuple_GET_ITEM(r, 2) : nullptr;
+    if (kind == RuleKind::kOpaque && PyUnicode_Check(payload) && !placeholder) {
       rule.name = Utf8(payload);
-    } else if (kind != RuleKind::kOpaque && PyCallable_Check(payload)) {
+    } else if (kind != RuleKind::kOpaque && PyCallable_Check(payload) &&
+               (!placeholder || (kind == RuleKind::kInstance && PyUnicode_Check(placeholder)))) {
       rule.kind = kind;
       rule.fn = Borrow(payload);
+      rule.name = placeholder ? Utf8(placeholder) : std::string();
     }
   }
   PyErr_Clear();
@@ -360,23 +363,37 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
   }
 }
 
-void Converter::WriteInstance(PyObject* obj, PyObject* fn, KeyWriter* w, int depth) {
+void Converter::WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth) {
   auto it = instances_.find(obj);
-  if (it != instances_.end()) return w->Raw(it->second.encoded);
-  pybind11::object r = Steal(PyObject_CallOneArg(fn, obj));
-  if (!r) {
+  if (it != instances_.end() && it->second.described) return w->Raw(it->second.encoded);
+  pybind11::object r = Steal(PyObject_CallOneArg(rule.fn.ptr(), obj));
+  PyErr_Clear();
+  bool placeholder = !r;
+  if (r && !rule.name.empty() && Py_TYPE(r.ptr()) == g_call_type) {
+    pybind11::object name = Attr(r.ptr(), "name");
+    placeholder = name && PyUnicode_Check(name.ptr()) && Utf8(name.ptr()) == rule.name;
     PyErr_Clear();
-    return WriteOpaque(Py_TYPE(obj), w);
   }
+  // fn may have run Python that constructed objects: look again.
+  it = instances_.find(obj);
+  if (placeholder && it != instances_.end()) {
+    it->second.described = true;  // the construction call stands for it from now on
+    return w->Raw(it->second.encoded);
+  }
+  if (!r) return WriteOpaque(Py_TYPE(obj), w);
   KeyWriter local;
   Write(r.ptr(), &local, depth + 1);
   w->Raw(local.view());
-  RememberInstance(obj, std::string(local.view()));
+  Remember(obj, std::string(local.view()), true);
 }
 
-void Converter::RememberInstance(PyObject* obj, std::string encoded) {
+void Converter::RememberConstruction(PyObject* obj, std::string encoded) {
+  Remember(obj, std::move(encoded), false);
+}
+
+void Converter::Remember(PyObject* obj, std::string encoded, bool described) {
   if (auto it = instances_.find(obj); it != instances_.end()) {
-    it->second.encoded = std::move(encoded);
+    it->second = Instance{std::move(encoded), described, std::move(it->second.weakref)};
     return;
   }
   pybind11::object key = Steal(PyLong_FromVoidPtr(obj));
@@ -386,7 +403,7 @@ void Converter::RememberInstance(PyObject* obj, std::string encoded) {
     PyErr_Clear();
     return;
   }
-  instances_.emplace(obj, Instance{std::move(encoded), std::move(ref)});
+  instances_.emplace(obj, Instance{std::move(encoded), described, std::move(ref)});
 }
 
 void Converter::ForgetInstance(PyObject* obj) { instances_.erase(obj); }

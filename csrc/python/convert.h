@@ -7,9 +7,14 @@
 // which answers (RuleKind, payload), bound as _C.Rule:
 //   (Rule.opaque, name)    -> Opaque("name")
 //   (Rule.replace, fn)     -> fn(obj)'s value is written instead
-//   (Rule.instance, fn)    -> like replace, but computed once per object
+//   (Rule.instance, fn[, placeholder])
+//                          -> like replace, but computed once per object
 //                             (modules: their constructor call) and cached
-//                             until the object dies
+//                             until the object dies. Where fn answers a Call
+//                             named `placeholder` (it cannot write the object
+//                             as a call that rebuilds it), the constructor
+//                             call level 0 saw making the object, if it saw
+//                             it, is written instead.
 // and the answer is cached per type. Values built by the dialect use the
 // classes of api_tracer.values (Call, Symbol, TensorSpec), read natively too.
 //
@@ -70,20 +75,21 @@ class Converter {
   void WriteObject(const std::string& name, const CallArgs& call, KeyWriter* w, int depth = 0);
   void Write(PyObject* obj, KeyWriter* w, int depth = 0);
 
-  // Caches the encoded value that stands for `obj` from now on (a module's
-  // constructor call, recorded when level 0 saw it being constructed).
-  void RememberInstance(PyObject* obj, std::string encoded);
+  // Keeps the constructor call that made `obj` (level 0 saw it), encoded:
+  // what stands for `obj` where the instance rule's fn cannot describe it.
+  void RememberConstruction(PyObject* obj, std::string encoded);
   // Drops an instance entry; called by the weakref callback.
   void ForgetInstance(PyObject* obj);
 
  private:
   struct TypeRule {
     RuleKind kind;
-    std::string name;     // kOpaque
+    std::string name;     // kOpaque; kInstance: the placeholder's call name ("" if none)
     pybind11::object fn;  // kReplace, kInstance
   };
   struct Instance {
     std::string encoded;
+    bool described;            // by the rule's fn; else the construction call, not yet asked
     pybind11::object weakref;  // its callback forgets the entry
   };
 
@@ -91,7 +97,8 @@ class Converter {
   void WriteTensor(PyObject* obj, KeyWriter* w);
   void WriteOpaque(PyTypeObject* type, KeyWriter* w);
   void WriteValueObject(PyObject* obj, KeyWriter* w, int depth);
-  void WriteInstance(PyObject* obj, PyObject* fn, KeyWriter* w, int depth);
+  void WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth);
+  void Remember(PyObject* obj, std::string encoded, bool described);
   void WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w, int depth = 0);
   const std::string& SubclassName(PyTypeObject* type);
 

@@ -27,15 +27,16 @@ struct Wrapper {
 
 PyTypeObject WrapperType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-// Remembers that `self` was made by this constructor call, so that a module
-// passed as an argument later is written as its constructor call.
+// Remembers that `self` was made by this constructor call: what a module
+// passed as an argument later is written as where the dialect cannot read
+// its arguments back (convert.h, Rule.instance).
 void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
   PyObject* self = call.args[0];
   if (reinterpret_cast<PyObject*>(Py_TYPE(self)) != w->owner) return;  // a subclass's super().__init__
   Suspend suspend;
   KeyWriter key;
   s->converter().WriteObject(s->ApiName(w->api), call.DropFirst(), &key);
-  s->converter().RememberInstance(self, std::string(key.view()));
+  s->converter().RememberConstruction(self, std::string(key.view()));
 }
 
 PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {

@@ -20,10 +20,11 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from .hooks import NativeHook, PatchTarget, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from . import _C
 from . import objects
-from .values import Call, Symbol
+from .values import MODULE_PLACEHOLDER, Call, Symbol
 
-# What classify() answers, as the converter (csrc/python/convert.h) reads it.
-Rule = Tuple[_C.Rule, Any]
+# What classify() answers, as the converter (csrc/python/convert.h) reads it:
+# (kind, payload), or (Rule.instance, fn, placeholder).
+Rule = Tuple[Any, ...]
 
 API_LIST_DIR = Path(__file__).resolve().parent / "api_list"
 
@@ -365,7 +366,7 @@ class PyTorchDialect(FrameworkDialect):
             return user_rule
         # Rules are per exact type: names are worked out here, once.
         if issubclass(tp, torch.nn.Module):
-            return (_C.Rule.instance, self.describe_module)
+            return (_C.Rule.instance, self.describe_module, MODULE_PLACEHOLDER)
         if issubclass(tp, torch.optim.Optimizer):
             return (_C.Rule.replace, self.describe_optimizer)
         np = sys.modules.get("numpy")
@@ -423,16 +424,16 @@ class PyTorchDialect(FrameworkDialect):
         cls = type(module)
         name = public_name(cls)
         if not cls.__module__.startswith("torch.nn."):
-            return Call("Module", name)
+            return Call(MODULE_PLACEHOLDER, name)
         call = self._container_call(module, name) if name in self.CONTAINERS else \
             objects.module_call(module, name, self._written, self._argument_module)
-        return call if call is not None else Call("Module", name)
+        return call if call is not None else Call(MODULE_PLACEHOLDER, name)
 
     def _container_call(self, module: Any, name: str) -> Optional[Call]:
         """A container as the call of its children (each written as its own
         call), where it builds an equal container."""
         children = {key: self.describe_module(child) for key, child in module.named_children()}
-        if any(c.name == "Module" for c in children.values()):
+        if any(c.name == MODULE_PLACEHOLDER for c in children.values()):
             return None
         real = dict(module.named_children())
         if name == "torch.nn.ModuleDict":
@@ -447,7 +448,7 @@ class PyTorchDialect(FrameworkDialect):
         """A module that is a constructor's argument, as its call (None: it
         has none)."""
         call = self.describe_module(module)
-        return None if call.name == "Module" else call
+        return None if call.name == MODULE_PLACEHOLDER else call
 
     def _written(self, value: Any) -> str:
         """`value` as a config line writes it."""

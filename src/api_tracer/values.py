@@ -95,6 +95,12 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+# The placeholder call a module is written as where it cannot be rebuilt:
+# Module("qualified.Name") (a module of the program's own, or one whose
+# constructor arguments cannot be read back); replay skips it.
+MODULE_PLACEHOLDER = "Module"
+
+
 class Call:
     """``name(*args, **kwargs)`` as a value: a constructor call or a placeholder.
 

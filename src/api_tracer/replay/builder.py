@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
-from ..values import Call, Symbol, TensorSpec
+from ..values import MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
 from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
@@ -198,7 +198,7 @@ class Builder:
     def call(self, c: Call, path: str) -> Any:
         torch = self.r.torch
         name = c.name
-        if name in ("Opaque", "Module"):
+        if name in ("Opaque", MODULE_PLACEHOLDER):
             raise Skip(placeholder_reason(c, path))
         if name == "Callable":
             return self.resolve(_callable_name(c))
@@ -258,7 +258,7 @@ def draw(profile: Any, numel: int, gen: Any) -> Any:
 
 
 # Calls that stand for a value replay cannot rebuild (it skips the config).
-PLACEHOLDERS = ("Opaque", "Module", "torch.SymInt", "torch.SymFloat", "torch.SymBool")
+PLACEHOLDERS = ("Opaque", MODULE_PLACEHOLDER, "torch.SymInt", "torch.SymFloat", "torch.SymBool")
 
 
 def placeholder_reason(c: Call, path: str) -> str:
