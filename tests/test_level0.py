@@ -86,6 +86,7 @@ def test_module_made_before_tracing_is_its_constructor_call_or_a_placeholder(out
     assert 'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([3], "float32"))' in lines
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
 def test_a_module_made_while_tracing_is_written_as_one_made_before(out):
     """However the program spelled the constructor call (a default given,
     a keyword for a positional), the module argument is written the way a

@@ -18,6 +18,11 @@ import typing
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+# What `with torch.device("meta")` enters, which _module_call uses while
+# tracing: imported with the package, so that tracing adds no module to
+# torch's namespaces (tests/test_compile.py).
+import torch.utils._device  # noqa: F401
+
 from .values import Call
 
 # What a value is written as (a config line's text), to compare values as
