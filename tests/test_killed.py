@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import yaml
@@ -21,6 +22,7 @@ from conftest import read_set, run_script
 CLI = [sys.executable, "-m", "api_tracer"]
 
 # 50 sizes: 100 distinct configs, a few thousand calls a second
+CONFIGS = 100
 LOOP = """
 import sys
 import torch
@@ -56,10 +58,11 @@ def kill_while_looping(tmp_path, how, levels, signum):
                             preexec_fn=default_signals)
     try:
         assert proc.stdout.readline() == "looping\n", proc.stderr.read()
-        # past a few snapshots, with the trace streaming
-        while (tmp_path / "out" / "api_configs.yaml").stat().st_size == 0 or \
+        # past a snapshot holding every config the loop makes, with the trace
+        # streaming (how soon the snapshot thread runs depends on the load)
+        while len((tmp_path / "out" / "api_configs.yaml").read_bytes().splitlines()) < CONFIGS or \
                 os.path.getsize(tmp_path / "out" / "api_trace.txt") < 300_000:
-            pass
+            time.sleep(0.01)
         proc.send_signal(signum)
         proc.wait(timeout=60)
     finally:
@@ -76,7 +79,7 @@ def complete_records(text):
 def check_summaries(files):
     """Every summary file is whole: it parses, and it holds what the loop made."""
     configs = files["api_configs.yaml"].splitlines()
-    assert len(configs) == 100
+    assert len(configs) == CONFIGS
     assert all(parse_call(line)[0] in ("torch.ones", "torch.add") for line in configs)
     assert files["api_apis.txt"] == "torch.add\ntorch.ones\n"
     stats = yaml.safe_load(files["api_statistics.yaml"])
