@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import Config, ReplayOptions, read_configs, replay_one, roundtrip, run_in_process
+from api_tracer.replay import Config, ReplayOptions, policy, read_configs, replay_one, roundtrip, run_in_process
 from workloads import FIDELITY_WORKLOADS, WORKLOADS
 
 CLI = [sys.executable, "-m", "api_tracer"]
@@ -114,14 +114,19 @@ EVIL = [
 
 
 def test_operators_named_as_dunders_and_tensor_methods_outside_overrides_replay():
-    """Held-out models (a Qwen2 padding mask at levels 1 and 3) recorded
-    these: aten registers __and__, __or__, ... as operator names, and
-    torch.overrides lists Tensor.new_zeros among the functions it ignores,
-    though level 1 sees it. Replay refused both."""
+    """Held-out models (a Qwen2 padding mask at levels 1 and 3) and
+    clip_grad_norm_ at level 1 recorded these: aten registers __and__,
+    __or__, ... as operator names; torch.overrides lists Tensor.new_zeros
+    among the functions it ignores, though level 1 sees it, and leaves out
+    private bindings of operators (torch._foreach_norm). Replay refused
+    them all."""
     lines = ['torch.ops.aten.__and__.Tensor(Tensor([1, 1, 9, 9], "bool"), Tensor([2, 1, 1, 9], "bool"))',
              'torch.ops.aten.__lshift__.Scalar(Tensor([4], "int64"), 2)',
              'torch.Tensor.new_zeros(Tensor([2, 5], "int64"), torch.Size([2, 5]))',
-             'torch.Tensor.new_ones(Tensor([1, 1, 9, 1], "int64"), (), dtype=torch.bool)']
+             'torch.Tensor.new_ones(Tensor([1, 1, 9, 1], "int64"), (), dtype=torch.bool)',
+             'torch._foreach_norm([Tensor([50, 16], "float32"), Tensor([96], "float32")], 2.0)',
+             'torch._foreach_mul_([Tensor([50, 16], "float32"), Tensor([96], "float32")], Tensor([], "float32"))']
+    assert policy.refusal("torch._cufft_set_plan_cache_max_size")  # an operator's binding, as denied as it
     results = run_in_process([Config("f", i + 1, line) for i, line in enumerate(lines)], ReplayOptions(),
                              lambda r: None)
     assert [(r.status, r.message) for r in results] == [("ok", "")] * len(lines)

@@ -12,6 +12,9 @@ computes. The policy is an allow-list:
   dispatches (``torch.functional.einsum``, ``torch.Tensor.shape.__get__``, ...),
   and the public Tensor methods it lists as ignored although they dispatch
   too (``torch.Tensor.new_zeros``, ``torch.Tensor.to_sparse_csr``, ...);
+- the Python bindings of the aten operators, which may run as the operators
+  they bind may (``torch._foreach_mul_`` is ``torch.ops.aten._foreach_mul_``,
+  recorded by level 1: torch.overrides leaves out private names);
 - the values replay itself constructs (``torch.device``, ``torch.Size``,
   ``torch.Generator``), and ``torch._C._set_grad_enabled``, whose change
   replay undoes after each config (it restores grad mode);
@@ -99,7 +102,26 @@ def named_apis() -> FrozenSet[str]:
         names.update(filter(None, map(resolve_name, functions)))
     names.update(n for n in filter(None, map(resolve_name, get_ignored_functions()))
                  if n.startswith("torch.Tensor.") and not n.split(".")[2].startswith("_"))
+    names.update(operator_bindings())
     return frozenset(n for n in names if not denied(n))
+
+
+def operator_bindings() -> FrozenSet[str]:
+    """torch.NAME and torch.Tensor.NAME where NAME is the generated Python
+    binding of the aten operator NAME (a builtin of torch._C's function
+    table or Tensor base class), the operator not denied."""
+    import types
+
+    import torch
+
+    aten = {s.name.partition("::")[2] for s in torch._C._jit_get_all_schemas() if s.name.startswith("aten::")}
+    bindings = set()
+    for owner, prefix in ((torch._C._VariableFunctions, "torch"), (torch._C.TensorBase, "torch.Tensor")):
+        for name in aten.intersection(dir(owner)):
+            builtin = isinstance(getattr(owner, name), (types.BuiltinFunctionType, types.MethodDescriptorType))
+            if builtin and not name.startswith("__") and not denied(f"torch.ops.aten.{name}"):
+                bindings.add(f"{prefix}.{name}")
+    return frozenset(bindings)
 
 
 def _operator_refusal(name: str, obj: Any) -> Optional[str]:
