@@ -84,7 +84,7 @@ def own_suite(repeats: int) -> None:
         first = pytest_in_root(["-rA", "--api-trace", out], check=False)
         first_seconds = time.perf_counter() - t0
         passed = [line.split(" ", 1)[1].split(" - ")[0] for line in first.stdout.splitlines()
-                  if line.startswith("PASSED ")]
+                  if line.startswith("PASSED tests/")]  # not the lines of pytester's inner sessions
         counts = first.stdout.strip().splitlines()[-1]
         print(f"== the project's own suite under --api-trace: {counts} ({first_seconds:.0f} s)")
         variants = {"without the plugin": ["-p", "no:api_tracer"], "--api-trace (level 1)": ["--api-trace", out]}
