@@ -1,5 +1,7 @@
 #include "python/convert.h"
 
+#include <ATen/record_function.h>
+
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Generator.h>
@@ -13,6 +15,17 @@
 
 namespace api_tracer::python {
 namespace {
+
+// A call of the dialect's Python code, with RecordFunction off on this
+// thread: no callback (level 3, a profiler) sees the operators it runs
+// (describing a module builds one on the meta device). Taken here, around
+// the callbacks, and not around every call's conversion: toggling it
+// rebuilds the thread's active callbacks.
+pybind11::object CallDialect(PyObject* fn, PyObject* arg) {
+  at::RecordFunctionGuard off(false);
+  return Steal(PyObject_CallOneArg(fn, arg));
+}
+
 
 constexpr int kMaxDepth = 32;
 
@@ -245,7 +258,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
       w->BeginObject("Opaque", 1, 0);
       return w->Str(rule.name);
     case RuleKind::kReplace: {
-      pybind11::object r = Steal(PyObject_CallOneArg(rule.fn.ptr(), obj));
+      pybind11::object r = CallDialect(rule.fn.ptr(), obj);
       if (!r) {
         PyErr_Clear();
         return WriteOpaque(type, w);
@@ -279,7 +292,7 @@ const std::string& Converter::SubclassName(PyTypeObject* type) {
   auto it = subclasses_.find(type);
   if (it != subclasses_.end()) return it->second;
   pybind11::object r;
-  if (tensor_type_name_) r = Steal(PyObject_CallOneArg(tensor_type_name_.ptr(), AsObject(type)));
+  if (tensor_type_name_) r = CallDialect(tensor_type_name_.ptr(), AsObject(type));
   std::string name = r && PyUnicode_Check(r.ptr()) ? Utf8(r.ptr()) : QualifiedName(type);
   PyErr_Clear();
   // Another thread may have added it while tensor_type_name ran: that one stays.
@@ -291,7 +304,7 @@ const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
   if (it != rules_.end()) return it->second;
   TypeRule rule{RuleKind::kOpaque, QualifiedName(type), {}};
   pybind11::object answer;
-  if (classify_) answer = Steal(PyObject_CallOneArg(classify_.ptr(), AsObject(type)));
+  if (classify_) answer = CallDialect(classify_.ptr(), AsObject(type));
   PyObject* r = answer.ptr();
   Py_ssize_t size = r && PyTuple_Check(r) ? PyTuple_GET_SIZE(r) : 0;
   if ((size == 2 || size == 3) && pybind11::isinstance<RuleKind>(PyTuple_GET_ITEM(r, 0))) {
@@ -366,7 +379,7 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
 void Converter::WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth) {
   auto it = instances_.find(obj);
   if (it != instances_.end() && it->second.described) return w->Raw(it->second.encoded);
-  pybind11::object r = Steal(PyObject_CallOneArg(rule.fn.ptr(), obj));
+  pybind11::object r = CallDialect(rule.fn.ptr(), obj);
   PyErr_Clear();
   bool placeholder = !r;
   if (r && !rule.name.empty() && Py_TYPE(r.ptr()) == g_call_type) {

@@ -147,13 +147,15 @@ void Session::Record(int level, ApiId api, const CallArgs& args) {
   HookThreadState& ts = CurrentThread();
   ts.key.Clear();
   {
-    Suspend suspend;  // the converter may call the dialect's Python code
+    // The converter may call the dialect's Python code, with RecordFunction
+    // off (convert.cc): recording alone is suspended around the whole call.
+    SuspendRecording suspend;
     converter_.WriteCall(api, args, &ts.key);
   }
   if (stopped_) return;  // by another thread, while the converter ran Python code
   if (!recorder_->Record(ts.key, {.level = level, .module = ModuleContext::Current()})) return;
   if (stacks_) {
-    Suspend suspend;
+    SuspendRecording suspend;  // reads Python frames: runs no operator
     stacks_->Offer(recorder_.get(), level, api);
   }
 }
