@@ -40,7 +40,7 @@ from typing import Dict, List
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from workloads import FIDELITY_WORKLOADS  # noqa: E402
+from workloads import FIDELITY_WORKLOADS, training_step  # noqa: E402
 
 from api_tracer import APITracer  # noqa: E402
 from api_tracer.replay import (Config, ReplayOptions, ranges_beside, read_configs, read_value_ranges, replay_one,  # noqa: E402
@@ -62,13 +62,8 @@ def t5_training_step():
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     ids, labels = torch.randint(1, 64, (2, 7)), torch.randint(1, 64, (2, 5))
     labels[1, -2:] = -100
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss.backward()
-        optimizer.step()
-
-    return step
+    return training_step(model, optimizer,
+                         lambda: model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss)
 
 
 def qwen2_training_step():
@@ -86,13 +81,7 @@ def qwen2_training_step():
     mask = torch.ones_like(ids)
     mask[0, :3] = 0  # left padding
     labels = ids.masked_fill(mask == 0, -100)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
-        optimizer.step()
-
-    return step
+    return training_step(model, optimizer, lambda: model(input_ids=ids, attention_mask=mask, labels=labels).loss)
 
 
 def swin_training_step():
@@ -107,13 +96,7 @@ def swin_training_step():
     model = SwinForImageClassification(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     pixels, labels = torch.randn(2, 3, 32, 32), torch.tensor([3, 0])
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        model(pixel_values=pixels, labels=labels).loss.backward()
-        optimizer.step()
-
-    return step
+    return training_step(model, optimizer, lambda: model(pixel_values=pixels, labels=labels).loss)
 
 
 def nn_transformer_training_step():
@@ -137,14 +120,11 @@ def nn_transformer_training_step():
     causal = nn.Transformer.generate_square_subsequent_mask(5)
     labels = torch.randint(0, 11, (2, 5))
     labels[1, -1] = -100
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
+    def loss():
         out = model(src, tgt, tgt_mask=causal, src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad)
-        loss_fn(head(out).flatten(0, 1), labels.flatten()).backward()
-        optimizer.step()
+        return loss_fn(head(out).flatten(0, 1), labels.flatten())
 
-    return step
+    return training_step(model, optimizer, loss)
 
 
 HELD_OUT = {"t5": t5_training_step, "qwen2": qwen2_training_step, "swin": swin_training_step,

@@ -455,5 +455,3 @@ def test_tensors_keep_recorded_strides_and_dtypes():
     api, func, args, kwargs = prepare(config)
     assert args[2].stride() == (1, 3) and args[2].dtype == torch.float64
     assert replay_one(config).status == "ok"
-from api_tracer.replay import Config, ReplayOptions, read_configs, replay_one, roundtrip, run_in_process
-from workloads import FIDELITY_WORKLOADS, WORKLOADS

@@ -89,6 +89,18 @@ LONG_SUMS = {"torch.ops.aten.convolution_backward.default": ("output[1]", "outpu
 
 # -- models the fidelity benchmark measures (bench/bench_fidelity.py) ---------
 
+def training_step(model, optimizer, loss):
+    """`step()`: the gradients zeroed, `loss()` backward, an optimizer
+    step; `step.model` is the model."""
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss().backward()
+        optimizer.step()
+
+    step.model = model
+    return step
+
+
 def _causal_lm_step(model, vocab: int, batch: int = 2, seq: int = 8):
     """A language model's training step: labels with padding (-100, which
     the loss ignores), loss backward, an AdamW step."""
@@ -97,14 +109,7 @@ def _causal_lm_step(model, vocab: int, batch: int = 2, seq: int = 8):
     ids = torch.randint(0, vocab, (batch, seq))
     labels = ids.clone()
     labels[:, -2:] = -100
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        model(input_ids=ids, labels=labels).loss.backward()
-        optimizer.step()
-
-    step.model = model
-    return step
+    return training_step(model, optimizer, lambda: model(input_ids=ids, labels=labels).loss)
 
 
 def gpt2_training_step():
@@ -141,14 +146,7 @@ def vit_training_step():
     model = ViTForImageClassification(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     pixels, labels = torch.randn(2, 3, 16, 16), torch.tensor([1, 4])
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        model(pixel_values=pixels, labels=labels).loss.backward()
-        optimizer.step()
-
-    step.model = model
-    return step
+    return training_step(model, optimizer, lambda: model(pixel_values=pixels, labels=labels).loss)
 
 
 class RecurrentTagger(nn.Module):
@@ -210,14 +208,7 @@ def embedding_bag_training_step():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
     ids, offsets = torch.randint(0, 40, (10,)), torch.tensor([0, 3, 5, 8])
     weights, labels = torch.rand(10), torch.tensor([0, 2, 1, 2])
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        nn.functional.cross_entropy(model(ids, offsets, weights), labels).backward()
-        optimizer.step()
-
-    step.model = model
-    return step
+    return training_step(model, optimizer, lambda: nn.functional.cross_entropy(model(ids, offsets, weights), labels))
 
 
 FIDELITY_WORKLOADS = {"gpt2": gpt2_training_step, "llama": llama_training_step, "vit": vit_training_step,
