@@ -73,8 +73,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_in_root(args: list, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=ROOT,
-                          check=check, capture_output=True, text=True)
+    # --rootdir: else pytest takes the common folder of the path arguments
+    # (--api-trace's too) as its root, and names the tests from there
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}", *args],
+                          cwd=ROOT, check=check, capture_output=True, text=True)
 
 
 def own_suite(repeats: int) -> None:
