@@ -20,6 +20,7 @@ from api_tracer import APITracer, parse_call
 from conftest import read_set, run_script
 
 CLI = [sys.executable, "-m", "api_tracer"]
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # traces of megabytes
 
 # 50 sizes: 100 distinct configs, a few thousand calls a second
 CONFIGS = 100
@@ -47,7 +48,7 @@ def default_signals():
         signal.signal(signum, signal.SIG_DFL)
 
 
-def kill_while_looping(tmp_path, how, levels, signum):
+def kill_while_looping(tmp_path, how, levels, signum, whole_snapshot=False):
     if how == "run":
         (tmp_path / "loop.py").write_text(LOOP)
         command = CLI + ["run", "--levels", levels, "--merge", "--snapshot-interval", "0.1", "-o", "out", "loop.py"]
@@ -60,9 +61,14 @@ def kill_while_looping(tmp_path, how, levels, signum):
         assert proc.stdout.readline() == "looping\n", proc.stderr.read()
         # past a snapshot holding every config the loop makes, with the trace
         # streaming (how soon the snapshot thread runs depends on the load)
-        while len((tmp_path / "out" / "api_configs.yaml").read_bytes().splitlines()) < CONFIGS or \
+        configs = tmp_path / "out" / "api_configs.yaml"
+        while len(configs.read_bytes().splitlines()) < CONFIGS or \
                 os.path.getsize(tmp_path / "out" / "api_trace.txt") < 300_000:
             time.sleep(0.01)
+        if whole_snapshot:  # and until the next one begins: that one wrote all its files
+            written = os.stat(configs).st_ino  # (one by one, each a new inode)
+            while os.stat(configs).st_ino == written:
+                time.sleep(0.01)
         proc.send_signal(signum)
         proc.wait(timeout=60)
     finally:
@@ -94,19 +100,19 @@ def test_run_writes_everything_on_termination_then_dies_by_the_signal(tmp_path, 
     files = read_set(tmp_path / "out")
     calls = check_summaries(files)
     lines = files["api_trace.txt"].splitlines()
-    records = yaml.load(files["api_trace.yaml"], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    records = yaml.load(files["api_trace.yaml"], Loader=LOADER)
     assert calls == len(lines) == len(records) > 1000  # nothing lost, not even the buffered tail
 
 
 @pytest.mark.parametrize("how,signum", [("run", signal.SIGKILL), ("with", signal.SIGKILL),
                                         ("with", signal.SIGTERM)])
 def test_a_kill_keeps_the_last_snapshot_whole(tmp_path, how, signum):
-    returncode, stderr = kill_while_looping(tmp_path, how, "0,1", signum)
+    returncode, stderr = kill_while_looping(tmp_path, how, "0,1", signum, whole_snapshot=True)
     assert returncode == -signum, stderr  # the with-form installs no handler: SIGTERM kills
     files = read_set(tmp_path / "out")
     calls = check_summaries(files)
     lines = files["api_trace.txt"].splitlines()
-    records = yaml.safe_load(complete_records(files["api_trace.yaml"]))
+    records = yaml.load(complete_records(files["api_trace.yaml"]), Loader=LOADER)
     assert calls > 0  # as of the last snapshot (the trace holds the chunks written by then)
     assert len(records) >= len(lines) - 1 > 1000
     assert not [name for name in os.listdir(tmp_path / "out") if name.endswith(".tmp")]
@@ -119,7 +125,7 @@ def test_ctrl_c_writes_every_file_whole_at_every_level(tmp_path, how, levels):
     assert returncode == -signal.SIGINT and "KeyboardInterrupt" in stderr, stderr
     files = read_set(tmp_path / "out")
     lines = files["api_trace.txt"].splitlines()
-    records = yaml.safe_load(files["api_trace.yaml"])
+    records = yaml.load(files["api_trace.yaml"], Loader=LOADER)
     assert len(records) == len(lines) == yaml.safe_load(files["api_statistics.yaml"])["Total API calls"] > 1000
 
 
