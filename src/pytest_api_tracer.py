@@ -26,6 +26,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 from typing import Any, Dict, Iterator, List
 
 import pytest
@@ -75,10 +76,69 @@ def test_dir_name(nodeid: str) -> str:
     return f"{readable}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
 
 
+class Trace:
+    """The plugin's trace into one set: `target`, or with target None the
+    set's pieces, left in `pieces_dir` for the session's merge. It gives way
+    to a tracer that a test runs of its own (which then records those
+    calls), and goes on as a new piece once that one stops; close() makes
+    the pieces one set in `target`."""
+
+    def __init__(self, session: "TraceSession", target: Any) -> None:
+        self.session = session
+        self.target = target
+        self.pieces: List[str] = []
+        self.tracer: Any = None
+        self.closed = False
+        self.pending = False  # gave way; resumes at the next test boundary
+        self._start_piece()
+
+    def _start_piece(self) -> None:
+        if self.closed:  # a test's tracer that stopped after its test
+            return
+        from api_tracer import APITracer
+
+        piece = self.session.new_piece()
+        self.pieces.append(piece)
+        self.thread, self.modes_below = threading.get_ident(), _mode_stacks()
+        self.tracer = APITracer(output_path=piece, levels=self.session.levels, merge_output=True)
+        self.tracer.give_way(self._resume).start()
+
+    def _resume(self) -> None:
+        """The test's tracer stopped: go on now if that is on our thread with
+        the torch modes as they were below ours, else at the next test
+        boundary (our modes are per thread, and pushed inside a `with` of
+        the test's they would be what its exit pops)."""
+        if threading.get_ident() == self.thread and _mode_stacks() == self.modes_below:
+            self._start_piece()
+        else:
+            self.pending = True
+
+    def at_test_boundary(self) -> None:
+        if self.pending:
+            self.pending = False
+            self._start_piece()
+
+    def close(self) -> None:
+        self.closed = True
+        self.tracer.stop()  # nothing if it gave way: its files are written
+        if self.target is None:
+            return
+        from api_tracer.merge import merge_found
+
+        os.makedirs(self.target, exist_ok=True)
+        if len(self.pieces) == 1:
+            for name in os.listdir(self.pieces[0]):
+                os.replace(os.path.join(self.pieces[0], name), os.path.join(self.target, name))
+        else:
+            merge_found(_sets_in(self.pieces), self.target)
+        for piece in self.pieces:
+            shutil.rmtree(piece, ignore_errors=True)
+
+
 class TraceSession:
     """Traces this process's part of the session into its set: DIR itself,
     or DIR/workers/ID in an xdist worker; with per_test, each test into
-    DIR/tests/NAME and the calls between tests into parts merged at the
+    DIR/tests/NAME and the calls between tests into pieces merged at the
     end. An xdist controller runs no test: it merges the workers' sets."""
 
     def __init__(self, config: Any) -> None:
@@ -89,48 +149,50 @@ class TraceSession:
         self.controller = worker is None and getattr(config.option, "dist", "no") != "no"
         self.workers = os.path.join(self.root, "workers")
         self.dir = os.path.join(self.workers, worker["workerid"]) if worker else self.root
-        self.parts = os.path.join(self.dir, "parts")
-        self.tracer: Any = None
+        self.pieces = os.path.join(self.dir, "pieces")
+        self.trace: Any = None
         self.tests: Dict[str, str] = {}  # directory name -> test id
+        self._pieces_made = 0
 
-    def _start(self, output: str) -> None:
-        from api_tracer import APITracer
+    def new_piece(self) -> str:
+        self._pieces_made += 1
+        return os.path.join(self.pieces, str(self._pieces_made))
 
-        self.tracer = APITracer(output_path=output, levels=self.levels, merge_output=True)
-        self.tracer.start()
+    def _trace(self, target: Any) -> None:
+        self._close()
+        self.trace = Trace(self, target)
 
-    def _stop(self) -> None:
-        tracer, self.tracer = self.tracer, None
-        if tracer is not None:
-            tracer.stop()
-
-    def _between_tests(self) -> None:
-        self._start(os.path.join(self.parts, str(len(self.tests))))
+    def _close(self) -> None:
+        trace, self.trace = self.trace, None
+        if trace is not None:
+            trace.close()
 
     def pytest_sessionstart(self, session: Any) -> None:
         if self.controller or getattr(session.config, "workerinput", None) is None:
             shutil.rmtree(self.root, ignore_errors=True)  # the run's own directory, made anew
         if self.controller:
             return
-        if self.per_test:
-            self._between_tests()
-        else:
-            self._start(self.dir)
+        self._trace(None if self.per_test else self.dir)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Iterator[None]:
-        if not self.per_test or self.controller:
+        if self.controller:
             yield
             return
-        self._stop()
+        if not self.per_test:
+            self.trace.at_test_boundary()
+            try:
+                yield
+            finally:
+                self.trace.at_test_boundary()
+            return
         name = test_dir_name(item.nodeid)
         self.tests[name] = item.nodeid
-        self._start(os.path.join(self.root, "tests", name))
+        self._trace(os.path.join(self.root, "tests", name))
         try:
             yield
         finally:
-            self._stop()
-            self._between_tests()
+            self._trace(None)  # the calls between tests
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Iterator[None]:
@@ -153,15 +215,24 @@ class TraceSession:
                 write_index(self.root, tests)
                 write_config_tests(self.root, _config_tests(self.root, tests))
             return
-        self._stop()
+        self._close()
         if not self.per_test:
+            shutil.rmtree(self.pieces, ignore_errors=True)
             return
         tests_dirs = [os.path.join(self.root, "tests", name) for name in self.tests]
-        parts = [os.path.join(self.parts, p) for p in os.listdir(self.parts)]
-        merge_found(_sets_in(parts + tests_dirs), self.dir)
-        shutil.rmtree(self.parts, ignore_errors=True)
+        between = [os.path.join(self.pieces, p) for p in os.listdir(self.pieces)]
+        merge_found(_sets_in(between + tests_dirs), self.dir)
+        shutil.rmtree(self.pieces, ignore_errors=True)
         write_index(self.dir, self.tests)
         write_config_tests(self.dir, _config_tests(self.root, self.tests))
+
+
+def _mode_stacks() -> tuple:
+    """The torch function and dispatch modes entered on this thread."""
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return _get_current_function_mode_stack(), _get_current_dispatch_mode_stack()
 
 
 def _sets_in(directories: List[str]) -> List[Any]:

@@ -77,6 +77,36 @@ def test_second_start_raises_runtime_error(out):
     assert not (out / "b").exists()
 
 
+def test_a_tracer_that_gives_way_stops_for_another_and_resumes_after(out):
+    pieces = []
+
+    def resume():
+        pieces.append(APITracer(output_path=str(out / f"resumed{len(pieces)}"), levels=1).give_way(resume).start())
+
+    background = APITracer(output_path=str(out / "background"), levels=1).give_way(resume).start()
+    torch.ones(1)
+    with APITracer(output_path=str(out / "own"), levels=[1, 2]):
+        assert not background.running and pieces == []
+        torch.ones(2)
+        with pytest.raises(RuntimeError, match="already running"):  # this one does not give way
+            APITracer(output_path=str(out / "third"), levels=1).start()
+    assert [p.running for p in pieces] == [True]
+    torch.ones(3)
+    # a start that fails resumes the one that gave way, too
+    blocker = out / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(OSError, match="a_file"):
+        APITracer(output_path=str(blocker / "sub"), levels=1).start()
+    assert [p.running for p in pieces] == [False, True]
+    torch.ones(4)
+    pieces[-1].stop()
+    assert (out / "background" / "api_trace_level_1.txt").read_text() == "torch.ones(1)\n"
+    assert (out / "own" / "api_trace_level_1.txt").read_text() == "torch.ones(2)\n"
+    assert (out / "resumed0" / "api_trace_level_1.txt").read_text() == "torch.ones(3)\n"
+    assert (out / "resumed1" / "api_trace_level_1.txt").read_text() == "torch.ones(4)\n"
+    assert not (out / "third").exists()
+
+
 def test_start_stop_methods_and_idempotent_stop(out):
     tracer = APITracer(output_path=str(out), levels=1, merge_output=True)
     tracer.stop()  # not running: nothing happens

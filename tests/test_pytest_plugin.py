@@ -85,7 +85,7 @@ def test_per_test_sets_say_which_tests_made_each_config(pytester):
     made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
     assert made["torch.ones(2)"] == ["test_suite.py::test_param[2]"]
     assert made["torch.zeros(4)"] == ["test_suite.py::test_skipped"]
-    assert not (out / "parts").exists()
+    assert not (out / "pieces").exists()
 
 
 @pytest.mark.parametrize("per_test", [False, True])
@@ -100,6 +100,62 @@ def test_xdist_workers_write_their_own_sets_and_the_session_merges_them(pytester
     if per_test:
         made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
         assert made["torch.ones(5)"] == ["test_suite.py::test_param[5]"]
+
+
+OWN_TRACER = '''
+import threading
+
+import torch
+from api_tracer import APITracer
+
+
+def test_runs_a_tracer_of_its_own(tmp_path):
+    torch.ones(1)
+    with APITracer(output_path=str(tmp_path), levels=[1, 2], merge_output=True):
+        torch.ones(2)
+    torch.ones(3)
+    assert (tmp_path / "api_trace.txt").read_text().splitlines()[0] == "torch.ones(2)"
+
+
+def test_stops_a_level_3_tracer_inside_a_mode_of_its_own(tmp_path):
+    tracer = APITracer(output_path=str(tmp_path), levels=3).start()
+    with torch.device("meta"):
+        tracer.stop()
+        assert torch.zeros(2).device.type == "meta"
+    assert torch.zeros(3).device.type == "cpu"  # its exit popped its own mode
+
+
+def test_stops_its_tracer_on_another_thread(tmp_path):
+    tracer = APITracer(output_path=str(tmp_path), levels=0).start()
+    stopper = threading.Thread(target=tracer.stop)
+    stopper.start()
+    stopper.join()
+    torch.zeros(4)
+
+
+def test_after_them():
+    torch.ones(4)
+'''
+
+
+@pytest.mark.parametrize("per_test", [False, True])
+def test_a_test_that_runs_its_own_tracer_passes_and_the_plugin_resumes_after(pytester, per_test):
+    """The plugin's tracer gives way to the test's: that one records what
+    runs inside it, the plugin what runs before and after, or from the next
+    test on where the test's tracer stopped on another thread or inside a
+    mode of the test's."""
+    pytester.makepyfile(test_own=OWN_TRACER)
+    result = pytester.runpytest_subprocess("--api-trace", "out", "-p", "no:cacheprovider",
+                                           *(["--api-trace-per-test"] if per_test else []))
+    result.assert_outcomes(passed=4)
+    out = pytester.path / "out"
+    assert config_counts(out) == {"torch.ones(1)": 1, "torch.ones(3)": 1, "torch.ones(4)": 1}
+    if per_test:
+        made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
+        assert made == {"torch.ones(1)": ["test_own.py::test_runs_a_tracer_of_its_own"],
+                        "torch.ones(3)": ["test_own.py::test_runs_a_tracer_of_its_own"],
+                        "torch.ones(4)": ["test_own.py::test_after_them"]}
+    assert not (out / "pieces").exists()
 
 
 def test_a_config_file_runs_as_tests(pytester):

@@ -7,7 +7,8 @@
 The tracer validates its options when it is made, opens the output files
 when it starts (so a bad path fails before any work), installs one hook per
 level, and on stop removes the hooks and writes the files. Exactly one
-tracer runs at a time in a process.
+tracer runs at a time in a process; one that gives way (``give_way``) stops
+for another and is resumed after it.
 """
 from __future__ import annotations
 
@@ -69,6 +70,17 @@ class APITracer:
         self._module_hooks: Optional[ModuleHooks] = None
         self._hooks: List[TracingHook] = []
         self._undo_start: Optional[Callable[[], None]] = None
+        self._resume: Optional[Callable[[], None]] = None  # set by give_way
+        self._then_resume: Optional[Callable[[], None]] = None  # what gave way to this one
+
+    def give_way(self, resume: Callable[[], None]) -> "APITracer":
+        """Lets another tracer start while this one runs: this one then
+        stops (its files written, final), and once the other stops,
+        ``resume()`` is called to go on tracing (a new tracer, into other
+        files). The pytest plugin's tracer gives way, so that tests which
+        run a tracer of their own pass under it."""
+        self._resume = resume
+        return self
 
     def _check_levels(self, items: tuple) -> Dict[int, type]:
         offered = self.dialect.hook_classes()
@@ -103,43 +115,75 @@ class APITracer:
 
     def start(self) -> "APITracer":
         """Opens the output files and installs the hooks."""
-        global _running
-        with _lock:
-            if _running is not None:
-                raise RuntimeError("an APITracer is already running in this process; stop it first")
-            _C.start(
-                self.options.to_native(self.levels, self.dialect.default_exclude()),
-                stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
-                resolve=self._resolve,
-                classify=self.dialect.classify,
-                tensor_type_name=self.dialect.tensor_type_name,
-            )
-            _running = self
-            try:
-                self._undo_start = self.dialect.on_start(self.levels)
-                with _C.suspended():
-                    for level in self.levels:
-                        hook = self.hook_classes[level](self.dialect, self.options)
-                        hook.install()
-                        self._hooks.append(hook)
-                    if self.tag_modules is not None:
-                        tree = ModuleTree(self.tag_modules)
-                        _C.module_paths(tree.names())
-                        self._module_hooks = ModuleHooks(tree, _C.module_enter, lambda scope: _C.module_exit())
-                        self._module_hooks.install()
-            except BaseException:
-                self._teardown()
-                raise
+        try:
+            with _lock:
+                self._start_locked()
+        except BaseException:
+            self._resume_the_one_that_gave_way()
+            raise
         atexit.register(self.stop)
         return self
 
+    def _start_locked(self) -> None:
+        global _running
+        if _running is not None:
+            if _running._resume is None:
+                raise RuntimeError("an APITracer is already running in this process; stop it first")
+            self._then_resume = _running._step_aside()
+        _C.start(
+            self.options.to_native(self.levels, self.dialect.default_exclude()),
+            stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
+            resolve=self._resolve,
+            classify=self.dialect.classify,
+            tensor_type_name=self.dialect.tensor_type_name,
+        )
+        _running = self
+        try:
+            self._undo_start = self.dialect.on_start(self.levels)
+            with _C.suspended():
+                for level in self.levels:
+                    hook = self.hook_classes[level](self.dialect, self.options)
+                    hook.install()
+                    self._hooks.append(hook)
+                if self.tag_modules is not None:
+                    tree = ModuleTree(self.tag_modules)
+                    _C.module_paths(tree.names())
+                    self._module_hooks = ModuleHooks(tree, _C.module_enter, lambda scope: _C.module_exit())
+                    self._module_hooks.install()
+        except BaseException:
+            self._teardown()
+            raise
+
     def stop(self) -> None:
         """Removes the hooks and writes the files. Does nothing if not running."""
-        with _lock:
-            if _running is not self:
-                return
+        try:
+            with _lock:
+                if _running is not self:
+                    return
+                try:
+                    self._teardown()
+                finally:
+                    atexit.unregister(self.stop)
+        finally:
+            self._resume_the_one_that_gave_way()
+
+    def _step_aside(self) -> Callable[[], None]:
+        """Under _lock: stops this tracer, which gives way, for another;
+        returns what resumes its trace."""
+        resume = self._resume
+        assert resume is not None
+        try:
             self._teardown()
-        atexit.unregister(self.stop)
+        finally:
+            atexit.unregister(self.stop)
+        return resume
+
+    def _resume_the_one_that_gave_way(self) -> None:
+        """Once this tracer has stopped, or failed to start: the tracer that
+        gave way to it goes on (outside _lock: that starts a tracer)."""
+        resume, self._then_resume = self._then_resume, None
+        if resume is not None:
+            resume()
 
     def _teardown(self) -> None:
         """Uninstalls every hook (the latest first), then closes the session;
@@ -181,6 +225,7 @@ class APITracer:
         _C.abandon_after_fork()
         self._remove_hooks()  # errors ignored: nothing of the parent's may stay
         self._undo_start = None
+        self._then_resume = None  # the parent's trace: it is not this process's
         _running = None
         atexit.unregister(self.stop)
 
