@@ -89,13 +89,18 @@ def own_suite(repeats: int) -> None:
                   if line.startswith("PASSED tests/")]  # not the lines of pytester's inner sessions
         counts = first.stdout.strip().splitlines()[-1]
         print(f"== the project's own suite under --api-trace: {counts} ({first_seconds:.0f} s)")
+        for line in first.stdout.splitlines():
+            if line.startswith(("FAILED tests/", "ERROR tests/")):
+                print("  " + line)
         variants = {"without the plugin": ["-p", "no:api_tracer"], "--api-trace (level 1)": ["--api-trace", out]}
         best = {name: float("inf") for name in variants}
         for _ in range(repeats):
             for name, extra in variants.items():
                 t0 = time.perf_counter()
-                pytest_in_root([*extra, *passed])
-                best[name] = min(best[name], time.perf_counter() - t0)
+                timed = pytest_in_root([*extra, *passed], check=False)
+                seconds = time.perf_counter() - t0
+                print(f"  {name}: {timed.stdout.strip().splitlines()[-1]} ({seconds:.0f} s)")
+                best[name] = min(best[name], seconds)
     base = best["without the plugin"]
     print(f"== the {len(passed)} tests that pass under it, pytest wall time, best of {repeats} interleaved runs")
     for name, seconds in best.items():

@@ -188,12 +188,17 @@ def test_streaming_off_keeps_configs_and_statistics(out):
 
 
 def test_level_3_alone_runs_compiled_code(out):
+    """Levels 0-2 run compiled functions eagerly; level 3 alone leaves them
+    compiled: the compiled kernel calls none of f's aten operators."""
     torch._dynamo.reset()
     f = torch.compile(lambda x: (x.sin() * 2).sum())
     x = torch.randn(8)
-    expected = f(x)
-    with APITracer(output_path=str(out), levels=3, merge_output=True):
-        assert torch.equal(f(x), expected)
+    with APITracer(output_path=str(out / "compiling"), levels=3):  # not as a level 1 around the test has it
+        expected = f(x)
+    with APITracer(output_path=str(out / "compiled"), levels=3, merge_output=True):
+        got = f(x)
+    assert torch.equal(got, expected)
+    assert "aten.sin" not in (out / "compiled" / "api_configs.yaml").read_text()
 
 
 def test_an_operator_redefined_by_a_new_library_is_read_by_its_new_schema(tmp_path):
