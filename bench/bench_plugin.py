@@ -92,6 +92,10 @@ def own_suite(repeats: int) -> None:
         for line in first.stdout.splitlines():
             if line.startswith(("FAILED tests/", "ERROR tests/")):
                 print("  " + line)
+        log = os.path.join(tempfile.gettempdir(), "bench_plugin_own_suite.log")
+        with open(log, "w", encoding="utf-8") as f:
+            f.write(first.stdout + first.stderr)
+        print(f"  (its output: {log})")
         variants = {"without the plugin": ["-p", "no:api_tracer"], "--api-trace (level 1)": ["--api-trace", out]}
         best = {name: float("inf") for name in variants}
         for _ in range(repeats):
