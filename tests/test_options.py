@@ -86,11 +86,16 @@ def test_a_tracer_that_gives_way_stops_for_another_and_resumes_after(out):
 
     background = APITracer(output_path=str(out / "background"), levels=1).give_way(resume).start()
     torch.ones(1)
-    with APITracer(output_path=str(out / "own"), levels=[1, 2]):
+    with APITracer(output_path=str(out / "own"), levels=[1, 2]) as own:
         assert not background.running and pieces == []
         torch.ones(2)
-        with pytest.raises(RuntimeError, match="already running"):  # this one does not give way
-            APITracer(output_path=str(out / "third"), levels=1).start()
+        for again in (APITracer(output_path=str(out / "third"), levels=1), own):  # own does not give way
+            with pytest.raises(RuntimeError, match="already running"):
+                again.start()
+        assert own.running and pieces == []  # a refused start resumes nothing
+    assert [p.running for p in pieces] == [True]
+    with pytest.raises(RuntimeError, match="already running"):  # it gives way, but not to itself
+        pieces[0].start()
     assert [p.running for p in pieces] == [True]
     torch.ones(3)
     # a start that fails resumes the one that gave way, too

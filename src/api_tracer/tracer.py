@@ -115,21 +115,30 @@ class APITracer:
 
     def start(self) -> "APITracer":
         """Opens the output files and installs the hooks."""
+        resume = None
         try:
             with _lock:
+                resume = self._displace_running()
                 self._start_locked()
+                self._then_resume = resume
         except BaseException:
-            self._resume_the_one_that_gave_way()
+            if resume is not None:  # it gave way to a start that failed
+                resume()
             raise
         atexit.register(self.stop)
         return self
 
+    def _displace_running(self) -> Optional[Callable[[], None]]:
+        """Under _lock: stops the running tracer if it gives way, and returns
+        what resumes it; raises if it does not (or is this one)."""
+        if _running is None:
+            return None
+        if _running is self or _running._resume is None:
+            raise RuntimeError("an APITracer is already running in this process; stop it first")
+        return _running._step_aside()
+
     def _start_locked(self) -> None:
         global _running
-        if _running is not None:
-            if _running._resume is None:
-                raise RuntimeError("an APITracer is already running in this process; stop it first")
-            self._then_resume = _running._step_aside()
         _C.start(
             self.options.to_native(self.levels, self.dialect.default_exclude()),
             stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
