@@ -111,7 +111,7 @@ def test_torchrun_ranks_each_write_their_own_complete_set_and_merge_is_their_uni
     (tmp_path / "train.py").write_text(TORCHRUN)
     env = dict(os.environ, MASTER_ADDR="127.0.0.1")
     r = subprocess.run(CLI + ["run", "--follow-children", "--levels", "1", "-o", "out", "-m", "torch.distributed.run",
-                              "--nproc_per_node=2", "--master_port=29517", "train.py"],
+                              "--nproc_per_node=2", "--standalone", "train.py"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "out"
