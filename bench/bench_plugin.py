@@ -54,9 +54,9 @@ SUITE = textwrap.dedent('''
 VARIANTS = {
     "without the plugin": ["-p", "no:api_tracer"],
     "plugin, not asked": [],
-    "--api-trace (level 1)": ["--api-trace", "{out}"],
-    "--api-trace-levels 3": ["--api-trace", "{out}", "--api-trace-levels", "3"],
-    "level 1, --api-trace-per-test": ["--api-trace", "{out}", "--api-trace-per-test"],
+    "--api-trace (level 1)": ["--api-trace={out}"],
+    "--api-trace-levels 3": ["--api-trace={out}", "--api-trace-levels", "3"],
+    "level 1, --api-trace-per-test": ["--api-trace={out}", "--api-trace-per-test"],
 }
 
 
@@ -73,9 +73,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_in_root(args: list, check: bool = True) -> subprocess.CompletedProcess:
-    # --rootdir: else pytest takes the common folder of the path arguments
-    # (--api-trace's too) as its root, and names the tests from there
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}", *args],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                           cwd=ROOT, check=check, capture_output=True, text=True)
 
 
@@ -83,7 +81,7 @@ def own_suite(repeats: int) -> None:
     """The project's tests that pass under the plugin, with and without it."""
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        first = pytest_in_root(["-rA", "--api-trace", out], check=False)
+        first = pytest_in_root(["-rA", f"--api-trace={out}"], check=False)
         first_seconds = time.perf_counter() - t0
         passed = [line.split(" ", 1)[1].split(" - ")[0] for line in first.stdout.splitlines()
                   if line.startswith("PASSED tests/")]  # not the lines of pytester's inner sessions
@@ -96,7 +94,7 @@ def own_suite(repeats: int) -> None:
         with open(log, "w", encoding="utf-8") as f:
             f.write(first.stdout + first.stderr)
         print(f"  (its output: {log})")
-        variants = {"without the plugin": ["-p", "no:api_tracer"], "--api-trace (level 1)": ["--api-trace", out]}
+        variants = {"without the plugin": ["-p", "no:api_tracer"], "--api-trace (level 1)": [f"--api-trace={out}"]}
         best = {name: float("inf") for name in variants}
         for _ in range(repeats):
             for name, extra in variants.items():

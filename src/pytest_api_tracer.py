@@ -48,7 +48,9 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def pytest_configure(config: Any) -> None:
-    if config.getoption("api_trace"):
+    trace = config.getoption("api_trace")
+    if trace:
+        _check_rootdir(config, trace)
         config.pluginmanager.register(TraceSession(config), "api-tracer-trace")
     replay = config.getoption("api_replay")
     if replay:
@@ -58,6 +60,22 @@ def pytest_configure(config: Any) -> None:
 
 
 # -- tracing a suite ------------------------------------------------------------
+
+
+def _check_rootdir(config: Any, trace: str) -> None:
+    """pytest chooses its rootdir before it reads a plugin's options, so it
+    takes the DIR of `--api-trace DIR`, where DIR exists, for a test path.
+    Outside the directory pytest runs in, that moves the root away from the
+    project's: the session names its tests from there and can lose the
+    project's config file (testpaths, markers). `--api-trace=DIR` is safe."""
+    args = [str(a) for a in config.invocation_params.args]
+    given_apart = any(a == "--api-trace" and b == trace for a, b in zip(args, args[1:]))
+    here = os.path.realpath(str(config.invocation_params.dir))
+    inside = os.path.realpath(trace).startswith(here + os.sep)
+    if given_apart and os.path.isdir(trace) and not inside:
+        raise pytest.UsageError(
+            f"--api-trace {trace}: pytest reads an existing directory given apart from its option as a test "
+            f"path when it chooses its rootdir (here {config.rootpath}); write --api-trace={trace}")
 
 
 def _levels(text: str) -> List[int]:

@@ -158,6 +158,23 @@ def test_a_test_that_runs_its_own_tracer_passes_and_the_plugin_resumes_after(pyt
     assert not (out / "pieces").exists()
 
 
+def test_an_existing_trace_dir_outside_given_apart_is_a_usage_error(pytester):
+    """pytest takes an existing DIR of `--api-trace DIR` for a test path when
+    it chooses its rootdir: outside the run's directory that moves the root."""
+    pytester.makepyfile(test_one="import torch\n\ndef test_one():\n    torch.ones(1)\n")
+    elsewhere = pytester.path.parent / f"{pytester.path.name}-traces"
+    elsewhere.mkdir()
+    apart = pytester.runpytest_subprocess("--api-trace", str(elsewhere), "-p", "no:cacheprovider")
+    assert apart.ret == pytest.ExitCode.USAGE_ERROR
+    apart.stderr.fnmatch_lines([f"*--api-trace {elsewhere}: pytest reads an existing directory*"
+                                f"write --api-trace={elsewhere}"])
+    joined = pytester.runpytest_subprocess(f"--api-trace={elsewhere}", "-p", "no:cacheprovider")
+    joined.assert_outcomes(passed=1)
+    assert config_counts(elsewhere) == {"torch.ones(1)": 1}
+    (pytester.path / "out").mkdir()  # inside: the root stays
+    pytester.runpytest_subprocess("--api-trace", "out", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def test_a_config_file_runs_as_tests(pytester):
     configs = pytester.path / "configs.txt"
     configs.write_text("\n".join([
