@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import threading
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -96,12 +96,12 @@ def test_dir_name(nodeid: str) -> str:
 
 class Trace:
     """The plugin's trace into one set: `target`, or with target None the
-    set's pieces, left in `pieces_dir` for the session's merge. It gives way
+    set's pieces, left in the session's pieces directory for its merge. It gives way
     to a tracer that a test runs of its own (which then records those
     calls), and goes on as a new piece once that one stops; close() makes
     the pieces one set in `target`."""
 
-    def __init__(self, session: "TraceSession", target: Any) -> None:
+    def __init__(self, session: "TraceSession", target: Optional[str]) -> None:
         self.session = session
         self.target = target
         self.pieces: List[str] = []
@@ -176,7 +176,7 @@ class TraceSession:
         self._pieces_made += 1
         return os.path.join(self.pieces, str(self._pieces_made))
 
-    def _trace(self, target: Any) -> None:
+    def _trace(self, target: Optional[str]) -> None:
         self._close()
         self.trace = Trace(self, target)
 
