@@ -21,7 +21,8 @@ def test_dialect_serializes_a_user_type(out):
     with APITracer(dialect=GeoDialect(), output_path=str(out), levels=0, merge_output=True,
                    api_list=[f"{__name__}.measure"]):
         measure(Point3(1, 2.5, 3), origin=Point3(0, 0, 0))
-    assert trace_lines(out) == [f"{__name__}.measure(geo.Point3(1, 2.5, z=3), origin=geo.Point3(0, 0, z=0))"]
+    # (A Python function's call is written bound: its required parameters positionally.)
+    assert trace_lines(out) == [f"{__name__}.measure(geo.Point3(1, 2.5, z=3), geo.Point3(0, 0, z=0))"]
 
 
 def measure(p, origin):

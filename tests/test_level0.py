@@ -1,5 +1,7 @@
 """Level 0: APIs wrapped by setattr, every descriptor kind kept, everything restored."""
 
+import types
+
 import pytest
 import torch
 import torch.nn as nn
@@ -127,7 +129,7 @@ def test_descriptor_kinds_are_kept(out):
     assert all(Widget.__dict__[k] is v for k, v in before.items())
     lines = trace_lines(out)
     assert lines[0] == f"{W}(2)"
-    assert f"{W}.grow(Opaque(\"{W}\"), 3)" in lines
+    assert f"{W}.grow(Opaque(\"{W}\"), k=3)" in lines  # a Python function: bound, optional by keyword
     assert f"{W}.make(4)" in lines
     assert f"{W}.build({__name__}.SubWidget, 6)" in lines
     # property getters are left out by default (noise control) ...
@@ -143,30 +145,44 @@ def test_property_getter_recorded_when_not_excluded(out):
 def snapshot():
     import torch.nn.functional as F
 
-    owners = [torch, F, torch.Tensor, nn.Linear, nn.Conv2d, torch.optim.SGD]
-    return {(id(o), k): v for o in owners for k, v in list(vars(o).items())}
+    owners = [torch, F, torch.Tensor, nn.Linear, nn.Conv2d, nn.Tanh, nn.Module, torch.optim.SGD]
+    attrs = {(id(o), k): v for o in owners for k, v in list(vars(o).items())}
+    codes = {(id(o), k): v.__code__ for (o_id, k), v in attrs.items() for o in owners
+             if id(o) == o_id and isinstance(v, types.FunctionType)}
+    return attrs, codes
 
 
 def test_everything_is_restored_after_stop(out):
-    before = snapshot()
+    """In place: while tracing, every attribute is the very object it was
+    (only what cannot be patched in place is wrapped by setattr), and after
+    stop every function has its own code again."""
+    attrs, codes = snapshot()
     tracer = APITracer(output_path=str(out), levels=0)
     tracer.start()
-    assert type(torch.add).__name__ == "ApiWrapper"
-    assert "__init__" in vars(nn.Tanh)  # an inherited __init__ is shadowed while tracing
-    tracer.stop()
-    after = snapshot()
-    assert after.keys() == before.keys()
-    assert all(after[k] is before[k] for k in before)
-    assert "__init__" not in vars(nn.Tanh)
+    try:
+        assert type(torch.add).__name__ == "builtin_function_or_method"
+        assert torch.nn.functional.relu.__code__ is not codes[(id(torch.nn.functional), "relu")]
+        assert "__init__" not in vars(nn.Tanh)  # its inherited __init__ is patched where it is
+        hook = tracer._hooks[0]
+        wrapped = {(id(t.owner), t.attr) for t in hook.dialect.setattr_targets(hook.wrapped)[0]}
+        assert (id(torch.Tensor), "__getitem__") in wrapped  # a slot wrapper: no way in place
+        during, _ = snapshot()
+        changed = {k for k in during.keys() | attrs.keys() if during.get(k) is not attrs.get(k)}
+        assert changed and changed <= wrapped
+    finally:
+        tracer.stop()
+    after, after_codes = snapshot()
+    assert after.keys() == attrs.keys() and all(after[k] is attrs[k] for k in attrs)
+    assert after_codes.keys() == codes.keys() and all(after_codes[k] is codes[k] for k in codes)
 
 
 def test_everything_is_restored_after_an_exception(out):
-    before = snapshot()
+    before = snapshot()[0]
     with pytest.raises(KeyError, match="boom"):
         with APITracer(output_path=str(out), levels=0, merge_output=True):
             torch.ones(2)
             raise KeyError("boom")
-    after = snapshot()
+    after = snapshot()[0]
     assert all(after[k] is before[k] for k in before) and after.keys() == before.keys()
     assert trace_lines(out) == ["torch.ones(2)"]
 
@@ -186,11 +202,17 @@ def test_exceptions_of_the_api_propagate_and_the_call_is_recorded(out):
 
 
 def test_wrappers_kept_after_stop_call_through(out):
+    """What level 0 wraps by setattr (a slot wrapper, here), kept past
+    stop, calls straight through; so does a bound method made while tracing
+    from a method descriptor patched in place."""
+    t = torch.arange(6.0)
     with APITracer(output_path=str(out), levels=0, merge_output=True):
-        kept = torch.add
+        kept = torch.Tensor.__getitem__
+        bound = t.add
     assert type(kept).__name__ == "ApiWrapper"
-    assert kept(torch.ones(1), 1).item() == 2.0
-    assert kept.__wrapped__ is torch.add and kept.__name__ == "add"
+    assert kept(t, 2).item() == 2.0 and bound(1)[0].item() == 1.0
+    assert kept.__wrapped__ is torch.Tensor.__getitem__ and kept.__name__ == "__getitem__"
+    assert kept == torch.Tensor.__getitem__ and hash(kept) == hash(torch.Tensor.__getitem__)
     assert trace_lines(out) == []
 
 

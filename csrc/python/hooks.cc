@@ -8,6 +8,7 @@
 
 #include "aten/ivalue_key.h"
 #include "aten/observer.h"
+#include "python/outermost.h"
 #include "python/session.h"
 
 namespace api_tracer::python {
@@ -41,23 +42,20 @@ void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
 
 PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* w = reinterpret_cast<Wrapper*>(self);
-  Session* s = Session::Active();
-  HookThreadState& ts = CurrentThread();
-  if (!s || s->epoch() != w->epoch || SuspendRecording::Active() || ts.depth[w->level] > 0) {
-    return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
-  }
+  auto invoke = [&] { return PyObject_Vectorcall(w->original, args, nargsf, kwnames); };
+  if (!RecordsNow(w->level, w->epoch)) return invoke();
   CallArgs call = CallArgs::Vector(args, PyVectorcall_NARGS(nargsf), kwnames);
-  bool constructor = w->owner != nullptr;
-  if (constructor && call.nargs == 0) return PyObject_Vectorcall(w->original, args, nargsf, kwnames);
+  if (w->owner == nullptr) return RecordThenCall(w->level, w->api, w->original, call, invoke);
+  if (call.nargs == 0) return invoke();
+  Session* s = Session::Active();
   Session::Pin pin(s);  // while `s` is used: the call may stop it
-  s->Record(w->level, w->api, constructor ? call.DropFirst() : call);
-  ++ts.depth[w->level];
-  PyObject* outer = ts.open_call;
-  ts.open_call = w->original;
-  PyObject* result = PyObject_Vectorcall(w->original, args, nargsf, kwnames);
-  ts.open_call = outer;
-  --ts.depth[w->level];
-  if (result && constructor && Session::Active() == s) RememberConstruction(s, w, call);
+  s->Record(w->level, w->api, call.DropFirst());
+  PyObject* result;
+  {
+    OpenCall open(w->level, w->original);
+    result = invoke();
+  }
+  if (result && Session::Active() == s) RememberConstruction(s, w, call);
   return result;
 }
 
@@ -130,6 +128,19 @@ PyObject* WrapperGetAttr(PyObject* self, PyObject* name) {
 
 PyObject* WrapperRepr(PyObject* self) {
   return PyUnicode_FromFormat("<api_tracer wrapper of %R>", reinterpret_cast<Wrapper*>(self)->original);
+}
+
+// A wrapper hashes and compares as the callable it wraps: a set or dict of
+// torch's functions built while it stood in their place finds them after.
+PyObject* Unwrapped(PyObject* obj) {
+  return Py_TYPE(obj) == &WrapperType ? reinterpret_cast<Wrapper*>(obj)->original : obj;
+}
+
+Py_hash_t WrapperHash(PyObject* self) { return PyObject_Hash(Unwrapped(self)); }
+
+PyObject* WrapperRichCompare(PyObject* a, PyObject* b, int op) {
+  if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+  return PyObject_RichCompare(Unwrapped(a), Unwrapped(b), op);
 }
 
 PyObject* WrapperWrapped(PyObject* self, void*) { return Py_NewRef(reinterpret_cast<Wrapper*>(self)->original); }
@@ -251,6 +262,8 @@ bool InitHooks(PyObject* module) {
   WrapperType.tp_descr_get = WrapperGet;
   WrapperType.tp_getattro = WrapperGetAttr;
   WrapperType.tp_repr = WrapperRepr;
+  WrapperType.tp_hash = WrapperHash;
+  WrapperType.tp_richcompare = WrapperRichCompare;
   WrapperType.tp_getset = kWrapperGetSet;
   WrapperType.tp_weaklistoffset = offsetof(Wrapper, weaklist);
   if (PyType_Ready(&WrapperType) < 0) return false;

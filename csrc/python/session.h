@@ -37,6 +37,18 @@ struct OpSignature;  // aten/ivalue_key.h
 
 namespace api_tracer::python {
 
+// A call of an instrumented Python function (inplace.h) on its way: entered,
+// not yet left.
+struct CodeFrame {
+  int level = -1;                 // the level it was recorded at; -1: not recorded
+  PyObject* outer_call = nullptr;  // HookThreadState::open_call before it
+  // A construction to remember when it returns (a constructor of the exact
+  // class): the object, its call encoded, and the session that recorded it.
+  PyObject* made = nullptr;
+  std::string construction;
+  uint64_t epoch = 0;
+};
+
 // What each thread keeps between hook invocations.
 struct HookThreadState {
   int depth[kMaxLevel + 1] = {};  // recorded calls open, per level
@@ -44,6 +56,7 @@ struct HookThreadState {
   // has seen the first call inside it ("nested directly", for merging).
   PyObject* open_call = nullptr;
   KeyWriter key;
+  std::vector<CodeFrame> code_frames;  // innermost last
 };
 HookThreadState& CurrentThread();
 

@@ -134,6 +134,11 @@ class FrameworkDialect:
         """Why level 0 must not wrap `api` (None: it may)."""
         return None
 
+    def quiet_targets(self) -> List[PatchTarget]:
+        """APIs level 0 does not record, nor anything called inside them
+        (a framework's printing and pickling of its own objects)."""
+        return []
+
     def setattr_targets(self, names: Iterable[str]) -> Tuple[List[PatchTarget], Dict[str, str]]:
         """Resolves API names into the attributes level 0 replaces; also
         returns the names left out, with the reason."""
@@ -259,6 +264,20 @@ class PyTorchDialect(FrameworkDialect):
         "torch.nn.Module": "the base class: every module's construction would be recorded twice",
         "torch.compile": "the compiler's entry point",
     }
+    # Of those, level 0 leaves out what runs inside these too: the tensor
+    # methods that printing, pickling and copying a tensor call are torch's,
+    # not the program's.
+    QUIET: Tuple[str, ...] = tuple(
+        f"{owner}.{method}"
+        for owner, methods in (
+            ("torch.Tensor", ("__repr__", "__str__", "__format__", "__reduce__", "__reduce_ex__", "__getstate__",
+                              "__setstate__", "__deepcopy__")),
+            ("torch.nn.Parameter", ("__repr__", "__reduce_ex__", "__deepcopy__")),
+            ("torch.storage.TypedStorage", ("__repr__", "__reduce__", "__deepcopy__", "__copy__")),
+            ("torch.storage._StorageBase", ("__repr__", "__reduce__", "__deepcopy__", "__copy__")),
+        )
+        for method in methods) + ("torch.storage._load_from_bytes",)
+    QUIET_PREFIXES: Tuple[str, ...] = ("torch._utils._rebuild_",)  # what unpickling a tensor calls
     # Namespaces that compilers and tracers walk through: wrapping them
     # would change what they see.
     SKIP_PREFIXES: Tuple[str, ...] = ("torch._", "torch.jit.", "torch.fx.", "torch.export.",
@@ -300,6 +319,15 @@ class PyTorchDialect(FrameworkDialect):
         if not had_registry:
             vars(torch.overrides).pop("__warningregistry__", None)
         return run_compiled_code_eagerly(when_loaded=True, quietly=_C.suspended)
+
+    def quiet_targets(self) -> List[PatchTarget]:
+        import torch._utils
+
+        names = list(self.QUIET)
+        for prefix in self.QUIET_PREFIXES:
+            module, _, start = prefix.rpartition(".")
+            names += [f"{module}.{n}" for n in sorted(vars(sys.modules[module])) if n.startswith(start)]
+        return [t for t in (self._target(api)[0] for api in names) if t is not None]
 
     def stack_skip_prefixes(self) -> List[str]:
         import torch

@@ -4,10 +4,13 @@ Each ``TracingHook`` serves one level and writes its records to that level's
 output set. The per-call work is C++ (``api_tracer._C``): a hook only puts
 the C++ callables in place and takes them away again.
 
-- ``SetattrHook`` (level 0) replaces the APIs of the dialect's API list by
-  setattr with ``_C.ApiWrapper`` objects. It sees calls from every thread,
-  records the outermost API call of a thread (calls torch makes inside it are
-  not recorded again), and restores every attribute on uninstall.
+- ``SetattrHook`` (level 0) makes the APIs of the dialect's API list record
+  their calls: in place where it can (a Python function's code, a C
+  function's vectorcall, a method descriptor's method table entry; the API
+  stays the very object it was, csrc/python/inplace.h), else by setattr with
+  a ``_C.ApiWrapper``. It sees calls from every thread, records the
+  outermost API call of a thread (calls torch makes inside it are not
+  recorded again), and undoes everything on uninstall.
 - ``TorchFunctionHook`` (level 1) enters a ``TorchFunctionMode`` whose
   ``__torch_function__`` is ``_C.torch_function_handler``.
 - ``TorchDispatchHook`` (level 2) enters a ``TorchDispatchMode`` whose
@@ -25,10 +28,12 @@ from __future__ import annotations
 
 import abc
 import types
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tuple
 
 from . import _C
+from . import instrument
 from .options import TracerOptions
 
 
@@ -52,6 +57,8 @@ class Dialect(Protocol):
 
     def setattr_targets(self, names: Iterable[str]) -> Tuple[List[PatchTarget], Dict[str, str]]: ...
 
+    def quiet_targets(self) -> List[PatchTarget]: ...
+
 
 class TracingHook(abc.ABC):
     """One way of seeing API calls, recording them at ``level``."""
@@ -61,7 +68,7 @@ class TracingHook(abc.ABC):
     def __init__(self, dialect: Dialect, options: Optional[TracerOptions] = None) -> None:
         self.dialect = dialect
         self.options = options if options is not None else TracerOptions()
-        self._patches: List[Tuple[Any, str, bool, Any]] = []
+        self._patches: List[Callable[[], None]] = []
 
     @abc.abstractmethod
     def install(self) -> None:
@@ -89,19 +96,24 @@ class TracingHook(abc.ABC):
         had_own = attr in vars(owner)
         old = vars(owner)[attr] if had_own else None
         setattr(owner, attr, value)
-        self._patches.append((owner, attr, had_own, old))
+        if had_own:
+            self._patches.append(lambda: setattr(owner, attr, old))
+        else:
+            self._patches.append(lambda: delattr(owner, attr))
+
+    def undo_with(self, undo: Callable[[], None]) -> None:
+        """Remembers `undo` for restore(), which calls it in turn."""
+        self._patches.append(undo)
 
     def restore(self) -> None:
-        """Puts back every patched attribute, the latest first; an attribute
-        that was inherited is deleted again."""
+        """Undoes every patch, the latest first: a patched attribute is put
+        back (an inherited one deleted again), and what undo_with() was
+        given is called."""
         errors = []
         while self._patches:
-            owner, attr, had_own, old = self._patches.pop()
+            undo = self._patches.pop()
             try:
-                if had_own:
-                    setattr(owner, attr, old)
-                else:
-                    delattr(owner, attr)
+                undo()
             except Exception as e:  # noqa: BLE001 - keep restoring the rest
                 errors.append(e)
         if errors:
@@ -109,22 +121,34 @@ class TracingHook(abc.ABC):
 
 
 class SetattrHook(TracingHook):
-    """Level 0: the dialect's API list, wrapped by setattr."""
+    """Level 0: the dialect's API list, recording in place where it can,
+    else wrapped by setattr."""
 
     level = int(_C.Level.setattr)
 
     def __init__(self, dialect: Dialect, options: Optional[TracerOptions] = None) -> None:
         super().__init__(dialect, options)
         self.skipped: dict = {}
+        self.wrapped: List[str] = []  # the APIs recorded by a wrapper, not in place
 
     def install(self) -> None:
         names = self.options.api_list
         if names is None:
             names = self.dialect.api_list(full=self.options.disable_torch_api_list)
         targets, self.skipped = self.dialect.setattr_targets(names)
+        # Per __init__ function, the classes in the list whose construction
+        # it is (an inherited __init__ is shared: Module.__init__ makes Tanh).
+        owners: Dict[int, List[Tuple[type, str]]] = defaultdict(list)
+        for t in targets:
+            if t.kind == "constructor" and _C.allows(t.api):
+                owners[id(t.raw)].append((t.owner, t.api))
+        done: set = set()  # what is patched in place: an alias records under the first name
         try:
             for target in targets:
-                self._install_one(target)
+                self._install_one(target, owners.get(id(target.raw)), done)
+            for target in self.dialect.quiet_targets():
+                if id(target.raw) not in done:
+                    self._in_place(target.raw, None, None)
         except BaseException:
             self.restore()
             raise
@@ -132,26 +156,55 @@ class SetattrHook(TracingHook):
     def uninstall(self) -> None:
         self.restore()
 
-    def _install_one(self, t: "PatchTarget") -> None:
+    def _install_one(self, t: "PatchTarget", owners: Optional[List[Tuple[type, str]]], done: set) -> None:
         kind, raw = t.kind, t.raw
-        if kind == "property":
-            getter = t.api + ".__get__"
-            if not _C.allows(getter):
-                return
-            new = property(self.wrap(raw.fget, getter), raw.fset, raw.fdel, raw.__doc__)
-        elif not _C.allows(t.api):
+        api = t.api + ".__get__" if kind == "property" else t.api
+        if not _C.allows(api):
             return
+        inner = raw.fget if kind == "property" else raw.__func__ if kind in ("staticmethod", "classmethod") else raw
+        if id(inner) in done or self._in_place(inner, api, owners if kind == "constructor" else None):
+            done.add(id(inner))
+            return
+        self.wrapped.append(api)
+        if kind == "property":
+            new = property(self.wrap(raw.fget, api), raw.fset, raw.fdel, raw.__doc__)
         elif kind == "constructor":
-            new = self.wrap(raw, t.api, binds=True, owner=t.owner)
+            new = self.wrap(raw, api, binds=True, owner=t.owner)
         elif kind == "staticmethod":
-            new = staticmethod(self.wrap(raw.__func__, t.api))
+            new = staticmethod(self.wrap(raw.__func__, api))
         elif kind == "classmethod":
-            new = classmethod(self.wrap(raw.__func__, t.api, binds=True))
+            new = classmethod(self.wrap(raw.__func__, api, binds=True))
         elif kind == "method":
-            new = self.wrap(raw, t.api, binds=hasattr(type(raw), "__get__"))
+            new = self.wrap(raw, api, binds=hasattr(type(raw), "__get__"))
         else:  # a module-level function: module attributes never bind
-            new = self.wrap(raw, t.api)
+            new = self.wrap(raw, api)
         self.patch(t.owner, t.attr, new)
+
+    def _in_place(self, fn: Any, api: Optional[str], owners: Optional[List[Tuple[type, str]]]) -> bool:
+        """Makes `fn` record its calls as `api` without replacing it (as
+        constructions of `owners`' classes, for an __init__; with api None,
+        record nothing inside it); False where it cannot be."""
+        if isinstance(fn, types.FunctionType):
+            hook, code = instrument.instrumented(fn)
+            if code is None:
+                return False
+            hook.arm(api, self.level, owners)
+            original = fn.__code__
+            fn.__code__ = code
+
+            def undo() -> None:
+                if fn.__code__ is code:  # (not if the program has put code of its own there since)
+                    fn.__code__ = original
+            self.undo_with(undo)
+            return True
+        if api is None:
+            return False
+        patch = _C.patch_c_function if isinstance(fn, types.BuiltinFunctionType) else \
+            _C.patch_method_descriptor if isinstance(fn, types.MethodDescriptorType) else None
+        if patch is None or not patch(fn, api, self.level):
+            return False
+        self.undo_with(lambda: _C.unpatch(fn))
+        return True
 
 
 class _ModeHook(TracingHook):
