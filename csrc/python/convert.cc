@@ -307,10 +307,11 @@ const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
   if (classify_) answer = CallDialect(classify_.ptr(), AsObject(type));
   PyObject* r = answer.ptr();
   Py_ssize_t size = r && PyTuple_Check(r) ? PyTuple_GET_SIZE(r) : 0;
-  if ((size == 2 || size == 3) && pybind11::isinstance<RuleKind>(PyTuple_GET_ITEM(r, 0))) {
+  if (size >= 2 && size <= 4 && pybind11::isinstance<RuleKind>(PyTuple_GET_ITEM(r, 0))) {
     auto kind = pybind11::handle(PyTuple_GET_ITEM(r, 0)).cast<RuleKind>();
     PyObject* payload = PyTuple_GET_ITEM(r, 1);
-    PyObject* placeholder = size == 3 ? PyTuple_GET_ITEM(r, 2) : nullptr;
+    PyObject* placeholder = size >= 3 ? PyTuple_GET_ITEM(r, 2) : nullptr;
+    rule.modes = size == 4 && kind == RuleKind::kInstance && PyTuple_GET_ITEM(r, 3) == Py_True;
     if (kind == RuleKind::kOpaque && PyUnicode_Check(payload) && !placeholder) {
       rule.name = Utf8(payload);
     } else if (kind != RuleKind::kOpaque && PyCallable_Check(payload) &&
@@ -376,47 +377,109 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
   }
 }
 
+namespace {
+
+// The training flags of a torch.nn.Module and of its submodules (its
+// `_modules`, depth first), hashed: read from the modules' __dict__, no
+// Python code runs.
+uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t ModuleModes(PyObject* module, int depth = 0) {
+  static PyObject* const kTraining = PyUnicode_InternFromString("training");
+  static PyObject* const kModules = PyUnicode_InternFromString("_modules");
+  PyObject** dict = _PyObject_GetDictPtr(module);
+  if (!dict || !*dict || depth > kMaxDepth) return 0;
+  uint64_t h = Mix(PyDict_GetItemWithError(*dict, kTraining) == Py_True ? 1 : 2);
+  PyObject* children = PyDict_GetItemWithError(*dict, kModules);
+  if (children && PyDict_Check(children)) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *child;
+    while (PyDict_Next(children, &pos, &key, &child)) {
+      h = Mix(h * 31 + (child == Py_None ? 3 : ModuleModes(child, depth + 1)));
+    }
+  }
+  PyErr_Clear();
+  return h;
+}
+
+// Where `r` is a Call of one argument, a Call named `placeholder` (the
+// dialect's Eval(Module("x"))): the outer call's name.
+std::optional<std::string> WrapsPlaceholder(PyObject* r, const std::string& placeholder) {
+  pybind11::object args = Attr(r, "args");
+  PyErr_Clear();
+  if (!args || !PyTuple_Check(args.ptr()) || PyTuple_GET_SIZE(args.ptr()) != 1) return std::nullopt;
+  PyObject* inner = PyTuple_GET_ITEM(args.ptr(), 0);
+  if (Py_TYPE(inner) != g_call_type) return std::nullopt;
+  pybind11::object inner_name = Attr(inner, "name"), name = Attr(r, "name");
+  PyErr_Clear();
+  if (!inner_name || !PyUnicode_Check(inner_name.ptr()) || Utf8(inner_name.ptr()) != placeholder || !name ||
+      !PyUnicode_Check(name.ptr())) {
+    return std::nullopt;
+  }
+  return Utf8(name.ptr());
+}
+
+}  // namespace
+
 void Converter::WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth) {
+  uint64_t modes = rule.modes ? ModuleModes(obj) : 0;
   auto it = instances_.find(obj);
-  if (it != instances_.end() && it->second.described) return w->Raw(it->second.encoded);
+  if (it != instances_.end() && it->second.described && it->second.modes == modes) {
+    return w->Raw(it->second.encoded);
+  }
   pybind11::object r = CallDialect(rule.fn.ptr(), obj);
   PyErr_Clear();
   bool placeholder = !r;
+  std::optional<std::string> wrapper;  // the call around the placeholder, if any
   if (r && !rule.name.empty() && Py_TYPE(r.ptr()) == g_call_type) {
     pybind11::object name = Attr(r.ptr(), "name");
     placeholder = name && PyUnicode_Check(name.ptr()) && Utf8(name.ptr()) == rule.name;
     PyErr_Clear();
+    if (!placeholder) wrapper = WrapsPlaceholder(r.ptr(), rule.name);
   }
   // fn may have run Python that constructed objects: look again.
   it = instances_.find(obj);
-  if (placeholder && it != instances_.end()) {
-    it->second.described = true;  // the construction call stands for it from now on
+  if ((placeholder || wrapper) && it != instances_.end() && !it->second.construction.empty()) {
+    // The construction call stands for it, from now on while its modes stay.
+    KeyWriter local;
+    if (wrapper) local.BeginObject(*wrapper, 1, 0);
+    local.Raw(it->second.construction);
+    it->second.encoded = std::string(local.view());
+    it->second.described = true;
+    it->second.modes = modes;
     return w->Raw(it->second.encoded);
   }
   if (!r) return WriteOpaque(Py_TYPE(obj), w);
   KeyWriter local;
   Write(r.ptr(), &local, depth + 1);
   w->Raw(local.view());
-  Remember(obj, std::string(local.view()), true);
+  if (Instance* entry = Entry(obj)) {
+    entry->encoded = std::string(local.view());
+    entry->described = true;
+    entry->modes = modes;
+  }
 }
 
 void Converter::RememberConstruction(PyObject* obj, std::string encoded) {
-  Remember(obj, std::move(encoded), false);
+  if (Instance* entry = Entry(obj)) entry->construction = std::move(encoded);
 }
 
-void Converter::Remember(PyObject* obj, std::string encoded, bool described) {
-  if (auto it = instances_.find(obj); it != instances_.end()) {
-    it->second = Instance{std::move(encoded), described, std::move(it->second.weakref)};
-    return;
-  }
+Converter::Instance* Converter::Entry(PyObject* obj) {
+  if (auto it = instances_.find(obj); it != instances_.end()) return &it->second;
   pybind11::object key = Steal(PyLong_FromVoidPtr(obj));
   pybind11::object callback = key ? Steal(PyCFunction_New(&kForgetDef, key.ptr())) : pybind11::object();
   pybind11::object ref = callback ? Steal(PyWeakref_NewRef(obj, callback.ptr())) : pybind11::object();
   if (!ref) {  // not weak-referenceable: not cached
     PyErr_Clear();
-    return;
+    return nullptr;
   }
-  instances_.emplace(obj, Instance{std::move(encoded), described, std::move(ref)});
+  Instance& entry = instances_[obj];
+  entry.weakref = std::move(ref);
+  return &entry;
 }
 
 void Converter::ForgetInstance(PyObject* obj) { instances_.erase(obj); }

@@ -7,14 +7,19 @@
 // which answers (RuleKind, payload), bound as _C.Rule:
 //   (Rule.opaque, name)    -> Opaque("name")
 //   (Rule.replace, fn)     -> fn(obj)'s value is written instead
-//   (Rule.instance, fn[, placeholder])
+//   (Rule.instance, fn[, placeholder[, modes]])
 //                          -> like replace, but computed once per object
 //                             (modules: their constructor call) and cached
 //                             until the object dies. Where fn answers a Call
 //                             named `placeholder` (it cannot write the object
 //                             as a call that rebuilds it), the constructor
 //                             call level 0 saw making the object, if it saw
-//                             it, is written instead.
+//                             it, is written instead (inside Eval(...) where
+//                             fn answers Eval(placeholder)). With `modes`
+//                             True the object is a torch.nn.Module whose
+//                             written form also depends on the `training`
+//                             flags of its submodules: it is computed again
+//                             when they change (model.eval()).
 // and the answer is cached per type. Values built by the dialect use the
 // classes of api_tracer.values (Call, Symbol, TensorSpec), read natively too.
 //
@@ -86,10 +91,13 @@ class Converter {
     RuleKind kind;
     std::string name;     // kOpaque; kInstance: the placeholder's call name ("" if none)
     pybind11::object fn;  // kReplace, kInstance
+    bool modes = false;   // kInstance: a module, whose training flags count
   };
   struct Instance {
-    std::string encoded;
-    bool described;            // by the rule's fn; else the construction call, not yet asked
+    std::string construction;  // the constructor call level 0 saw making it, encoded ("": none)
+    std::string encoded;       // what it is written as, once described
+    bool described = false;
+    uint64_t modes = 0;        // the training flags it was described with (TypeRule::modes)
     pybind11::object weakref;  // its callback forgets the entry
   };
 
@@ -98,7 +106,9 @@ class Converter {
   void WriteOpaque(PyTypeObject* type, KeyWriter* w);
   void WriteValueObject(PyObject* obj, KeyWriter* w, int depth);
   void WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth);
-  void Remember(PyObject* obj, std::string encoded, bool described);
+  // The entry of `obj`, made (with the weak reference that forgets it) on
+  // first use; nullptr where `obj` cannot be weakly referenced.
+  Instance* Entry(PyObject* obj);
   void WriteArguments(const CallArgs& call, bool count_kwargs, KeyWriter* w, int depth = 0);
   const std::string& SubclassName(PyTypeObject* type);
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from .hooks import NativeHook, PatchTarget, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from . import _C
 from . import objects
-from .values import MODULE_PLACEHOLDER, Call, Symbol
+from .values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
 
 # What classify() answers, as the converter (csrc/python/convert.h) reads it:
 # (kind, payload), or (Rule.instance, fn, placeholder).
@@ -31,6 +31,13 @@ API_LIST_DIR = Path(__file__).resolve().parent / "api_list"
 
 def read_api_list(path: os.PathLike) -> List[str]:
     """The API names of an api_list YAML file (a sequence of dotted names)."""
+    stat = os.stat(path)
+    return list(_read_api_list(os.fspath(path), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_api_list(path: str, mtime_ns: int, size: int) -> Tuple[str, ...]:
+    """read_api_list's work, once per version of the file."""
     names = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -40,7 +47,7 @@ def read_api_list(path: os.PathLike) -> List[str]:
             if not line.startswith("- "):
                 raise ValueError(f"{path}:{lineno}: expected '- api.name', got {line!r}")
             names.append(line[2:].strip())
-    return names
+    return tuple(names)
 
 
 def public_name(obj: Any) -> str:
@@ -138,6 +145,18 @@ class FrameworkDialect:
         """APIs level 0 does not record, nor anything called inside them
         (a framework's printing and pickling of its own objects)."""
         return []
+
+    def note_wrappers(self, wrapped: List[Tuple[Any, Any]]) -> None:
+        """Called once level 0 has put its wrappers in place, with the
+        (wrapper, original) pairs of what it wrapped by setattr: where the
+        framework knows its functions by identity, it is told that each
+        wrapper stands for its original (what level 0 patches in place never
+        needs this)."""
+
+    def forget_wrappers(self, wrapped: List[Tuple[Any, Any]]) -> None:
+        """Called as level 0 takes its wrappers away, with the pairs
+        note_wrappers() had: the framework's caches that took a wrapper from
+        its namespace meanwhile are put right."""
 
     def setattr_targets(self, names: Iterable[str]) -> Tuple[List[PatchTarget], Dict[str, str]]:
         """Resolves API names into the attributes level 0 replaces; also
@@ -240,6 +259,10 @@ class PyTorchDialect(FrameworkDialect):
     SKIP: Dict[str, str] = {
         "torch.Tensor.__torch_function__": "the override protocol itself: every call re-enters it",
         "torch.Tensor.__torch_dispatch__": "the override protocol itself",
+        # (TorchScript knows them by identity: a wrapper in their place would break scripting)
+        "torch.nn.functional.has_torch_function": "the override protocol itself: every functional calls it",
+        "torch.nn.functional.has_torch_function_unary": "the override protocol itself: every functional calls it",
+        "torch.nn.functional.has_torch_function_variadic": "the override protocol itself: every functional calls it",
         "torch.Tensor.__new__": "object creation protocol",
         "torch.Tensor.__init__": "object creation protocol",
         "torch.Tensor.__init_subclass__": "class creation protocol",
@@ -318,7 +341,58 @@ class PyTorchDialect(FrameworkDialect):
         torch.overrides._get_overridable_functions()
         if not had_registry:
             vars(torch.overrides).pop("__warningregistry__", None)
+        self._cache_sizes = {name: fn.cache_info().currsize for name, fn in self._caches().items()}
         return run_compiled_code_eagerly(when_loaded=True, quietly=_C.suspended)
+
+    # torch's caches of what its namespace holds, filled on first use.
+    CACHING_MODULES = ("torch.overrides", "torch.utils._device", "torch._dynamo.trace_rules",
+                       "torch.fx._symbolic_trace")
+
+    @staticmethod
+    def _caches() -> Dict[str, Any]:
+        """The functools caches of CACHING_MODULES imported now, by name."""
+        found = {}
+        for module_name in PyTorchDialect.CACHING_MODULES:
+            module = sys.modules.get(module_name)
+            for name, fn in list(vars(module).items()) if module is not None else ():
+                if callable(getattr(fn, "cache_info", None)) and callable(getattr(fn, "cache_clear", None)):
+                    found[f"{module_name}.{name}"] = fn
+        return found
+
+    @staticmethod
+    def _builtin_table() -> Any:
+        """TorchScript's table of builtins (id of a function -> its
+        operator), where it is built; torch builds it on first use."""
+        return getattr(sys.modules.get("torch.jit._builtins"), "_builtin_table", None)
+
+    def note_wrappers(self, wrapped: List[Tuple[Any, Any]]) -> None:
+        # TorchScript knows builtins by id(): a wrapper scripted code calls
+        # is its original's operator.
+        table = self._builtin_table()
+        for w, o in wrapped if table is not None else ():
+            if id(o) in table:
+                table[id(w)] = table[id(o)]
+
+    def forget_wrappers(self, wrapped: List[Tuple[Any, Any]]) -> None:
+        if not wrapped:
+            return
+        # Each wrapper's entry in TorchScript's table goes (a dead wrapper's
+        # id may be reused); where the table was built while tracing, it
+        # becomes its original's.
+        table = self._builtin_table()
+        if table is not None:
+            for w, o in wrapped:
+                if id(w) in table:
+                    table.setdefault(id(o), table.pop(id(w)))
+            builtins = sys.modules["torch.jit._builtins"]
+            originals = {id(w): o for w, o in wrapped}
+            builtins._builtin_ops[:] = [(originals.get(id(f), f), op) for f, op in builtins._builtin_ops]
+        # A functools cache filled while tracing may hold a wrapper: emptied,
+        # it is filled again from the namespace as it is untraced.
+        sizes = getattr(self, "_cache_sizes", {})
+        for name, fn in self._caches().items():
+            if fn.cache_info().currsize > sizes.get(name, 0):
+                fn.cache_clear()
 
     def quiet_targets(self) -> List[PatchTarget]:
         import torch._utils
@@ -394,7 +468,8 @@ class PyTorchDialect(FrameworkDialect):
             return user_rule
         # Rules are per exact type: names are worked out here, once.
         if issubclass(tp, torch.nn.Module):
-            return (_C.Rule.instance, self.describe_module, MODULE_PLACEHOLDER)
+            # (True: its training flags count too, csrc/python/convert.h)
+            return (_C.Rule.instance, self.describe_module, MODULE_PLACEHOLDER, True)
         if issubclass(tp, torch.optim.Optimizer):
             return (_C.Rule.replace, self.describe_optimizer)
         np = sys.modules.get("numpy")
@@ -443,25 +518,48 @@ class PyTorchDialect(FrameworkDialect):
 
     CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict")
 
-    def describe_module(self, module: Any) -> Any:
+    def describe_module(self, module: Any, context: bool = True) -> Any:
         """A module instance as the constructor call that builds an equal
         module, where that can be known: torch.nn's containers as the calls
         of their children, torch.nn's other modules as their arguments read
         back (objects.py); else the placeholder ``Module("class")``, as for
-        a module of the program's own."""
+        a module of the program's own.
+
+        Its mode too: a module whose submodules are all in evaluation mode
+        is ``Eval(call)``, which replay builds and calls .eval() on
+        (`context` is the mode its call is built in: training, unless an
+        enclosing Eval(...) sets it); a container in training mode holding
+        modules of both modes is the call of its children, each written
+        with its own; any other mix is the placeholder, as no call says it."""
         cls = type(module)
         name = public_name(cls)
+        placeholder = Call(MODULE_PLACEHOLDER, name)
         if not cls.__module__.startswith("torch.nn."):
-            return Call(MODULE_PLACEHOLDER, name)
-        call = self._container_call(module, name) if name in self.CONTAINERS else \
-            objects.module_call(module, name, self._written, self._argument_module)
-        return call if call is not None else Call(MODULE_PLACEHOLDER, name)
+            return placeholder
+        modes = {m.training for m in module.modules()}
+        if len(modes) > 1 and not (module.training and name in self.CONTAINERS):
+            return placeholder
+        mode = module.training if len(modes) > 1 else modes.pop()
+        call = self._container_call(module, name, mode if len(modes) <= 1 else True) \
+            if name in self.CONTAINERS else \
+            objects.module_call(module, name, self._written, lambda m: self._argument_module(m, mode))
+        # (Eval(Module("x")): where the call level 0 saw stands for the
+        # placeholder, it is in evaluation mode too.)
+        call = call if call is not None else placeholder
+        return call if mode == context else Call(EVAL_MODE, call)
 
-    def _container_call(self, module: Any, name: str) -> Optional[Call]:
+    @staticmethod
+    def _placeholder(call: Call) -> bool:
+        """Whether a module's description says it cannot be rebuilt."""
+        if call.name == EVAL_MODE:
+            call = call.args[0]
+        return call.name == MODULE_PLACEHOLDER
+
+    def _container_call(self, module: Any, name: str, context: bool) -> Optional[Call]:
         """A container as the call of its children (each written as its own
-        call), where it builds an equal container."""
-        children = {key: self.describe_module(child) for key, child in module.named_children()}
-        if any(c.name == MODULE_PLACEHOLDER for c in children.values()):
+        call, in `context`), where it builds an equal container."""
+        children = {key: self.describe_module(child, context) for key, child in module.named_children()}
+        if any(map(self._placeholder, children.values())):
             return None
         real = dict(module.named_children())
         if name == "torch.nn.ModuleDict":
@@ -472,11 +570,11 @@ class PyTorchDialect(FrameworkDialect):
             call, probe = Call(name, *children.values()), type(module)(*real.values())
         return call if objects.same_module(probe, module) else None
 
-    def _argument_module(self, module: Any) -> Optional[Call]:
+    def _argument_module(self, module: Any, context: bool) -> Optional[Call]:
         """A module that is a constructor's argument, as its call (None: it
         has none)."""
-        call = self.describe_module(module)
-        return None if call.name == MODULE_PLACEHOLDER else call
+        call = self.describe_module(module, context)
+        return None if self._placeholder(call) else call
 
     def _written(self, value: Any) -> str:
         """`value` as a config line writes it."""

@@ -59,6 +59,10 @@ class Dialect(Protocol):
 
     def quiet_targets(self) -> List[PatchTarget]: ...
 
+    def note_wrappers(self, wrapped: List[Tuple[Any, Any]]) -> None: ...
+
+    def forget_wrappers(self, wrapped: List[Tuple[Any, Any]]) -> None: ...
+
 
 class TracingHook(abc.ABC):
     """One way of seeing API calls, recording them at ``level``."""
@@ -130,6 +134,7 @@ class SetattrHook(TracingHook):
         super().__init__(dialect, options)
         self.skipped: dict = {}
         self.wrapped: List[str] = []  # the APIs recorded by a wrapper, not in place
+        self._wrappers: List[Tuple[Any, Any]] = []  # (wrapper, original)
 
     def install(self) -> None:
         names = self.options.api_list
@@ -149,12 +154,17 @@ class SetattrHook(TracingHook):
             for target in self.dialect.quiet_targets():
                 if id(target.raw) not in done:
                     self._in_place(target.raw, None, None)
+            self.dialect.note_wrappers(self._wrappers)
         except BaseException:
             self.restore()
             raise
 
     def uninstall(self) -> None:
-        self.restore()
+        try:
+            self.restore()
+        finally:
+            wrappers, self._wrappers = self._wrappers, []
+            self.dialect.forget_wrappers(wrappers)
 
     def _install_one(self, t: "PatchTarget", owners: Optional[List[Tuple[type, str]]], done: set) -> None:
         kind, raw = t.kind, t.raw
@@ -166,18 +176,14 @@ class SetattrHook(TracingHook):
             done.add(id(inner))
             return
         self.wrapped.append(api)
-        if kind == "property":
-            new = property(self.wrap(raw.fget, api), raw.fset, raw.fdel, raw.__doc__)
-        elif kind == "constructor":
-            new = self.wrap(raw, api, binds=True, owner=t.owner)
-        elif kind == "staticmethod":
-            new = staticmethod(self.wrap(raw.__func__, api))
-        elif kind == "classmethod":
-            new = classmethod(self.wrap(raw.__func__, api, binds=True))
-        elif kind == "method":
-            new = self.wrap(raw, api, binds=hasattr(type(raw), "__get__"))
-        else:  # a module-level function: module attributes never bind
-            new = self.wrap(raw, api)
+        if kind == "constructor":
+            wrapper = self.wrap(raw, api, binds=True, owner=t.owner)
+        else:  # a method binds as a function in a class does; a module's function never
+            binds = kind == "classmethod" or (kind == "method" and hasattr(type(raw), "__get__"))
+            wrapper = self.wrap(inner, api, binds=binds)
+        self._wrappers.append((wrapper, inner))
+        new = property(wrapper, raw.fset, raw.fdel, raw.__doc__) if kind == "property" else \
+            staticmethod(wrapper) if kind == "staticmethod" else classmethod(wrapper) if kind == "classmethod" else wrapper
         self.patch(t.owner, t.attr, new)
 
     def _in_place(self, fn: Any, api: Optional[str], owners: Optional[List[Tuple[type, str]]]) -> bool:

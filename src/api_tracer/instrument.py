@@ -32,8 +32,7 @@ import dis
 import opcode
 import sys
 import types
-import weakref
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _C
 
@@ -296,9 +295,9 @@ def instrument(code: types.CodeType, hook: Any) -> Optional[types.CodeType]:
 
 
 # Per function, the hook and instrumented code made for its code: made once
-# and kept while the function lives, re-armed by each session.
-_made: "weakref.WeakKeyDictionary[types.FunctionType, Tuple[types.CodeType, Any, Optional[types.CodeType]]]" = \
-    weakref.WeakKeyDictionary()
+# per process and re-armed by each session (a function stays here as long as
+# the process: torch's own do anyway).
+_made: Dict[types.FunctionType, Tuple[types.CodeType, Any, Optional[types.CodeType]]] = {}
 
 
 def instrumented(fn: types.FunctionType) -> Tuple[Any, Optional[types.CodeType]]:

@@ -10,6 +10,7 @@ placeholder where no call is.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -163,8 +164,7 @@ def _module_call(module: Any, cls: type, name: str, params: Tuple[inspect.Parame
             required[p.name] = value
         else:
             args.append(value)
-    with torch.device("meta"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the module's own were given when it was built
+    with torch.device("meta"), probing():
         base = _build(cls, args, dict(required, **extra))
         known, flags = {}, []
         for p in optional:
@@ -186,6 +186,32 @@ def _module_call(module: Any, cls: type, name: str, params: Tuple[inspect.Parame
 
 
 MAX_FLAGS_TRIED = 3  # unread flags whose values are searched (2**3 builds at most)
+
+
+_IGNORE_ALL = [("ignore", None, Warning, None, 0)]
+
+
+@contextlib.contextmanager
+def probing() -> Iterator[None]:
+    """Around the objects describing builds to compare (the program does
+    not make them): their warnings are not shown (the program's own were,
+    when it built the object), and the generator's state is put back
+    where they changed it (built on the meta device, they draw no numbers;
+    a constructor that makes a tensor on a device of its own would). The warnings are ignored by handing the warnings machinery another
+    filter list for the while, not with catch_warnings: that counts as a
+    change of the filters, which empties every module's registry of the
+    warnings it has shown, so that the program's "default" warnings would
+    show again."""
+    import torch
+
+    filters, state = warnings.filters, torch.random.get_rng_state()
+    warnings.filters = _IGNORE_ALL
+    try:
+        yield
+    finally:
+        warnings.filters = filters
+        if not torch.equal(state, torch.random.get_rng_state()):
+            torch.random.set_rng_state(state)
 
 
 def _subsets(items: List[Any], limit: int) -> Iterator[Tuple[Any, ...]]:
@@ -300,7 +326,8 @@ def optimizer_call(optimizer: Any, name: str, verified: Dict[Tuple, bool]) -> Op
         if len(verified) >= VERIFIED_KEPT:
             verified.clear()
         try:  # (given copies: it fills the group dicts it is given with the defaults)
-            probe = type(optimizer)([dict(g) for g in first] if as_groups else first, **kwargs)
+            with probing():
+                probe = type(optimizer)([dict(g) for g in first] if as_groups else first, **kwargs)
             verified[key] = same_optimizer(probe, optimizer)
         except Exception:  # noqa: BLE001 - any failure means "no such call"
             verified[key] = False

@@ -100,6 +100,11 @@ def _frozen(value: Any) -> Any:
 # constructor arguments cannot be read back); replay skips it.
 MODULE_PLACEHOLDER = "Module"
 
+# A module in evaluation mode: Eval(torch.nn.Dropout(p=0.2)) is the module
+# its call builds, with .eval() called on it (it and its submodules have
+# training False); replay builds it so.
+EVAL_MODE = "Eval"
+
 
 class Call:
     """``name(*args, **kwargs)`` as a value: a constructor call or a placeholder.

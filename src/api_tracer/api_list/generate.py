@@ -121,7 +121,7 @@ def write(path: Path, names: List[str], what: str) -> None:
     import torch
 
     header = (f"# {what}\n# Generated for torch {torch.__version__} by: python -m api_tracer.api_list\n"
-              f"# {len(names)} APIs, each a dotted name level 0 replaces by setattr.\n")
+              f"# {len(names)} APIs, each a dotted name level 0 records.\n")
     path.write_text(header + "".join(f"- {n}\n" for n in names), encoding="utf-8")
 
 

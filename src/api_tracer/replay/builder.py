@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
-from ..values import MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
+from ..values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
 from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
@@ -56,7 +56,8 @@ class Builder:
                 self.resolve(_callable_name(leaf))
             elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
                 self.numpy_scalar(leaf.name)
-            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS and not leaf.name.startswith("numpy."):
+            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS + (EVAL_MODE,) \
+                    and not leaf.name.startswith("numpy."):
                 self.allowed(leaf.name)
 
     def numpy_scalar(self, name: str) -> type:
@@ -202,6 +203,14 @@ class Builder:
             raise Skip(placeholder_reason(c, path))
         if name == "Callable":
             return self.resolve(_callable_name(c))
+        if name == EVAL_MODE:
+            if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], Call):
+                raise Invalid(f"{EVAL_MODE}(...) takes one module's constructor call", self.line.find(EVAL_MODE) + 1)
+            module = self.build(c.args[0], f"{path}.args[0]")
+            if not isinstance(module, torch.nn.Module):
+                raise Invalid(f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a module",
+                              self.line.find(EVAL_MODE) + 1)
+            return module.eval()
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
             raise Skip("a symbolic argument")
         args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args)]
