@@ -119,7 +119,7 @@ def test_stats_table(tmp_path):
     r = cli("stats", "out", cwd=tmp_path)
     assert r.returncode == 0
     lines = r.stdout.splitlines()
-    assert lines[0] == "== .: 4 APIs, 8 calls, 8 configs"
+    assert lines[0] == "== out: 4 APIs, 8 calls, 8 configs"  # the set named as the user named it
     row = next(line for line in lines if line.startswith("torch.ones "))
     assert row.split() == ["torch.ones", "3", "37.50%", "3"]
     assert any(line.split() == ["1", "4"] for line in lines) and any(line.split() == ["2", "4"] for line in lines)

@@ -111,3 +111,22 @@ def test_operator_packets_are_named_under_torch_ops(out):
                                 'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)',
                                 'torch.ops.aten.abs(Tensor([1], "float32"))',
                                 'torch.ops.aten.abs.default(Tensor([1], "float32"))']
+
+
+def test_module_to_is_not_recorded_as_its_argument_parsing_and_the_trace_replays(tmp_path):
+    """Level 1 sees Module.to parse its arguments (torch._C._nn._parse_to),
+    which computes nothing and which replay refuses: it is left out by
+    default, so the trace of a model moved and run replays cleanly."""
+    import subprocess
+    import sys
+
+    model = torch.nn.Linear(2, 2)
+    out = tmp_path / "out"
+    with APITracer(output_path=str(out), levels=1):
+        model.to(torch.float64)
+        model(torch.ones(1, 2, dtype=torch.float64))
+    configs = (out / "api_configs_level_1.yaml").read_text()
+    assert "_parse_to" not in configs and "torch.nn.functional.linear" in configs
+    r = subprocess.run([sys.executable, "-m", "api_tracer", "replay", str(out / "api_configs_level_1.yaml")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr

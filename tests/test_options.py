@@ -27,6 +27,7 @@ BAD = [
     (dict(trace_limit=-1), "trace_limit"),
     (dict(trace_limit=1.5), "trace_limit"),
     (dict(trace_limit=True), "trace_limit"),
+    (dict(include_apis=[]), "include_apis=[] would record no API"),  # not "all": an empty list keeps none
 ]
 
 

@@ -265,6 +265,35 @@ def test_memory_per_module():
     assert rows(prof2)["Outer.alloc"].self_mem is None
 
 
+def test_a_module_list_its_parent_runs_one_by_one_totals_its_children():
+    """A ModuleList is never called itself: its forward total, as its
+    backward and memory totals, is what its children's add up to, its self
+    0; memory is written in binary units."""
+    class Blocks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList(Sleepy(0.005) for _ in range(3))
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+
+    model = Blocks()
+    with Profile(model, profile_memory=True) as prof:
+        model(torch.ones(2, 4, requires_grad=True)).sum().backward()
+    rs = rows(prof)
+    blocks, children = rs["Blocks.blocks"], [rs[f"Blocks.blocks.{i}"] for i in range(3)]
+    assert blocks.calls == 0 and blocks.self_cpu_ns == 0 and blocks.self_cpu_bwd_ns == 0
+    assert blocks.cpu_total_ns == sum(c.cpu_total_ns for c in children) >= 3 * 5_000_000
+    assert blocks.cpu_total_bwd_ns == sum(c.cpu_total_bwd_ns for c in children) > 0
+    assert blocks.mem == sum(c.mem for c in children)
+    assert rs["Blocks"].cpu_total_ns >= blocks.cpu_total_ns
+    table = str(prof)
+    assert " KiB" in table or " B " in table or " MiB" in table
+    assert " Kb" not in table and " Mb" not in table
+
+
 def test_paths_depth_and_sorting():
     prof = run(Net(), {"paths": ["features", "Net.head"]})
     assert [r.name for r in prof.rows] == ["Net.features", "Net.features.0", "Net.features.1", "Net.features.2",

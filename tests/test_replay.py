@@ -455,3 +455,47 @@ def test_tensors_keep_recorded_strides_and_dtypes():
     api, func, args, kwargs = prepare(config)
     assert args[2].stride() == (1, 3) and args[2].dtype == torch.float64
     assert replay_one(config).status == "ok"
+
+
+def test_modules_in_evaluation_mode_replay_in_it_and_trace_back(tmp_path):
+    """Level 0 writes a module's mode: all of it in evaluation mode is
+    Eval(call); a training container may hold modules of either mode; a mix
+    no call can say is the placeholder. Replay builds each in its mode."""
+    import torch.nn as nn
+
+    dropout, lstm = nn.Dropout(0.3).eval(), nn.LSTM(4, 8, num_layers=2, dropout=0.2).eval()
+    mixed = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1).eval())
+    unsayable = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1)).eval()
+    unsayable[0].train()
+    out = tmp_path / "out"
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        dropout(torch.ones(2, 4))
+        lstm(torch.ones(3, 1, 4))
+        mixed(torch.ones(2, 4))
+        unsayable(torch.ones(2, 4))
+        dropout.train()
+        dropout(torch.ones(2, 4))  # the same module again, in the other mode
+    lines = (out / "api_trace.txt").read_text().splitlines()
+    forwards = [line for line in lines if ".forward(" in line]
+    assert forwards == [
+        'torch.nn.Dropout.forward(Eval(torch.nn.Dropout(p=0.3)), Tensor([2, 4], "float32"))',
+        'torch.nn.LSTM.forward(Eval(torch.nn.LSTM(4, 8, num_layers=2, dropout=0.2)), Tensor([3, 1, 4], "float32"))',
+        'torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.Linear(4, 4), Eval(torch.nn.Dropout(p=0.1))), '
+        'Tensor([2, 4], "float32"))',
+        'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([2, 4], "float32"))',
+        'torch.nn.Dropout.forward(torch.nn.Dropout(p=0.3), Tensor([2, 4], "float32"))',
+    ]
+    configs = [Config("t", i + 1, line) for i, line in enumerate(forwards) if "Module(" not in line]
+    from api_tracer.replay.builder import prepare
+    from api_tracer.replay.resolve import Resolver
+
+    built = [prepare(c, ReplayOptions(), Resolver())[2][0] for c in configs]
+    assert [[m.training for m in b.modules()] for b in built] == [
+        [False], [False], [True, True, False], [True]]
+    assert [(c.text, why) for c, why in roundtrip(configs, 0) if why] == []
+    bad = [Config("t", 1, 'torch.nn.Dropout.forward(Eval(torch.ones(2)), Tensor([2], "float32"))'),
+           Config("t", 2, 'torch.nn.Dropout.forward(Eval(torch.nn.Dropout(), 1), Tensor([2], "float32"))')]
+    results = run_in_process(bad, ReplayOptions(), lambda r: None)
+    assert [(r.status, r.message) for r in results] == [
+        ("skipped", "argument torch.ones(...) is not one this replay rebuilds"),
+        ("invalid", "Eval(...) takes one module's constructor call")]

@@ -62,9 +62,15 @@ Status FileSink::Close() {
   return err ? Failed("writing", path_, err) : Status::OK();
 }
 
-Status ReplaceFile(const std::string& path, std::string_view content) {
+std::string TemporaryOf(const std::string& path) {
   std::filesystem::path target(path);
-  std::string temp = (target.parent_path() / ("." + target.filename().string() + ".tmp")).string();
+  return (target.parent_path() / ("." + target.filename().string() + ".tmp")).string();
+}
+
+void RemoveStaleTemporary(const std::string& path) { ::unlink(TemporaryOf(path).c_str()); }
+
+Status ReplaceFile(const std::string& path, std::string_view content) {
+  std::string temp = TemporaryOf(path);
   int fd = OpenForWriting(temp);
   if (fd < 0) return Failed("writing", path, errno);
   int err = WriteAll(fd, content);

@@ -6,7 +6,10 @@
 //   own (the trace writer hands it whole chunks).
 // - ReplaceFile: writes a whole file atomically (a temporary file beside it,
 //   then rename), so that a process killed at any moment leaves the file
-//   either as it was or as it is now: never empty, never half-written.
+//   either as it was or as it is now: never empty, never half-written. A
+//   process killed while writing one leaves the temporary file behind, which
+//   the next ReplaceFile of the same file replaces, and RemoveStaleTemporary
+//   removes.
 //
 // Thread-safety: a Sink is used by one thread at a time (the trace writer
 // holds its lock around it); ReplaceFile may be called from any thread.
@@ -49,5 +52,12 @@ class FileSink : public Sink {
 // Replaces `path` with `content` atomically (see above). The temporary file
 // is ".NAME.tmp" in the same directory, removed again when writing fails.
 Status ReplaceFile(const std::string& path, std::string_view content);
+
+// The temporary file ReplaceFile writes `path` through: DIR/.NAME.tmp.
+std::string TemporaryOf(const std::string& path);
+
+// Removes the temporary file of `path` a killed process may have left
+// (none there is no error).
+void RemoveStaleTemporary(const std::string& path);
 
 }  // namespace api_tracer

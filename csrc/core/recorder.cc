@@ -136,6 +136,10 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
     }
     auto set = std::make_unique<OutputSet>();
     set->suffix = rec->Suffix(level);
+    // What a process killed while it wrote this set's summary files left.
+    for (const OutputFile& file : OutputFiles()) {
+      if (file.summary) RemoveStaleTemporary(file.Path(options.output_path, set->suffix));
+    }
     set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format(), options.value_ranges);
     if (options.stream_trace) {
       for (auto [f, file] : {std::pair{kTraceYaml, &set->trace_yaml}, std::pair{kTraceTxt, &set->trace_txt}}) {

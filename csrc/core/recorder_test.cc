@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace api_tracer {
 namespace {
@@ -76,6 +77,24 @@ TEST_F(RecorderTest, MergedSetOfSeveralLevels) {
   EXPECT_TRUE(fs::exists(out / "api_statistics.yaml"));
   EXPECT_FALSE(fs::exists(out / "api_stacks.yaml"));
   EXPECT_TRUE(rec->Close().ok());  // idempotent
+}
+
+TEST_F(RecorderTest, OpeningASetRemovesTheTemporaryFilesAKilledProcessLeft) {
+  // One for each summary file, those this session does not write included
+  // (api_stacks.yaml was asked for by the killed one, not by this one).
+  fs::create_directories(dir_);
+  for (const char* name : {".api_apis.txt.tmp", ".api_configs.yaml.tmp", ".api_statistics.yaml.tmp",
+                           ".api_stacks.yaml.tmp", ".api_value_ranges.yaml.tmp"}) {
+    std::ofstream(dir_ / name) << "half a snapshot";
+  }
+  std::ofstream(dir_ / ".mine.tmp") << "not the tracer's";
+  std::unique_ptr<Recorder> rec = Open(Merged());
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    if (entry.path().extension() == ".tmp") left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{".mine.tmp"});
+  ASSERT_TRUE(rec->Close().ok());
 }
 
 TEST_F(RecorderTest, OneSetPerLevelWithSuffixes) {

@@ -317,8 +317,9 @@ class PyTorchDialect(FrameworkDialect):
         # Property getters and setters (tensor.shape, .requires_grad, .grad)
         # are a large share of a model's calls and no one fuzzes them; the
         # profiler's record_function markers (optimizers emit them) are not
-        # computation.
-        return ["*.__get__", "*.__set__", "*.__delete__", "torch.ops.profiler.*"]
+        # computation; nor is Module.to's parsing of its arguments, which
+        # level 1 sees.
+        return ["*.__get__", "*.__set__", "*.__delete__", "torch.ops.profiler.*", "torch._C._nn._parse_to"]
 
     def on_start(self, levels: List[int]) -> Callable[[], None]:
         # A compiled function runs eagerly while a Python level traces, so

@@ -61,6 +61,15 @@ def check_patterns(name: str, value: Any) -> Optional[List[str]]:
     return list(value)
 
 
+def check_include(name: str, value: Any) -> Optional[List[str]]:
+    """Patterns of the APIs to record: None for all; an empty list, which
+    would record nothing, is refused rather than read as all."""
+    patterns = check_patterns(name, value)
+    if patterns is not None and not patterns:
+        raise ValueError(f"{name}=[] would record no API: give None to record every API, or the patterns to keep")
+    return patterns
+
+
 def one_of(choices: Sequence[str]) -> Callable[[str, Any], str]:
     def check(name: str, value: Any) -> str:
         if value not in choices:
@@ -174,7 +183,7 @@ class TracerOptions:
         native=None)
     _: dataclasses.KW_ONLY
     include_apis: Optional[List[str]] = option(
-        None, "API-name pattern to record (repeatable; default: all)", check_patterns, flags=("--include",),
+        None, "API-name pattern to record (repeatable; default: all)", check_include, flags=("--include",),
         native=lambda patterns: patterns or [],
         action="append", metavar="PATTERN")
     exclude_apis: Optional[List[str]] = option(

@@ -268,6 +268,16 @@ class Profile:
                 row.self_cuda_bwd_ns, row.cuda_total_bwd_ns = b.device_self_ns, b.device_total_ns
             row.ops = _op_rows(f.ops, "forward") + _op_rows(b.ops, "backward")
             rows.append(row)
+        # A module never called itself (a ModuleList, whose children its
+        # parent calls one by one) has as its forward total what its
+        # children's add up to, as its backward and memory totals do; its
+        # self is 0. (Tree order: children come after their parent.)
+        for i in reversed(range(n)):
+            row = rows[i]
+            if row.calls == 0 and children[i]:
+                row.cpu_total_ns = sum(rows[c].cpu_total_ns for c in children[i])
+                if self.use_cuda:
+                    row.cuda_total_ns = sum(rows[c].cuda_total_ns or 0 for c in children[i])
         self._children = children
         return rows
 

@@ -28,7 +28,8 @@ def stats_table(directory: str, top: int = 20) -> str:
         if s.level is not None:
             per_level[s.level] += total
         configs = Counter(api_of(line) for line in read_lines(s.path("api_configs.yaml")))
-        name = os.path.relpath(s.directory, directory)
+        rel = os.path.relpath(s.directory, directory)
+        name = directory if rel == "." else os.path.join(directory, rel)  # as the user names it
         title = f"{name}{' level ' + str(s.level) if s.level is not None else ''}"
         out.append(f"== {title}: {len(counts)} APIs, {total} calls, {sum(configs.values())} configs\n")
         rows = [[api, str(n), f"{100.0 * n / total:.2f}%", str(configs.get(api, 0))] for api, n in counts[:top]]

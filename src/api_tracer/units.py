@@ -17,9 +17,10 @@ def fmt_time(ns: Optional[int]) -> str:
 
 
 def fmt_bytes(b: Optional[int]) -> str:
+    """Bytes in binary units: 512 B, 1.50 KiB, 17.00 MiB, 2.25 GiB."""
     if b is None:
         return ""
-    for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(b) >= size:
             return f"{b / size:.2f} {unit}"
-    return f"{b} b"
+    return f"{b} B"
