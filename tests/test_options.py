@@ -1,4 +1,6 @@
 """Bad options fail early and clearly; the lifecycle rules hold."""
+import os
+
 import pytest
 import torch
 
@@ -161,8 +163,10 @@ def test_the_options_are_defined_once_and_reach_cpp_whole():
     assert native | {"levels", "exclude_apis"} == bound  # to_native() sets these two itself
     cpp, ours = _C.TraceOptions(), TracerOptions()
     for f in fields():
-        if spec(f).native is not None and f.name != "include_apis":
+        if spec(f).native is not None and f.name not in ("include_apis", "output_path"):
             assert spec(f).native(getattr(ours, f.name)) == getattr(cpp, f.name), f.name
+    # the output path: the same one, taken from the working directory when the tracer starts
+    assert spec(fields()[0]).native(ours.output_path) == os.path.abspath(cpp.output_path)
     made = ours.to_native([0, 3], ["x.*"])
     assert (made.levels, made.exclude_apis, made.include_apis) == ([0, 3], ["x.*"], [])
     assert TracerOptions(stack_format="api", nesting="all").to_native([1], []).stack_format == _C.StackFormat.api

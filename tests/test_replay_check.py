@@ -257,7 +257,10 @@ def test_an_infinite_error_is_written_as_a_string_in_the_json_report():
 
 
 def test_a_float64_side_that_needs_more_bytes_than_allowed_skips_the_config_and_says_why():
-    line = 'torch.neg(Tensor([100], "float32"))'  # 400 bytes in float32, 800 in float64
-    assert judged(line, max_bytes=800).status == "ok"
-    r = judged(line, max_bytes=799)
-    assert r.status == "skipped" and r.message.startswith("on the float64 side: its tensor arguments need 800 bytes")
+    line = 'torch.neg(Tensor([100], "float32"))'  # 400 bytes in float32, 800 in float64; its output as much
+    assert judged(line, max_bytes=1600).status == "ok"
+    r = judged(line, max_bytes=1599)
+    assert r.status == "skipped" and r.message.startswith("on the float64 side: its arguments and outputs need 1600 "
+                                                          "bytes")
+    r = judged(line, max_bytes=799)  # the float32 side's arguments and outputs already
+    assert r.status == "skipped" and r.message.startswith("its arguments and outputs need 800 bytes")

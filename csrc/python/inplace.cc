@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <deque>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/flat_index.h"
 #include "python/objects.h"
 #include "python/outermost.h"
 
@@ -58,9 +58,16 @@ std::deque<Slot>& Slots() {  // never shrinks: a trampoline or a bound method ma
   return *slots;
 }
 
-std::unordered_map<PyObject*, Slot*>& ByObject() {
-  static auto* map = new std::unordered_map<PyObject*, Slot*>();
-  return *map;
+// Slots by the address of their object: an open-addressing index, as a
+// patched C function's every call looks its slot up.
+FlatIndex& SlotIndex() {
+  static auto* index = new FlatIndex();
+  return *index;
+}
+
+Slot* FindSlot(PyObject* obj) {
+  int32_t i = SlotIndex().Find(reinterpret_cast<uintptr_t>(obj));
+  return i < 0 ? nullptr : &Slots()[static_cast<size_t>(i)];
 }
 
 Slot* Pool(int convention, size_t i);
@@ -193,8 +200,7 @@ Slot* Pool(int convention, size_t i) { return Pools()[convention].slots[i]; }
 // function as CPython does: through the vectorcall it had (a METH_NOARGS
 // function's), or where it had none, through its tp_call (a tuple and a dict).
 PyObject* CFunctionVectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto it = ByObject().find(callable);
-  Slot* s = it == ByObject().end() ? nullptr : it->second;
+  Slot* s = FindSlot(callable);
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   auto invoke = [&] {
     return s && s->saved ? s->saved(callable, args, nargsf, kwnames)
@@ -207,13 +213,11 @@ PyObject* CFunctionVectorcall(PyObject* callable, PyObject* const* args, size_t 
 
 // The slot of `obj`, made on first use.
 Slot& SlotOf(PyObject* obj) {
-  auto [it, fresh] = ByObject().try_emplace(obj, nullptr);
-  if (fresh) {
-    Slots().emplace_back();
-    it->second = &Slots().back();
-    it->second->object = Borrow(obj);
-  }
-  return *it->second;
+  if (Slot* s = FindSlot(obj)) return *s;
+  SlotIndex().Insert(reinterpret_cast<uintptr_t>(obj), static_cast<int32_t>(Slots().size()));
+  Slots().emplace_back();
+  Slots().back().object = Borrow(obj);
+  return Slots().back();
 }
 
 // Arms `s` for the active session, which must record `level`.
@@ -262,8 +266,7 @@ PyObject* PatchMethodDescriptor(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "Osi", &obj, &api, &level)) return nullptr;
   if (Py_TYPE(obj) != &PyMethodDescr_Type) Py_RETURN_FALSE;
   auto* d = reinterpret_cast<PyMethodDescrObject*>(obj);
-  auto existing = ByObject().find(obj);
-  if (existing == ByObject().end()) {
+  if (!FindSlot(obj)) {
     int convention = ConventionOf(d->d_method->ml_flags);
     if (convention < 0) Py_RETURN_FALSE;
     PoolState& pool = Pools()[convention];
@@ -284,9 +287,9 @@ PyObject* PatchMethodDescriptor(PyObject*, PyObject* args) {
 
 // unpatch(obj): puts back what patch_* changed; nothing for another object.
 PyObject* Unpatch(PyObject*, PyObject* obj) {
-  auto it = ByObject().find(obj);
-  if (it == ByObject().end() || !it->second->patched) Py_RETURN_NONE;
-  Slot& s = *it->second;
+  Slot* found = FindSlot(obj);
+  if (!found || !found->patched) Py_RETURN_NONE;
+  Slot& s = *found;
   if (s.descriptor) {
     reinterpret_cast<PyMethodDescrObject*>(obj)->d_method = s.original;
   } else {

@@ -1,5 +1,7 @@
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "python/bindings.h"
 #include "python/session.h"
 #include "aten/observer.h"
@@ -82,6 +84,27 @@ Session& ActiveOrRaise() {
   return *s;
 }
 
+// Before the process image is replaced (os.execv and its kin raise the audit
+// event "os.exec" first), the callable given to on_exec runs while a session
+// is active: the tracer writes its files there. A C audit hook costs a
+// string comparison per audited event; it can never be removed, so it is
+// added once and does nothing without a session.
+PyObject* g_on_exec = nullptr;
+
+int ExecAuditHook(const char* event, PyObject* /*args*/, void* /*data*/) {
+  if (g_on_exec && Session::Active() && std::strcmp(event, "os.exec") == 0) {
+    PyObject* r = PyObject_CallNoArgs(g_on_exec);
+    Py_XDECREF(r);
+    if (!r) PyErr_WriteUnraisable(g_on_exec);  // never refuse the exec: a -1 would
+  }
+  return 0;
+}
+
+void OnExec(pybind11::object callback) {
+  if (!g_on_exec && PySys_AddAuditHook(ExecAuditHook, nullptr) < 0) throw pybind11::error_already_set();
+  Py_XSETREF(g_on_exec, callback.release().ptr());
+}
+
 // A context manager: the tracer's own code, recorded nowhere on this thread.
 struct Suspended {
   void Enter() { suspend.emplace(); }
@@ -134,6 +157,8 @@ void InitSessionBindings(pybind11::module_& m) {
         if (Session* s = Session::Active()) s->RemoveObserver();
       },
       "Removes the running session's native observer and waits until no thread is inside it.");
+  m.def("on_exec", &OnExec, pybind11::arg("callback"),
+        "Calls callback() before the process execs (the audit event os.exec) while a session is active.");
   pybind11::class_<Suspended>(m, "suspended", "with suspended(): the tracer's own work, never recorded")
       .def(pybind11::init<>())
       .def("__enter__", [](Suspended& s) { s.Enter(); })

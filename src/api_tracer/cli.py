@@ -10,8 +10,10 @@
     api-tracer report [DIR] [PROFILE.json] -o report.html
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
-are printed as `api-tracer: ...` with exit code 2; `run` exits as the traced
-program does.
+are printed as `api-tracer: ...` with exit code 2 (a file merge, stats or
+report cannot read or write as `api-tracer: PATH[:LINE]: what is wrong`;
+what they repaired as `api-tracer: warning: ...`); `run` exits as the
+traced program does.
 """
 from __future__ import annotations
 
@@ -20,7 +22,10 @@ import sys
 from typing import Any, List, Optional, Set, Tuple
 
 from .errors import UsageError
-from .options import add_run_flags, byte_count
+from .options import add_run_flags, byte_count, seconds
+
+
+READING_COMMANDS = ("merge", "stats", "report")  # their bad input is `api-tracer: PATH[:LINE]: ...`, exit 2
 
 
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
@@ -52,6 +57,9 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("--device", default="cpu", help="device of the tensors made (default cpu)")
     replay.add_argument("--jobs", type=int, default=1, help="worker processes (implies --isolate when > 1)")
     replay.add_argument("--isolate", action="store_true", help="run configs in worker processes: a crash is reported")
+    replay.add_argument("--timeout", type=seconds, metavar="SECONDS",
+                        help="a config running longer fails and its worker is killed and replaced (implies "
+                             "--isolate; default 60 under --isolate; 0: no limit)")
     replay.add_argument("--value-ranges", help="api_value_ranges.yaml to draw integer tensors from "
                                                "(default: the one beside FILE, if any)")
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
@@ -135,6 +143,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise AssertionError(f"unhandled command {args.command!r}")  # the parser allows no other
     except UsageError as e:
         print(f"api-tracer: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        # merge, stats and report name a file they cannot read or write
+        # themselves (filesets.py); one they did not foresee is said the
+        # same way, not as a traceback.
+        if args.command not in READING_COMMANDS:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"api-tracer: {where}{e.strerror or e}", file=sys.stderr)
         return 2
 
 

@@ -166,8 +166,9 @@ class TracerOptions:
     """The options of one APITracer (see its docstring for each one)."""
 
     output_path: Union[str, os.PathLike] = option(
-        _DEFAULTS.output_path, "output directory (created if needed)", check_path, flags=("-o", "--output"),
-        metavar="DIR")
+        _DEFAULTS.output_path, "output directory (created if needed; a relative one is taken from the working "
+        "directory at start, so a program that changes directory later writes there still)", check_path,
+        native=lambda path: os.path.abspath(os.fsdecode(path)), flags=("-o", "--output"), metavar="DIR")
     levels: Any = option(
         0, "comma-separated levels: 0 setattr, 1 torch function mode, 2 dispatch mode, 3 native observer",
         check_levels, native=None, type=level_list, default=[1], metavar="1,2")

@@ -71,6 +71,7 @@ class APITracer:
         self._hooks: List[TracingHook] = []
         self._undo_start: Optional[Callable[[], None]] = None
         self._resume: Optional[Callable[[], None]] = None  # set by give_way
+        self._output_dir: Optional[str] = None  # output_path as start() resolved it
         self._then_resume: Optional[Callable[[], None]] = None  # what gave way to this one
 
     def give_way(self, resume: Callable[[], None]) -> "APITracer":
@@ -139,14 +140,16 @@ class APITracer:
 
     def _start_locked(self) -> None:
         global _running
+        native = self.options.to_native(self.levels, self.dialect.default_exclude())
         _C.start(
-            self.options.to_native(self.levels, self.dialect.default_exclude()),
+            native,
             stack_skip_prefixes=self.dialect.stack_skip_prefixes(),
             resolve=self._resolve,
             classify=self.dialect.classify,
             tensor_type_name=self.dialect.tensor_type_name,
         )
         _running = self
+        self._output_dir = native.output_path
         try:
             self._undo_start = self.dialect.on_start(self.levels)
             with _C.suspended():
@@ -248,13 +251,15 @@ class APITracer:
 
     def files(self) -> Dict[str, str]:
         """The files this tracer writes, by kind ("api_trace.txt", ...), per
-        level suffix when output is not merged."""
+        level suffix when output is not merged; in the directory start()
+        resolved output_path to, once started."""
         suffixes = [""] if self.options.merge_output else [f"_level_{n}" for n in self.levels]
+        directory = self._output_dir or os.fspath(self.options.output_path)
         out = {}
         for suffix in suffixes:
             for f in OUTPUT_FILES.values():
                 if f.option is None or getattr(self.options, f.option):
-                    out[f.name(suffix)] = os.path.join(self.options.output_path, f.name(suffix))
+                    out[f.name(suffix)] = os.path.join(directory, f.name(suffix))
         return out
 
 
@@ -305,5 +310,14 @@ class _ForkAnchor:
     callbacks through weak references)."""
 
 
+def _stop_before_exec() -> None:
+    """The process is about to exec another program (os.execv and its kin):
+    the running tracer stops, so that every call it recorded is in its files
+    (an exec that fails leaves the program going on untraced)."""
+    if _running is not None:
+        _running.stop()
+
+
+_C.on_exec(_stop_before_exec)
 os.register_at_fork(after_in_child=_after_fork_in_child)
 _mp_util.register_after_fork(_ForkAnchor, _stop_at_multiprocessing_exit)

@@ -11,6 +11,7 @@ from .configs import BuildError, Config, Invalid, Skip
 from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
 from .policy import refusal
+from .preconditions import check_call
 from .resolve import Resolver
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
@@ -28,6 +29,8 @@ class Builder:
         self.safe = safe  # the replay policy (policy.py) holds
         self.cast = cast or (lambda dtype: dtype)
         self.requires_grad = False
+        self.limit: Optional[int] = None  # the bytes the arguments may take (--max-bytes)
+        self.spent = 0  # what the arguments made so far take
 
     def allowed(self, name: str, obj: Any = None) -> None:
         """Raises Invalid if the policy refuses `name` (resolved to `obj`)."""
@@ -83,11 +86,50 @@ class Builder:
                               "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
         if any(-1 in spec.shape for _, spec in specs):
             raise Skip("a tensor with a symbolic size")
-        needed = sum(storage_numel(spec.shape, spec.stride) * self.cast(self.dtype(spec)).itemsize
-                     for _, spec in specs)
-        if max_bytes is not None and needed > max_bytes:
-            raise Skip(f"its tensor arguments need {needed} bytes ({human_bytes(needed)}), more than the limit of "
-                       f"{max_bytes} bytes ({human_bytes(max_bytes)}; --max-bytes)")
+        self.limit = max_bytes
+        needed = sum(self.tensor_bytes(spec) for _, spec in specs)
+        for _, leaf in _arguments(args, kwargs):
+            if isinstance(leaf, Call) and leaf.name == "numpy.ndarray":
+                needed += self.ndarray_bytes(leaf)
+        self.charge(needed, "its tensor arguments")
+
+    def charge(self, n: int, what: str) -> None:
+        """Counts `n` more bytes of arguments, before they are made; Skip
+        past the limit."""
+        self.spent += n
+        if self.limit is not None and self.spent > self.limit:
+            raise Skip(f"{what} need {self.spent} bytes ({human_bytes(self.spent)}), more than the limit of "
+                       f"{self.limit} bytes ({human_bytes(self.limit)}; --max-bytes)")
+
+    def tensor_bytes(self, spec: TensorSpec) -> int:
+        """What making the tensor `spec` describes allocates: its storage as
+        its strides lay it out; a sparse or quantized one is made dense
+        first, whole, whatever strides it says it has."""
+        itemsize = self.cast(self.dtype(spec)).itemsize
+        if spec.layout in SPARSE_LAYOUTS or spec.qscheme is not None:
+            numel = 1
+            for d in spec.shape:
+                numel *= d
+            # the dense tensor, and the places drawn (int64) or the float32 values quantized
+            return numel * (itemsize + (8 if spec.layout in SPARSE_LAYOUTS else 4))
+        return storage_numel(spec.shape, spec.stride) * itemsize
+
+    def ndarray_bytes(self, c: Call) -> int:
+        """What numpy.ndarray(shape, dtype) allocates."""
+        import numpy as np
+
+        if len(c.args) != 2 or c.kwargs or not isinstance(c.args[0], list) or not isinstance(c.args[1], str) \
+                or not all(isinstance(d, int) and d >= 0 for d in c.args[0]):
+            raise Invalid("numpy.ndarray(...) takes a list of sizes (0 or more) and a dtype's name",
+                          self.line.find("numpy.ndarray") + 1)
+        try:
+            itemsize = np.dtype(c.args[1]).itemsize
+        except TypeError:
+            raise Invalid(f"unknown numpy dtype {c.args[1]!r}", self.line.find(c.args[1]) + 1) from None
+        numel = 1
+        for d in c.args[0]:
+            numel *= d
+        return numel * itemsize
 
     def dtype(self, spec: TensorSpec) -> Any:
         torch = self.r.torch
@@ -223,11 +265,29 @@ class Builder:
             return self.numpy_scalar(name)(*args)
         target = self.resolve(name)
         if self.r.constructible(target):
+            if isinstance(target, type) and issubclass(target, torch.nn.Module):
+                self.charge(module_bytes(target, args, kwargs, self.cast), f"its arguments (with {name}(...))")
             value = target(*args, **kwargs)
             if isinstance(value, torch.nn.Module):
                 value = value.to(self.device)._apply(lambda t: t.to(self.cast(t.dtype)))
             return value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+
+
+def module_bytes(cls: type, args: list, kwargs: dict, cast: Callable[[Any], Any]) -> int:
+    """What cls(*args, **kwargs), a torch.nn module, allocates: its
+    parameters and buffers, counted on a copy built on the meta device
+    (which allocates nothing); 0 where that copy cannot be built."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            probe = cls(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the real construction reports it
+        return 0
+    from torch.nn.parameter import is_lazy
+
+    return sum(t.numel() * cast(t.dtype).itemsize for t in (*probe.parameters(), *probe.buffers()) if not is_lazy(t))
 
 
 # The sparse layouts replay builds, with the Tensor method that makes one from dense.
@@ -357,7 +417,52 @@ def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
+    if b.safe:
+        why = check_call(api, func, built_args, built_kwargs)
+        if why:
+            raise Invalid(why, 1)
+    outputs = output_bytes(func, built_args, built_kwargs)
+    if outputs:
+        b.charge(outputs, "its arguments and outputs")
     return func, built_args, built_kwargs
+
+
+def output_bytes(func: Any, args: list, kwargs: dict) -> Optional[int]:
+    """What the outputs of an operator call or a C function of torch's take
+    (a factory's sizes, a repeat's count), from the same call made on the
+    meta device, which allocates nothing; None where that cannot be known
+    (a Python function, an operator without a meta kernel, a size that
+    depends on values)."""
+    import types
+    import warnings
+
+    import torch
+
+    from .compare import tensor_leaves
+
+    if not isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, types.BuiltinFunctionType,
+                             types.MethodDescriptorType)):
+        return None
+
+    def meta(v: Any, key: Optional[str] = None) -> Any:
+        if isinstance(v, torch.Tensor):
+            return v.detach().to("meta")
+        if key == "device" and isinstance(v, (str, torch.device)):
+            return torch.device("meta")
+        if isinstance(v, (list, tuple)):
+            return type(v)(meta(x) for x in v)
+        return v
+
+    try:
+        with torch.device("meta"), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = func(*[meta(a) for a in args], **{k: meta(v, k) for k, v in kwargs.items()})
+    except Exception:  # noqa: BLE001 - not known: the real call decides
+        return None
+    leaves = [t for _, t in tensor_leaves(out, "output")]
+    if any(t.device.type != "meta" for t in leaves):
+        return None
+    return sum(t.numel() * t.element_size() for t in leaves)
 
 
 def prepare(config: Config, options: ReplayOptions = ReplayOptions(),

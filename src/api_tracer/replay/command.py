@@ -12,7 +12,7 @@ from .configs import Result, Status, first_line, ranges_beside, read_configs, re
 from .memory import available_bytes
 from .options import ReplayOptions
 from .report import JsonlReport, Progress, summary, write_junit
-from .run import run_in_process, run_isolated
+from .run import DEFAULT_TIMEOUT, run_in_process, run_isolated
 
 
 def check_device(device: str, flag: str) -> None:
@@ -41,6 +41,18 @@ def check_flags(args: Any) -> None:
             raise UsageError(f"replay: {flag} must be at least 0")
 
 
+def check_writable(path: str, flag: str) -> None:
+    """A UsageError, naming `flag`, where the file `path` cannot be made:
+    asked before any config runs (the report comes after all of them)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    why = ("is a directory" if os.path.isdir(path) else
+           f"{directory} is not a directory" if not os.path.isdir(directory) else
+           f"{directory} is not writable" if not os.access(directory, os.W_OK) else
+           "is not writable" if os.path.exists(path) and not os.access(path, os.W_OK) else "")
+    if why:
+        raise UsageError(f"replay: {flag} {path}: {why}")
+
+
 def replay_command(args: Any) -> int:
     if not os.path.isfile(args.file):
         raise UsageError(f"replay: {args.file}: no such file")
@@ -59,6 +71,8 @@ def replay_command(args: Any) -> int:
         ranges = read_value_ranges(ranges_path)
     except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
         raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
+    if args.junit:
+        check_writable(args.junit, "--junit")
     try:
         report = JsonlReport(args.report) if args.report else None
     except OSError as e:
@@ -73,13 +87,21 @@ def replay_command(args: Any) -> int:
         if report:
             report(r)
 
-    with report or contextlib.nullcontext():
-        if args.isolate or args.jobs > 1:
-            results = run_isolated(configs, args.jobs, options, on_result)
-        else:
-            results = run_in_process(configs, options, on_result, report_fd=report.file.fileno() if report else None)
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
+    try:
+        with report or contextlib.nullcontext():
+            if args.isolate or args.jobs > 1 or args.timeout:
+                results = run_isolated(configs, args.jobs, options, on_result, timeout)
+            else:
+                results = run_in_process(configs, options, on_result,
+                                         report_fd=report.file.fileno() if report else None)
+    except OSError as e:  # the report could not be written (a full disk): said, not a traceback
+        raise UsageError(f"replay: -o {args.report}: {e.strerror or e}") from None
     progress.finish()
     print(summary(results, args.allow_unsafe, args.check), end="")
     if args.junit:
-        write_junit(results, args.junit)
+        try:
+            write_junit(results, args.junit)
+        except OSError as e:
+            raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
     return 1 if any(r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID) for r in results) else 0

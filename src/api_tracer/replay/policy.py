@@ -14,7 +14,8 @@ computes. The policy is an allow-list:
   too (``torch.Tensor.new_zeros``, ``torch.Tensor.to_sparse_csr``, ...);
 - the Python bindings of the aten operators, which may run as the operators
   they bind may (``torch._foreach_mul_`` is ``torch.ops.aten._foreach_mul_``,
-  recorded by level 1: torch.overrides leaves out private names);
+  recorded by level 1: torch.overrides leaves out private names; a denied
+  operator's binding is refused for the operator's reason);
 - the values replay itself constructs (``torch.device``, ``torch.Size``,
   ``torch.Generator``), and ``torch._C._set_grad_enabled``, whose change
   replay undoes after each config (it restores grad mode);
@@ -23,7 +24,11 @@ computes. The policy is an allow-list:
   not c10d, _c10d_functional, profiler, debugprims (it loads files), ...;
 
 less DENIED: the families of the lists above that must not run from an
-untrusted file, each with its reason. Everything else is refused, whatever
+untrusted file, each with its reason; less the operators that compute on no
+tensor (TorchScript's operators of strings, lists and numbers); less the
+private operators (`_`-prefixed, or of a `_`-prefixed namespace) and their
+bindings but those reviewed in preconditions.py, which also checks, after
+the arguments are built, what kernels do not (views by sizes and strides). Everything else is refused, whatever
 torch holds under the name (torch._C.*, torch.utils.*, torch.ops.load_library,
 torch.classes.*, ...). The check is by name, before any argument is built;
 names inside arguments are held to it too: a ``Callable("...")`` (which the
@@ -74,6 +79,9 @@ DENIED: Dict[str, Tuple[str, ...]] = {
     "changes process-wide state: caches and process set-up": (
         "torch.ops.aten._cufft_set_plan_cache_max_size", "torch.ops.aten._cufft_clear_plan_cache",
         "torch.prepare_multiprocessing_environment", "torch.profiler_allow_cudagraph_cupti_lazy_reinit_cuda12"),
+    "compiles the functions it is given (a higher-order operator runs them through torch.compile)": (
+        "torch.cond", "torch.while_loop"),
+    "prints (a config could write anything to replay's own output)": ("torch.ops.aten._print",),
     "talks to other processes (process groups, RPC, distributed autograd)": (
         "torch.nn.SyncBatchNorm", "torch.ops.aten.to_here", "torch.ops.aten.local_value", "torch.ops.aten.owner",
         "torch.ops.aten.owner_name", "torch.ops.aten.confirmed_by_owner", "torch.ops.aten.is_owner",
@@ -82,7 +90,13 @@ DENIED: Dict[str, Tuple[str, ...]] = {
 
 
 def denied(name: str) -> Optional[str]:
-    """The reason DENIED gives for `name`, if it does."""
+    """The reason DENIED gives for `name`, if it does: for a Python binding
+    of an aten operator (torch._print), the operator's."""
+    parts = name.split(".")
+    if parts[:1] == ["torch"] and parts[1:2] != ["ops"] and _binds_operator(name):
+        why = denied(f"torch.ops.aten.{parts[-1]}")
+        if why:
+            return why
     for reason, patterns in DENIED.items():
         for pattern in patterns:
             if fnmatch.fnmatchcase(name, pattern) or name.startswith(pattern + "."):
@@ -106,6 +120,26 @@ def named_apis() -> FrozenSet[str]:
     return frozenset(n for n in names if not denied(n))
 
 
+def _binds_operator(name: str) -> bool:
+    """Whether `name` is torch.NAME or torch.Tensor.NAME, the C binding of
+    the aten operator NAME."""
+    import types
+
+    import torch
+
+    owner, _, op = name.rpartition(".")
+    holder = {"torch": torch._C._VariableFunctions, "torch.Tensor": torch._C.TensorBase}.get(owner)
+    return holder is not None and op in _aten_names() and isinstance(
+        getattr(holder, op, None), (types.BuiltinFunctionType, types.MethodDescriptorType))
+
+
+@functools.lru_cache(maxsize=None)
+def _aten_names() -> FrozenSet[str]:
+    import torch
+
+    return frozenset(s.name.partition("::")[2] for s in torch._C._jit_get_all_schemas() if s.name.startswith("aten::"))
+
+
 def operator_bindings() -> FrozenSet[str]:
     """torch.NAME and torch.Tensor.NAME where NAME is the generated Python
     binding of the aten operator NAME (a builtin of torch._C's function
@@ -114,7 +148,7 @@ def operator_bindings() -> FrozenSet[str]:
 
     import torch
 
-    aten = {s.name.partition("::")[2] for s in torch._C._jit_get_all_schemas() if s.name.startswith("aten::")}
+    aten = _aten_names()
     bindings = set()
     for owner, prefix in ((torch._C._VariableFunctions, "torch"), (torch._C.TensorBase, "torch.Tensor")):
         for name in aten.intersection(dir(owner)):
@@ -122,6 +156,46 @@ def operator_bindings() -> FrozenSet[str]:
             if builtin and not name.startswith("__") and not denied(f"torch.ops.aten.{name}"):
                 bindings.add(f"{prefix}.{name}")
     return frozenset(bindings)
+
+
+@functools.lru_cache(maxsize=None)
+def tensorless_operators() -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """The operators (overloads, and the packets holding one) that take no
+    tensor and return none: TorchScript's operators of Python values
+    (strings, lists, numbers), as torch.ops.NS.OP.OVERLOAD and
+    torch.ops.NS.OP."""
+    import torch
+
+    overloads, packets = set(), set()
+    for s in torch._C._jit_get_all_schemas():
+        if not any("Tensor" in str(a.type) for a in (*s.arguments, *s.returns)):
+            namespace, _, op = s.name.partition("::")
+            overloads.add(f"torch.ops.{namespace}.{op}.{s.overload_name or 'default'}")
+            packets.add(f"torch.ops.{namespace}.{op}")
+    return frozenset(overloads), frozenset(packets)
+
+
+def _private_refusal(name: str) -> Optional[str]:
+    """Why `name`, a private operator (a `_`-prefixed one, or one of a
+    `_`-prefixed namespace) or its Python binding, is refused: it is not
+    on the reviewed list of preconditions.py. (Their kernels often trust
+    their arguments: a config's shapes could make them read or write out
+    of bounds.)"""
+    from .preconditions import reviewed
+
+    parts = name.split(".")
+    if name in SCOPED_STATE or name.endswith((".__get__", ".__set__", ".__delete__")):
+        return None
+    if name.startswith("torch.ops.") and len(parts) >= 4:
+        namespace, op = parts[2], parts[3]
+        private_namespace = namespace.startswith("_")
+    else:
+        namespace, op, private_namespace = "aten", parts[-1], False
+    if not (private_namespace or (op.startswith("_") and not op.startswith("__"))):
+        return None
+    if not private_namespace and namespace == "aten" and reviewed(op)[0]:
+        return None
+    return "it is a private operator, which replay calls only once reviewed (its kernel may trust its arguments)"
 
 
 def _operator_refusal(name: str, obj: Any) -> Optional[str]:
@@ -132,6 +206,11 @@ def _operator_refusal(name: str, obj: Any) -> Optional[str]:
         return "it is not an operator (torch.ops.NAMESPACE.OP[.OVERLOAD])"
     if parts[2] not in OPERATOR_NAMESPACES:
         return f"it is an operator of {parts[2]}, not of a computing namespace ({', '.join(OPERATOR_NAMESPACES)})"
+    overloads, packets = tensorless_operators()
+    if name in overloads:
+        return "it computes on no tensor (an operator of TorchScript's strings, lists and numbers)"
+    if name in packets:
+        return "some of its overloads compute on no tensor: name the overload"
     import torch
 
     if obj is not None and not isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
@@ -147,9 +226,11 @@ def refusal(name: str, obj: Any = None) -> Optional[str]:
     if why:
         why = f"it {why}"
     elif name.startswith("torch.ops."):
-        why = _operator_refusal(name, obj)
+        why = _operator_refusal(name, obj) or _private_refusal(name)
     elif name not in named_apis():
         why = "it is not in replay's allow-list of computing APIs"
+    else:
+        why = _private_refusal(name)
     return f"{name} is refused: {why} (--allow-unsafe lifts the policy)" if why else None
 
 
@@ -164,4 +245,6 @@ def allow_list() -> FrozenSet[str]:
         if namespace in OPERATOR_NAMESPACES:
             packet = f"torch.ops.{namespace}.{op}"
             operators.update((packet, f"{packet}.{schema.overload_name or 'default'}"))
-    return named_apis() | frozenset(n for n in operators if not denied(n))
+    overloads, packets = tensorless_operators()
+    return frozenset(n for n in named_apis() | frozenset(n for n in operators if not denied(n))
+                     if not _private_refusal(n) and n not in overloads and n not in packets)

@@ -61,19 +61,32 @@ def _worker(conn: Any, options: ReplayOptions) -> None:
     """Replays the configs sent on `conn`, one at a time, until None."""
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
+    hang_on = os.environ.get("API_TRACER_REPLAY_HANG_ON")
     while True:
         config = conn.recv()
         if config is None:
             return
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
+        conn.send(STARTED)  # the config's time runs from now (the worker's own start-up is not its)
+        if hang_on and hang_on in config.text:
+            while True:
+                time.sleep(1)
         conn.send(replay_one(config, options, resolver))
 
 
+# How long a config may run in a worker before it is killed (--timeout):
+# what an isolated replay waits by default.
+DEFAULT_TIMEOUT = 60.0
+STARTED = "started"  # what a worker says as it begins a config
+
+
 def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
-                 on_result: Callable[[Result], None]) -> List[Result]:
+                 on_result: Callable[[Result], None], timeout: Optional[float] = DEFAULT_TIMEOUT) -> List[Result]:
     """Each config in a worker process (`jobs` of them): a worker that dies
-    (a crashing kernel) fails the config it held, and is replaced."""
+    (a crashing kernel) fails the config it held, and is replaced; so is one
+    that holds a config past `timeout` seconds (None: no limit): it is
+    killed, and the config fails with a timeout.""" 
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
@@ -81,6 +94,7 @@ def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
     pending = list(range(len(configs)))[::-1]
     out: Dict[int, Result] = {}
     workers: Dict[Any, Tuple[Any, Optional[int]]] = {}  # conn -> (process, index it holds)
+    since: Dict[Any, float] = {}  # conn -> when it began the config it holds
 
     def start() -> None:
         parent, child = ctx.Pipe()
@@ -96,6 +110,7 @@ def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
             index = pending.pop()
             conn.send(configs[index])
             workers[conn] = (p, index)
+            since.pop(conn, None)
         else:
             conn.send(None)
             workers[conn] = (p, None)
@@ -106,9 +121,20 @@ def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
 
     for _ in range(min(max(1, jobs), len(configs))):
         start()
+    def replace(conn: Any, p: Any, index: int, error: str, message: str) -> None:
+        c = configs[index]
+        finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error=error,
+                             message=message))
+        del workers[conn]
+        conn.close()
+        if pending:
+            start()
+
     while len(out) < len(configs):
         busy = {conn: p for conn, (p, index) in workers.items() if index is not None}
-        ready = wait(list(busy) + [p.sentinel for p in busy.values()])
+        started = [since[c] for c in busy if c in since]
+        left = None if timeout is None or not started else max(0.0, min(started) + timeout - time.monotonic())
+        ready = wait(list(busy) + [p.sentinel for p in busy.values()], timeout=left)
         for conn, p in busy.items():
             index = workers[conn][1]
             if conn in ready:
@@ -116,20 +142,21 @@ def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
                     result = conn.recv()
                 except (EOFError, OSError):
                     result = None
+                if result == STARTED:
+                    since[conn] = time.monotonic()
+                    continue
                 if result is not None:
                     finish(index, result)
                     feed(conn)
                     continue
             if p.sentinel in ready or conn in ready:
                 p.join()
-                c = configs[index]
-                finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED,
-                                     error="WorkerCrashed",
-                                     message=f"the worker process died (exit code {p.exitcode})"))
-                del workers[conn]
-                conn.close()
-                if pending:
-                    start()
+                replace(conn, p, index, "WorkerCrashed", f"the worker process died (exit code {p.exitcode})")
+            elif timeout is not None and conn in since and time.monotonic() - since[conn] >= timeout:
+                p.kill()
+                p.join()
+                replace(conn, p, index, "Timeout",
+                        f"timeout: no result after {timeout:g} s (--timeout); the worker was killed")
     for p, _ in workers.values():
         p.join(timeout=5)
     return [out[i] for i in range(len(configs))]
@@ -183,5 +210,11 @@ class CrashNote:
                        f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
             line = Result(config.file, config.line, config.text, api=api_of(config.text), status=Status.FAILED,
                           error="Crashed", message=died)
-            notes[sig] = (message, line.to_json() + "\n")
+            notes[sig] = (encodable(message), encodable(line.to_json() + "\n"))
         _C.replay_crash_note_set(notes)
+
+
+def encodable(text: str) -> str:
+    """`text` as UTF-8 can carry it: a file name that is not UTF-8 (held by
+    Python as lone surrogates) is written with backslash escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

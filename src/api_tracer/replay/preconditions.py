@@ -1,0 +1,246 @@
+"""What replay checks of a call's built arguments before it makes the call,
+where the kernel would not: a config file may give any shapes, and some
+operators read where their arguments point without looking.
+
+- Views by sizes and strides (`as_strided`, `_reshape_alias`, `set_`, prims'
+  `as_strided` and their _copy and _scatter forms: every operator whose
+  schema takes `size` and `stride` for a tensor or storage it reads): the
+  window must lie inside that storage: strides and sizes of 0 or more, an
+  offset of 0 or more, the last element before the storage's end.
+- Private operators (`torch.ops.aten._softmax_backward_data`, their
+  bindings `torch._softmax`, ...): replay calls only the reviewed ones
+  (REVIEWED), each with the check its kernel lacks, or None where the
+  kernel checks what it reads itself (each such entry was probed with
+  arguments of wrong shapes: tests/test_replay_safety.py keeps the probes).
+  Any other private operator is refused by the policy (policy.py).
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+Check = Callable[[Dict[str, Any]], Optional[str]]  # bound arguments -> what is wrong, or None
+
+
+def _same_shape(*names: str) -> Check:
+    def check(bound: Dict[str, Any]) -> Optional[str]:
+        shapes = [tuple(bound[n].shape) for n in names if _is_tensor(bound.get(n))]
+        if len(set(shapes)) > 1:
+            return " and ".join(f"{n} {list(s)}" for n, s in zip(names, shapes)) + " must have one shape"
+        return None
+    return check
+
+
+def _dim_in_range(tensor: str, dim: str = "dim") -> Check:
+    def check(bound: Dict[str, Any]) -> Optional[str]:
+        t, d = bound.get(tensor), bound.get(dim)
+        if _is_tensor(t) and isinstance(d, int) and not -max(t.dim(), 1) <= d < max(t.dim(), 1):
+            return f"{dim}={d} is out of range for {tensor} of {t.dim()} dimensions"
+        return None
+    return check
+
+
+def _all(*checks: Check) -> Check:
+    def check(bound: Dict[str, Any]) -> Optional[str]:
+        return next((why for why in (c(bound) for c in checks) if why), None)
+    return check
+
+
+def _attention(bound: Dict[str, Any]) -> Optional[str]:
+    """scaled dot product attention: query, key and value are 4-d (batch,
+    heads, length, head dim); key and value agree on batch, heads and
+    length, query and key on batch, heads and head dim."""
+    q, k, v = (bound.get(n) for n in ("query", "key", "value"))
+    if not all(_is_tensor(t) and t.dim() == 4 for t in (q, k, v)):
+        return "query, key and value must be 4-d tensors"
+    if k.shape[:3] != v.shape[:3] or q.shape[:2] != k.shape[:2] or q.shape[3] != k.shape[3]:
+        return f"query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)} do not agree"
+    return None
+
+
+def _attention_backward(bound: Dict[str, Any]) -> Optional[str]:
+    why = _attention(bound)
+    if why:
+        return why
+    q, v, out, grad, lse = (bound.get(n) for n in ("query", "value", "out", "grad_out", "logsumexp"))
+    expected = tuple(q.shape[:3]) + (v.shape[3],)
+    if not (_is_tensor(out) and _is_tensor(grad) and tuple(out.shape) == tuple(grad.shape) == expected):
+        return f"out and grad_out must have the shape {list(expected)}"
+    if not (_is_tensor(lse) and tuple(lse.shape) == tuple(q.shape[:3])):
+        return f"logsumexp must have the shape {list(q.shape[:3])}"
+    return None
+
+
+def _values_in(t: Any, low: int, high: int) -> bool:
+    """Every value of the integer tensor t in [low, high)."""
+    return t.numel() == 0 or (low <= int(t.min()) and int(t.max()) < high)
+
+
+def _embedding_bag_backward(bound: Dict[str, Any]) -> Optional[str]:
+    """The embedding bag's gradient writes rows `indices` of a
+    [num_weights, dim] gradient, reading rows `offset2bag` of grad: every
+    index within its range, the bags' tensors of their sizes."""
+    grad, indices, offsets, offset2bag, bag_size, maximum = (
+        bound.get(n) for n in ("grad", "indices", "offsets", "offset2bag", "bag_size", "maximum_indices"))
+    num_weights, mode, weights = bound.get("num_weights"), bound.get("mode"), bound.get("per_sample_weights")
+    if not all(_is_tensor(t) for t in (grad, indices, offsets, offset2bag, bag_size, maximum)):
+        return "grad, indices, offsets, offset2bag, bag_size and maximum_indices must be tensors"
+    if grad.dim() != 2 or indices.dim() != 1 or offsets.dim() != 1 or not isinstance(num_weights, int) \
+            or mode not in (0, 1, 2):
+        return "grad must be 2-d, indices and offsets 1-d, num_weights an int and mode 0, 1 or 2"
+    bags, n = grad.shape[0], indices.numel()
+    if not _values_in(indices, 0, max(num_weights, 0)):
+        return f"indices must lie in [0, {num_weights})"
+    if offset2bag.numel() not in (0, n) or not _values_in(offset2bag, 0, bags):  # (0: the kernel makes it)
+        return f"offset2bag must hold {n} values in [0, {bags}), or none"
+    if not _values_in(offsets, 0, n + 1) or bag_size.numel() != bags or not _values_in(bag_size, 0, n + 1):
+        return f"offsets and the {bags} bag sizes must lie in [0, {n}]"
+    if mode == 2 and (tuple(maximum.shape) != tuple(grad.shape) or not _values_in(maximum, -1, max(num_weights, 0))):
+        return f"maximum_indices must have grad's shape and lie in [0, {num_weights})"
+    if _is_tensor(weights) and weights.numel() != n:
+        return f"per_sample_weights must hold {n} values"
+    return None
+
+
+# Private aten operators replay calls (patterns on the operator's name), by
+# family, with what replay checks first (None: the kernel checks its
+# arguments, probed with wrong shapes in the tests).
+REVIEWED: Dict[str, Optional[Check]] = {
+    # conversions and queries
+    "_to_copy": None,
+    "_unsafe_view": None,  # checks the element count
+    "_local_scalar_dense": None,
+    "_has_compatible_shallow_copy_type": None,
+    # softmax and its gradient
+    "_softmax": None,
+    "_log_softmax": None,
+    "_safe_softmax": None,
+    "_softmax_backward_data": _all(_same_shape("grad_output", "output"), _dim_in_range("output")),
+    "_log_softmax_backward_data": _all(_same_shape("grad_output", "output"), _dim_in_range("output")),
+    # optimizers' list operators: the lists' lengths are checked, each pair by
+    # the operator it falls back to
+    "_foreach_*": None,
+    # attention
+    "_scaled_dot_product_flash_attention_for_cpu": _attention,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _attention_backward,
+    # embedding bags: the indices are checked against the weight
+    "_embedding_bag": None,
+    "_embedding_bag_forward_only": None,
+    "_embedding_bag_backward": _embedding_bag_backward,
+}
+
+
+def reviewed(op: str) -> Tuple[bool, Optional[Check]]:
+    """Whether the private operator named `op` (its aten name) is reviewed,
+    and its check."""
+    for pattern, check in REVIEWED.items():
+        if fnmatch.fnmatchcase(op, pattern):
+            return True, check
+    return False, None
+
+
+@functools.lru_cache(maxsize=None)
+def view_operators() -> Dict[str, str]:
+    """Per operator ("aten::as_strided") that reads a window of a storage
+    given by sizes and strides, the argument whose storage it reads."""
+    import torch
+
+    found = {}
+    for s in torch._C._jit_get_all_schemas():
+        names = [a.name for a in s.arguments]
+        if "size" not in names or "stride" not in names or "empty" in s.name or "_assert" in s.name:
+            continue
+        owner = "source" if "source" in names else next(
+            (a.name for a in s.arguments if str(a.type) == "Tensor" and names.index(a.name) < names.index("size")),
+            None)
+        if owner is not None:
+            found[s.name] = owner
+    return found
+
+
+def _is_tensor(v: Any) -> bool:
+    import torch
+
+    return isinstance(v, torch.Tensor)
+
+
+def _window(bound: Dict[str, Any], owner: str) -> Optional[str]:
+    """Why the window of sizes and strides in `bound` is not inside the
+    storage of bound[owner] (None: it is)."""
+    import torch
+
+    base = bound.get(owner)
+    size, stride = bound.get("size"), bound.get("stride")
+    if isinstance(base, torch.Tensor):
+        elements, default_offset = base.untyped_storage().nbytes() // max(base.element_size(), 1), base.storage_offset()
+    elif isinstance(base, (torch.UntypedStorage, torch.TypedStorage)):
+        itemsize = bound["self"].element_size() if _is_tensor(bound.get("self")) else 1
+        elements, default_offset = base.nbytes() // itemsize, 0
+    else:
+        return None
+    offset = bound.get("storage_offset")
+    offset = default_offset if offset is None else offset
+    if not (isinstance(size, (list, tuple)) and isinstance(stride, (list, tuple)) and len(size) == len(stride)):
+        return None  # the operator refuses it itself
+    if any(not isinstance(x, int) or x < 0 for x in (*size, *stride, offset)):
+        return f"sizes {list(size)}, strides {list(stride)} and offset {offset} must all be 0 or more"
+    if 0 in size:
+        return None
+    last = offset + sum((d - 1) * s for d, s in zip(size, stride))
+    if last >= elements:
+        return (f"sizes {list(size)}, strides {list(stride)} and offset {offset} reach element {last} of a "
+                f"storage of {elements}")
+    return None
+
+
+def _schemas_of(func: Any, api: str) -> List[Any]:
+    """The schemas a call of `func` (named `api`) may run: an operator's
+    own, or those of the aten operator a Python binding is named after."""
+    import torch
+
+    if isinstance(func, torch._ops.OpOverload):
+        return [func._schema]
+    name = api.rsplit(".", 1)[-1]
+    packet = getattr(torch.ops.aten, name, None) if not api.startswith("torch.ops.") else None
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        packet = func
+    if packet is None:
+        return []
+    return [getattr(packet, o)._schema for o in packet.overloads()]
+
+
+def _bind(schema: Any, args: list, kwargs: dict) -> Optional[Dict[str, Any]]:
+    names = [a.name for a in schema.arguments]
+    if "input" in kwargs and "self" in names and "input" not in names:  # a binding's name for self
+        kwargs = {("self" if k == "input" else k): v for k, v in kwargs.items()}
+    if len(args) > len(names) or not set(kwargs) <= set(names):
+        return None
+    bound = dict(zip(names, args))
+    if set(bound) & set(kwargs):
+        return None
+    bound.update(kwargs)
+    return bound
+
+
+def operator_name(schema: Any) -> str:
+    return schema.name.partition("::")[2]
+
+
+def check_call(api: str, func: Any, args: list, kwargs: dict) -> Optional[str]:
+    """What is wrong with calling `func` (`api`) on these built arguments,
+    that its kernel would not see; None if nothing is."""
+    views = view_operators()
+    for schema in _schemas_of(func, api):
+        bound = _bind(schema, args, kwargs)
+        if bound is None:
+            continue
+        owner = views.get(schema.name)
+        why = _window(bound, owner) if owner else None
+        op = operator_name(schema)
+        if not why and op.startswith("_"):
+            _, check = reviewed(op)
+            why = check(bound) if check else None
+        if why:
+            return f"{api}: {why}"
+    return None

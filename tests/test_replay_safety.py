@@ -1,0 +1,208 @@
+"""Replay of config files that cannot be trusted, round 2: what compiles,
+prints, runs forever, reads out of bounds or allocates past --max-bytes is
+refused, bounded or cut short, each with its reason; the outputs replay
+writes fail cleanly; and `api-tracer run` keeps what a program that changes
+directory, execs or _exits recorded."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from api_tracer.replay import Config, ReplayOptions, run_in_process
+
+CLI = [sys.executable, "-m", "api_tracer"]
+
+
+def replayed(lines, **options):
+    configs = [Config("hostile.txt", i + 1, line) for i, line in enumerate(lines)]
+    return [(r.status, r.message) for r in run_in_process(configs, ReplayOptions(**options), lambda r: None)]
+
+
+REFUSED = [
+    ('torch.cond(Tensor([], "bool"), Callable("torch.sin"), Callable("torch.cos"), (Tensor([2], "float32"),))',
+     "compiles the functions it is given"),
+    ('torch.while_loop(Callable("torch.Tensor.any"), Callable("torch.clone"), (Tensor([64], "bool"),))',
+     "compiles the functions it is given"),
+    ('torch.ops.aten.center.default("x", 1000000000000)', "computes on no tensor"),
+    ('torch.ops.aten.mul.left_t(["a"], 100000000000)', "computes on no tensor"),
+    ('torch.ops.aten.mul(["a"], 100000000000)', "some of its overloads compute on no tensor"),
+    ('torch._print("1000 configs: 1000 ok")', "prints"),
+    ('torch.ops.aten._print.default("1000 configs: 1000 ok")', "prints"),
+    ('torch.ops.aten._reshape_alias_copy.default(Tensor([4], "float32"), [4], [-100000000])', "private operator"),
+    ('torch._sobol_engine_initialize_state_(Tensor([2, 3], "int64"), 2)', "private operator"),
+    ('torch._transform_bias_rescale_qkv(Tensor([2, 3, 12], "float32"), Tensor([12], "float32"), 2)',
+     "private operator"),
+    ('torch.ops.aten._segment_reduce_backward.default(Tensor([2], "float32"), Tensor([2], "float32"), '
+     'Tensor([5], "float32"), "sum", lengths=Tensor([2], "int64"))', "private operator"),
+    ('torch.ops._quantized.wrapped_fbgemm_linear_fp16_weight.default(Tensor([2, 2], "float32"), '
+     'Tensor([2, 2], "float32"), Tensor([2], "float32"), 2)', "private operator"),
+]
+
+
+@pytest.mark.parametrize("line, reason", REFUSED, ids=[r[1][:20] + str(i) for i, r in enumerate(REFUSED)])
+def test_what_must_not_run_from_a_file_is_refused_with_its_reason(line, reason):
+    [(status, message)] = replayed([line])
+    assert status == "invalid" and reason in message and "--allow-unsafe" in message, message
+
+
+def test_a_view_by_sizes_and_strides_must_lie_inside_its_storage():
+    """The same rule for every operator that reads a window of a storage by
+    sizes and strides (as_strided and its kin, set_, prims' as_strided),
+    named as a binding, a method or an operator, positionally or by keyword."""
+    results = replayed([
+        'torch.as_strided(Tensor([10], "float32"), (2, 2), (1, 2), storage_offset=10)',
+        'torch.as_strided(Tensor([10], "float32"), (2, 2), (1, 2), storage_offset=2)',
+        'torch.Tensor.as_strided(Tensor([10], "float32"), [3, 3], [4, 1])',
+        'torch.as_strided(input=Tensor([4], "float32"), size=[2], stride=[-1])',
+        'torch.ops.aten.as_strided_copy.default(Tensor([6], "float32"), [2, 3], [3, 1], 1)',
+        'torch.ops.aten.as_strided_scatter.default(Tensor([6], "float32"), Tensor([2, 2], "float32"), [2, 2], '
+        '[2, 1], 0)',
+        'torch.ops.prims.as_strided.default(Tensor([3], "float32"), [2], [5], 0)',
+        'torch.as_strided(Tensor([10], "float32"), (0, 2), (100, 100))',
+    ])
+    assert [s for s, _ in results] == ["invalid", "ok", "invalid", "invalid", "invalid", "ok", "invalid", "ok"]
+    assert results[0][1] == ("torch.as_strided: sizes [2, 2], strides [1, 2] and offset 10 reach element 13 of a "
+                             "storage of 10")
+    assert "must all be 0 or more" in results[3][1]
+
+
+def test_reviewed_private_operators_run_and_their_arguments_are_checked_first():
+    results = replayed([
+        'torch.ops.aten._softmax_backward_data.default(Tensor([4, 5], "float32"), Tensor([2, 3], "float32"), 1, '
+        'torch.float32)',
+        'torch.ops.aten._softmax_backward_data.default(Tensor([4, 5], "float32"), Tensor([4, 5], "float32"), 1, '
+        'torch.float32)',
+        'torch.ops.aten._log_softmax_backward_data.default(Tensor([4, 5], "float32"), Tensor([4, 5], "float32"), 9, '
+        'torch.float32)',
+        'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 2, 3, 4], "float32"), '
+        'Tensor([1, 2, 5, 4], "float32"), Tensor([1, 2, 6, 4], "float32"))',
+        'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 2, 3, 4], "float32"), '
+        'Tensor([1, 2, 5, 4], "float32"), Tensor([1, 2, 5, 4], "float32"))',
+        'torch._foreach_mul_([Tensor([2], "float32"), Tensor([3], "float32")], [Tensor([5], "float32")])',
+        'torch.ops.aten._local_scalar_dense.default(Tensor([], "float32"))',
+        'torch.ops.aten._embedding_bag_backward.default(Tensor([3, 2], "float32"), Tensor([3], "int64"), '
+        'Tensor([1], "int64"), Tensor([3], "int64"), Tensor([3], "int64"), Tensor([3], "int64"), 0, False, 0, False, '
+        'None, -1)',
+        'torch.ops.aten._embedding_bag_backward.default(Tensor([3, 2], "float32"), Tensor([3], "int64"), '
+        'Tensor([1], "int64"), Tensor([3], "int64"), Tensor([3], "int64"), Tensor([3], "int64"), 4, False, 0, False, '
+        'None, -1)',
+    ])
+    assert [s for s, _ in results] == ["invalid", "ok", "invalid", "invalid", "ok", "failed", "ok", "invalid", "ok"]
+    assert "indices must lie in [0, 0)" in results[7][1]
+    assert "grad_output [4, 5] and output [2, 3] must have one shape" in results[0][1]
+    assert "do not agree" in results[3][1]
+
+
+def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_shapes(tmp_path):
+    """The reviewed entries without a check of replay's own were taken on
+    their kernels' checks: with wrong shapes they raise, and no worker dies."""
+    lines = [
+        'torch.ops.aten._unsafe_view.default(Tensor([4], "float32"), [100])',
+        'torch.ops.aten._embedding_bag.default(Tensor([4, 3], "float32"), Tensor([1], "int64"), '
+        'Tensor([1], "int64"))',
+        'torch.ops.aten._log_softmax.default(Tensor([4, 5], "float32"), 7, False)',
+        'torch.ops.aten._softmax.default(Tensor([4, 5], "float32"), -9, False)',
+        'torch.ops.aten._to_copy.default(Tensor([3], "float32"), dtype=torch.int8)',
+        'torch._foreach_add_([Tensor([2], "float32")], [Tensor([3], "float32")])',
+    ]
+    path = tmp_path / "probes.txt"
+    path.write_text("\n".join(lines) + "\n")
+    # (the embedding bag's index tensor is drawn as zeros: give it a profile that reaches past the weight)
+    (tmp_path / "api_value_ranges.yaml").write_text(
+        f"- config: {lines[1]}\n  ranges:\n    args[1]: [7, 7]\n")
+    r = subprocess.run(CLI + ["replay", str(path), "--isolate", "-o", str(tmp_path / "r.jsonl")],
+                       capture_output=True, text=True, timeout=600)
+    results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok", "failed"], r.stdout
+    assert all(x["error"] != "WorkerCrashed" for x in results)
+    assert "not in the valid range" in results[1]["message"]
+
+
+def test_every_argument_replay_builds_counts_toward_max_bytes():
+    limit = 100 << 20
+    results = replayed([
+        'torch.Tensor.add(Tensor([20000, 10000], "float32", layout=torch.sparse_coo, stride=[0, 0], nnz=1), 1)',
+        'torch.Tensor.int_repr(Tensor([20000, 10000], "qint8", stride=[0, 0], scale=0.1, zero_point=0))',
+        'torch.add(numpy.ndarray([20000, 10000], "float64"), 1)',
+        'torch.nn.Linear.forward(torch.nn.Linear(20000, 10000), Tensor([2, 20000], "float32"))',
+        'torch.zeros(100000, 100000)',
+        'torch.ops.aten.repeat.default(Tensor([10], "float32"), [100000, 1000])',
+        'torch.ones(2, 3)',
+    ], max_bytes=limit)
+    assert [s for s, _ in results] == ["skipped"] * 6 + ["ok"]
+    assert all(f"more than the limit of {limit} bytes" in m for _, m in results[:6])
+    assert "with torch.nn.Linear(...)" in results[3][1] and "outputs" in results[4][1]
+
+
+def test_a_config_past_its_timeout_fails_and_its_worker_is_replaced(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("torch.ones(2)\ntorch.zeros(3)\ntorch.ones(4)\n")
+    env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.zeros")
+    r = subprocess.run(CLI + ["replay", str(path), "--timeout", "2", "-o", str(tmp_path / "r.jsonl")],
+                       capture_output=True, text=True, timeout=300, env=env)
+    results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert r.returncode == 1
+    assert [(x["line"], x["status"]) for x in results] == [(1, "ok"), (2, "failed"), (3, "ok")]
+    assert results[1]["error"] == "Timeout" and results[1]["message"].startswith("timeout: no result after 2 s")
+
+
+def test_a_file_name_that_is_not_utf8_replays_in_process(tmp_path):
+    name = os.fsdecode(b"configs-\xff.txt")
+    (tmp_path / name).write_text("torch.ones(2)\n")
+    r = subprocess.run(CLI + ["replay", name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "1 configs: 1 ok" in r.stdout, r.stderr
+
+
+def test_outputs_that_cannot_be_written_are_errors_not_tracebacks(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("torch.ones(2)\n")
+    full = subprocess.run(CLI + ["replay", str(path), "-o", "/dev/full"], capture_output=True, text=True, timeout=300)
+    assert full.returncode == 2 and full.stderr == "api-tracer: replay: -o /dev/full: No space left on device\n"
+    env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.ones")  # it would hang, were the configs run first
+    junit = subprocess.run(CLI + ["replay", str(path), "--isolate", "--junit", f"{path}/x.xml"], capture_output=True,
+                           text=True, timeout=60, env=env)
+    assert junit.returncode == 2 and junit.stderr == f"api-tracer: replay: --junit {path}/x.xml: {path} is not a directory\n"
+
+
+# -- run: what the program does to its process ------------------------------------------------
+
+def run_traced(tmp_path, code, *flags):
+    (tmp_path / "prog.py").write_text(code)
+    return subprocess.run(CLI + ["run", "--merge", *flags, "-o", "out", "prog.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+
+
+def statistics(directory):
+    import yaml
+
+    return yaml.safe_load((directory / "api_statistics.yaml").read_text())
+
+
+def test_a_relative_output_path_holds_after_the_program_changes_directory(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run_traced(tmp_path, f"import os, torch\nos.chdir({str(elsewhere)!r})\nfor i in range(200):\n"
+                             "    torch.ones(2)\n")
+    assert r.returncode == 0, r.stderr
+    assert statistics(tmp_path / "out")["Total API calls"] == 200
+    assert len((tmp_path / "out" / "api_trace.txt").read_text().splitlines()) == 200
+    assert not (elsewhere / "out").exists()
+
+
+def test_the_calls_before_an_exec_are_written_first(tmp_path):
+    r = run_traced(tmp_path, "import os, sys, torch\nfor i in range(200):\n    torch.ones(2)\n"
+                             "os.execv(sys.executable, [sys.executable, '-c', 'print(\"replaced\")'])\n")
+    assert r.returncode == 0 and r.stdout == "replaced\n", r.stderr
+    assert statistics(tmp_path / "out")["Total API calls"] == 200
+    assert len((tmp_path / "out" / "api_trace.txt").read_text().splitlines()) == 200
+
+
+def test_os_exit_keeps_the_last_snapshot(tmp_path):
+    """os._exit runs no exit handler: the summary files stay as the last
+    snapshot wrote them (here, every snapshot_interval of 0.1 s)."""
+    r = run_traced(tmp_path, "import os, time, torch\nfor i in range(200):\n    torch.ones(2)\ntime.sleep(1)\n"
+                             "os._exit(0)\n", "--snapshot-interval", "0.1")
+    assert r.returncode == 0, r.stderr
+    assert statistics(tmp_path / "out")["Total API calls"] == 200
