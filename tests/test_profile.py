@@ -294,6 +294,47 @@ def test_a_module_list_its_parent_runs_one_by_one_totals_its_children():
     assert " Kb" not in table and " Mb" not in table
 
 
+def test_a_recursive_module_counts_its_outermost_call_in_its_total():
+    class Recursive(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x, depth=3):
+            time.sleep(0.004)
+            return self.lin(x) if depth == 0 else self(x, depth - 1)
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rec = Recursive()
+
+        def forward(self, x):
+            return self.rec(x)
+
+    model = Outer()
+    with Profile(model) as prof:
+        model(torch.ones(1, 4))
+    rs = rows(prof)
+    rec, outer = rs["Outer.rec"], rs["Outer"]
+    assert rec.calls == 4
+    assert rec.cpu_total_ns <= outer.cpu_total_ns <= prof.total_ns
+    assert rec.cpu_total_ns >= rec.self_cpu_ns >= 4 * 4_000_000
+
+
+def test_a_forward_the_program_assigns_inside_the_block_is_kept():
+    model = Net()
+    own = model.head.forward
+
+    def replacement(x):
+        return own(x) * 2
+
+    with Profile(model):
+        model.head.forward = replacement
+    assert model.head.forward is replacement
+    assert "forward" not in vars(model.features)  # what the profile put there is gone
+
+
 def test_paths_depth_and_sorting():
     prof = run(Net(), {"paths": ["features", "Net.head"]})
     assert [r.name for r in prof.rows] == ["Net.features", "Net.features.0", "Net.features.1", "Net.features.2",

@@ -6,14 +6,14 @@ constexpr uint32_t kNoEvent = DeviceTimer::Backend::kNoEvent;
 
 DeviceTimer::DeviceTimer(std::unique_ptr<Backend> backend, int slots) : backend_(std::move(backend)) {
   for (Direction dir : {kForward, kBackward}) {
-    measured_[dir].assign(slots, 0);
-    nested_[dir].assign(slots, 0);
+    total_[dir].assign(slots, 0);
+    self_[dir].assign(slots, 0);
   }
 }
 
 uint32_t DeviceTimer::Open() { return backend_ ? backend_->Record() : kNoEvent; }
 
-void DeviceTimer::Close(uint32_t start, int slot, bool backward, uint32_t outer) {
+void DeviceTimer::Close(uint32_t start, int slot, bool backward, uint32_t outer, bool outermost) {
   if (!backend_) return;
   uint32_t end = backend_->Record();
   if (start == kNoEvent || end == kNoEvent) {
@@ -22,7 +22,7 @@ void DeviceTimer::Close(uint32_t start, int slot, bool backward, uint32_t outer)
     Discard(end);
     return;
   }
-  pending_.push_back({start, end, outer, slot, backward});
+  pending_.push_back({start, end, outer, slot, backward, outermost});
   if (++since_harvest_ >= kHarvestEvery) {
     since_harvest_ = 0;
     Harvest();
@@ -32,7 +32,7 @@ void DeviceTimer::Close(uint32_t start, int slot, bool backward, uint32_t outer)
 void DeviceTimer::Discard(uint32_t start) {
   // Recorded already: given back once the device has passed it, with the
   // pairs queued before it.
-  if (backend_ && start != kNoEvent) pending_.push_back({start, start, kNoEvent, -1, false});
+  if (backend_ && start != kNoEvent) pending_.push_back({start, start, kNoEvent, -1, false, false});
 }
 
 void DeviceTimer::Account(const Pair& p) {
@@ -44,8 +44,8 @@ void DeviceTimer::Account(const Pair& p) {
   if (p.slot >= 0) {
     int64_t ns = backend_->ElapsedNs(p.start, p.end);
     if (ns >= 0) {
-      measured_[p.backward][p.slot] += ns;
-      nested_[p.backward][p.slot] += inside;
+      if (p.outermost) total_[p.backward][p.slot] += ns;
+      self_[p.backward][p.slot] += ns - inside;
       if (p.outer != kNoEvent) inside_[p.outer] += ns;
     } else {
       ++untimed_;

@@ -61,8 +61,10 @@ class DeviceTimer {
   uint32_t Open();
   // The frame that Open returned `start` for ends, charged to `slot` in
   // direction `backward`; `outer` is the start event of the frame directly
-  // around it (kNoEvent: none), whose self time does not hold it.
-  void Close(uint32_t start, int slot, bool backward, uint32_t outer);
+  // around it (kNoEvent: none), whose self time does not hold it; only an
+  // `outermost` frame (no frame of its slot open around it) adds to the
+  // slot's total.
+  void Close(uint32_t start, int slot, bool backward, uint32_t outer, bool outermost = true);
   // The frame that Open returned `start` for will not end (its exit never
   // came): nothing is charged.
   void Discard(uint32_t start);
@@ -71,9 +73,10 @@ class DeviceTimer {
   // backend is let go (later frames are not timed).
   void Finish();
   // Per direction (0 forward, 1 backward) and slot, after Finish: the time
-  // of the frames, and of the frames directly inside them.
-  const std::vector<int64_t>& measured_ns(Direction dir) const { return measured_[dir]; }
-  const std::vector<int64_t>& nested_ns(Direction dir) const { return nested_[dir]; }
+  // of the outermost frames, and the frames' self time (their time less the
+  // frames directly inside them).
+  const std::vector<int64_t>& total_ns(Direction dir) const { return total_[dir]; }
+  const std::vector<int64_t>& self_ns(Direction dir) const { return self_[dir]; }
   // Frames that could not be timed (events on different devices, or not
   // recorded).
   int64_t untimed() const { return untimed_; }
@@ -83,6 +86,7 @@ class DeviceTimer {
     uint32_t start, end, outer;
     int slot;  // -1: a lone event, given back (a discarded or untimed frame's)
     bool backward;
+    bool outermost;
   };
   void Account(const Pair& p);  // both events passed
   void Harvest();               // the passed pairs at the front
@@ -90,7 +94,7 @@ class DeviceTimer {
   static constexpr int kHarvestEvery = 64;
   std::unique_ptr<Backend> backend_;
   std::deque<Pair> pending_;
-  std::vector<int64_t> measured_[2], nested_[2];
+  std::vector<int64_t> total_[2], self_[2];
   // The time of frames inside a frame still pending, by its start event:
   // taken from its self time when it is timed (inner frames end first, so
   // they are accounted first), dropped when it is not.

@@ -46,7 +46,8 @@ Profiler::Thread::Thread(const Profiler& owner, uint64_t number)
       num_scopes_(owner.num_scopes()),
       number_(number),
       forward_(num_scopes_ + 1),
-      backward_(num_scopes_ + 1) {
+      backward_(num_scopes_ + 1),
+      open_forwards_(num_scopes_ + 1) {
   spans_.limit = owner.max_spans_;
 }
 
@@ -67,6 +68,7 @@ const char* Profiler::Thread::Intern(std::string_view node) {
 }
 
 void Profiler::Thread::Open(bool node, int scope, const char* name, int64_t now) {
+  if (!node) ++open_forwards_[Slot(scope)];
   frames_.push_back({node, scope, now, 0, name, Timing() ? device_->Open() : DeviceTimer::Backend::kNoEvent});
 }
 
@@ -118,7 +120,10 @@ void Profiler::Thread::CloseFrame(int64_t now) {
   int64_t dur = now - f.begin;
   Acc& acc = AccOf(f.scope, f.node);
   acc.calls += 1;
-  acc.time_ns += dur;
+  // A module's total counts its outermost open call only: a module reached
+  // again inside its own call (a recursive forward) is already inside it.
+  bool outermost = f.node || --open_forwards_[Slot(f.scope)] == 0;
+  if (outermost) acc.time_ns += dur;
   acc.self_ns += dur - f.nested_ns;
   if (frames_.empty()) {
     toplevel_ns_ += dur;
@@ -128,7 +133,7 @@ void Profiler::Thread::CloseFrame(int64_t now) {
   spans_.Add({f.node ? SpanKind::kNode : SpanKind::kScope, f.scope, f.name, f.begin, now, number_});
   if (Timing()) {
     device_->Close(f.device, Slot(f.scope), f.node,
-                   frames_.empty() ? DeviceTimer::Backend::kNoEvent : frames_.back().device);
+                   frames_.empty() ? DeviceTimer::Backend::kNoEvent : frames_.back().device, outermost);
   }
 }
 
@@ -138,6 +143,7 @@ template <typename IsIt>
 void Profiler::Thread::CloseInnermost(int64_t now, IsIt is_it) {
   while (!frames_.empty() && !is_it(frames_.back())) {
     if (Timing()) device_->Discard(frames_.back().device);
+    if (!frames_.back().node) --open_forwards_[Slot(frames_.back().scope)];
     frames_.pop_back();
   }
   if (!frames_.empty()) CloseFrame(now);
@@ -217,9 +223,8 @@ Profiler::Snapshot Profiler::Take() const {
         out[i].mem_self += accs[i].mem;
         out[i].cuda_mem_self += accs[i].cuda_mem;
         if (t.device_) {
-          int64_t measured = t.device_->measured_ns(dir)[i];
-          out[i].device_self_ns += measured - t.device_->nested_ns(dir)[i];
-          if (dir == kForward) out[i].device_total_ns += measured;
+          out[i].device_self_ns += t.device_->self_ns(dir)[i];
+          if (dir == kForward) out[i].device_total_ns += t.device_->total_ns(dir)[i];
         }
       }
       for (const Thread::OpAcc& s : t.op_stats_) {

@@ -233,6 +233,7 @@ class Profiler {
     std::vector<Frame> frames_;
     std::vector<OpCall> calls_;
     std::vector<Acc> forward_, backward_;  // per slot
+    std::vector<int> open_forwards_;       // per slot: the forward frames of the scope open now
     int64_t toplevel_ns_ = 0;              // frames with nothing around them
     void ForgetOpIds(uint64_t epoch);
     FlatIndex op_ids_;                     // name address -> op

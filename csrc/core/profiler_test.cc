@@ -42,6 +42,28 @@ TEST(ProfilerTest, SelfIsTotalMinusNestedChildren) {
   EXPECT_EQ(selfs, s.block_ns);
 }
 
+TEST(ProfilerTest, AModuleReachedAgainInsideItsOwnCallCountsItsOutermostCallInItsTotal) {
+  // a recursive forward: a calls itself twice deep, inside root
+  Profiler p(Tree());
+  Profiler::Thread& t = p.ThisThread();
+  p.Begin(0);
+  t.EnterScope(0, 0);
+  t.EnterScope(1, 10);
+  t.EnterScope(1, 20);
+  t.EnterScope(1, 30);
+  t.ExitScope(1, 40);  // innermost a: 10
+  t.ExitScope(1, 50);  // middle a: 30, self 20
+  t.ExitScope(1, 60);  // outer a: 50, self 20
+  t.ExitScope(0, 70);  // root: 70, self 20
+  p.End(70);
+  auto s = p.Take();
+  EXPECT_EQ(s.forward[1].calls, 3);
+  EXPECT_EQ(s.forward[1].total_ns, 50);  // not 10 + 30 + 50
+  EXPECT_EQ(s.forward[1].self_ns, 50);
+  EXPECT_LE(s.forward[1].total_ns, s.forward[0].total_ns);
+  EXPECT_EQ(s.forward[0].self_ns, 20);
+}
+
 TEST(ProfilerTest, BackwardNodesAndOperators) {
   Profiler p(Tree());
   Profiler::Thread& t = p.ThisThread();
@@ -319,6 +341,24 @@ TEST(ProfilerTest, DeviceTimeOfForwardAndBackwardFrames) {
   EXPECT_EQ(s.backward[0].device_total_ns, 60);
   EXPECT_EQ(s.backward[4].device_self_ns, 10);
   EXPECT_EQ(s.device_untimed, 0);  // a frame left by an exception is not "untimed": it never ended
+}
+
+TEST(ProfilerTest, DeviceTimeOfARecursiveModuleCountsItsOutermostCall) {
+  FakeDevice::Shared dev;
+  Profiler p(Tree(), SIZE_MAX, [&dev] { return std::make_unique<FakeDevice>(&dev); });
+  Profiler::Thread& t = p.ThisThread();
+  dev.time = 0;
+  t.EnterScope(1, 0);
+  dev.time = 10;
+  t.EnterScope(1, 1);
+  dev.time = 30;
+  t.ExitScope(1, 2);  // inner: 20
+  dev.time = 40;
+  t.ExitScope(1, 3);  // outer: 40, self 20
+  p.FinishDevice();
+  auto s = p.Take();
+  EXPECT_EQ(s.forward[1].device_total_ns, 40);
+  EXPECT_EQ(s.forward[1].device_self_ns, 40);
 }
 
 TEST(ProfilerTest, DeviceTimeOfFramesInsideANodeRunIsNotItsSelfTime) {

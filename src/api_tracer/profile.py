@@ -184,21 +184,25 @@ class Profile:
         that runs it inside the module's scope: no module hook is added, so
         PyTorch keeps its fast path for calling modules (hooks make every
         module call build lists and tuples). Undone by _unwrap_forwards."""
-        self._wrapped: List[Tuple[Any, bool, Any]] = []
+        self._wrapped: List[Tuple[Any, bool, Any, Any]] = []
         for module_id, scopes in self._tree.scopes_of.items():
             module = self._tree.modules[module_id]
             had_own = "forward" in vars(module)
             old = vars(module).get("forward")
-            module.forward = _C.scoped_forward(module.forward, scopes, self._c)
-            self._wrapped.append((module, had_own, old))  # once it is in place: only then is there one to undo
+            wrapper = _C.scoped_forward(module.forward, scopes, self._c)
+            module.forward = wrapper
+            self._wrapped.append((module, had_own, old, wrapper))  # once in place: only then is there one to undo
 
     def _unwrap_forwards(self) -> None:
         """Puts every module's forward back, the ones after a failure too;
-        raises the first failure."""
+        raises the first failure. A forward the program put in place of the
+        profile's inside the block is the program's: it stays."""
         first = None
         while getattr(self, "_wrapped", None):
-            module, had_own, old = self._wrapped.pop()
+            module, had_own, old, wrapper = self._wrapped.pop()
             try:
+                if vars(module).get("forward") is not wrapper:
+                    continue
                 if had_own:
                     module.forward = old
                 else:
