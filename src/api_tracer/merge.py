@@ -5,82 +5,151 @@ suffix: counts add, configs and APIs deduplicate, statistics, stacks (up to
 3 distinct per API) and value profiles merge, and the traces are joined in
 the order the sets were found. The summary files are written by the same
 C++ writers as the tracer's.
+
+Every input file is checked as it is read (filesets.py): a file that is not
+as the tracer writes it stops the merge with `PATH[:LINE]: what is wrong`,
+before anything of OUT is written; a trace a kill cut is merged up to its
+last whole record, with a warning. The merged traces are written beside
+their place and renamed into it once everything is read, so a merge that
+refuses its input leaves OUT as it was.
 """
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Tuple
-
-import yaml
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _C
-from .errors import UsageError
-from .filesets import (FileSet, api_of, find_sets, group_by_suffix, read_lines, read_statistics, read_value_profiles,
-                       trace_limit_note)
+from .errors import InputError, UsageError, warn
+from .filesets import (COUNT_MAX, FileSet, api_of, find_sets, group_by_suffix, has_trace, read_configs, read_stacks,
+                       read_trace, read_value_profiles, shown, statistics_of, trace_limit_note)
 
 
-def _merge_group(sets: List[FileSet], out: str, suffix: str) -> Tuple[int, int]:
-    counts: Dict[str, int] = {}
-    order: Dict[str, int] = {}  # first-seen position
-    configs = set()
-    traced = all(s.has("api_trace.txt") and s.has("api_trace.yaml") for s in sets)
-    if traced:
-        # The traces one after the other; where trace_limit cut some, one
-        # note at the end adds up the calls they did not write.
-        notes = [note for note in map(trace_limit_note, sets) if note]
-        merged = FileSet(out, suffix)
-        with open(merged.path("api_trace.txt"), "w", encoding="utf-8") as txt, \
-                open(merged.path("api_trace.yaml"), "w", encoding="utf-8") as yml:
-            for s in sets:
-                for line in read_lines(s.path("api_trace.txt")):
-                    if not line.startswith("#"):
-                        order.setdefault(api_of(line), len(order))
-                        txt.write(line + "\n")
-                with open(s.path("api_trace.yaml"), encoding="utf-8") as f:
-                    yml.writelines(line for line in f if not line.startswith("#"))
-            if notes:
-                note = _C.trace_limit_note(max(limit for limit, _ in notes), sum(n for _, n in notes))
-                txt.write(note)
-                yml.write(note)
+@dataclass
+class _Group:
+    """What one level suffix's sets hold, read and checked."""
+
+    suffix: str
+    sets: List[FileSet]
+    counts: Dict[str, int] = field(default_factory=dict)
+    order: Dict[str, int] = field(default_factory=dict)  # first-seen position
+    configs: set = field(default_factory=set)
+    stacks: Optional[List[Tuple[str, List[List[str]]]]] = None
+    profiles: Optional[List[Tuple[str, List[Tuple[str, Any]]]]] = None
+    traced: bool = False
+
+
+def _read_group(suffix: str, sets: List[FileSet]) -> _Group:
+    g = _Group(suffix, sets)
+    total = 0
     for s in sets:
-        for api, n in read_statistics(s):
-            counts[api] = counts.get(api, 0) + n
-            order.setdefault(api, len(order))
-        configs.update(read_lines(s.path("api_configs.yaml")))
-    api_counts = sorted(counts.items(), key=lambda kv: order[kv[0]])
-
-    stacks = None
-    if any(s.has("api_stacks.yaml") for s in sets):
-        merged: Dict[str, List[List[str]]] = {}
-        for data in _load_each(sets, "api_stacks.yaml", {}):
-            for api, entry in data.items():
-                have = merged.setdefault(api, [])
-                for stack in entry.get("3stacks", []):
-                    if stack not in have and len(have) < _C.MAX_STACKS:
-                        have.append(stack)
-        stacks = sorted(merged.items())
-
-    profiles = None
-    if any(s.has("api_value_ranges.yaml") for s in sets):
-        # every set's profiles, as they are: the writer merges each line's
-        profiles = [(line, list(paths.items())) for s in sets if s.has("api_value_ranges.yaml")
-                    for line, paths in read_value_profiles(s.path("api_value_ranges.yaml")).items()]
-    _C.write_summary(out, suffix, api_counts, sorted(configs), stacks, profiles)
-    return len(api_counts), sum(counts.values())
-
-
-def _load_each(sets: List[FileSet], name: str, empty: Any) -> Iterator[Any]:
-    """The YAML document of each set's file `name`, for the sets that have one."""
+        stats = statistics_of(s)
+        for api, n in stats.counts:
+            g.counts[api] = g.counts.get(api, 0) + n
+            if g.counts[api] > COUNT_MAX:
+                raise InputError(stats.path, f"{shown(api)}: the sets' counts add up past 2^64 - 1, more than the "
+                                 "writers hold", stats.lines[api])
+        total += stats.total
+        if total > COUNT_MAX:
+            raise InputError(stats.path, "the sets' calls add up past 2^64 - 1, more than the writers hold", 2)
+        g.configs.update(read_configs(s, stats))
+    merged_stacks: Optional[Dict[str, List[List[str]]]] = None
     for s in sets:
-        if s.has(name):
-            with open(s.path(name), encoding="utf-8") as f:
-                yield yaml.safe_load(f) or empty
+        stacks = read_stacks(s)
+        if stacks is None:
+            continue
+        merged_stacks = {} if merged_stacks is None else merged_stacks
+        for api, entry in stacks.items():
+            have = merged_stacks.setdefault(api, [])
+            for stack in entry:
+                if stack not in have and len(have) < _C.MAX_STACKS:
+                    have.append(stack)
+    if merged_stacks is not None:
+        g.stacks = sorted(merged_stacks.items())
+    for s in sets:
+        if s.has("api_value_ranges.yaml"):
+            # every set's profiles, as they are: the writer merges each line's
+            profiles = read_value_profiles(s.path("api_value_ranges.yaml"))
+            g.profiles = (g.profiles or []) + [(line, list(paths.items())) for line, paths in profiles.items()]
+    traced = [has_trace(s) for s in sets]
+    g.traced = all(traced)
+    if any(traced) and not g.traced:
+        lacking = sets[traced.index(False)]
+        warn(f"{lacking.directory}: no trace of its set is read (api_trace{suffix}.txt and .yaml; "
+             f"stream_trace=False), so the merged set has no api_trace{suffix}.* either")
+    return g
+
+
+def _temporary(path: str) -> str:
+    """Where a file is written before it is renamed to `path`: the name the
+    tracer's own writers use (.NAME.tmp; the next tracer there removes it)."""
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.tmp")
+
+
+def _write_trace(g: _Group, out: str, staged: List[Tuple[str, str]]) -> None:
+    """The group's traces, one after the other, into temporary files beside
+    the merged set's (added to `staged`, renamed once all is written)."""
+    merged = FileSet(out, g.suffix)
+    paths = [merged.path("api_trace.txt"), merged.path("api_trace.yaml")]
+    notes = [note for note in map(trace_limit_note, g.sets) if note]
+    files = []
+    current = paths[0]  # the file being written, for the error
+    try:
+        for path in paths:
+            current = path
+            staged.append((_temporary(path), path))
+            files.append(open(_temporary(path), "w", encoding="utf-8"))
+        txt, yml = files
+        for s in g.sets:
+            for record in read_trace(s, "left out of the merge"):
+                g.order.setdefault(api_of(record.line), len(g.order))
+                current = paths[0]
+                txt.write(record.line + "\n")
+                current = paths[1]
+                yml.write(record.record)
+        if notes:
+            # Where trace_limit cut some, one note at the end adds up the
+            # calls they did not write.
+            note = _C.trace_limit_note(max(limit for limit, _ in notes), sum(n for _, n in notes))
+            txt.write(note)
+            yml.write(note)
+        for path, f in zip(paths, files):
+            current = path
+            f.close()
+    except OSError as e:
+        raise InputError(current, f"cannot write: {e.strerror or e}") from None
+    finally:
+        for f in files:
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def check_output_directory(out: str) -> None:
+    """That `out` is a directory that can be written, or can be made: what
+    can be known before the work."""
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            raise InputError(out, "not a directory: the merged set is written into a directory")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise InputError(out, "cannot write into this directory: permission denied")
+        return
+    parent = os.path.dirname(os.path.normpath(out)) or os.curdir
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent) or os.curdir
+    if not os.path.isdir(parent):
+        raise InputError(out, f"cannot make this directory: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(out, f"cannot make this directory: {parent} cannot be written (permission denied)")
 
 
 def merge_sets(dirs: List[str], out: str) -> str:
     for d in dirs:
         if not os.path.isdir(d):
             raise UsageError(f"merge: {d} is not a directory")
+    check_output_directory(out)
     sets = find_sets(dirs, exclude=out)
     if not sets:
         raise UsageError(f"merge: no file set (api_statistics*.yaml) under {', '.join(dirs)}")
@@ -88,17 +157,49 @@ def merge_sets(dirs: List[str], out: str) -> str:
 
 
 def merge_found(sets: List[FileSet], out: str) -> str:
-    """Merges these sets into `out` (per level suffix); what it made, said."""
+    """Merges these sets into `out` (per level suffix); what it made, said.
+    Every summary file is read and checked first, then the traces are read
+    and written beside their place, then the summaries are written and the
+    traces put in place: bad input leaves `out` as it was."""
+    check_output_directory(out)
+    groups = [_read_group(suffix, group) for suffix, group in group_by_suffix(sets).items()]
+    made = not os.path.isdir(out)
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as e:
-        raise UsageError(f"merge: cannot create {out}: {e}") from None
-    report = []
-    for suffix, group in group_by_suffix(sets).items():
-        try:
-            apis, calls = _merge_group(group, out, suffix)
-        except (OSError, ValueError, yaml.YAMLError) as e:
-            raise UsageError(f"merge: {e}") from None
-        what = f"level {group[0].level}" if group[0].level is not None else "merged levels"
-        report.append(f"{what}: {len(group)} sets -> {apis} APIs, {calls} calls")
+        raise InputError(out, f"cannot make this directory: {e.strerror or e}") from None
+    staged: List[Tuple[str, str]] = []
+    done = False
+    try:
+        for g in groups:
+            if g.traced:
+                _write_trace(g, out, staged)
+        report = []
+        for g in groups:
+            for api in g.counts:  # the traces' first-seen order, then the statistics'
+                g.order.setdefault(api, len(g.order))
+            api_counts = sorted(g.counts.items(), key=lambda kv: g.order[kv[0]])
+            try:
+                _C.write_summary(out, g.suffix, api_counts, sorted(g.configs), g.stacks, g.profiles)
+            except OSError as e:  # "writing PATH failed: why", from the C++ writers
+                raise InputError(out, f"cannot write the merged set: {e}") from None
+            what = f"level {g.sets[0].level}" if g.sets[0].level is not None else "merged levels"
+            report.append(f"{what}: {len(g.sets)} sets -> {len(api_counts)} APIs, {sum(g.counts.values())} calls")
+        for temporary, path in staged:
+            try:
+                os.replace(temporary, path)
+            except OSError as e:
+                raise InputError(path, f"cannot write: {e.strerror or e}") from None
+        done = True
+    finally:
+        for temporary, _ in ([] if done else staged):
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+        if made and not done:
+            try:
+                os.rmdir(out)  # only if nothing else is in it
+            except OSError:
+                pass
     return f"merged into {out}:\n  " + "\n  ".join(report)

@@ -1,4 +1,9 @@
-"""api-tracer stats DIR: the top APIs, configs per API, calls per level."""
+"""api-tracer stats DIR: the top APIs, configs per API, calls per level.
+
+Its summary files are read checked (filesets.py): bad input is an
+InputError naming the file and line. The calls per level of a merged set
+are counted by the tracer's C++ reader of the trace's `level:` fields (a
+trace holds up to a GiB; it is only opened as a regular file first)."""
 from __future__ import annotations
 
 import os
@@ -6,7 +11,7 @@ from collections import Counter
 
 from . import _C
 from .errors import UsageError
-from .filesets import api_of, find_sets, read_lines, read_statistics, trace_limit_note
+from .filesets import api_of, find_sets, has_trace, open_regular, read_configs, statistics_of, trace_limit_note
 from .text_table import format_table
 
 
@@ -23,22 +28,25 @@ def stats_table(directory: str, top: int = 20) -> str:
     out = []
     per_level: Counter = Counter()
     for s in sets:
-        counts = read_statistics(s)
-        total = sum(n for _, n in counts)
+        stats = statistics_of(s)
+        counts, total = stats.counts, stats.total
         if s.level is not None:
             per_level[s.level] += total
-        configs = Counter(api_of(line) for line in read_lines(s.path("api_configs.yaml")))
+        configs = Counter(api_of(line) for line in read_configs(s, stats))
         rel = os.path.relpath(s.directory, directory)
         name = directory if rel == "." else os.path.join(directory, rel)  # as the user names it
         title = f"{name}{' level ' + str(s.level) if s.level is not None else ''}"
         out.append(f"== {title}: {len(counts)} APIs, {total} calls, {sum(configs.values())} configs\n")
-        rows = [[api, str(n), f"{100.0 * n / total:.2f}%", str(configs.get(api, 0))] for api, n in counts[:top]]
+        rows = [[api, str(n), f"{100.0 * n / total:.2f}%" if total else "-", str(configs.get(api, 0))]
+                for api, n in counts[:top]]
         out.append(format_table(["API", "calls", "share", "configs"], rows))
         note = trace_limit_note(s)
         if note:
             out.append(f"trace_limit ({note[0]} bytes) reached: {note[1]} calls are counted here but not in "
                        f"api_trace{s.suffix}.*\n")
-        if s.level is None and s.has("api_trace.yaml"):
+        if s.level is None and has_trace(s):
+            with open_regular(s.path("api_trace.yaml")):  # not a FIFO to wait on
+                pass
             levels = Counter(_C.count_trace_levels(s.path("api_trace.yaml")))
             if levels:
                 out.append(_level_table(levels))

@@ -13,11 +13,14 @@ Content Security Policy lets nothing load.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
+from ..filesets import open_regular
 from .page import esc, page, switch
 from .profile_html import is_profile, profile_pane
 from .trace_html import view_pane
@@ -41,24 +44,98 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
             panes.append((pane, view.title, view_pane(view, pane)))
     for name, data in profiles:
         pane = f"p{len(panes)}"
-        panes.append((pane, f"profile: {data.get('root', name)}", profile_pane(data, pane)))
+        try:
+            markup = profile_pane(data, pane)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            # a JSON with the profile's top fields, but rows of another shape
+            raise InputError(name, f"not a profile as Profile.export_json writes it ({type(e).__name__}: {e})") \
+                from None
+        panes.append((pane, f"profile: {data.get('root', name)}", markup))
     sources = [f"trace {d}" for d in trace_dirs] + [f"profile {n}" for n, _ in profiles]
     subtitle = esc("From " + ", ".join(sources) + ".")
     return page(TITLE, subtitle, switch("views", panes))
 
 
+def check_output(path: str) -> None:
+    """That the page can be written at `path`, as far as that can be known
+    before the work: not a directory, in a directory that exists and can be
+    written."""
+    if os.path.isdir(path):
+        raise InputError(path, "a directory: the report is one HTML file")
+    parent = os.path.dirname(path) or os.curdir
+    if not os.path.exists(parent):
+        probe = parent
+        while not os.path.exists(probe):
+            probe = os.path.dirname(probe) or os.curdir
+        if not os.path.isdir(probe):
+            raise InputError(path, f"cannot write here: {probe} is not a directory")
+        raise InputError(path, f"cannot write here: no directory {parent}")
+    if not os.path.isdir(parent):
+        raise InputError(path, f"cannot write here: {parent} is not a directory")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        if not os.access(path, os.W_OK):
+            raise InputError(path, "cannot write: permission denied")
+        return
+    directory = os.path.dirname(os.path.realpath(path))  # where _write puts the page, then renames it
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(path, f"cannot write here: {directory} cannot be written (permission denied)")
+
+
+def _write(path: str, data: bytes) -> None:
+    """`data` into `path`, or an OSError. A regular file (or a new one) is
+    written beside and renamed over it, so that a write that fails (a full
+    disk) leaves no half a page; anything else (a device, /dev/stdout, a
+    FIFO a process reads) is written as it is, a FIFO no process reads
+    being an error rather than a wait."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is None or stat.S_ISREG(mode):
+        target = os.path.realpath(path)
+        temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp")
+        try:
+            with open(temporary, "wb") as f:
+                f.write(data)
+            os.replace(temporary, target)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise OSError(e.errno, "a FIFO no process reads", path) from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 def write_report(path: str, trace_dirs: Sequence[str] = (),
-                 profiles: Sequence[Tuple[str, Dict[str, Any]]] = ()) -> None:
-    html = render(trace_dirs, profiles)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(html)
+                 profiles: Sequence[Tuple[str, Dict[str, Any]]] = ()) -> int:
+    """Writes the page (an OSError where it cannot be written); its size in
+    bytes."""
+    data = render(trace_dirs, profiles).encode("utf-8")
+    _write(path, data)
+    return len(data)
 
 
 def read_profile(path: str) -> Dict[str, Any]:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
+        with open_regular(path) as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except InputError as e:
+        raise UsageError(f"report: cannot read {path}: {e.message}") from None
+    except (OSError, ValueError, RecursionError) as e:
         raise UsageError(f"report: cannot read {path}: {e}") from None
     if not is_profile(data):
         raise UsageError(f"report: {path} is not a profile (the JSON of Profile.export_json)")
@@ -68,6 +145,7 @@ def read_profile(path: str) -> Dict[str, Any]:
 def report_command(inputs: Sequence[str], output: str) -> str:
     """`api-tracer report`: each input is a trace directory or a profile's
     JSON file. Returns what it wrote, for the command to say."""
+    check_output(output)
     trace_dirs, profiles = [], []
     for item in inputs:
         if os.path.isdir(item):
@@ -76,5 +154,8 @@ def report_command(inputs: Sequence[str], output: str) -> str:
             profiles.append((item, read_profile(item)))
         else:
             raise UsageError(f"report: {item} is neither a directory nor a file")
-    write_report(output, trace_dirs, profiles)
-    return f"wrote {output} ({os.path.getsize(output):,} bytes)"
+    try:
+        size = write_report(output, trace_dirs, profiles)
+    except OSError as e:
+        raise InputError(output, f"cannot write: {e.strerror or e}") from None
+    return f"wrote {output} ({size:,} bytes)"

@@ -2,7 +2,10 @@
 level of each file set under it (a set of one level, or each level of a
 merged set and all of them together), with its APIs by calls, and per API
 its configs (counted from api_trace.txt where there is one), its stacks
-(api_stacks.yaml) and the shapes and dtypes of its tensor arguments."""
+(api_stacks.yaml) and the shapes and dtypes of its tensor arguments. The
+files are read checked, as merge reads them (filesets.py): bad input is an
+InputError naming the file; a cut trace is counted up to its last whole
+record, which the view's notes say."""
 from __future__ import annotations
 
 import os
@@ -10,13 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-import yaml
-
 from .. import _C
-from ..filesets import FileSet, api_of, find_sets, read_lines, read_statistics, trace_limit_note
+from ..filesets import (FileSet, api_of, find_sets, has_trace, read_configs, read_stacks, read_trace, statistics_of,
+                        trace_limit_note)
 from ..values import Call, TensorSpec
-
-LEVEL_FIELD = "  level: "  # how a merged set's api_trace.yaml says a record's level (docs/format.md)
 
 
 @dataclass
@@ -81,39 +81,6 @@ def describe(t: TensorSpec) -> str:
     return f"[{', '.join(map(str, t.shape))}] {t.dtype}"
 
 
-def trace_lines(s: FileSet) -> Iterator[str]:
-    """The config lines of the set's api_trace.txt, its trace_limit note left out."""
-    for line in read_lines(s.path("api_trace.txt")):
-        if _C.parse_trace_limit_note(line) is None:
-            yield line
-
-
-def record_levels(s: FileSet) -> Iterator[Optional[int]]:
-    """The level of each record of a merged set's api_trace.yaml, in order
-    (None for a record that names none: a set of one level)."""
-    level: Optional[int] = None
-    started = False
-    with open(s.path("api_trace.yaml"), encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("- "):
-                if started:
-                    yield level
-                started, level = True, None
-            elif line.startswith(LEVEL_FIELD):
-                level = int(line[len(LEVEL_FIELD):])
-    if started:
-        yield level
-
-
-def read_stacks(s: FileSet) -> Dict[str, List[List[str]]]:
-    if not s.has("api_stacks.yaml"):
-        return {}
-    with open(s.path("api_stacks.yaml"), encoding="utf-8") as f:
-        data = yaml.safe_load(f) or {}
-    return {str(api): [[str(frame) for frame in stack] for stack in entry.get("3stacks", [])]
-            for api, entry in data.items()}
-
-
 def build_view(title: str, api_calls: Iterable[Tuple[str, int]], lines: Iterable[str],
                line_calls: Optional[Counter], stacks: Dict[str, List[List[str]]], notes: List[str]) -> View:
     """A view from its APIs' calls, its config lines and, when counted, each
@@ -137,26 +104,30 @@ def set_views(s: FileSet, name: str) -> List[View]:
     def title(*words: str) -> str:
         return " ".join(filter(None, (name,) + words)) or "trace"
 
-    stacks = read_stacks(s)
-    configs = list(read_lines(s.path("api_configs.yaml")))
+    stacks = read_stacks(s) or {}
+    stats = statistics_of(s)
+    configs = read_configs(s, stats)
     notes = []
     line_calls: Optional[Counter] = None
+    per_level: Dict[int, Counter] = {}
     cut = trace_limit_note(s)
-    if s.has("api_trace.txt"):
-        line_calls = Counter(trace_lines(s))
+    if has_trace(s):
+        line_calls = Counter()
+        for record in read_trace(s, "not counted in the report", said=notes):
+            line_calls[record.line] += 1
+            if record.level is not None:
+                per_level.setdefault(record.level, Counter())[record.line] += 1
         if cut:
             notes.append(f"trace_limit ({cut[0]} bytes) cut api_trace{s.suffix}.txt: config counts are of the "
                          f"calls written; the {cut[1]} calls after are in the API totals only.")
     else:
-        notes.append(f"no api_trace{s.suffix}.txt (stream_trace=False): calls are counted per API, not per "
-                     "config; shapes count configs, not calls.")
+        what = (f"the trace is not read (one of api_trace{s.suffix}.txt and .yaml is missing)"
+                if s.has("api_trace.txt") or s.has("api_trace.yaml") else
+                f"no api_trace{s.suffix}.txt (stream_trace=False)")
+        notes.append(f"{what}: calls are counted per API, not per config; shapes count configs, not calls.")
     level = f"level {s.level}" if s.level is not None else ""
-    views = [build_view(title(level), read_statistics(s), configs, line_calls, stacks, notes)]
-    if s.level is None and line_calls is not None and s.has("api_trace.yaml"):
-        per_level: Dict[int, Counter] = {}
-        for n, line in zip(record_levels(s), trace_lines(s)):
-            if n is not None:
-                per_level.setdefault(n, Counter())[line] += 1
+    views = [build_view(title(level), stats.counts, configs, line_calls, stacks, notes)]
+    if s.level is None and line_calls is not None:
         if len(per_level) > 1:
             views[0].title = title("all levels")
             level_notes = [f"Calls per level are read from api_trace.yaml: the {cut[1]} calls trace_limit left "
