@@ -629,8 +629,12 @@ def test_the_bundled_profile_example_runs_and_writes_its_exports(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[2].startswith("BertModel ") and any("├── encoder" in line for line in lines)
-    assert "busiest module by self time: BertModel." in r.stdout and "aten::" in r.stdout
     data = json.load(open(tmp_path / "profile.json"))
+    # Which module is busiest is a matter of timing; that the example names
+    # the row of greatest self time of its own export is not.
+    busiest = max(data["rows"], key=lambda r: r["self_cpu_ns"] + r["self_cpu_bwd_ns"])
+    assert f"busiest module by self time: {busiest['name']}, {busiest['calls']} call(s)" in r.stdout
+    assert "aten::" in r.stdout
     assert data["root"] == "BertModel" and data["rows"][0]["cpu_total_ns"] > 0
     assert next(csv.reader(open(tmp_path / "profile.csv")))[0] == "name"
     assert json.load(open(tmp_path / "profile.trace.json"))["traceEvents"]
