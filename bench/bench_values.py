@@ -1,11 +1,13 @@
-"""What value_ranges costs: the value profile of integer tensor arguments.
+"""What value_ranges costs: the value profile of integer tensor arguments,
+and float_ranges: that of floating ones too.
 
     python bench/bench_values.py [--quick]
 
 A model step whose operators take integer tensors (an embedding lookup of
 token ids, a cross-entropy target with ignore_index -100 among its classes,
 EmbeddingBag's indices and offsets) traced at level 3, without and with
-value_ranges, interleaved round after round in each of three fresh
+value_ranges, and with float_ranges too (every floating tensor of the step
+read: activations, weights, gradients), interleaved round after round in each of three fresh
 processes; wall time, the best round per variant, as ratios to the
 untraced step. Run it with PYTHONPATH pointing at another checkout's src/
 to compare with the min/max ranges kept before the profile.
@@ -50,12 +52,14 @@ def make_step(batch: int, seq: int):
 def measure_here(batch: int, seq: int, steps: int, rounds: int) -> str:
     step = make_step(batch, seq)
     step()
-    best = {"untraced": float("inf"), "level 3": float("inf"), "level 3 + value_ranges": float("inf")}
+    variants = {"untraced": None, "level 3": {}, "level 3 + value_ranges": {"value_ranges": True},
+                "level 3 + value_ranges + float_ranges": {"value_ranges": True, "float_ranges": True}}
+    best = {variant: float("inf") for variant in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
-            for variant in best:
-                tracer = None if variant == "untraced" else APITracer(
-                    output_path=tmp, levels=3, merge_output=True, value_ranges=variant.endswith("value_ranges"))
+            for variant, options in variants.items():
+                tracer = None if options is None else APITracer(
+                    output_path=tmp, levels=3, merge_output=True, **options)
                 if tracer:
                     tracer.start()
                 t0 = time.perf_counter()

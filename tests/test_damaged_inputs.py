@@ -158,16 +158,22 @@ def stats_edit(text: str, how: str) -> str:
         lines[3] = f"{api}: {n} (99.00%)"
     elif how == "a_list":
         return "- torch.add\n- torch.mul\n"
+    elif how in ("an_api_with_a_nul", "an_api_with_a_terminal_escape"):  # copied, or printed, before
+        return stats_file([(("\0" if how == "an_api_with_a_nul" else "\x1b[2J") + api, n)] + counts[1:])
     return "\n".join(lines)
 
 
 TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
     "api_statistics.yaml": {how: (lambda t, how=how: stats_edit(t, how)) for how in (
         "no_totals", "string_count", "negative_count", "count_above_2_64", "calls_do_not_add_up",
-        "apis_do_not_add_up", "an_api_twice", "a_share_that_is_not_its_own", "a_list")},
+        "apis_do_not_add_up", "an_api_twice", "a_share_that_is_not_its_own", "a_list", "an_api_with_a_nul",
+        "an_api_with_a_terminal_escape")},
     "api_configs.yaml": {
         "a_line_that_does_not_parse": lambda t: t + 'torch.add(Tensor([2, 3], "float32"\n',
         "a_line_of_python": lambda t: t + '__import__("os").system("true")\n',
+        "crlf_line_endings": lambda t: t.replace("\n", "\r\n"),  # silently twice as many configs, before
+        "a_byte_order_mark": lambda t: "\ufeff" + t,
+        "a_terminal_escape_in_an_api": lambda t: "\x1b]0;x\x07" + t,
     },
     "api_stacks.yaml": {
         "a_list": lambda t: "- torch.add\n",
@@ -189,20 +195,25 @@ TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
         "another_field": lambda t: t.replace("  ranges:", "  extra: 1\n  ranges:", 1),
     },
     "api_trace.txt": {
+        "crlf_line_endings": lambda t: t.replace("\n", "\r\n"),
         "another_api": lambda t: "\n".join(line if i != len(t.split("\n")) // 2 else "torch.nothing(1)"
                                            for i, line in enumerate(t.split("\n"))),
     },
     "api_trace.yaml": {
         "another_api": lambda t: re.sub(r"\n- api: [^\n]*", "\n- api: torch.nothing", t, count=1),
         "a_bad_level": lambda t: t.replace("  level: 0\n", "  level: x\n", 1),
+        "a_negative_level": lambda t: t.replace("  level: 0\n", "  level: -5\n", 1),
+        "a_level_past_the_last": lambda t: t.replace("  level: 0\n", "  level: 64\n", 1),
+        "a_level_past_int": lambda t: t.replace("  level: 0\n", "  level: 99999999999999999999\n", 1),
     },
 }
+LEVEL_DAMAGE = ("a_bad_level", "a_negative_level", "a_level_past_the_last", "a_level_past_int")
 
 SPECIAL = ("missing", "a_directory", "a_link_to_nothing", "a_link_to_dev_null")
 
 CASES: List[Tuple[str, str, str]] = [(kind, name, how) for kind in KINDS for name in FILES
                                      for how in list(GENERIC) + list(TYPED.get(name, {})) + list(SPECIAL)
-                                     if not (kind == "split" and how == "a_bad_level")]  # one level: no level field
+                                     if not (kind == "split" and how in LEVEL_DAMAGE)]  # one level: no level field
 
 
 def damage(path: Path, name: str, how: str) -> None:
@@ -238,7 +249,7 @@ def reads(command: str, kind: str, name: str) -> bool:
     if name == "api_value_ranges.yaml":
         return command == "merge"
     if name in TRACE:
-        return command != "stats"  # stats counts a merged trace's levels, but does not check it (docs/cli.md)
+        return command != "stats"  # stats counts a merged trace's levels, checking only those (docs/cli.md)
     return True
 
 
@@ -286,6 +297,8 @@ def expected(command: str, kind: str, name: str, how: str, directory: Path) -> T
                 return "warning", str(directory / file_name(TRACE[1 - TRACE.index(name)], suffix))
             return "ok", ""  # an optional file: its absence is no damage that can be told
         return ("error", path) if looks_at(command, kind, name) or name == "api_statistics.yaml" else ("ok", "")
+    if command == "stats" and how in LEVEL_DAMAGE:  # the level fields it counts are checked
+        return "error", path
     if not reads(command, kind, name):
         return "ok", ""
     if name in TRACE and how.startswith("cut_"):
@@ -577,3 +590,18 @@ def test_a_damaged_profile(tmp_path, capsys, content, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("api-tracer: ") and str(tmp_path / "p.json") in err
     assert message in err and not (tmp_path / "r.html").exists()
+
+
+def test_a_link_to_a_set_directory_is_followed_once(base, tmp_path, capsys):
+    top = tmp_path / "sets"
+    top.mkdir()
+    shutil.copytree(base["merged"], top / "rank-0")
+    shutil.copytree(base["merged"], tmp_path / "elsewhere")
+    (top / "rank-1").symlink_to(tmp_path / "elsewhere")  # left out without a word, before
+    (top / "rank-2").symlink_to(top / "rank-0")  # the same set again: read once
+    assert main(["merge", str(top), "-o", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().err == (f"api-tracer: warning: {top / 'rank-2'}: the directory {top / 'rank-0'} "
+                                       "again (a link): read once\n")
+    one = (base["merged"] / "api_statistics.yaml").read_text().split("\n")[1]
+    merged = (tmp_path / "out" / "api_statistics.yaml").read_text().split("\n")[1]
+    assert int(merged.split(": ")[1]) == 2 * int(one.split(": ")[1])

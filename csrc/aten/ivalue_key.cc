@@ -71,7 +71,7 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
     TensorFields f;
     if (!ReadTensor(t, &ctx->scratch, &f)) return WriteOpaque("torch.Tensor", w);
     w->Tensor(f);
-    if (ctx->value_ranges && IsIntegralDtype(f.dtype)) w->AddProfile(ReadValueProfile(t));
+    if (ctx->value_ranges && IsProfiledDtype(f.dtype, ctx->float_ranges)) w->AddProfile(ReadValueProfile(t));
     return;
   }
   if (v.isNone()) return w->None();

@@ -51,10 +51,12 @@ struct OpSignature {
   std::vector<Arg> args;
 };
 
-// Per-call scratch; `value_ranges` asks for the ranges of integer tensors.
+// Per-call scratch; `value_ranges` asks for the profiles of integer and
+// bool tensors, `float_ranges` of floating ones too (IsProfiledDtype).
 struct WriteContext {
   TensorScratch scratch;
   bool value_ranges = false;
+  bool float_ranges = false;
 };
 
 // Writes the call of `sig` with `inputs` (RecordFunction::inputs()).

@@ -24,6 +24,7 @@ struct Observer {
   int level;
   Nesting nesting;     // \ the recorder's options,
   bool value_ranges;   // | copied for the hot path
+  bool float_ranges;   // |
   ApiFilter filter;    // /
   uint64_t generation;
   std::mutex mu;  // ids
@@ -163,6 +164,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   frame.op = op;
   if (!op.included) return nullptr;
   ts.ctx.value_ranges = obs->value_ranges;
+  ts.ctx.float_ranges = obs->float_ranges;
   switch (obs->nesting) {
     case Nesting::kInnermost:
       frame.key.Clear();
@@ -212,6 +214,7 @@ Status InstallObserver(Recorder* recorder, int level) {
   obs->level = level;
   obs->nesting = options.nesting;
   obs->value_ranges = options.value_ranges;
+  obs->float_ranges = options.float_profiles();
   obs->filter = ApiFilter(options.include_apis, options.exclude_apis);
   obs->generation = NextGeneration();
   return g_observer.Install(std::move(obs),

@@ -237,6 +237,24 @@ ValueProfile ProfileByReductions(const at::Tensor& flat) {
   return p;
 }
 
+// The profile of a large floating tensor, by reductions on its device.
+ValueProfile FloatProfileByReductions(const at::Tensor& flat) {
+  ValueProfile p;
+  p.floating = p.valid = true;
+  at::Tensor finite = flat.isfinite();
+  p.nan = flat.isnan().any().item<bool>();
+  p.posinf = flat.isposinf().any().item<bool>();
+  p.neginf = flat.isneginf().any().item<bool>();
+  at::Tensor values = finite.all().item<bool>() ? flat : flat.masked_select(finite);
+  p.finite = values.numel() > 0;
+  if (p.finite) {
+    auto [lo, hi] = at::aminmax(values);
+    p.fmin = lo.item<double>();
+    p.fmax = hi.item<double>();
+  }
+  return p;
+}
+
 }  // namespace
 
 ValueProfile ReadValueProfile(const at::Tensor& t) {
@@ -249,6 +267,12 @@ ValueProfile ReadValueProfile(const at::Tensor& t) {
     c10::impl::ExcludeDispatchKeyGuard no_python(
         c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
     at::AutoDispatchBelowADInplaceOrView no_autograd;
+    if (at::isFloatingType(t.scalar_type())) {
+      at::Tensor flat = t.reshape(-1).to(at::kDouble);
+      if (flat.numel() > kScanLimit) return FloatProfileByReductions(flat);
+      at::Tensor values = flat.cpu().contiguous();
+      return ValueProfile::OfFloats({values.data_ptr<double>(), static_cast<size_t>(values.numel())});
+    }
     at::Tensor flat = t.reshape(-1).to(at::kLong);
     if (flat.numel() > kScanLimit) return ProfileByReductions(flat);
     at::Tensor values = flat.cpu().contiguous();

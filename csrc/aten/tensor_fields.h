@@ -37,9 +37,9 @@ struct TensorScratch {
 // Dimensions that are symbolic and have no concrete value are written as -1.
 bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out);
 
-// The ValueProfile of an integer or bool tensor (its data read: a device
-// tensor is waited for). Not valid for an empty, meta, sparse or Python-
-// subclass tensor.
+// The ValueProfile of an integer, bool or floating tensor (its data read: a
+// device tensor is waited for). Not valid for an empty, meta, sparse or
+// Python-subclass tensor.
 ValueProfile ReadValueProfile(const at::Tensor& t);
 
 }  // namespace api_tracer::aten

@@ -9,37 +9,37 @@
 namespace api_tracer {
 namespace {
 
-// The paths of a call's integer and bool tensors, in the order a converter
-// writes them (depth first, positional before keyword arguments).
-void CollectProfilePaths(const Value& v, const std::string& path, std::vector<std::string>* out) {
+// The paths of a call's profiled tensors (IsProfiledDtype), in the order a
+// converter writes them (depth first, positional before keyword arguments).
+void CollectProfilePaths(const Value& v, const std::string& path, bool floats, std::vector<std::string>* out) {
   API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
   switch (v.kind()) {
     case K::kTensor:
-      if (IsIntegralDtype(v.tensor().dtype)) out->push_back(path);
+      if (IsProfiledDtype(v.tensor().dtype, floats)) out->push_back(path);
       return;
     case K::kList:
     case K::kTuple:
       for (size_t i = 0; i < v.items().size(); ++i) {
-        CollectProfilePaths(v.items()[i], path + "[" + std::to_string(i) + "]", out);
+        CollectProfilePaths(v.items()[i], path + "[" + std::to_string(i) + "]", floats, out);
       }
       return;
     case K::kDict:
       for (size_t i = 0; i + 1 < v.items().size(); i += 2) {
         std::string key;
         FormatValue(v.items()[i], {}, &key);
-        CollectProfilePaths(v.items()[i], path + ".keys[" + std::to_string(i / 2) + "]", out);
-        CollectProfilePaths(v.items()[i + 1], path + "[" + key + "]", out);
+        CollectProfilePaths(v.items()[i], path + ".keys[" + std::to_string(i / 2) + "]", floats, out);
+        CollectProfilePaths(v.items()[i + 1], path + "[" + key + "]", floats, out);
       }
       return;
     case K::kSlice:
     case K::kObject: {
       size_t npos = v.kind() == K::kObject ? v.positional_count() : v.items().size();
       for (size_t i = 0; i < npos; ++i) {
-        CollectProfilePaths(v.items()[i], path + ".args[" + std::to_string(i) + "]", out);
+        CollectProfilePaths(v.items()[i], path + ".args[" + std::to_string(i) + "]", floats, out);
       }
       for (size_t i = 0; i < v.keywords().size(); ++i) {
-        CollectProfilePaths(v.items()[npos + i], path + "." + v.keywords()[i], out);
+        CollectProfilePaths(v.items()[npos + i], path + "." + v.keywords()[i], floats, out);
       }
       return;
     }
@@ -90,10 +90,10 @@ std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_
   config->yaml_header = &apis_->YamlHeader(api);
   if (value_profiles_) {
     for (size_t i = 0; i < call.args.size(); ++i) {
-      CollectProfilePaths(call.args[i], "args[" + std::to_string(i) + "]", &config->profile_paths);
+      CollectProfilePaths(call.args[i], "args[" + std::to_string(i) + "]", float_profiles_, &config->profile_paths);
     }
     for (const auto& [name, value] : call.kwargs) {
-      CollectProfilePaths(value, "kwargs." + name, &config->profile_paths);
+      CollectProfilePaths(value, "kwargs." + name, float_profiles_, &config->profile_paths);
     }
     config->profiles.resize(config->profile_paths.size());
   }

@@ -49,20 +49,23 @@ class Aggregator {
     std::string yaml_body;           // yaml::RecordBody of the call
     const std::string* yaml_header;  // ApiTable::YamlHeader(api)
     std::atomic<uint64_t> count{0};
-    // With value profiles: where each integer tensor argument is
-    // ("args[1]", "kwargs.index"), and what it held over every call.
+    // With value profiles: where each profiled tensor argument is
+    // ("args[1]", "kwargs.index"; IsProfiledDtype), and what it held over
+    // every call.
     std::vector<std::string> profile_paths;
     mutable std::mutex profiles_mu;
     std::vector<ValueProfile> profiles;
   };
 
-  Aggregator(const ApiTable* apis, FormatOptions format, bool value_profiles = false)
-      : apis_(apis), format_(format), value_profiles_(value_profiles) {}
+  // value_profiles: keep the profiles of integer and bool tensor
+  // arguments; float_profiles: of floating ones too.
+  Aggregator(const ApiTable* apis, FormatOptions format, bool value_profiles = false, bool float_profiles = false)
+      : apis_(apis), format_(format), value_profiles_(value_profiles), float_profiles_(float_profiles) {}
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
   // Finds or creates the config of `key`, counts one call of it, and merges
-  // `profiles` (one per integer tensor argument) into it when value profiles
+  // `profiles` (one per profiled tensor argument) into it when value profiles
   // are kept. nullptr (and *status set) only for a key that cannot be decoded.
   const Config* Record(std::string_view key, std::span<const ValueProfile> profiles, Status* status);
   const Config* Record(std::string_view key, Status* status) { return Record(key, {}, status); }
@@ -115,6 +118,7 @@ class Aggregator {
   const ApiTable* apis_;
   const FormatOptions format_;
   const bool value_profiles_;
+  const bool float_profiles_;
   PerThread<LocalCache> local_caches_;
 
   mutable std::mutex mu_;

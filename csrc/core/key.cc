@@ -380,6 +380,10 @@ bool IsIntegralDtype(std::string_view dtype) {
          dtype == "uint8" || dtype == "uint16" || dtype == "uint32" || dtype == "uint64";
 }
 
+bool IsFloatingDtype(std::string_view dtype) {
+  return dtype.starts_with("float") || dtype == "bfloat16";
+}
+
 std::string EncodeValue(const Value& v) {
   KeyWriter w;
   w.Write(v);

@@ -100,8 +100,15 @@ class KeyWriter {
   std::vector<ValueProfile> profiles_;
 };
 
-// Whether values of this dtype (a Python dtype name) get a ValueProfile.
+// Whether values of this dtype (a Python dtype name) are integers or bools;
+// floating ("float32", "bfloat16", "float8_e4m3fn": not complex).
 bool IsIntegralDtype(std::string_view dtype);
+bool IsFloatingDtype(std::string_view dtype);
+// Whether a tensor of this dtype gets a ValueProfile: integer and bool ones,
+// and floating ones where `floats` (float_ranges) asks.
+inline bool IsProfiledDtype(std::string_view dtype, bool floats) {
+  return IsIntegralDtype(dtype) || (floats && IsFloatingDtype(dtype));
+}
 
 // Decodes a key written by BeginCall...: its API id and arguments. `out->api`
 // is left empty (the id names it). Corruption if the key is malformed.

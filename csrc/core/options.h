@@ -35,6 +35,8 @@ struct TraceOptions : Options {
   StackFormat stack_format = StackFormat::kShort;
 
   FormatOptions format() const { return {show_device, show_requires_grad}; }
+  // Whether floating tensor arguments get value profiles (IsProfiledDtype).
+  bool float_profiles() const { return value_ranges && float_ranges; }
 };
 
 }  // namespace api_tracer

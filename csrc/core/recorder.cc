@@ -140,7 +140,8 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
     for (const OutputFile& file : OutputFiles()) {
       if (file.summary) RemoveStaleTemporary(file.Path(options.output_path, set->suffix));
     }
-    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format(), options.value_ranges);
+    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format(), options.value_ranges,
+                                            options.float_profiles());
     if (options.stream_trace) {
       for (auto [f, file] : {std::pair{kTraceYaml, &set->trace_yaml}, std::pair{kTraceTxt, &set->trace_txt}}) {
         Status st = FileSink::Create(OutputFiles()[f].Path(options.output_path, set->suffix), file);

@@ -1,6 +1,7 @@
 #include "core/value_profile.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace api_tracer {
 namespace {
@@ -42,10 +43,43 @@ ValueProfile ValueProfile::Of(std::span<const int64_t> values) {
   return p;
 }
 
+ValueProfile ValueProfile::OfFloats(std::span<const double> values) {
+  ValueProfile p;
+  p.floating = true;
+  if (values.empty()) return p;
+  p.valid = true;
+  for (double v : values) {
+    if (std::isnan(v)) {
+      p.nan = true;
+    } else if (std::isinf(v)) {
+      (v > 0 ? p.posinf : p.neginf) = true;
+    } else if (!p.finite) {
+      p.finite = true;
+      p.fmin = p.fmax = v;
+    } else {
+      p.fmin = std::min(p.fmin, v);
+      p.fmax = std::max(p.fmax, v);
+    }
+  }
+  return p;
+}
+
 void ValueProfile::Merge(const ValueProfile& other) {
   if (!other.valid) return;
   if (!valid) {
     *this = other;
+    return;
+  }
+  if (floating != other.floating) return;
+  if (floating) {
+    if (other.finite) {
+      fmin = finite ? std::min(fmin, other.fmin) : other.fmin;
+      fmax = finite ? std::max(fmax, other.fmax) : other.fmax;
+      finite = true;
+    }
+    nan = nan || other.nan;
+    posinf = posinf || other.posinf;
+    neginf = neginf || other.neginf;
     return;
   }
   min = std::min(min, other.min);

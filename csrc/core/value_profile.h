@@ -8,6 +8,9 @@
 //   others, so the others' range is known apart from them;
 // - whether the values were in non-decreasing order (offsets, boundaries:
 //   such a tensor starts at its smallest value and ends at its largest).
+// A floating tensor's profile (float_ranges; `floating` set) keeps instead
+// the range of its finite values, which says their sign and whether they
+// lie in [0, 1] (probabilities), and which non-finite values it held.
 // Thread-safety: a plain value.
 #pragma once
 
@@ -30,10 +33,20 @@ struct ValueProfile {
   bool many_negatives = false;
   int64_t nonneg_min = std::numeric_limits<int64_t>::max();  // the smallest value >= 0 (max(): none)
 
+  // A floating tensor's: `valid` where any value was seen, `finite` where a
+  // finite one was (then [fmin, fmax] holds them), and the others it held.
+  bool floating = false;
+  bool finite = false;
+  double fmin = 0, fmax = 0;
+  bool nan = false, posinf = false, neginf = false;
+
   // The profile of `values`, in their order.
   static ValueProfile Of(std::span<const int64_t> values);
+  // The profile of a floating tensor's `values`.
+  static ValueProfile OfFloats(std::span<const double> values);
   // The profile of both tensors' values (two calls of one config); the
-  // order holds where it held in both.
+  // order holds where it held in both. Profiles of two kinds (integer and
+  // floating: no config has both at one path) keep the first's.
   void Merge(const ValueProfile& other);
   // Adds `v` to the distinct values (and the negatives), keeping the caps.
   void AddDistinct(int64_t v);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 
 namespace api_tracer {
@@ -49,6 +50,36 @@ TEST(ValueProfileTest, MergeIsTheProfileOfBothCalls) {
   p.Merge(ValueProfile::Of(wide));
   EXPECT_TRUE(p.many && p.distinct.empty());
   EXPECT_EQ(p.negatives, (std::vector<int64_t>{-1}));
+}
+
+TEST(ValueProfileTest, AFloatingTensorKeepsItsFiniteRangeAndWhatElseItHeld) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<double> values = {0.25, nan, 0.75, -inf, 0.5};
+  ValueProfile p = ValueProfile::OfFloats(values);
+  EXPECT_TRUE(p.valid && p.floating && p.finite);
+  EXPECT_EQ(p.fmin, 0.25);
+  EXPECT_EQ(p.fmax, 0.75);
+  EXPECT_TRUE(p.nan && p.neginf && !p.posinf);
+
+  std::vector<double> more = {inf, 2.0};
+  p.Merge(ValueProfile::OfFloats(more));
+  EXPECT_EQ(p.fmin, 0.25);
+  EXPECT_EQ(p.fmax, 2.0);
+  EXPECT_TRUE(p.posinf);
+
+  std::vector<double> none_finite = {nan};
+  ValueProfile q = ValueProfile::OfFloats(none_finite);
+  EXPECT_TRUE(q.valid && !q.finite && q.nan);
+  q.Merge(ValueProfile::OfFloats(values));  // the finite range comes with the first finite values
+  EXPECT_TRUE(q.finite);
+  EXPECT_EQ(q.fmin, 0.25);
+  EXPECT_EQ(q.fmax, 0.75);
+
+  std::vector<int64_t> ints = {1, 2};
+  ValueProfile i = ValueProfile::Of(ints);
+  i.Merge(p);  // another kind: kept as it was
+  EXPECT_EQ(i, ValueProfile::Of(ints));
+  EXPECT_FALSE(ValueProfile::OfFloats({}).valid);
 }
 
 }  // namespace

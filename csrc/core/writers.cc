@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/format.h"
 #include "core/per_thread.h"
 #include "core/string_hash.h"
 #include "core/yaml.h"
@@ -132,16 +133,23 @@ Status TraceWriter::Finish() {
   return error_;
 }
 
-std::map<int, uint64_t> CountTraceLevels(std::istream& yaml) {
-  std::map<int, uint64_t> counts;
+TraceLevels CountTraceLevels(std::istream& yaml) {
+  TraceLevels out;
   std::string line;
-  while (std::getline(yaml, line)) {
+  for (uint64_t lineno = 1; std::getline(yaml, line); ++lineno) {
     if (!line.starts_with(kLevelField)) continue;
-    int level;
-    const char* digits = line.data() + kLevelField.size();
-    if (std::from_chars(digits, line.data() + line.size(), level).ec == std::errc()) ++counts[level];
+    std::string_view value = std::string_view(line).substr(kLevelField.size());
+    int level = -1;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), level);
+    bool digits = !value.empty() && value.front() != '-' && value.front() != '+';
+    if (!digits || ec != std::errc() || end != value.data() + value.size() || level > kMaxLevel) {
+      out.bad_line = lineno;
+      out.bad_value = std::string(value.substr(0, 40));
+      return out;
+    }
+    ++out.counts[level];
   }
-  return counts;
+  return out;
 }
 
 namespace {
@@ -240,13 +248,31 @@ void WriteValueRanges(const Summary& s, std::ostream& out) {
     for (int64_t v : more) seq.Add(yaml::Node::Scalar(std::to_string(v)));
     return seq;
   };
+  auto floats = [](std::initializer_list<double> values) {
+    yaml::Node seq = yaml::Node::Seq();
+    for (double v : values) {
+      std::string text;
+      AppendPyFloat(v, &text);  // as Python writes it: read back exactly
+      seq.Add(yaml::Node::Scalar(text));
+    }
+    return seq;
+  };
   yaml::Node root = yaml::Node::Seq();
   for (const auto& [line, paths] : merged) {
     yaml::Node entry = yaml::Node::Map();
     yaml::Node ranges = yaml::Node::Map(), values = yaml::Node::Map(), sentinels = yaml::Node::Map();
-    yaml::Node sorted = yaml::Node::Seq();
+    yaml::Node sorted = yaml::Node::Seq(), finite = yaml::Node::Map(), nonfinite = yaml::Node::Map();
     for (const auto& [path, p] : paths) {
       if (!p.valid) continue;
+      if (p.floating) {
+        if (p.finite) finite.Set(path, floats({p.fmin, p.fmax}));
+        yaml::Node others = yaml::Node::Seq();
+        for (auto [held, name] : {std::pair{p.nan, "nan"}, {p.posinf, "inf"}, {p.neginf, "-inf"}}) {
+          if (held) others.Add(yaml::Node::Scalar(name));
+        }
+        if (!others.items.empty()) nonfinite.Set(path, std::move(others));
+        continue;
+      }
       ranges.Set(path, ints({p.min, p.max}));
       if (!p.many) {
         values.Set(path, ints({}, p.distinct));
@@ -257,12 +283,14 @@ void WriteValueRanges(const Summary& s, std::ostream& out) {
       }
       if (p.sorted) sorted.Add(yaml::Node::String(path));
     }
-    if (ranges.entries.empty()) continue;
+    if (ranges.entries.empty() && finite.entries.empty() && nonfinite.entries.empty()) continue;
     entry.Set("config", yaml::Node::String(line));
-    entry.Set("ranges", std::move(ranges));
+    if (!ranges.entries.empty()) entry.Set("ranges", std::move(ranges));
     if (!values.entries.empty()) entry.Set("values", std::move(values));
     if (!sentinels.entries.empty()) entry.Set("sentinels", std::move(sentinels));
     if (!sorted.items.empty()) entry.Set("sorted", std::move(sorted));
+    if (!finite.entries.empty()) entry.Set("floats", std::move(finite));
+    if (!nonfinite.entries.empty()) entry.Set("nonfinite", std::move(nonfinite));
     root.Add(std::move(entry));
   }
   std::string text;

@@ -24,6 +24,7 @@
 
 #include "core/aggregator.h"
 #include "core/file.h"
+#include "core/options.h"
 #include "core/status.h"
 #include "core/per_thread.h"
 
@@ -78,8 +79,15 @@ class TraceWriter {
 };
 
 // Per level, how many records of api_trace.yaml say "level: N" (those of
-// a merged set of several levels), read as TraceWriter writes them.
-std::map<int, uint64_t> CountTraceLevels(std::istream& yaml);
+// a merged set of several levels), read as TraceWriter writes them: N a
+// level in [0, kMaxLevel] in decimal digits. The first field that is not
+// ends the count, with its line and value kept.
+struct TraceLevels {
+  std::map<int, uint64_t> counts;
+  uint64_t bad_line = 0;  // 1-based line of a level field that is not a level; 0: none
+  std::string bad_value;
+};
+TraceLevels CountTraceLevels(std::istream& yaml);
 
 // The last line of api_trace.yaml and api_trace.txt when trace_limit cut
 // them: "# trace_limit of LIMIT bytes reached: N calls not written\n".

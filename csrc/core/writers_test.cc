@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -76,7 +77,19 @@ TEST_F(WritersTest, LevelsOfAMergedTraceAreCountedAsWritten) {
   for (int level : {0, 3, 3, 1, 3}) trace.Append(*last_, {.level = level});
   ASSERT_TRUE(trace.Finish().ok());
   std::istringstream in(yaml.str());
-  EXPECT_EQ(CountTraceLevels(in), (std::map<int, uint64_t>{{0, 1}, {1, 1}, {3, 3}}));
+  TraceLevels levels = CountTraceLevels(in);
+  EXPECT_EQ(levels.counts, (std::map<int, uint64_t>{{0, 1}, {1, 1}, {3, 3}}));
+  EXPECT_EQ(levels.bad_line, 0u);
+}
+
+TEST_F(WritersTest, ALevelFieldThatIsNotALevelEndsTheCountWithItsLine) {
+  for (const char* bad : {"-5", "64", "99999999999999999999", "3x", "", "+1", " 1"}) {
+    std::istringstream in(std::string("- api: a\n  level: 1\n- api: b\n  level: ") + bad + "\n");
+    TraceLevels levels = CountTraceLevels(in);
+    EXPECT_EQ(levels.bad_line, 4u) << bad;
+    EXPECT_EQ(levels.bad_value, bad);
+    EXPECT_EQ(levels.counts, (std::map<int, uint64_t>{{1, 1}})) << bad;
+  }
 }
 
 TEST_F(WritersTest, ApisAndConfigsAreSortedBytewise) {
@@ -303,6 +316,38 @@ TEST_F(WritersTest, ValueRangesFile) {
             "      - 390\n"
             "  sorted:\n"
             "  - args[2]\n");
+}
+
+TEST_F(WritersTest, FloatingProfilesAreWrittenWhenAsked) {
+  ApiTable apis;
+  for (bool floats : {false, true}) {
+    Aggregator agg(&apis, {}, true, floats);
+    KeyWriter w;
+    w.BeginCall(apis.Intern("torch.bernoulli"), 2);
+    for (const char* dtype : {"float32", "int64"}) {
+      TensorInfo t;
+      t.shape = {3};
+      t.dtype = dtype;
+      w.Write(Value::Tensor(t));
+    }
+    w.BeginKwargs(0);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    if (floats) w.AddProfile(ValueProfile::OfFloats(std::vector<double>{0.1, 1e-05, nan}));
+    w.AddProfile(ValueProfile::Of(std::vector<int64_t>{2, 2, 2}));
+    Status st;
+    ASSERT_NE(agg.Record(w.view(), w.profiles(), &st), nullptr);
+    std::ostringstream out;
+    WriteValueRanges(Summarize(agg), out);
+    std::string ints =
+        "- config: torch.bernoulli(Tensor([3], \"float32\"), Tensor([3], \"int64\"))\n"
+        "  ranges:\n    args[1]:\n    - 2\n    - 2\n"
+        "  values:\n    args[1]:\n    - 2\n"
+        "  sorted:\n  - args[1]\n";
+    // floats as Python writes them, so that they read back exactly
+    EXPECT_EQ(out.str(), floats ? ints + "  floats:\n    args[0]:\n    - 1e-05\n    - 0.1\n"
+                                         "  nonfinite:\n    args[0]:\n    - nan\n"
+                                : ints);
+  }
 }
 
 }  // namespace

@@ -181,7 +181,7 @@ void InitConfigBindings(pybind11::module_& m) {
       },
       "Registers api_tracer.values' Call, Symbol and TensorSpec.");
   pybind11::class_<ValueProfile>(m, "ValueProfile",
-                                 "What an integer tensor argument held (core/value_profile.h).")
+                                 "What a tensor argument held (core/value_profile.h).")
       .def(pybind11::init<>())
       .def_readwrite("valid", &ValueProfile::valid)
       .def_readwrite("min", &ValueProfile::min)
@@ -192,6 +192,13 @@ void InitConfigBindings(pybind11::module_& m) {
       .def_readwrite("negatives", &ValueProfile::negatives)
       .def_readwrite("many_negatives", &ValueProfile::many_negatives)
       .def_readwrite("nonneg_min", &ValueProfile::nonneg_min)
+      .def_readwrite("floating", &ValueProfile::floating)
+      .def_readwrite("finite", &ValueProfile::finite)
+      .def_readwrite("fmin", &ValueProfile::fmin)
+      .def_readwrite("fmax", &ValueProfile::fmax)
+      .def_readwrite("nan", &ValueProfile::nan)
+      .def_readwrite("posinf", &ValueProfile::posinf)
+      .def_readwrite("neginf", &ValueProfile::neginf)
       .def("merge", &ValueProfile::Merge, pybind11::arg("other"))
       .def_static("of", [](const std::vector<int64_t>& values) { return ValueProfile::Of(values); },
                   pybind11::arg("values"))
@@ -199,12 +206,18 @@ void InitConfigBindings(pybind11::module_& m) {
       .def(pybind11::pickle(  // replay sends profiles to its worker processes
           [](const ValueProfile& p) {
             return pybind11::make_tuple(p.valid, p.min, p.max, p.sorted, p.distinct, p.many, p.negatives,
-                                        p.many_negatives, p.nonneg_min);
+                                        p.many_negatives, p.nonneg_min, p.floating, p.finite, p.fmin, p.fmax, p.nan,
+                                        p.posinf, p.neginf);
           },
           [](const pybind11::tuple& t) {
-            return ValueProfile{t[0].cast<bool>(), t[1].cast<int64_t>(), t[2].cast<int64_t>(), t[3].cast<bool>(),
-                                t[4].cast<std::vector<int64_t>>(), t[5].cast<bool>(),
-                                t[6].cast<std::vector<int64_t>>(), t[7].cast<bool>(), t[8].cast<int64_t>()};
+            return ValueProfile{t[0].cast<bool>(),   t[1].cast<int64_t>(), t[2].cast<int64_t>(),
+                                t[3].cast<bool>(),   t[4].cast<std::vector<int64_t>>(),
+                                t[5].cast<bool>(),   t[6].cast<std::vector<int64_t>>(),
+                                t[7].cast<bool>(),   t[8].cast<int64_t>(),
+                                t[9].cast<bool>(),   t[10].cast<bool>(),
+                                t[11].cast<double>(), t[12].cast<double>(),
+                                t[13].cast<bool>(),  t[14].cast<bool>(),
+                                t[15].cast<bool>()};
           }));
   pybind11::enum_<RuleKind>(m, "Rule", "How a dialect's classify() says a type's values are written (convert.h).")
       .value("opaque", RuleKind::kOpaque)
@@ -241,9 +254,12 @@ void InitConfigBindings(pybind11::module_& m) {
       [](const std::string& path) {
         std::ifstream yaml(path, std::ios::binary);
         if (!yaml) RaiseIfError(Status::IOError("cannot read " + path));
-        return CountTraceLevels(yaml);
+        TraceLevels levels = CountTraceLevels(yaml);
+        return pybind11::make_tuple(levels.counts, levels.bad_line, levels.bad_value);
       },
-      pybind11::arg("path"), "Per level, the records of a merged api_trace.yaml that carry it.");
+      pybind11::arg("path"),
+      "(per level, the records of a merged api_trace.yaml that carry it; the line of the first level field "
+      "that is not a level, 0 if none; its value).");
   m.def("trace_limit_note", &TraceLimitNote, pybind11::arg("limit"), pybind11::arg("dropped"),
         "The last line of a trace that trace_limit cut.");
   m.def(

@@ -123,8 +123,11 @@ void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec) {
 Converter* ActiveConverter() { return g_active; }
 void SetActiveConverter(Converter* c) { g_active = c; }
 
-Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges)
-    : classify_(Borrow(classify)), tensor_type_name_(Borrow(tensor_type_name)), value_ranges_(value_ranges) {}
+Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges, bool float_ranges)
+    : classify_(Borrow(classify)),
+      tensor_type_name_(Borrow(tensor_type_name)),
+      value_ranges_(value_ranges),
+      float_ranges_(float_ranges) {}
 
 void Converter::WriteCall(ApiId api, const CallArgs& call, KeyWriter* w) {
   w->BeginCall(api, call.nargs);
@@ -280,7 +283,7 @@ void Converter::WriteTensor(PyObject* obj, KeyWriter* w) {
   PyTypeObject* type = Py_TYPE(obj);
   if (type != reinterpret_cast<PyTypeObject*>(THPVariableClass)) fields.subclass = SubclassName(type);
   w->Tensor(fields);
-  if (value_ranges_ && IsIntegralDtype(fields.dtype)) w->AddProfile(aten::ReadValueProfile(tensor));
+  if (value_ranges_ && IsProfiledDtype(fields.dtype, float_ranges_)) w->AddProfile(aten::ReadValueProfile(tensor));
 }
 
 void Converter::WriteOpaque(PyTypeObject* type, KeyWriter* w) {

@@ -70,8 +70,9 @@ class Converter {
  public:
   // `classify` is the dialect's callback described above; `tensor_type_name`
   // names a tensor subclass (e.g. "torch.nn.Parameter"). Either may be
-  // nullptr. With `value_ranges`, integer tensors also get their ValueRange.
-  Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges = false);
+  // nullptr. With `value_ranges`, integer and bool tensors also get their
+  // ValueProfile; with `float_ranges` too, floating ones (IsProfiledDtype).
+  Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges = false, bool float_ranges = false);
   Converter(const Converter&) = delete;
   Converter& operator=(const Converter&) = delete;
 
@@ -115,6 +116,7 @@ class Converter {
   const pybind11::object classify_;
   const pybind11::object tensor_type_name_;
   const bool value_ranges_;
+  const bool float_ranges_;
   ObjectMap<TypeRule> rules_;          // by type
   ObjectMap<std::string> subclasses_;  // by tensor subclass
   std::unordered_map<PyObject*, Instance> instances_;  // an entry goes when its object dies

@@ -66,7 +66,8 @@ Session::Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder
       epoch_(epoch),
       merges_(recorder_->options().merge_output && recorder_->options().levels.size() > 1),
       filter_(recorder_->options().include_apis, recorder_->options().exclude_apis),
-      converter_(dialect.classify, dialect.tensor_type_name, recorder_->options().value_ranges),
+      converter_(dialect.classify, dialect.tensor_type_name, recorder_->options().value_ranges,
+                 recorder_->options().float_profiles()),
       resolve_(Borrow(dialect.resolve)) {
   const TraceOptions& options = recorder_->options();
   for (int level : options.levels) levels_[level] = true;

@@ -67,6 +67,7 @@ void BindOptions(pybind11::module_& m) {
       .def_readwrite("nesting", &TraceOptions::nesting)
       .def_readwrite("stream_trace", &TraceOptions::stream_trace)
       .def_readwrite("value_ranges", &TraceOptions::value_ranges)
+      .def_readwrite("float_ranges", &TraceOptions::float_ranges)
       .def_readwrite("show_device", &TraceOptions::show_device)
       .def_readwrite("show_requires_grad", &TraceOptions::show_requires_grad)
       .def_readwrite("snapshot_interval", &TraceOptions::snapshot_interval)

@@ -19,6 +19,7 @@ struct Options {
   Nesting nesting = Nesting::kOutermost;
   bool stream_trace = true;         // false: no api_trace.*, only configs and statistics
   bool value_ranges = false;        // min and max of integer tensor inputs (reads data)
+  bool float_ranges = false;        // with value_ranges: floating tensor inputs too (their range, non-finites)
   bool show_device = false;         // config lines also show devices other than cpu
   bool show_requires_grad = false;  // config lines also show requires_grad=True
   double snapshot_interval = 30;    // seconds between snapshots of the summary files (0: at stop only)

@@ -66,6 +66,7 @@ class TraceOptions:
     nesting: Nesting
     stream_trace: bool
     value_ranges: bool
+    float_ranges: bool
     show_device: bool
     show_requires_grad: bool
     snapshot_interval: float
@@ -106,6 +107,13 @@ class ValueProfile:
     negatives: List[int]
     many_negatives: bool
     nonneg_min: int
+    floating: bool
+    finite: bool
+    fmin: float
+    fmax: float
+    nan: bool
+    posinf: bool
+    neginf: bool
     def __init__(self) -> None: ...
     def merge(self, other: ValueProfile) -> None: ...
     @staticmethod
@@ -133,7 +141,7 @@ def trace_limit_note(limit: int, dropped: int) -> str: ...
 def parse_trace_limit_note(line: str) -> Optional[Tuple[int, int]]: ...
 def output_files() -> List[Tuple[str, str, Optional[str], bool]]: ...
 MAX_STACKS: int
-def count_trace_levels(path: str) -> Dict[int, int]: ...
+def count_trace_levels(path: str) -> Tuple[Dict[int, int], int, str]: ...
 
 # -- the layer profiler (profile_bindings.cc) -------------------------------------
 

@@ -14,6 +14,7 @@ trace files then end at different records, or inside one), is repaired by
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import re
 import stat
@@ -158,14 +159,25 @@ def _walk_error(e: OSError) -> None:
 
 
 def find_sets(dirs: List[str], exclude: Optional[str] = None) -> List[FileSet]:
-    """Every file set under `dirs` (recursively, sorted), but under `exclude`.
-    A directory that cannot be listed, or a directory named as a statistics
-    file, is an InputError: its sets would be left out without a word."""
+    """Every file set under `dirs` (recursively, sorted), but under `exclude`;
+    a link to a directory is followed, and a directory reached twice is read
+    once, said. A directory that cannot be listed, or a directory named as
+    a statistics file, is an InputError: its sets would be left out without
+    a word."""
     sets = []
     skip = os.path.abspath(exclude) if exclude else None
+    seen: Dict[str, str] = {}  # real path -> the path it was read by
     for top in dirs:
-        for root, subdirs, files in os.walk(top, onerror=_walk_error):
+        seen.setdefault(os.path.realpath(top), top)
+        for root, subdirs, files in os.walk(top, onerror=_walk_error, followlinks=True):
             subdirs.sort()
+            for name in list(subdirs):  # a link to a directory is followed, once: no loop, no set twice
+                real = os.path.realpath(os.path.join(root, name))
+                if real in seen:
+                    warn(f"{os.path.join(root, name)}: the directory {seen[real]} again (a link): read once")
+                    subdirs.remove(name)
+                else:
+                    seen[real] = os.path.join(root, name)
             if skip and (os.path.abspath(root) + os.sep).startswith(skip + os.sep):
                 continue
             for name in subdirs:
@@ -236,16 +248,25 @@ def shown(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
+def checked_api(path: str, name: str, line: int) -> str:
+    """`name` if it reads as an API name: printable (an InputError naming
+    path:line else: a byte-order mark, a carriage return, a terminal's
+    escape sequence, a NUL, which would be copied, or printed)."""
+    if not name or not name.isprintable():
+        raise InputError(path, f"{shown(name)}: not an API name (not printable)", line)
+    return name
+
+
 def _api_name(path: str, key: str, line: int) -> str:
     if key[:1] not in ('"', "'"):
-        return key
+        return checked_api(path, key, line)
     try:  # quoted by the writer (yaml::AppendString): a YAML scalar
         name = yaml.safe_load(key)
     except Exception:  # noqa: BLE001 - not YAML, or a tag its constructors refuse
         name = None
     if not isinstance(name, str):
         raise InputError(path, f"{shown(key)}: not an API name (a quoted YAML string)", line)
-    return name
+    return checked_api(path, name, line)
 
 
 def statistics_of(s: FileSet) -> Statistics:
@@ -309,9 +330,14 @@ def parse_config(line: str, path: str, lineno: int) -> Tuple[List[Any], Dict[str
     reads; the line is parsed by the project's parser, never evaluated."""
     from .config import ConfigSyntaxError, parse_call
 
+    control = next((i for i, c in enumerate(line) if c < " " or c == "\x7f"), None)
+    if control is not None:  # the tracer escapes every one (docs/format.md)
+        raise InputError(path, f"the control character {line[control]!r} in a config line: the tracer writes "
+                         "none (a carriage return: the file's line endings were changed)", lineno, control + 1)
     api = api_of(line)
     if api == line:
         raise InputError(path, "not a config line: no '(' after its API", lineno)
+    checked_api(path, api, lineno)
     try:
         _, args, kwargs = parse_call("f" + line[len(api):])
     except ConfigSyntaxError as e:
@@ -432,6 +458,17 @@ class _Yaml:
             raise self.fail(node, f"{what}: {value} is out of the range of a 64-bit integer")
         return value
 
+    def real(self, node: yaml.Node, what: str) -> float:
+        """A float as the writer writes one (Python's repr: 0.5, 1e-05,
+        inf, nan), read from the node's text."""
+        self._visit(node)
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, f"expected {what}, a number")
+        try:
+            return float(node.value)
+        except ValueError:
+            raise self.fail(node, f"expected {what}, a number, not {shown(node.value)[:40]}") from None
+
     def integers(self, node: yaml.Node, what: str, n: Optional[int] = None) -> List[int]:
         items = self.sequence(node, what)
         if n is not None and len(items) != n:
@@ -456,25 +493,28 @@ def read_stacks(s: FileSet) -> Optional[Dict[str, List[List[str]]]]:
     return out
 
 
-_PROFILE_FIELDS = {"config", "ranges", "values", "sentinels", "sorted"}
+_PROFILE_FIELDS = {"config", "ranges", "values", "sentinels", "sorted", "floats", "nonfinite"}
+_NONFINITE = {"nan": "nan", "inf": "posinf", "-inf": "neginf"}  # as written -> the ValueProfile field
 
 
 def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
     """api_value_ranges.yaml as the tracer wrote it (docs/format.md), checked:
-    per config line, per argument path, its _C.ValueProfile. A file of ranges
-    only (older) gives profiles of a range, many values, no order."""
+    per config line, per argument path, its _C.ValueProfile (of an integer
+    argument: `ranges` and the rest; of a floating one: `floats`,
+    `nonfinite`). A file of ranges only (older) gives profiles of a range,
+    many values, no order."""
     doc = _Yaml(path, "[]\n")
     out: Dict[str, Dict[str, Any]] = {}
     for node in doc.sequence(doc.root, "the list of config entries"):
         entry = dict(doc.mapping(node, "a config entry"))
         unknown = set(entry) - _PROFILE_FIELDS
-        if unknown or "config" not in entry or "ranges" not in entry:
-            raise doc.fail(node, f"a config entry has 'config', 'ranges' and optionally 'values', 'sentinels', "
-                           f"'sorted'; not {sorted(entry)}")
+        if unknown or "config" not in entry or not {"ranges", "floats", "nonfinite"} & set(entry):
+            raise doc.fail(node, f"a config entry has 'config', 'ranges' (with 'values', 'sentinels', 'sorted') "
+                           f"or 'floats' and 'nonfinite'; not {sorted(entry)}")
         line = doc.string(entry["config"], "the config line")
         parse_config(line, path, entry["config"].start_mark.line + 1)
         ranges = {arg: (doc.integers(n, f"the range of {arg}", 2), n)
-                  for arg, n in doc.mapping(entry["ranges"], "the ranges")}
+                  for arg, n in (doc.mapping(entry["ranges"], "the ranges") if "ranges" in entry else [])}
         for arg, ((lo, hi), n) in ranges.items():
             if lo > hi:
                 raise doc.fail(n, f"the range of {arg}: {lo} above {hi}")
@@ -518,10 +558,50 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
                 else:  # the negatives and where the rest starts were not kept
                     p.many_negatives = p.min < 0
                     p.nonneg_min = p.min if p.min >= 0 else p.nonneg_min
-            if arg in paths:
-                paths[arg].merge(p)
-            else:
-                paths[arg] = p
+            _add(paths, arg, p)
+        for arg, p in _float_profiles(doc, entry, ranges).items():
+            _add(paths, arg, p)
+    return out
+
+
+def _add(paths: Dict[str, Any], arg: str, p: Any) -> None:
+    """p as the profile of `arg`, merged into one already there (a line
+    listed twice: merged sets)."""
+    if arg in paths:
+        paths[arg].merge(p)
+    else:
+        paths[arg] = p
+
+
+def _float_profiles(doc: "_Yaml", entry: Dict[str, yaml.Node], ranges: Dict[str, Any]) -> Dict[str, Any]:
+    """The floating arguments' profiles of an entry: `floats` (the finite
+    values' [min, max]) and `nonfinite` (the others held: nan, inf, -inf)."""
+    out: Dict[str, Any] = {}
+
+    def profile(arg: str, n: yaml.Node) -> Any:
+        if arg in ranges:
+            raise doc.fail(n, f"{arg} has a range of integers and a profile of floats")
+        if arg not in out:
+            out[arg] = _C.ValueProfile()
+            out[arg].valid = out[arg].floating = True
+        return out[arg]
+
+    for arg, n in (doc.mapping(entry["floats"], "the floats") if "floats" in entry else []):
+        bounds = doc.sequence(n, f"the range of {arg}")
+        lo, hi = (doc.real(b, f"the range of {arg}") for b in bounds) if len(bounds) == 2 else (None, None)
+        if lo is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+            raise doc.fail(n, f"the range of {arg}: expected [min, max] of finite numbers, min at most max")
+        p = profile(arg, n)
+        p.finite, p.fmin, p.fmax = True, lo, hi
+    for arg, n in (doc.mapping(entry["nonfinite"], "the non-finite values") if "nonfinite" in entry else []):
+        p = profile(arg, n)
+        for item in doc.sequence(n, f"the non-finite values of {arg}"):
+            doc.scalar(item, f"a non-finite value of {arg}")
+            field = _NONFINITE.get(item.value)
+            if field is None or getattr(p, field):
+                raise doc.fail(item, f"a non-finite value of {arg}: nan, inf or -inf, each once, not "
+                               f"{shown(item.value)[:40]}")
+            setattr(p, field, True)
     return out
 
 
@@ -573,6 +653,10 @@ def _chunks(path: str, f: BinaryIO) -> Iterator[Tuple[int, Optional[str], bytes]
         buf += block
         end = buf.rfind(b"\n", start) + 1
         if end:
+            cr = buf.find(b"\r", 0, end)
+            if cr >= 0:  # the tracer escapes every one (docs/format.md)
+                raise InputError(path, "a carriage return: the tracer writes none (the file's line endings were "
+                                 "changed)", lineno + buf.count(b"\n", 0, cr))
             text = _decode(bytes(buf[:end]), path, lineno)
             del buf[:end]
             yield lineno, text, b""
@@ -611,7 +695,7 @@ class _Record(NamedTuple):
 _MARK = re.compile(r"^(?:(- api: )|(#)|(?!  |\n))[^\n]*\n", re.M)
 _HEADER = "- api: "
 _LEVEL = "  level: "  # how a merged set's api_trace.yaml says a record's level (docs/format.md)
-_LEVEL_VALUE = re.compile(r"-?\d{1,9}")
+_LEVEL_VALUE = re.compile(r"\d{1,9}")
 
 
 def _before_first(path: str, text: str, seg: int, lineno: int) -> InputError:
@@ -632,8 +716,9 @@ def _yaml_records(path: str, f: BinaryIO) -> Iterator[_Record]:
         level = None
         if rest.startswith(_LEVEL) and end != "cut":
             value = rest[len(_LEVEL):rest.find("\n")]
-            if not _LEVEL_VALUE.fullmatch(value):
-                raise InputError(path, f"level: {value[:40]!r} is not a level", lineno + 1)
+            if not _LEVEL_VALUE.fullmatch(value) or int(value) > _C.Level.max:
+                raise InputError(path, f"level: {shown(value[:40])} is not a level (0 to {int(_C.Level.max)})",
+                                 lineno + 1)
             level = int(value)
         return _Record(lineno, api, level, text, end)
 

@@ -205,6 +205,9 @@ class TracerOptions:
     value_ranges: bool = option(
         _DEFAULTS.value_ranges, "keep a value profile of each integer and bool tensor argument (replay draws from it)",
         check_bool)
+    float_ranges: bool = option(
+        _DEFAULTS.float_ranges, "with value_ranges: profile floating tensor arguments too, their finite values' "
+        "range and their non-finite values (replay draws inside it)", check_bool)
     snapshot_interval: float = option(
         _DEFAULTS.snapshot_interval, "rewrite the summary files this often, so a killed job keeps them "
         "(seconds; 0: at start and stop only)", amount(float, "seconds"), type=seconds, metavar="SECONDS")
@@ -215,6 +218,9 @@ class TracerOptions:
     def __post_init__(self) -> None:
         for f in fields():
             object.__setattr__(self, f.name, spec(f).check(f.name, getattr(self, f.name)))
+        if self.float_ranges and not self.value_ranges:
+            raise ValueError("float_ranges=True needs value_ranges=True: the floating profiles are written with "
+                             "the others, to api_value_ranges.yaml")
 
     def asdict(self) -> Dict[str, Any]:
         """The options as plain data (JSON), for a child process."""

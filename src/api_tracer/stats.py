@@ -10,8 +10,9 @@ import os
 from collections import Counter
 
 from . import _C
-from .errors import UsageError
-from .filesets import api_of, find_sets, has_trace, open_regular, read_configs, statistics_of, trace_limit_note
+from .errors import InputError, UsageError
+from .filesets import (api_of, find_sets, has_trace, open_regular, read_configs, shown, statistics_of,
+                       trace_limit_note)
 from .text_table import format_table
 
 
@@ -47,7 +48,11 @@ def stats_table(directory: str, top: int = 20) -> str:
         if s.level is None and has_trace(s):
             with open_regular(s.path("api_trace.yaml")):  # not a FIFO to wait on
                 pass
-            levels = Counter(_C.count_trace_levels(s.path("api_trace.yaml")))
+            counts, bad_line, bad_value = _C.count_trace_levels(s.path("api_trace.yaml"))
+            if bad_line:
+                raise InputError(s.path("api_trace.yaml"), f"level: {shown(bad_value)} is not a level "
+                                 f"(0 to {int(_C.Level.max)})", bad_line)
+            levels = Counter(counts)
             if levels:
                 out.append(_level_table(levels))
         out.append("\n")
