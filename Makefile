@@ -48,6 +48,7 @@ bench: build
 	$(PY) bench/bench_native.py
 	$(PY) bench/bench_profile.py
 	$(PY) bench/bench_fidelity.py
+	$(PY) bench/bench_judge.py --pairs --cost 3 --workloads
 
 # Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
 api-lists: build

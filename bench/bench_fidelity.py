@@ -153,13 +153,13 @@ def measure(name: str, level: int) -> Dict:
         "configs": len(configs), "ok": statuses["ok"], "skipped": statuses["skipped"],
         "failed": statuses["failed"] + statuses["invalid"], "index_values": len(index_values),
         "back": len(configs) - len(not_back),
-        **{f"check_{s}": check_counts[s] for s in ("ok", "mismatch", "failed", "skipped", "invalid")},
+        **{f"check_{s}": check_counts[s] for s in ("ok", "mismatch", "vacuous", "failed", "skipped", "invalid")},
         "problems": [(r.config, f"{r.status}: {r.error} {r.message}".replace("  ", " ")) for r in results
                      if r.status != "ok" and r not in index_values]
         + [(r.config, f"index values: {r.error} {r.message}") for r in index_values]
         + [(text, f"round trip: {why}") for text, why in not_back]
         + [(r.config, f"--check float64 {r.status}: {r.error} {r.message}".replace("  ", " ")) for r in checked
-           if r.status in ("mismatch", "failed")],
+           if r.status in ("mismatch", "vacuous", "failed", "skipped")],
     }
 
 
@@ -169,7 +169,7 @@ def share(part: int, whole: int) -> str:
 
 def checks(m: Dict) -> str:
     """The --check float64 counts (invalid ones with the failed)."""
-    return (f"{m['check_ok']}/{m['check_mismatch']}/{m['check_failed'] + m['check_invalid']}/"
+    return (f"{m['check_ok']}/{m['check_mismatch']}/{m['check_vacuous']}/{m['check_failed'] + m['check_invalid']}/"
             f"{m['check_skipped']}")
 
 
@@ -186,7 +186,7 @@ def main(argv: List[str]) -> None:
     models = args.models.split(",") if args.models else list(HELD_OUT if args.held_out else FIDELITY_WORKLOADS)
     levels = [int(x) for x in args.levels.split(",")]
     header = (f"{'model':14} {'level':>5} {'configs':>7} {'replay ok':>9} {'skipped':>7} {'failed':>6} "
-              f"{'(index values)':>14} {'same line':>9}   float64 check: pass/mismatch/failed/skipped")
+              f"{'(index values)':>14} {'same line':>9}   float64 check: pass/mismatch/vacuous/failed/skipped")
     print(header)
     totals: Dict[str, Counter] = {"0/1": Counter(), "2/3": Counter()}
     problems = []

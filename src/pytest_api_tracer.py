@@ -2,7 +2,8 @@
 entry point; inert unless one of its options is given).
 
     pytest --api-trace DIR [--api-trace-levels 1,3] [--api-trace-per-test]
-    pytest --api-replay FILE [--api-check MODE] [--api-allow-unsafe]
+    pytest --api-replay FILE [--api-check MODE] [--api-allow-unsafe] [--api-replay-import MODULE]...
+           [--api-replay-load-library PATH]...
 
 --api-trace traces the suite into one merged file set in DIR. With
 --api-trace-per-test each test also gets a set of its own, DIR/tests/NAME
@@ -43,6 +44,10 @@ def pytest_addoption(parser: Any) -> None:
                     help="also write one file set per test (DIR/tests/...), and which tests made each config")
     group.addoption("--api-replay", metavar="FILE", help="collect each config line of FILE as a test")
     group.addoption("--api-check", metavar="MODE", help="with --api-replay: check each result (as replay --check)")
+    group.addoption("--api-replay-import", action="append", metavar="MODULE", default=[],
+                    help="with --api-replay: import MODULE (your operators) first, as replay --import (repeatable)")
+    group.addoption("--api-replay-load-library", action="append", metavar="PATH", default=[],
+                    help="with --api-replay: load the shared library PATH first, as replay --load-library")
     group.addoption("--api-allow-unsafe", action="store_true",
                     help="with --api-replay: call any torch API a line names (your own, trusted files)")
 
@@ -319,6 +324,8 @@ class ReplaySession:
         self.path = path
         self.check = config.getoption("api_check")
         self.allow_unsafe = config.getoption("api_allow_unsafe")
+        self.imports = tuple(config.getoption("api_replay_import"))
+        self.libraries = tuple(config.getoption("api_replay_load_library"))
         if self.check:
             from api_tracer.replay.check import reference
 
@@ -340,8 +347,12 @@ class ReplaySession:
         if self._options is None:
             from api_tracer.replay import ReplayOptions, ranges_beside, read_value_ranges
 
+            from api_tracer.replay import user_code
+
             self._options = ReplayOptions(ranges=read_value_ranges(ranges_beside(self.path)), check=self.check,
-                                          allow_unsafe=self.allow_unsafe)
+                                          allow_unsafe=self.allow_unsafe, imports=self.imports,
+                                          libraries=self.libraries)
+            user_code.load(self.imports, self.libraries)
         return self._options
 
     def resolver(self) -> Any:
@@ -376,8 +387,8 @@ class ConfigItem(pytest.Item):
 
         plugin: ReplaySession = self.parent.session_plugin
         result = replay_one(self.replay_config, plugin.options(), plugin.resolver())
-        if result.status == Status.SKIPPED:
-            pytest.skip(result.message)
+        if result.status in (Status.SKIPPED, Status.VACUOUS):
+            pytest.skip(f"{result.status}: {result.message}" if result.status == Status.VACUOUS else result.message)
         if result.status != Status.OK:
             where = f"{result.file}:{result.line}" + (f":{result.column}" if result.column else "")
             raise ReplayFailure(f"{result.status} {where}: {result.error}: {result.message}\n  {result.config}")

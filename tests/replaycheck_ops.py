@@ -34,6 +34,32 @@ def float32_only(x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 
 
+@torch.library.custom_op("replaycheck::outside_domain", mutates_args=())
+def outside_domain(x: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(x, float("nan"))  # as the log of negative numbers: a comparison that tests nothing
+
+
+_CALLS = [0]
+
+
+@torch.library.custom_op("replaycheck::differs_each_call", mutates_args=())
+def differs_each_call(x: torch.Tensor) -> torch.Tensor:
+    _CALLS[0] += 1
+    return x + _CALLS[0] * 1e-3  # as a kernel that reads uninitialized memory or races: --check repeat must find it
+
+
+@torch.library.custom_op("replaycheck::signed_zero_each_call", mutates_args=())
+def signed_zero_each_call(x: torch.Tensor) -> torch.Tensor:
+    _CALLS[0] += 1
+    return torch.zeros_like(x) * (-1) ** _CALLS[0]  # equal in value, not in bits
+
+
+@torch.library.custom_op("replaycheck::atomic_adds", mutates_args=(), tags=(torch.Tag.nondeterministic_bitwise,))
+def atomic_adds(x: torch.Tensor) -> torch.Tensor:
+    _CALLS[0] += 1
+    return x + _CALLS[0] * 1e-7  # marked nondeterministic: repeat compares its shapes only
+
+
 @torch.library.custom_op("replaycheck::cube", mutates_args=())
 def cube(x: torch.Tensor) -> torch.Tensor:
     return x ** 3

@@ -34,15 +34,17 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
     wrong = judged('torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))')
     assert (wrong.status, wrong.check, wrong.compared, wrong.worst) == ("mismatch", "float64", "values", "output")
     assert wrong.max_abs_error == pytest.approx(1e-3, rel=1e-3)
-    assert (wrong.rtol, wrong.atol) == (1.3e-6, 1e-5)  # float32's, the less precise side's
-    assert wrong.message.startswith("output: 8 / 8 elements (100.0%) differ from the float64 side: greatest "
-                                    "absolute difference 0.001 (up to 1e-05 allowed)")
+    # judged by the error model (replay/error_model.py), not a tolerance pair
+    assert (wrong.measure, wrong.rtol, wrong.atol) == ("error model", None, None) and wrong.excess > 100
+    assert wrong.message.startswith("output: 8 / 8 elements (100.0%) differ from the float64 side past the error "
+                                    "model's bound: the worst by ")
+    assert "greatest absolute difference 0.001, greatest relative difference " in wrong.message
     right = judged('torch.ops.replaycheck.twice.default(Tensor([8], "float32"))')
     assert (right.status, right.worst, right.message) == ("ok", "output", "")
-    assert right.max_abs_error == 0 and (right.rtol, right.atol) == (1.3e-6, 1e-5)
+    assert right.max_abs_error == 0 and (right.measure, right.excess) == ("error model", 0.0)
     # the tolerances can be given: 1e-3 absolute (and a little) lets the wrong kernel pass
     loose = judged('torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))', atol=2e-3)
-    assert (loose.status, loose.rtol, loose.atol) == ("ok", 1.3e-6, 2e-3)
+    assert (loose.status, loose.rtol, loose.atol, loose.measure) == ("ok", 1.3e-6, 2e-3, "rtol/atol")
 
 
 @pytest.mark.parametrize("line", [
@@ -51,12 +53,17 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
     'torch.Tensor.add_(Tensor([64], "float32"), Tensor([64], "float32"))',
     # the module's weights come from the global generator, seeded the same on both sides
     'torch.nn.Linear.forward(torch.nn.Linear(8, 4), Tensor([2, 8], "float32"))',
-    # uninitialized memory is filled (deterministic algorithms), so empty tensors compare equal
-    'torch.empty(3, 4)',
-    'torch.ops.aten.empty_like.default(Tensor([5], "float32"))',
     # a complex result, and one whose NaNs (log of negative numbers) are where the other side has them
     'torch.fft.fft(Tensor([16], "complex64"))',
     'torch.log(Tensor([64], "float32"))',
+])
+def test_results_within_their_rounding_pass_and_say_how_close(line):
+    r = judged(line)
+    assert (r.status, r.compared, r.measure) == ("ok", "values", "error model"), r
+    assert 0 < r.excess < 1 and r.message == f"error model: the closest at {r.excess:.2g} of its bound ({r.worst})"
+
+
+@pytest.mark.parametrize("line", [
     'torch.Tensor.item(Tensor([], "float32"))',
     'torch.Tensor.size(Tensor([2, 5], "float32"))',
     'torch._C._set_grad_enabled(False)',
@@ -64,6 +71,19 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
 def test_equal_results_pass(line):
     r = judged(line)
     assert (r.status, r.compared, r.message) == ("ok", "values", ""), r
+
+
+@pytest.mark.parametrize("line", [
+    # uninitialized memory is filled with NaN (deterministic algorithms): nothing to compare
+    'torch.empty(3, 4)',
+    'torch.ops.aten.empty_like.default(Tensor([5], "float32"))',
+    # inputs outside the operator's domain: NaN for every input, on both sides
+    'torch.ops.replaycheck.outside_domain.default(Tensor([8], "float32"))',
+])
+def test_nan_or_infinite_everywhere_on_both_sides_is_vacuous_not_ok(line):
+    r = judged(line)
+    assert (r.status, r.compared) == ("vacuous", "values"), r
+    assert r.message.startswith("every value compared (output) is NaN or infinite on both sides")
 
 
 def test_nan_where_the_other_side_has_nan_is_equal():
@@ -142,12 +162,37 @@ def test_an_argument_that_may_not_require_grad_is_held_and_has_no_gradient():
             'Tensor([3], "float32"), weight=Tensor([3], "float32"), bias=Tensor([3], "float32"), training=True)')
     r = judged(line, backward=True)
     assert r.status == "ok", r
-    assert r.message == ("no gradient of args[1] (not differentiable); no gradient of args[2] (not differentiable)")
+    assert r.message.endswith("no gradient of args[1] (not differentiable); no gradient of args[2] (not "
+                              "differentiable)")
 
 
-def test_a_reference_that_raises_fails_the_config_and_says_which_side():
+def test_a_reference_that_cannot_run_skips_the_config_and_does_not_blame_the_operator():
     r = judged('torch.ops.replaycheck.float32_only.default(Tensor([8], "float32"))')
-    assert r.status == "failed" and r.message.startswith("on the float64 side: no float64 kernel")
+    assert (r.status, r.message) == ("skipped", "no float64 reference: the operator fails in float64 (no float64 "
+                                                "kernel) and torch._decomp has no decomposition of it")
+
+
+def test_an_operator_without_a_float64_kernel_is_judged_against_its_decomposition(monkeypatch):
+    from torch._decomp import decomposition_table
+
+    line = 'torch.ops.replaycheck.float32_only.default(Tensor([8], "float32"))'
+    monkeypatch.setitem(decomposition_table, torch.ops.replaycheck.float32_only.default, lambda x: x.clone())
+    r = judged(line)
+    assert (r.status, r.message) == ("ok", "the reference is its decomposition (torch._decomp) in float64: no "
+                                           "float64 kernel")
+    monkeypatch.setitem(decomposition_table, torch.ops.replaycheck.float32_only.default, lambda x: x * 1.001)
+    r = judged(line)  # the reference is the decomposition, so a wrong one is a mismatch: it is compared
+    assert r.status == "mismatch" and "differ from the float64 decomposition side" in r.message
+
+
+def test_torch_operators_without_a_float64_kernel_or_decomposition_are_skipped():
+    # mkldnn's LSTM layer (what nn.LSTM runs on the CPU) has neither
+    line = ('torch.ops.aten.mkldnn_rnn_layer.default(Tensor([5, 2, 4], "float32"), Tensor([12, 4], "float32"), '
+            'Tensor([12, 3], "float32"), Tensor([12], "float32"), Tensor([12], "float32"), Tensor([2, 3], "float32"), '
+            'Tensor([2, 3], "float32"), False, [5, 5], 2, 3, 1, True, False, False, False)')
+    assert replay_one(Config("x", 1, line), ReplayOptions()).status == "ok"  # it runs in float32
+    r = judged(line)
+    assert r.status == "skipped" and r.message.startswith("no float64 reference: the operator fails in float64 (")
 
 
 def test_device_check_runs_the_device_path():
@@ -174,17 +219,15 @@ def test_compile_check_compares_eager_with_the_compiled_call():
 
 @pytest.mark.parametrize("level", [1, 2, 3])
 @pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
-def test_workloads_match_float64_but_for_the_known_reductions(tmp_path, name, level):
+def test_workloads_match_float64_long_sums_included(tmp_path, name, level):
+    # torch's own kernels are right: the long float32 sums that rtol/atol
+    # called mismatches (workloads.LONG_SUMS) are within the error model
     configs = traced_configs(tmp_path, name, level)
-    results = run_in_process(configs, ReplayOptions(check="float64"), lambda r: None)
+    results = run_in_process(configs, ReplayOptions(check="float64", backward=True), lambda r: None)
     assert len(results) >= 10
-    assert all(r.status in ("ok", "mismatch") for r in results), [(r.config, r.message) for r in results]
-    # at most the 3 long float32 sums workloads.LONG_SUMS explains
-    mismatches = [r for r in results if r.status == "mismatch"]
-    assert len(mismatches) <= 3, [(r.config, r.message) for r in mismatches]
-    for r in mismatches:
-        assert r.worst in LONG_SUMS.get(r.api, ()), (r.config, r.message)
-        assert r.max_abs_error < 1e-3 and r.max_rel_error < 1e-2, (r.config, r.message)
+    assert all(r.status == "ok" for r in results), [(r.config, r.status, r.message) for r in results
+                                                    if r.status != "ok"]
+    assert any(r.api in LONG_SUMS for r in results) == (name == "cnn" and level > 1)
 
 
 def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code(tmp_path):
@@ -203,18 +246,20 @@ def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code
     """
     result = run_script(code, tmp_path)
     assert result.returncode == 1, result.stderr
-    assert "2 configs (checked against float64): 1 ok, 1 mismatch, 0 failed, 0 skipped, 0 invalid" in result.stdout
+    assert "2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 invalid" in result.stdout
     assert f"MISMATCH {path}:2: output: 8 / 8 elements (100.0%) differ from the float64 side" in result.stdout
     report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert [(r["status"], r["check"], r["worst"], r["rtol"], r["atol"]) for r in report] == [
-        ("ok", "float64", "output", 1.3e-6, 1e-5), ("mismatch", "float64", "output", 1.3e-6, 1e-5)]
+    assert [(r["status"], r["check"], r["worst"], r["measure"]) for r in report] == [
+        ("ok", "float64", "output", "error model"), ("mismatch", "float64", "output", "error model")]
+    assert report[0]["excess"] == 0 and report[1]["excess"] > 100
     assert report[0]["max_abs_error"] == 0 and report[1]["max_abs_error"] == pytest.approx(1e-3, rel=1e-3)
     suite = ElementTree.parse(tmp_path / "r.xml").getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
     [failure] = suite.findall("testcase/failure")
     assert failure.get("type") == "Mismatch"
     assert failure.get("message").startswith("not equal to float64: output: 8 / 8 elements")
-    assert "greatest absolute difference 0.001 (up to 1e-05 allowed)" in failure.get("message")
+    assert "past the error model's bound" in failure.get("message")
+    assert "greatest absolute difference 0.001" in failure.get("message")
     assert "greatest relative difference" in failure.get("message")
 
 
@@ -225,7 +270,7 @@ def test_flags_that_need_check_or_a_known_mode_are_usage_errors(tmp_path):
 
     path = write(tmp_path, ["torch.ones(2)"])
     for flags, said in ((["--backward"], "--backward needs --check"), (["--rtol", "0.1"], "--rtol needs --check"),
-                        (["--check", "float65"], "'float65' is not a check: one of float64, device:DEVICE, compile"),
+                        (["--check", "float65"], "'float65' is not a check: one of float64, device:DEVICE, compile, repeat"),
                         (["--check", "device:nonsense"], "--check device:nonsense: "),
                         (["--check", "float64", "--atol", "-1"], "--atol must be at least 0")):
         result = subprocess.run(CLI + ["replay", str(path), *flags], capture_output=True, text=True)
@@ -244,7 +289,7 @@ def test_the_progress_bar_counts_mismatches_when_checking(monkeypatch):
     progress = Progress(2, "float64")
     progress(Result("f", 1, "c", "a", Status.OK))
     progress(Result("f", 2, "c", "a", Status.MISMATCH))
-    assert sys.stderr.getvalue().endswith("2/2 ok 1 mismatch 1 failed 0 skipped 0 invalid 0")
+    assert sys.stderr.getvalue().endswith("2/2 ok 1 mismatch 1 vacuous 0 failed 0 skipped 0 invalid 0")
     plain = Progress(1)
     plain(Result("f", 1, "c", "a", Status.OK))
     assert sys.stderr.getvalue().endswith("1/1 ok 1 failed 0 skipped 0 invalid 0")
@@ -264,3 +309,85 @@ def test_a_float64_side_that_needs_more_bytes_than_allowed_skips_the_config_and_
                                                           "bytes")
     r = judged(line, max_bytes=799)  # the float32 side's arguments and outputs already
     assert r.status == "skipped" and r.message.startswith("its arguments and outputs need 800 bytes")
+
+
+def test_repeat_makes_the_call_twice_from_one_seed_and_wants_the_same_bits():
+    r = judged('torch.nn.functional.dropout(Tensor([64], "float32"), 0.5, True)', check="repeat", backward=True)
+    assert (r.status, r.check, r.compared) == ("ok", "repeat", "values"), r  # random, but seeded alike
+    assert set(r.hashes) == {"output", "the gradient of args[0]"} and all(len(h) == 16 for h in r.hashes.values())
+    again = judged('torch.nn.functional.dropout(Tensor([64], "float32"), 0.5, True)', check="repeat", backward=True)
+    assert again.hashes == r.hashes  # a hash of the output: the same call, the same bits, run after run
+    other = judged('torch.nn.functional.dropout(Tensor([64], "float32"), 0.5, True)', check="repeat", seed=1)
+    assert other.hashes["output"] != r.hashes["output"]
+    wrong = judged('torch.ops.replaycheck.differs_each_call.default(Tensor([8], "float32"))', check="repeat")
+    assert wrong.status == "mismatch" and wrong.message.startswith("output: 8 / 8 elements (100.0%) differ from "
+                                                                   "the repeated side")
+    zeros = judged('torch.ops.replaycheck.signed_zero_each_call.default(Tensor([8], "float32"))', check="repeat")
+    assert (zeros.status, zeros.message) == ("mismatch", "output: equal in value, not bitwise (signed zeros or NaN "
+                                                         "payloads)")
+    marked = judged('torch.ops.replaycheck.atomic_adds.default(Tensor([8], "float32"))', check="repeat")
+    assert (marked.status, marked.compared) == ("ok", "shapes")
+    assert marked.message == ("nondeterministic (replaycheck.atomic_adds.default): compared shapes, dtypes and "
+                              "devices only")
+    report = json.loads(r.to_json())
+    assert report["hashes"] == r.hashes
+
+
+def test_a_call_that_refuses_inputs_requiring_grad_runs_without_and_has_no_gradients():
+    r = judged('torch.ops.aten.detach_.default(Tensor([3], "float32"))', backward=True)  # level 3 of a real model
+    assert r.status == "ok" and r.message.startswith("no gradient of args[0] (the call refuses inputs that require "
+                                                     "grad: Can't detach views in-place.")
+    r = judged('torch.mm(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"))', backward=True)  # fails either way
+    assert (r.status, r.error) == ("failed", "RuntimeError") and "cannot be multiplied" in r.message
+
+
+def test_infinities_the_call_itself_asks_for_are_a_real_comparison():
+    r = judged('torch.ops.aten.full.default([5, 5], -inf, dtype=torch.float32)')  # nn.Transformer's causal mask
+    assert (r.status, r.compared, r.message) == ("ok", "values", ""), r
+
+
+@pytest.mark.parametrize("level", [1, 3])
+def test_floating_profiles_keep_replayed_inputs_in_the_domain_the_program_used(tmp_path, level):
+    """Without a profile, replay draws floating inputs from N(0, 1): half
+    of them outside bernoulli's and binary_cross_entropy's [0, 1] (they
+    fail) and log's positive numbers (NaN, which a NaN in float64 too
+    makes no test). With float_ranges, every one is drawn in the range
+    the program used, and the check tests something."""
+    from api_tracer import APITracer
+    from api_tracer.filesets import FileSet, read_value_profiles
+
+    torch.manual_seed(0)
+    p, x, target = torch.rand(64) * 0.9 + 0.05, torch.rand(8, 8) + 0.5, torch.rand(64)
+    out = tmp_path / "trace"
+    with APITracer(output_path=str(out), levels=level, value_ranges=True, float_ranges=True):
+        torch.bernoulli(p)
+        torch.nn.functional.binary_cross_entropy(p, target)
+        torch.log(x)
+    s = FileSet(str(out), f"_level_{level}")
+    profiles = read_value_profiles(s.path("api_value_ranges.yaml"))
+    log_line = next(line for line in profiles if "log" in line)
+    [(path, prof)] = profiles[log_line].items()
+    assert (path, prof.floating, prof.finite, prof.fmin, prof.fmax) == (
+        "args[0]", True, True, float(x.min()), float(x.max()))
+    configs = [Config("c", i + 1, line) for i, line in enumerate(profiles)]
+    results = run_in_process(configs, ReplayOptions(ranges=profiles, check="float64", backward=True), lambda r: None)
+    assert [r.status for r in results] == ["ok"] * 3, [(r.config, r.message) for r in results]
+    assert all(r.compared == "values" for r in results if "bernoulli" not in r.config)
+    bare = run_in_process(configs, ReplayOptions(check="float64"), lambda r: None)
+    assert sorted(r.status for r in bare if "log" not in r.config) == ["failed", "failed"]
+
+
+def test_float_ranges_need_value_ranges_and_a_merge_keeps_both_sets_ranges(tmp_path):
+    from api_tracer import APITracer
+    from api_tracer.cli import main
+    from api_tracer.filesets import FileSet, read_value_profiles
+
+    with pytest.raises(ValueError, match="float_ranges=True needs value_ranges=True"):
+        APITracer(output_path=str(tmp_path / "x"), float_ranges=True)
+    for i, (lo, hi) in enumerate(((1.0, 2.0), (-3.0, 0.5))):
+        with APITracer(output_path=str(tmp_path / f"set{i}"), levels=1, value_ranges=True, float_ranges=True):
+            torch.exp(torch.tensor([lo, hi, float("nan") if i else lo]))
+    assert main(["merge", str(tmp_path / "set0"), str(tmp_path / "set1"), "-o", str(tmp_path / "m")]) == 0
+    [prof] = read_value_profiles(FileSet(str(tmp_path / "m"), "_level_1").path("api_value_ranges.yaml"))[
+        'torch.exp(Tensor([3], "float32"))'].values()
+    assert (prof.fmin, prof.fmax, prof.nan, prof.posinf) == (-3.0, 2.0, True, False)

@@ -80,6 +80,11 @@ def test_reviewed_private_operators_run_and_their_arguments_are_checked_first():
         'Tensor([1, 2, 5, 4], "float32"), Tensor([1, 2, 6, 4], "float32"))',
         'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 2, 3, 4], "float32"), '
         'Tensor([1, 2, 5, 4], "float32"), Tensor([1, 2, 5, 4], "float32"))',
+        # grouped-query attention (Llama's): 4 query heads to 2 key heads, not 3 to 2
+        'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 4, 3, 4], "float32"), '
+        'Tensor([1, 2, 5, 4], "float32"), Tensor([1, 2, 5, 4], "float32"))',
+        'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 3, 3, 4], "float32"), '
+        'Tensor([1, 2, 5, 4], "float32"), Tensor([1, 2, 5, 4], "float32"))',
         'torch._foreach_mul_([Tensor([2], "float32"), Tensor([3], "float32")], [Tensor([5], "float32")])',
         'torch.ops.aten._local_scalar_dense.default(Tensor([], "float32"))',
         'torch.ops.aten._embedding_bag_backward.default(Tensor([3, 2], "float32"), Tensor([3], "int64"), '
@@ -89,8 +94,10 @@ def test_reviewed_private_operators_run_and_their_arguments_are_checked_first():
         'Tensor([1], "int64"), Tensor([3], "int64"), Tensor([3], "int64"), Tensor([3], "int64"), 4, False, 0, False, '
         'None, -1)',
     ])
-    assert [s for s, _ in results] == ["invalid", "ok", "invalid", "invalid", "ok", "failed", "ok", "invalid", "ok"]
-    assert "indices must lie in [0, 0)" in results[7][1]
+    assert [s for s, _ in results] == ["invalid", "ok", "invalid", "invalid", "ok", "ok", "invalid", "failed", "ok",
+                                       "invalid", "ok"]
+    assert "indices must lie in [0, 0)" in results[9][1]
+    assert "do not agree" in results[6][1]
     assert "grad_output [4, 5] and output [2, 3] must have one shape" in results[0][1]
     assert "do not agree" in results[3][1]
 
@@ -206,3 +213,120 @@ def test_os_exit_keeps_the_last_snapshot(tmp_path):
                              "os._exit(0)\n", "--snapshot-interval", "0.1")
     assert r.returncode == 0, r.stderr
     assert statistics(tmp_path / "out")["Total API calls"] == 200
+
+
+# -- round 2, second look: what a hostile user found after the first fixes ----------------------
+
+
+def test_replay_of_ordinary_operators_imports_no_compiler(tmp_path):
+    """Counting a call's outputs on the meta device ran Python meta kernels
+    that import torch._dynamo, which made Inductor's cache directory and set
+    TORCHINDUCTOR_CACHE_DIR: replay compiles nothing unless a check asks."""
+    lines = ['torch.logsumexp(Tensor([2, 2], "float32"), 1)',
+             'torch.ops.aten.addmm.default(Tensor([2], "float32"), Tensor([2, 3], "float32"), Tensor([3, 2], "float32"))',
+             'torch.ops.aten.cumsum.default(Tensor([4], "float32"), 0)',
+             'torch.nn.functional.scaled_dot_product_attention(Tensor([1, 2, 4, 8], "float32"), '
+             'Tensor([1, 2, 4, 8], "float32"), Tensor([1, 2, 4, 8], "float32"))']
+    script = ("import os, sys\nfrom api_tracer.replay import Config, ReplayOptions, run_in_process\n"
+              f"lines = {lines!r}\n"
+              "rs = run_in_process([Config('c', i + 1, l) for i, l in enumerate(lines)], ReplayOptions(check='float64'), "
+              "lambda r: None)\n"
+              "print([r.status.value for r in rs], 'torch._dynamo' in sys.modules, "
+              "os.environ.get('TORCHINDUCTOR_CACHE_DIR'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}  # (a test before may have set it)
+    env["TMPDIR"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert r.stdout.split("\n")[0] == "['ok', 'ok', 'ok', 'ok'] False None", r.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("torchinductor")]
+
+
+def test_comparison_dunders_replay():
+    results = replayed(['torch.Tensor.__eq__(Tensor([2], "float32"), 1.0)',
+                        'torch.Tensor.__lt__(Tensor([2], "float32"), Tensor([2], "float32"))',
+                        'torch.Tensor.__ge__(Tensor([2], "int64"), 0)'])
+    assert results == [("ok", "")] * 3  # failed: 'method-wrapper' object has no attribute 'overloads', before
+
+
+def test_what_a_call_allocates_on_its_way_is_bounded_by_max_bytes(tmp_path):
+    """No count before a call sees its temporaries, the Python objects of a
+    list it returns, its outputs where no meta kernel tells them: past
+    WORKING_FACTOR x the limit (and a slack) more than the process held,
+    the process's data limit stops the call, and the config is skipped,
+    said. (A fresh process: a long-lived one may hold freed memory a call
+    can reuse without growing.)"""
+    from api_tracer.replay.memory import WORKING_FACTOR
+
+    lines = [
+        'torch.Tensor.to(Tensor([100000000], "float32", stride=[0]), "cpu", torch.float64)',
+        'torch.tensor_split(Tensor([1], "float32"), 1000000)',
+        'torch.Tensor.unbind(Tensor([1000000, 0], "float32"))',
+        'torch.combinations(Tensor([100], "float32"), 4)',
+        'torch.Tensor.tolist(Tensor([10000000], "float32", stride=[0]))',
+        'torch.nn.Linear.forward(torch.nn.Linear(20000, 10000, device="cpu"), Tensor([2, 20000], "float32"))',
+        'torch.mm(Tensor([300, 300], "float32"), Tensor([300, 300], "float32"))',
+    ]
+    (tmp_path / "c.txt").write_text("\n".join(lines) + "\n")
+    r = subprocess.run(CLI + ["replay", "c.txt", "--max-bytes", "100M", "-o", "r.jsonl"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert r.returncode == 0, r.stderr
+    assert [x["status"] for x in results] == ["skipped"] * 6 + ["ok"], results
+    assert "more than the limit of 104857600 bytes" in results[0]["message"]  # its output, counted on meta
+    assert all(f": {WORKING_FACTOR} x the limit of 100.0 MiB, --max-bytes" in x["message"] for x in results[1:6])
+
+
+def test_a_value_profile_cannot_make_a_kernel_read_out_of_bounds(tmp_path):
+    """The values a profile beside the file gives index tensors reach
+    kernels that do not check them (ctc_loss reads log_probs at its
+    targets), and sparse tensors a call makes are checked."""
+    (tmp_path / "c.txt").write_text(
+        'torch.nn.functional.ctc_loss(Tensor([5, 1, 3], "float32"), Tensor([1, 4], "int64"), [5], [4])\n'
+        'torch.nn.functional.ctc_loss(Tensor([5, 1, 3], "float32"), Tensor([1, 4], "int64"), [5], [9])\n'
+        'torch.sparse_coo_tensor(Tensor([1, 2], "int64"), Tensor([2], "float32"), [2], check_invariants=False)\n'
+        'torch.sparse_csr_tensor(Tensor([3], "int64"), Tensor([2], "int64"), Tensor([2], "float32"), [2, 2])\n'
+        'torch.nn.functional.ctc_loss(Tensor([5, 1, 3], "float32"), Tensor([1, 4], "int64"), [5], [4], 2)\n')
+    (tmp_path / "api_value_ranges.yaml").write_text(
+        '- config: torch.nn.functional.ctc_loss(Tensor([5, 1, 3], "float32"), Tensor([1, 4], "int64"), [5], [4])\n'
+        '  ranges:\n    args[1]: [1000000000000, 1000000000000]\n'
+        '- config: torch.sparse_csr_tensor(Tensor([3], "int64"), Tensor([2], "int64"), Tensor([2], "float32"), '
+        '[2, 2])\n  ranges:\n    args[0]: [1000000000, 1000000000]\n    args[1]: [100000000000, 100000000000]\n'
+        '- config: torch.nn.functional.ctc_loss(Tensor([5, 1, 3], "float32"), Tensor([1, 4], "int64"), [5], [4], 2)\n'
+        '  ranges:\n    args[1]: [0, 1]\n')
+    r = subprocess.run(CLI + ["replay", "c.txt", "-o", "r.jsonl"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr  # SIGSEGV in process, before
+    assert [x["status"] for x in results] == ["invalid", "invalid", "invalid", "failed", "ok"], results
+    assert "targets and blank must be classes in [0, 3)" in results[0]["message"]
+    assert "target_lengths must fit the 4 targets" in results[1]["message"]
+    assert "check_invariants=False" in results[2]["message"]
+    assert "is not satisfied" in results[3]["message"]  # torch's own check, which replay turns on
+
+
+def test_junit_is_well_formed_xml_and_a_full_disk_is_said_first(tmp_path):
+    from xml.dom import minidom
+
+    name = os.fsdecode(b"configs-\xff.txt")
+    (tmp_path / name).write_text("torch.ones(2)\nfoo\x02bar(1)\n")
+    r = subprocess.run(CLI + ["replay", name, "--junit", "j.xml"], cwd=tmp_path, capture_output=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    cases = minidom.parse(str(tmp_path / "j.xml")).getElementsByTagName("testcase")  # ExpatError, before
+    assert [(c.getAttribute("file"), c.getAttribute("name")) for c in cases] == [
+        ("configs-\\xff.txt", "torch.ones(2)"), ("configs-\\xff.txt", "foo\\x02bar(1)")]
+    env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.ones")  # it would hang, were the configs run first
+    full = subprocess.run(CLI + ["replay", name, "--isolate", "--junit", "/dev/full"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert full.returncode == 2 and full.stderr == "api-tracer: replay: --junit /dev/full: No space left on device\n"
+
+
+def test_replay_reads_regular_files_and_writes_over_none_it_reads(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("torch.ones(2)\n")
+    for flag in ("-o", "--junit"):
+        r = subprocess.run(CLI + ["replay", str(path), flag, str(path)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and r.stderr == f"api-tracer: replay: {flag} {path}: it is {path}, which replay reads\n"
+        assert path.read_text() == "torch.ones(2)\n"
+    os.mkfifo(tmp_path / "fifo")
+    for given in (str(tmp_path), str(tmp_path / "fifo"), "/dev/zero"):
+        r = subprocess.run(CLI + ["replay", given], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and r.stderr == f"api-tracer: replay: {given}: not a regular file\n"

@@ -236,3 +236,42 @@ def test_report_refuses_what_it_cannot_read(tmp_path, capsys, what, message):
     assert main(["report", str(tmp_path / what), "-o", str(tmp_path / "r.html")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_report_of_a_replay_report_shows_its_verdicts(tmp_path):
+    import os
+
+    configs = tmp_path / "c.yaml"
+    configs.write_text("\n".join([
+        'torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',
+        'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',
+        'torch.ops.replaycheck.outside_domain.default(Tensor([8], "float32"))',
+        'torch.mm(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"))', "os.system('x')"]) + "\n")
+    tests = os.path.dirname(__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    replayed = subprocess.run(CLI + ["replay", str(configs), "--import", "replaycheck_ops", "--check", "float64",
+                                     "-o", str(tmp_path / "r.jsonl")], capture_output=True, text=True, env=env)
+    assert replayed.returncode == 1, replayed.stderr
+    out = tmp_path / "r.html"
+    result = subprocess.run(CLI + ["report", str(tmp_path / "r.jsonl"), "-o", str(out)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    page = out.read_text()
+    assert "replay: r.jsonl" in page
+    assert "5 configs, checked against float64: 1 ok, 1 mismatch, 1 vacuous, 1 failed, 0 skipped, 1 invalid" in page
+    assert page.count('id="p0-apis"') == 1 and page.count('id="p0-mismatches"') == 1
+    mismatches = page[page.index('id="p0-mismatches"'):page.index('id="p0-others"')]
+    assert "torch.ops.replaycheck.twice_wrong_in_float64.default" in mismatches and "error model" in mismatches
+    assert "twice.default(" not in mismatches
+    others = page[page.index('id="p0-others"'):]
+    assert all(s in others for s in ("vacuous", "failed", "invalid", "cannot be multiplied", "os.system"))
+    # a damaged line is refused, by its file and line
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    (tmp_path / "bad.jsonl").write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
+    bad = subprocess.run(CLI + ["report", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "b.html")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and f"{tmp_path / 'bad.jsonl'}:2: not a line of a replay report" in bad.stderr
+    (tmp_path / "status.jsonl").write_text(lines[0].replace('"status": "ok"', '"status": "great"') + "\n")
+    bad = subprocess.run(CLI + ["report", str(tmp_path / "status.jsonl"), "-o", str(tmp_path / "b.html")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "status.jsonl:1: unknown status 'great'" in bad.stderr

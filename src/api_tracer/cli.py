@@ -4,10 +4,11 @@
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
     api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
-                       [--check float64|device:DEVICE|compile [--backward] [--rtol R] [--atol A]]
+                       [--import MODULE]... [--load-library PATH]...
+                       [--check float64|device:DEVICE|compile|repeat [--backward] [--rtol R] [--atol A]]
                        [-o REPORT.jsonl] [--junit REPORT.xml]
     api-tracer stats DIR
-    api-tracer report [DIR] [PROFILE.json] -o report.html
+    api-tracer report [DIR] [PROFILE.json] [REPLAY.jsonl] -o report.html
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
 are printed as `api-tracer: ...` with exit code 2 (a file merge, stats or
@@ -60,7 +61,12 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("--timeout", type=seconds, metavar="SECONDS",
                         help="a config running longer fails and its worker is killed and replaced (implies "
                              "--isolate; default 60 under --isolate; 0: no limit)")
-    replay.add_argument("--value-ranges", help="api_value_ranges.yaml to draw integer tensors from "
+    replay.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                        help="import MODULE (your operators' registration) into every replaying process first "
+                             "(repeatable); its operator namespaces are then allowed")
+    replay.add_argument("--load-library", dest="libraries", action="append", metavar="PATH",
+                        help="load the shared library PATH (torch.ops.load_library) likewise (repeatable)")
+    replay.add_argument("--value-ranges", help="api_value_ranges.yaml to draw integer and floating tensors from "
                                                "(default: the one beside FILE, if any)")
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     replay.add_argument("--junit", help="a JUnit XML report")
@@ -71,7 +77,8 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
                         help="call any torch callable a line names, not only what computes (trusted files only)")
     replay.add_argument("--check", metavar="MODE",
                         help="compare each config's outputs against the same call on float64 copies of its floating "
-                             "inputs (float64), on another device (device:cuda), or compiled (compile)")
+                             "inputs (float64, judged by an error model), on another device (device:cuda), compiled "
+                             "(compile), or made again from the same seed, bitwise (repeat)")
     replay.add_argument("--backward", action="store_true",
                         help="with --check: compare the gradients of the floating inputs too")
     replay.add_argument("--rtol", type=float, help="with --check: the relative tolerance, instead of the dtype's")
@@ -81,10 +88,10 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     stats.add_argument("dir", help="a directory holding one or more file sets")
     stats.add_argument("--top", type=int, default=20, help="how many APIs to list (default 20)")
 
-    report = sub.add_parser("report", help="one self-contained HTML file of traces and profiles")
+    report = sub.add_parser("report", help="one self-contained HTML file of traces, profiles and replay reports")
     report.add_argument("inputs", nargs="+", metavar="INPUT",
-                        help="a trace directory (its file sets, searched recursively) or a profile's JSON "
-                             "(Profile.export_json)")
+                        help="a trace directory (its file sets, searched recursively), a profile's JSON "
+                             "(Profile.export_json) or a replay report (replay -o REPORT.jsonl)")
     report.add_argument("-o", "--output", required=True, help="the HTML file to write")
     return parser, run_value_options
 

@@ -3,12 +3,16 @@ checks every name (the policy) and tensor description (sizes, bytes) before
 `Builder` makes the arguments; `prepare` does both."""
 from __future__ import annotations
 
+import contextlib
+import math
+import re
+import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
 from ..values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
-from .memory import available_bytes, contiguous_strides, human_bytes, storage_numel
+from .memory import byte_limit, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
 from .policy import refusal
 from .preconditions import check_call
@@ -24,10 +28,13 @@ class Builder:
     recorded dtype first, so a cast side holds the very same numbers."""
 
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, Any], generator: Any,
-                 line: str, safe: bool = True, cast: Optional[Callable[[Any], Any]] = None) -> None:
+                 line: str, safe: bool = True, cast: Optional[Callable[[Any], Any]] = None,
+                 perturb: Optional[Callable[[str, Any], None]] = None) -> None:
         self.r, self.device, self.ranges, self.gen, self.line = resolver, device, ranges, generator, line
         self.safe = safe  # the replay policy (policy.py) holds
         self.cast = cast or (lambda dtype: dtype)
+        self.perturb = perturb  # changes each floating tensor made in place, and float scalars (error_model)
+        self.input_dtypes: set = set()  # the dtypes of the line's tensors, by name ("float32")
         self.requires_grad = False
         self.limit: Optional[int] = None  # the bytes the arguments may take (--max-bytes)
         self.spent = 0  # what the arguments made so far take
@@ -161,9 +168,18 @@ class Builder:
         if isinstance(v, slice):
             return slice(self.build(v.start, path), self.build(v.stop, path), self.build(v.step, path))
         if isinstance(v, Symbol):
-            return self.symbol(v.name)
+            obj = self.symbol(v.name)
+            # A dtype argument naming an input's floating dtype follows the
+            # inputs where they are cast (dtype=torch.float32 on float64 copies).
+            torch = self.r.torch
+            if isinstance(obj, torch.dtype) and (obj.is_floating_point or obj.is_complex) and \
+                    str(obj).replace("torch.", "") in self.input_dtypes:
+                return self.cast(obj)
+            return obj
         if isinstance(v, Call):
             return self.call(v, path)
+        if isinstance(v, float) and self.perturb is not None:
+            return self.perturb(path, v)
         return v
 
     def symbol(self, name: str) -> Any:
@@ -189,7 +205,9 @@ class Builder:
         stride = list(spec.stride) if spec.stride is not None else contiguous_strides(shape)
         numel = storage_numel(shape, stride)
         profile = self.ranges.get(path)
-        if dtype.is_floating_point or dtype.is_complex:
+        if dtype.is_floating_point and profile is not None and profile.floating:
+            base = draw_floats(profile, numel, self.gen).to(dtype)
+        elif dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
         elif profile is not None:
             base = draw(profile, numel, self.gen).to(dtype)
@@ -202,6 +220,8 @@ class Builder:
         # storage, numel elements, holds `base` (cast, for a check's other side).
         t = torch.empty_strided(shape, stride, dtype=self.cast(dtype), device=self.device)
         t.as_strided((numel,), (1,)).copy_(base)
+        if self.perturb is not None and (dtype.is_floating_point or dtype.is_complex):
+            self.perturb(path, t.as_strided((numel,), (1,)))
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
         return t
@@ -270,6 +290,11 @@ class Builder:
             value = target(*args, **kwargs)
             if isinstance(value, torch.nn.Module):
                 value = value.to(self.device)._apply(lambda t: t.to(self.cast(t.dtype)))
+                if self.perturb is not None:
+                    with torch.no_grad():
+                        for key, t in (*value.named_parameters(), *value.named_buffers()):
+                            if t.is_floating_point() or t.is_complex():
+                                self.perturb(f"{path}.{key}", t.view(-1) if t.is_contiguous() else t)
             return value
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
 
@@ -297,6 +322,19 @@ SPARSE_LAYOUTS = {"torch.sparse_coo": "to_sparse", "torch.sparse_csr": "to_spars
 # Of the values drawn for a tensor with sentinels (a few negative values apart
 # from the range of the rest, as an ignore_index of -100), this share.
 SENTINEL_SHARE = 0.125
+
+
+def draw_floats(profile: Any, numel: int, gen: Any) -> Any:
+    """`numel` float64 values inside what the floating argument profiled
+    (_C.ValueProfile, float_ranges) held: uniform over its finite values'
+    range, so that their sign, and [0, 1] for probabilities, hold; where it
+    held no finite value, the non-finite one it held."""
+    import torch
+
+    if profile.finite:
+        return profile.fmin + (profile.fmax - profile.fmin) * torch.rand(numel, dtype=torch.float64, generator=gen)
+    held = next(v for v, f in ((math.nan, profile.nan), (math.inf, profile.posinf), (-math.inf, profile.neginf)) if f)
+    return torch.full((numel,), held, dtype=torch.float64)
 
 
 def draw(profile: Any, numel: int, gen: Any) -> Any:
@@ -395,7 +433,8 @@ def parse(config: Config) -> Tuple[str, list, dict]:
 
 
 def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
-          cast: Optional[Callable[[Any], Any]] = None) -> Tuple[Callable, list, dict]:
+          cast: Optional[Callable[[Any], Any]] = None,
+          perturb: Optional[Callable[[str, Any], None]] = None) -> Tuple[Callable, list, dict]:
     """The callable `api` names and the arguments, built on options.device
     from options.seed (floating values cast, if `cast`: see Builder);
     raises Invalid, Skip or BuildError. Every name of the line passes the
@@ -405,14 +444,16 @@ def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     import torch
 
     b = Builder(resolver, options.device, options.ranges.get(config.text, {}),
-                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe, cast=cast)
+                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe, cast=cast,
+                perturb=perturb)
+    b.input_dtypes = {leaf.dtype for _, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)}
     func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
         raise Skip("a property accessor")
     if isinstance(func, type) and not resolver.constructible(func):
         raise Skip(f"{api} is a class this replay does not construct")
     b.check_names(args, kwargs)
-    limit = options.max_bytes if options.max_bytes is not None else available_bytes(options.device) // 2
+    limit = byte_limit(options.max_bytes, options.device)
     b.check_tensors(args, kwargs, limit)
     b.requires_grad = api in NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
@@ -432,7 +473,8 @@ def output_bytes(func: Any, args: list, kwargs: dict) -> Optional[int]:
     (a factory's sizes, a repeat's count), from the same call made on the
     meta device, which allocates nothing; None where that cannot be known
     (a Python function, an operator without a meta kernel, a size that
-    depends on values)."""
+    depends on values, a meta kernel that would import the compiler:
+    see without_compiler)."""
     import types
     import warnings
 
@@ -444,25 +486,54 @@ def output_bytes(func: Any, args: list, kwargs: dict) -> Optional[int]:
                              types.MethodDescriptorType)):
         return None
 
-    def meta(v: Any, key: Optional[str] = None) -> Any:
+    def meta(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
             return v.detach().to("meta")
-        if key == "device" and isinstance(v, (str, torch.device)):
+        if isinstance(v, torch.device) or isinstance(v, str) and DEVICE_NAME.fullmatch(v):
             return torch.device("meta")
         if isinstance(v, (list, tuple)):
             return type(v)(meta(x) for x in v)
         return v
 
     try:
-        with torch.device("meta"), torch.no_grad(), warnings.catch_warnings():
+        with torch.device("meta"), torch.no_grad(), warnings.catch_warnings(), without_compiler():
             warnings.simplefilter("ignore")
-            out = func(*[meta(a) for a in args], **{k: meta(v, k) for k, v in kwargs.items()})
+            out = func(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - not known: the real call decides
         return None
     leaves = [t for _, t in tensor_leaves(out, "output")]
     if any(t.device.type != "meta" for t in leaves):
         return None
     return sum(t.numel() * t.element_size() for t in leaves)
+
+
+# A string that names a device ("cpu", "cuda:1"), as Tensor.to takes one.
+DEVICE_NAME = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|mtia|privateuseone)(:\d+)?")
+
+# What a meta kernel written in Python may import on its first call
+# (torch._compile's _disable_dynamo imports torch._dynamo, which sets up
+# Inductor's cache directory): replay runs no compiler unless a check asks.
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor")
+
+
+@contextlib.contextmanager
+def without_compiler() -> Iterator[None]:
+    """While inside, importing COMPILER_MODULES (not imported yet) raises
+    ImportError: a meta probe that needs them fails, and says nothing."""
+    import importlib.abc
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name.startswith(COMPILER_MODULES) and name not in sys.modules:
+                raise ImportError(f"replay does not import {name} to count a call's outputs")
+            return None
+
+    finder = Refuse()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def prepare(config: Config, options: ReplayOptions = ReplayOptions(),

@@ -5,23 +5,41 @@ says (`reference`): on float64 copies of its floating inputs (complex:
 complex128), on another device, or compiled by torch.compile. Both run
 with deterministic algorithms on (torch.empty and its kin fill with NaN,
 so that no uninitialized memory is compared). Their outputs, and with
---backward the gradients of the floating inputs, are compared (compare.py)
-within torch.testing's default tolerance of the less precise dtype; a call
-that ran a random operator is compared by shapes, dtypes and devices
-only, and says so (`Verdict`)."""
+--backward the gradients of the floating inputs, are compared
+(compare.py): against float64 within the error model's bound of each
+element (error_model.py), else (another device, compiled, or --rtol/--atol
+given) within torch.testing's default tolerance of the less precise dtype.
+A call that ran a random operator is compared by shapes, dtypes and
+devices only, and says so; one whose compared values are all NaN or
+infinite on both sides tested nothing and is `vacuous` (`Verdict`)."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .compare import Comparison, Errors, Mismatch
-from .configs import Config, Invalid, SideError, Skip, Status
+from .configs import Config, Invalid, SideError, Skip, Status, first_line
 from .options import ReplayOptions
 from .resolve import Resolver
 from .side import NoGradient, Outcome, Side, device_of, run_side
 
-MODES = ("float64", "device:DEVICE", "compile")
+MODES = ("float64", "device:DEVICE", "compile", "repeat")
+
+# Outputs an operator keeps for its backward in a form of the kernel's
+# choosing, not compared: the embedding bag's offset2bag, bag_size and
+# maximum indices (its float32 fast path leaves offset2bag empty, the
+# float64 kernel fills it). API -> the output indices.
+WORKSPACE_OUTPUTS = {api: (1, 2, 3) for api in (
+    "torch.embedding_bag", "torch.ops.aten.embedding_bag", "torch.ops.aten._embedding_bag",
+    "torch.ops.aten._embedding_bag_forward_only")}
+
+
+def workspace_outputs(api: str) -> Tuple[str, ...]:
+    """The leaves of `api`'s output a check does not compare, as named
+    ("output[1]")."""
+    packet = api.rsplit(".", 1)[0] if api.startswith("torch.ops.") and api.count(".") == 4 else api
+    return tuple(f"output[{i}]" for i in WORKSPACE_OUTPUTS.get(packet, ()))
 
 
 def reference(check: str, device: str) -> Side:
@@ -32,6 +50,8 @@ def reference(check: str, device: str) -> Side:
         return Side("float64", device, cast=upcast)
     if check == "compile":
         return Side("compiled", device, compiled=True)
+    if check == "repeat":
+        return Side("repeated", device)
     if check.startswith("device:") and check[len("device:"):]:
         other = check[len("device:"):]
         return Side(other, other)
@@ -49,56 +69,172 @@ def upcast(dtype: Any) -> Any:
 
 @dataclass
 class Verdict:
-    status: Status  # OK or MISMATCH
+    status: Status  # OK, MISMATCH or VACUOUS
     compared: str  # "values", or "shapes" (a random call)
     message: str = ""
     worst: Optional[Errors] = None  # the leaf furthest beyond, or nearest to, its tolerance
+    hashes: Optional[Dict[str, str]] = None  # repeat: each output tensor's hash (output_hashes)
+
+
+def output_hashes(outcome: Outcome) -> Dict[str, str]:
+    """A hash of each tensor of an outcome's output and gradients: the
+    first 16 hex digits of the SHA-256 of its dtype, shape and bytes
+    (contiguous), named as Comparison names them."""
+    import hashlib
+
+    import torch
+
+    from .compare import _plain, tensor_leaves
+
+    leaves = list(tensor_leaves(outcome.output, "output"))
+    for path, grad in outcome.grads.items():
+        if not isinstance(grad, NoGradient) and grad is not None:
+            leaves += list(tensor_leaves(grad, f"the gradient of {path}"))
+    hashes = {}
+    for where, t in leaves:
+        t = _plain(t).detach().cpu().contiguous()
+        digest = hashlib.sha256(f"{t.dtype} {list(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        hashes[where] = digest.hexdigest()[:16]
+    return hashes
 
 
 @contextlib.contextmanager
 def deterministic() -> Iterator[None]:
     """torch's deterministic algorithms on (warnings only, where an
-    operator has none) and uninitialized memory filled; as before after."""
+    operator has none) and uninitialized memory filled; as before after.
+    Set as torch.use_deterministic_algorithms sets them but for Inductor's
+    flag, which it imports Inductor to set: only where Inductor is there
+    already (a compile check), so that no other check imports a compiler."""
+    import sys
+
     import torch
     import torch.utils.deterministic as flags
 
+    def use(mode: bool, warn_only: bool) -> None:
+        if "torch._inductor.config" in sys.modules:
+            torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+        else:
+            torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
+
     was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
            flags.fill_uninitialized_memory)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    use(True, warn_only=True)
     flags.fill_uninitialized_memory = True
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        use(was[0], warn_only=was[1])
         flags.fill_uninitialized_memory = was[2]
 
 
 def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
           resolver: Resolver) -> Verdict:
     """Both sides of config's call, compared. Raises as run_side does for
-    the replay's own side; for the reference side, a Skip or a SideError
-    that names it."""
+    the replay's own side. Where the float64 side cannot run (no float64
+    kernel), the operator's decomposition (torch._decomp) in float64 is the
+    reference, and where it has none the config is skipped with the reason:
+    the reference's failure is not the operator's."""
     assert options.check, "check() needs options.check"
     other = reference(options.check, options.device)
     with deterministic():
         mine = run_side(config, api, args, kwargs, options, resolver, Side("replay", options.device), watch=True)
-        try:
-            theirs = run_side(config, api, args, kwargs, options, resolver, other)
-        except Invalid:
-            raise
-        except Skip as e:  # its arguments need more bytes (float64), say
-            raise Skip(f"on the {other.label} side: {e}") from e
-        except Exception as e:  # noqa: BLE001 - the reference's failure, reported as such
+        theirs, other, note = _reference_side(config, api, args, kwargs, options, resolver, other)
+        bounds = None
+        if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random:
+            from .error_model import bounds as error_bounds
+
+            def rerun(perturb: Any) -> Any:
+                return run_side(config, api, args, kwargs, options, resolver, replace(other, perturb=perturb))
+
+            try:
+                bounds = error_bounds(rerun, mine, theirs, options.seed)
+            except Skip as e:  # a probe past --max-bytes, say
+                raise Skip(f"on the {other.label} side (its error model's probes): {e}") from e
+            except Exception as e:  # noqa: BLE001 - what ran once runs again; if not, said
+                raise SideError(f"on the {other.label} side (its error model's probes)", e) from e
+    if options.check == "repeat":
+        verdict = judge_repeat(mine, theirs)
+    else:
+        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api))
+    if note:
+        verdict.message = "; ".join(filter(None, [note, verdict.message]))
+    return verdict
+
+
+def _reference_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
+                    resolver: Resolver, other: Side) -> Tuple[Outcome, Side, str]:
+    """The reference's outcome, the side that made it, and what it says of
+    how (a fallback)."""
+    try:
+        return run_side(config, api, args, kwargs, options, resolver, other), other, ""
+    except Invalid:
+        raise
+    except Skip as e:  # its arguments need more bytes (float64), say
+        raise Skip(f"on the {other.label} side: {e}") from e
+    except Exception as e:  # noqa: BLE001 - the reference's failure: not the operator's
+        failure = first_line(e)
+        if other.cast is not upcast:
             raise SideError(f"on the {other.label} side", e) from e
-    return judge(mine, theirs, options, other)
+    decomposition = _decomposition(resolver.resolve(api, config.text))
+    if decomposition is None:
+        raise Skip(f"no float64 reference: the operator fails in float64 ({failure}) and torch._decomp has no "
+                   "decomposition of it")
+    fallback = replace(other, label="float64 decomposition", substitute=decomposition)
+    try:
+        outcome = run_side(config, api, args, kwargs, options, resolver, fallback)
+    except Exception as e:  # noqa: BLE001
+        raise Skip(f"no float64 reference: the operator fails in float64 ({failure}), and so does its "
+                   f"decomposition ({first_line(e)})") from e
+    return outcome, fallback, f"the reference is its decomposition (torch._decomp) in float64: {failure}"
 
 
-def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side) -> Verdict:
-    """The verdict on two sides' outcomes."""
+def _decomposition(func: Any) -> Any:
+    import torch
+
+    if not isinstance(func, torch._ops.OpOverload):
+        return None
+    from torch._decomp import decomposition_table
+
+    return decomposition_table.get(func)
+
+
+def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
+    """The same call made twice from the same seed: its outputs (and
+    gradients) bitwise equal, random ones too; an operator torch marks
+    nondeterministic_bitwise that ran makes it a comparison of shapes,
+    dtypes and devices only, said."""
+    compare = Comparison("repeated", values=not mine.unrepeatable, rtol=0.0, atol=0.0)
+    try:
+        compare(mine.output, theirs.output, "output")
+        for path, grad in mine.grads.items():
+            compare(grad, theirs.grads.get(path), f"the gradient of {path}")
+    except Mismatch as e:
+        return Verdict(Status.MISMATCH, "values" if compare.values else "shapes", str(e))
+    hashes = output_hashes(mine)
+    if mine.unrepeatable:
+        return Verdict(Status.OK, "shapes", f"nondeterministic ({', '.join(mine.unrepeatable)}): compared shapes, "
+                                           "dtypes and devices only", hashes=hashes)
+    worst = max(compare.errors, key=lambda e: e.excess, default=None)
+    beyond = [e for e in compare.errors if e.beyond]
+    if beyond:
+        return Verdict(Status.MISMATCH, "values", worst.describe("repeated"), worst, hashes)
+    theirs_hashes = output_hashes(theirs)
+    unequal = [where for where, h in hashes.items() if theirs_hashes.get(where) != h]
+    if unequal:  # equal in value, not in bits: signed zeros, NaN payloads
+        return Verdict(Status.MISMATCH, "values", f"{', '.join(unequal)}: equal in value, not bitwise (signed zeros "
+                                                  "or NaN payloads)", worst, hashes)
+    return Verdict(Status.OK, "values", "", worst, hashes)
+
+
+def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
+          bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = ()) -> Verdict:
+    """The verdict on two sides' outcomes; the leaves `unjudged` are not
+    compared, and the verdict says so."""
     here, there = device_of(options.device), device_of(other.device)
     compare = Comparison(other.label, values=not mine.random, dtype_of=other.cast or (lambda d: d),
                          device_of=lambda d: there if d == here else d, scalar_dtype=mine.precision,
-                         rtol=options.rtol, atol=options.atol)
+                         rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged)
     try:
         compare(mine.output, theirs.output, "output")
         for path, grad in mine.grads.items():
@@ -106,6 +242,9 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side) -
     except Mismatch as e:
         return Verdict(Status.MISMATCH, "values" if compare.values else "shapes", str(e))
     notes = [f"no gradient of {path} ({g.why})" for path, g in mine.grads.items() if isinstance(g, NoGradient)]
+    if unjudged:
+        notes.insert(0, f"{', '.join(unjudged)} not compared (kept for the backward, in a form of the kernel's "
+                        "choosing)")
     if mine.random:
         notes.insert(0, f"random ({', '.join(mine.random)}): compared shapes, dtypes and devices only")
         return Verdict(Status.OK, "shapes", "; ".join(notes))
@@ -114,4 +253,15 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side) -
     if beyond:
         more = f"; {len(beyond) - 1} more beyond their tolerance" if len(beyond) > 1 else ""
         return Verdict(Status.MISMATCH, "values", worst.describe(other.label) + more, worst)
+    floating = [e for e in compare.errors if e.total]
+    # NaN everywhere tests nothing; infinities everywhere test nothing when
+    # they come of random inputs (the log of 0), and do where the call's
+    # scalars alone make them (torch.full of -inf)
+    if floating and all(e.vacuous == "nan" or (e.vacuous and mine.floating_inputs) for e in floating):
+        notes.insert(0, f"every value compared ({', '.join(e.where for e in floating)}) is NaN or infinite on both "
+                        "sides (inputs outside the operator's domain, or memory left uninitialized, which "
+                        "deterministic mode fills with NaN): nothing was tested")
+        return Verdict(Status.VACUOUS, "values", "; ".join(notes), worst)
+    if worst is not None and worst.measure != "rtol/atol" and worst.excess > 0:
+        notes.insert(0, f"{worst.measure}: the closest at {worst.excess:.2g} of its bound ({worst.where})")
     return Verdict(Status.OK, "values", "; ".join(notes), worst)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import Any, List
 
 from ..errors import UsageError
 from .check import reference
 from .configs import Result, Status, first_line, ranges_beside, read_configs, read_value_ranges
 from .memory import available_bytes
 from .options import ReplayOptions
-from .report import JsonlReport, Progress, summary, write_junit
+from .report import JsonlReport, JunitReport, Progress, summary
 from .run import DEFAULT_TIMEOUT, run_in_process, run_isolated
+from . import user_code
 
 
 def check_device(device: str, flag: str) -> None:
@@ -53,15 +54,30 @@ def check_writable(path: str, flag: str) -> None:
         raise UsageError(f"replay: {flag} {path}: {why}")
 
 
+def check_readable(path: str) -> None:
+    """A UsageError where `path` is not a regular file (a directory, a FIFO
+    or a device is read by no replay)."""
+    if not os.path.exists(path):
+        raise UsageError(f"replay: {path}: no such file")
+    if not os.path.isfile(path):
+        raise UsageError(f"replay: {path}: not a regular file")
+
+
+def check_not_input(path: str, flag: str, inputs: List[str]) -> None:
+    """A UsageError where the output `path` is one of the files replay reads."""
+    for given in inputs:
+        if os.path.exists(path) and os.path.exists(given) and os.path.samefile(path, given):
+            raise UsageError(f"replay: {flag} {path}: it is {given}, which replay reads")
+
+
 def replay_command(args: Any) -> int:
-    if not os.path.isfile(args.file):
-        raise UsageError(f"replay: {args.file}: no such file")
+    check_readable(args.file)
     if args.jobs < 1:
         raise UsageError("replay: --jobs must be at least 1")
     check_device(args.device, f"--device {args.device}")
     check_flags(args)
-    if args.value_ranges and not os.path.isfile(args.value_ranges):
-        raise UsageError(f"replay: {args.value_ranges}: no such file")
+    if args.value_ranges:
+        check_readable(args.value_ranges)
     try:
         configs = read_configs(args.file)
     except OSError as e:
@@ -71,15 +87,28 @@ def replay_command(args: Any) -> int:
         ranges = read_value_ranges(ranges_path)
     except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
         raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
+    inputs = [p for p in (args.file, ranges_path) if p]
+    for flag, path in (("-o", args.report), ("--junit", args.junit)):
+        if path:
+            check_not_input(path, flag, inputs)
     if args.junit:
         check_writable(args.junit, "--junit")
+    try:  # opened now, its first bytes written: a full disk is said before any config runs
+        junit = JunitReport(args.junit) if args.junit else None
+    except OSError as e:
+        raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
     try:
         report = JsonlReport(args.report) if args.report else None
     except OSError as e:
         raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
     options = ReplayOptions(device=args.device, ranges=ranges, seed=args.seed, allow_unsafe=args.allow_unsafe,
                             max_bytes=args.max_bytes, check=args.check, backward=args.backward, rtol=args.rtol,
-                            atol=args.atol)
+                            atol=args.atol, imports=tuple(args.imports or ()),
+                            libraries=tuple(args.libraries or ()))
+    try:  # here first: a module that does not import is said before any config runs
+        user_code.load(options.imports, options.libraries)
+    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
+        raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
     progress = Progress(len(configs), args.check)
 
     def on_result(r: Result) -> None:
@@ -98,10 +127,10 @@ def replay_command(args: Any) -> int:
     except OSError as e:  # the report could not be written (a full disk): said, not a traceback
         raise UsageError(f"replay: -o {args.report}: {e.strerror or e}") from None
     progress.finish()
-    print(summary(results, args.allow_unsafe, args.check), end="")
-    if args.junit:
+    print(summary(results, args.allow_unsafe, args.check, user_code.loaded()), end="")
+    if junit:
         try:
-            write_junit(results, args.junit)
+            junit.write(results)
         except OSError as e:
             raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
     return 1 if any(r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID) for r in results) else 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 
 class Mismatch(Exception):
@@ -31,10 +31,22 @@ class Errors:
     atol: float
     beyond: int  # elements beyond the tolerance
     total: int
-    excess: float  # the greatest |difference| / (atol + rtol * |reference|): above 1 is a mismatch
+    excess: float  # the greatest |difference| / what is allowed there: above 1 is a mismatch
+    measure: str = "rtol/atol"  # or error_model.NAME
+    allowed: float = 0.0  # error model: the bound at the element furthest past it (or nearest to it)
+    difference: float = 0.0  # ... and the difference there
+    fan_in: float = 1.0  # error model: the fan-in it estimated
+    # "nan": every element is NaN on both sides; "infinite": NaN or infinite
+    # on both sides, and not all NaN; "": some value is finite
+    vacuous: str = ""
 
     def describe(self, other: str) -> str:
         share = f"{self.beyond} / {self.total} elements ({self.beyond / max(1, self.total):.1%})"
+        if self.measure != "rtol/atol":
+            return (f"{self.where}: {share} differ from the {other} side past the {self.measure}'s bound: "
+                    f"the worst by {self.excess:.3g}x (difference {self.difference:.3g}, bound {self.allowed:.3g}; "
+                    f"fan-in ~{self.fan_in:.0f}); greatest absolute difference {self.max_abs:.3g}, greatest relative "
+                    f"difference {self.max_rel:.3g}")
         return (f"{self.where}: {share} differ from the {other} side: greatest absolute difference "
                 f"{self.max_abs:.3g} (up to {self.atol:.3g} allowed), greatest relative difference "
                 f"{self.max_rel:.3g} (up to {self.rtol:.3g} allowed)")
@@ -68,10 +80,13 @@ class Comparison:
 
     def __init__(self, other: str, values: bool = True, dtype_of: Callable[[Any], Any] = lambda d: d,
                  device_of: Callable[[Any], Any] = lambda d: d, scalar_dtype: Any = None,
-                 rtol: Optional[float] = None, atol: Optional[float] = None) -> None:
+                 rtol: Optional[float] = None, atol: Optional[float] = None,
+                 bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = ()) -> None:
         import torch
 
         self.other, self.values, self.dtype_of, self.device_of = other, values, dtype_of, device_of
+        self.bounds = bounds or {}  # per leaf, the error model's Bound (float64 check)
+        self.unjudged = unjudged  # leaves not compared (check.WORKSPACE_OUTPUTS)
         self.scalar_dtype = scalar_dtype or torch.float64
         self.rtol, self.atol = rtol, atol
         self.errors: List[Errors] = []  # of every numeric leaf compared by value
@@ -81,6 +96,8 @@ class Comparison:
         Mismatch at the first difference no tolerance covers."""
         import torch
 
+        if where in self.unjudged:
+            return
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
             self.tensors(a, b, where)
         elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
@@ -122,6 +139,10 @@ class Comparison:
         if b.device not in (a.device, self.device_of(a.device)):  # (a device the line names is kept)
             raise Mismatch(f"{where}: on {a.device}, on {b.device} on the {self.other} side")
         if self.values:
+            bound = self.bounds.get(where)
+            if bound is not None:
+                self.errors.append(measure_bounded(a, b, bound, where))
+                return
             rtol, atol = default_tolerances(*([tolerance_dtype] if tolerance_dtype else [a.dtype, b.dtype]))
             rtol = rtol if self.rtol is None else self.rtol
             atol = atol if self.atol is None else self.atol
@@ -144,8 +165,47 @@ def measure(a: Any, b: Any, rtol: float, atol: float, where: str) -> Errors:
     excess = _nan_is_inf(torch.where(diff == 0, 0.0, diff / (atol + rtol * y.abs())))
     if not diff.numel():
         return Errors(where, 0.0, 0.0, rtol, atol, 0, 0, 0.0)
+    vacuous = _non_finite(x, y)
     return Errors(where, diff.max().item(), rel.max().item(), rtol, atol, int((~close).sum()), close.numel(),
-                  excess.max().item())
+                  excess.max().item(), vacuous=vacuous)
+
+
+def _differences(a: Any, b: Any) -> Tuple[Any, Any, Any]:
+    """|a - b| and |b| in float64 (0 where both are equal, infinities and
+    NaN against NaN too; infinite for a NaN against a number), and whether
+    both sides are non-finite everywhere."""
+    import torch
+
+    common = torch.promote_types(a.dtype, b.dtype)
+    wide = torch.complex128 if common.is_complex else torch.float64
+    x, y = a.detach().cpu().to(wide), b.detach().cpu().to(wide)
+    diff = (x - y).abs().to(torch.float64)
+    diff = _nan_is_inf(torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff))
+    return diff, y.abs().to(torch.float64), _non_finite(x, y)
+
+
+def _non_finite(x: Any, y: Any) -> str:
+    """Errors.vacuous of two sides' values."""
+    if not x.numel() or bool(x.isfinite().any() or y.isfinite().any()):
+        return ""
+    return "nan" if bool(x.isnan().all() and y.isnan().all()) else "infinite"
+
+
+def measure_bounded(a: Any, b: Any, bound: Any, where: str) -> Errors:
+    """a's errors against b within the error model's bound, element by
+    element (error_model.py)."""
+    import torch
+
+    diff, magnitude, vacuous = _differences(a, b)
+    if not diff.numel():
+        return Errors(where, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, bound.measure)
+    excess = torch.where(diff == 0, 0.0, diff / bound.allowed)
+    excess = _nan_is_inf(excess)
+    worst = int(excess.reshape(-1).argmax())
+    rel = _nan_is_inf(torch.where(diff == 0, 0.0, diff / magnitude))
+    return Errors(where, diff.max().item(), rel.max().item(), 0.0, 0.0, int((excess > 1).sum()), diff.numel(),
+                  excess.reshape(-1)[worst].item(), bound.measure, bound.allowed.reshape(-1)[worst].item(),
+                  diff.reshape(-1)[worst].item(), bound.fan_in, vacuous)
 
 
 def _equal(a: Any, b: Any) -> bool:

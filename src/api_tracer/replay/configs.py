@@ -30,6 +30,7 @@ class Status(str, enum.Enum):
 
     OK = "ok"  # the call returned (and, with --check, its results matched)
     MISMATCH = "mismatch"  # with --check: its results differ from the reference's beyond the tolerance
+    VACUOUS = "vacuous"  # with --check: every value compared is NaN or infinite on both sides: nothing tested
     FAILED = "failed"  # it raised (or its worker died, or it killed the process)
     SKIPPED = "skipped"  # it cannot be rebuilt
     INVALID = "invalid"  # not a replayable config
@@ -63,6 +64,13 @@ class Result:
     max_rel_error: Optional[float] = None
     rtol: Optional[float] = None
     atol: Optional[float] = None
+    # how it was judged: "error model" (float64, replay/error_model.py) or
+    # "rtol/atol", and by how much the worst element exceeds (> 1) or stays
+    # within (< 1) what that allows
+    measure: str = ""
+    excess: Optional[float] = None
+    # --check repeat: each output tensor's hash (check.output_hashes)
+    hashes: Optional[Dict[str, str]] = None
 
     def to_json(self) -> str:
         """The result as a report's line: a JSON object, with an infinite

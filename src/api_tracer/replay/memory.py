@@ -1,10 +1,19 @@
 """Tensor arguments in memory: the bytes a tensor's storage spans, as its
 shape and strides lay it out, and the memory free on a device to make
-them in (replay's --max-bytes)."""
+them in (replay's --max-bytes); and the bound on what a call may
+allocate on its way, which no count made before it can know (`bounded`)."""
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
+
+# What a call may allocate beyond its counted arguments and outputs, on its
+# way (temporaries, the Python objects of a list it returns, a kernel's
+# working memory): WORKING_FACTOR times the byte limit, plus WORKING_SLACK
+# for the interpreter's own allocations.
+WORKING_FACTOR = 2
+WORKING_SLACK = 64 << 20
 
 
 def storage_numel(shape: Sequence[int], stride: Optional[Sequence[int]]) -> int:
@@ -50,3 +59,64 @@ def contiguous_strides(shape: List[int]) -> List[int]:
         strides.append(acc)
         acc *= max(d, 1)
     return list(reversed(strides))
+
+
+def byte_limit(max_bytes: Optional[int], device: str) -> int:
+    """The bytes a config's arguments and outputs may take: max_bytes, or
+    (None) half of what `device` has free now."""
+    return max_bytes if max_bytes is not None else available_bytes(device) // 2
+
+
+def _data_bytes() -> Optional[int]:
+    """This process's data segment (VmData: its private writable memory),
+    which RLIMIT_DATA bounds; None where /proc does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmData:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+class OverWorkingMemory(Exception):
+    """A call met the bound `bounded` set."""
+
+
+@contextlib.contextmanager
+def bounded(limit: int) -> Iterator[int]:
+    """While inside, this process may allocate at most
+    WORKING_FACTOR * limit + WORKING_SLACK bytes more than it holds now
+    (RLIMIT_DATA's soft limit lowered, and put back after; never raised
+    above a limit already set); yields that bound (0 where the platform
+    has none to set). An allocation past it fails as the allocator fails:
+    see out_of_memory."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        yield 0
+        return
+    used = _data_bytes()
+    if used is None:
+        yield 0
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    allowed = WORKING_FACTOR * limit + WORKING_SLACK
+    cap = used + allowed
+    for existing in (soft, hard):
+        if existing != resource.RLIM_INFINITY:
+            cap = min(cap, existing)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    try:
+        yield allowed
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """Whether `e` is an allocation that failed: Python's MemoryError
+    (numpy's too), torch's CPU allocator refusing, or C++'s bad_alloc as
+    torch passes it on."""
+    if isinstance(e, MemoryError):
+        return True
+    text = str(e)
+    return isinstance(e, RuntimeError) and any(sign in text for sign in (
+        "can't allocate memory", "Cannot allocate memory", "std::bad_alloc"))

@@ -5,7 +5,7 @@ command line to the runs, the workers and the checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -19,3 +19,5 @@ class ReplayOptions:
     backward: bool = False  # with check: the gradients of the floating inputs too
     rtol: Optional[float] = None  # with check: instead of the dtype's default (torch.testing's)
     atol: Optional[float] = None
+    imports: Tuple[str, ...] = ()  # the user's modules loaded into each replaying process (user_code.py)
+    libraries: Tuple[str, ...] = ()  # the user's shared libraries, likewise

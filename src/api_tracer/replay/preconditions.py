@@ -13,6 +13,11 @@ operators read where their arguments point without looking.
   kernel checks what it reads itself (each such entry was probed with
   arguments of wrong shapes: tests/test_replay_safety.py keeps the probes).
   Any other private operator is refused by the policy (policy.py).
+- Public operators whose kernels index by argument values without
+  looking (PUBLIC_CHECKS): a config's value profile may hold any values.
+- Sparse tensors made by a call are checked (replay runs under
+  torch.sparse.check_sparse_tensor_invariants), so a call that asks for
+  no check (check_invariants=False) is refused.
 """
 from __future__ import annotations
 
@@ -50,11 +55,14 @@ def _all(*checks: Check) -> Check:
 def _attention(bound: Dict[str, Any]) -> Optional[str]:
     """scaled dot product attention: query, key and value are 4-d (batch,
     heads, length, head dim); key and value agree on batch, heads and
-    length, query and key on batch, heads and head dim."""
+    length, query and key on batch and head dim, and the query's heads are
+    a multiple of the key's (grouped-query attention: each key head serves
+    as many query heads)."""
     q, k, v = (bound.get(n) for n in ("query", "key", "value"))
     if not all(_is_tensor(t) and t.dim() == 4 for t in (q, k, v)):
         return "query, key and value must be 4-d tensors"
-    if k.shape[:3] != v.shape[:3] or q.shape[:2] != k.shape[:2] or q.shape[3] != k.shape[3]:
+    if k.shape[:3] != v.shape[:3] or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3] \
+            or not k.shape[1] or q.shape[1] % k.shape[1]:
         return f"query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)} do not agree"
     return None
 
@@ -101,6 +109,40 @@ def _embedding_bag_backward(bound: Dict[str, Any]) -> Optional[str]:
     if _is_tensor(weights) and weights.numel() != n:
         return f"per_sample_weights must hold {n} values"
     return None
+
+
+def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
+    """CTC loss reads log_probs at the targets' values and the lengths'
+    positions: targets and blank among its classes, input lengths within
+    its time, target lengths within the targets, one of each per batch."""
+    log_probs, targets, blank = bound.get("log_probs"), bound.get("targets"), bound.get("blank", 0)
+    if not (_is_tensor(log_probs) and log_probs.dim() in (2, 3) and _is_tensor(targets)):
+        return "log_probs must be a 2-d or 3-d tensor and targets a tensor"
+    time, classes = log_probs.shape[0], log_probs.shape[-1]
+    batch = log_probs.shape[1] if log_probs.dim() == 3 else 1
+    lengths = []
+    for name in ("input_lengths", "target_lengths"):
+        v = bound.get(name)
+        v = v.reshape(-1).tolist() if _is_tensor(v) else list(v) if isinstance(v, (list, tuple)) else None
+        if v is None or len(v) != batch or not all(isinstance(x, int) and x >= 0 for x in v):
+            return f"{name} must hold {batch} lengths of 0 or more"
+        lengths.append(v)
+    if targets.is_floating_point() or not _values_in(targets, 0, classes) or \
+            not (isinstance(blank, int) and 0 <= blank < classes):
+        return f"targets and blank must be classes in [0, {classes})"
+    if max(lengths[0], default=0) > time:
+        return f"input_lengths must be at most the {time} steps of log_probs"
+    room = targets.shape[-1] if targets.dim() == 2 and targets.shape[0] == batch else targets.numel()
+    if (max if targets.dim() == 2 else sum)(lengths[1], default=0) > room:
+        return f"target_lengths must fit the {room} targets"
+    return None
+
+
+# Public aten operators whose kernels read where their arguments' values
+# point without checking them, with the check replay makes first.
+PUBLIC_CHECKS: Dict[str, Check] = {
+    "ctc_loss": _ctc_loss,
+}
 
 
 # Private aten operators replay calls (patterns on the operator's name), by
@@ -205,7 +247,7 @@ def _schemas_of(func: Any, api: str) -> List[Any]:
     packet = getattr(torch.ops.aten, name, None) if not api.startswith("torch.ops.") else None
     if isinstance(func, torch._ops.OpOverloadPacket):
         packet = func
-    if packet is None:
+    if not isinstance(packet, torch._ops.OpOverloadPacket):  # (aten.__eq__ is the namespace object's own)
         return []
     return [getattr(packet, o)._schema for o in packet.overloads()]
 
@@ -230,6 +272,8 @@ def operator_name(schema: Any) -> str:
 def check_call(api: str, func: Any, args: list, kwargs: dict) -> Optional[str]:
     """What is wrong with calling `func` (`api`) on these built arguments,
     that its kernel would not see; None if nothing is."""
+    if kwargs.get("check_invariants") is False:  # (a binding's argument: no schema has it)
+        return f"{api}: check_invariants=False: replay makes sparse tensors with their invariants checked"
     views = view_operators()
     for schema in _schemas_of(func, api):
         bound = _bind(schema, args, kwargs)
@@ -241,6 +285,9 @@ def check_call(api: str, func: Any, args: list, kwargs: dict) -> Optional[str]:
         if not why and op.startswith("_"):
             _, check = reviewed(op)
             why = check(bound) if check else None
+        if not why and op in PUBLIC_CHECKS:
+            why = PUBLIC_CHECKS[op](bound)
+
         if why:
             return f"{api}: {why}"
     return None

@@ -19,6 +19,7 @@ from .configs import BuildError, Config, Invalid, Result, SideError, Skip, Statu
 from .options import ReplayOptions
 from .resolve import Resolver
 from .side import Side, run_side
+from . import user_code
 
 
 def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
@@ -48,17 +49,21 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
                     time.perf_counter() - start)
     if verdict:
         worst = verdict.worst
-        result.check, result.compared = options.check or "", verdict.compared
+        result.check, result.compared, result.hashes = options.check or "", verdict.compared, verdict.hashes
         if worst:
             result.worst, result.max_abs_error, result.max_rel_error = worst.where, worst.max_abs, worst.max_rel
-            result.rtol, result.atol = worst.rtol, worst.atol
+            result.measure, result.excess = worst.measure, worst.excess
+            if worst.measure == "rtol/atol":
+                result.rtol, result.atol = worst.rtol, worst.atol
     return result
 
 
 # -- running many -------------------------------------------------------------
 
 def _worker(conn: Any, options: ReplayOptions) -> None:
-    """Replays the configs sent on `conn`, one at a time, until None."""
+    """Replays the configs sent on `conn`, one at a time, until None; the
+    user's code (--import, --load-library) is loaded first."""
+    user_code.load(options.imports, options.libraries)
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
     hang_on = os.environ.get("API_TRACER_REPLAY_HANG_ON")
@@ -168,6 +173,7 @@ def run_in_process(configs: List[Config], options: ReplayOptions, on_result: Cal
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
     `report_fd` (CrashNote)."""
+    user_code.load(options.imports, options.libraries)
     resolver = Resolver()
     results = []
     with CrashNote(report_fd) as note:

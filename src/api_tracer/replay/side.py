@@ -12,8 +12,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .builder import build
 from .compare import tensor_leaves
-from .configs import Config, first_line
-from .memory import storage_numel
+from .configs import Config, Skip, first_line
+from .memory import WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, human_bytes, out_of_memory, storage_numel
 from .options import ReplayOptions
 from .resolve import Resolver
 
@@ -28,6 +28,8 @@ class Side:
     device: str
     cast: Optional[Callable[[Any], Any]] = None
     compiled: bool = False
+    perturb: Optional[Callable[[str, Any], None]] = None  # see Builder: the check's error model
+    substitute: Optional[Callable[..., Any]] = None  # called instead of the API (a decomposition, as reference)
 
 
 @dataclass
@@ -35,7 +37,9 @@ class Outcome:
     output: Any
     grads: Dict[str, Any] = field(default_factory=dict)  # input's path -> its gradient (None: none reached it)
     random: List[str] = field(default_factory=list)  # the random operators that ran
+    unrepeatable: List[str] = field(default_factory=list)  # operators torch marks nondeterministic_bitwise that ran
     precision: Any = None  # the least precise floating dtype of the tensor inputs (torch.float64 if none)
+    floating_inputs: bool = False  # whether the call had floating (or complex) tensor inputs
 
 
 @contextlib.contextmanager
@@ -76,36 +80,72 @@ def run_side(config: Config, api: str, args: list, kwargs: dict, options: Replay
     options' seed and makes it, with the global generator seeded too; with
     options.backward, the gradients of its floating inputs: an argument
     the call refuses to take requiring grad (batch_norm's running_mean)
-    is made again as it was, and has no gradient. `watch` notes the random
-    operators that run. Raises Invalid, Skip, BuildError or what the call
+    is made again as it was, and has no gradient; a call that raises with
+    its inputs requiring grad (detach_ of a view) and runs without is made
+    so, and none has a gradient. `watch` notes the random operators that
+    run. What the call allocates on its way is bounded (memory.bounded):
+    past that, Skip. Raises Invalid, Skip, BuildError or what the call
     raises."""
-    held: Dict[str, Any] = {}  # the inputs made as they are, not requiring grad
+    limit = byte_limit(options.max_bytes, side.device)
+    with bounded(limit) as working:
+        try:
+            return _run_side_retrying(config, api, args, kwargs, options, resolver, side, watch)
+        except Exception as e:
+            if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
+                raise
+            raise Skip(f"it allocates more than a call may on its way ({human_bytes(working)}: "
+                       f"{WORKING_FACTOR} x the limit of {human_bytes(limit)}, --max-bytes, and "
+                       f"{human_bytes(WORKING_SLACK)}): {first_line(e) or type(e).__name__}") from None
+
+
+def _run_side_retrying(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
+                       resolver: Resolver, side: Side, watch: bool) -> Outcome:
+    held: Dict[str, Any] = {}  # the inputs made as they are, not requiring grad (ALL: every one)
+    first: Optional[RuntimeError] = None
     while True:
         try:
             return _run_side(config, api, args, kwargs, options, resolver, side, watch, held)
         except RuntimeError as e:
+            if ALL in held:
+                raise first from None  # it fails as it is too: the call's own failure
             refused = options.backward and refused_argument(e, resolver.resolve(api, config.text), args, kwargs)
-            if not refused or refused in held:
+            if refused and refused not in held:
+                held[refused] = NoGradient("not differentiable")
+            elif options.backward:
+                first = e
+                held[ALL] = NoGradient(f"the call refuses inputs that require grad: {first_line(e)}")
+            else:
                 raise
-            held[refused] = NoGradient("not differentiable")
+
+
+ALL = "*"  # run_side's `held`: every input
 
 
 def _run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
               side: Side, watch: bool, held: Dict[str, Any]) -> Outcome:
-    with seeded(options.seed, side.device):
+    import torch
+
+    # (sparse tensors the call makes are checked: see preconditions.py)
+    with seeded(options.seed, side.device), torch.sparse.check_sparse_tensor_invariants():
         func, args, kwargs = build(config, api, args, kwargs, replace(options, device=side.device), resolver,
-                                   side.cast)
+                                   side.cast, side.perturb)
         precision = least_precise(args, kwargs)
+        floating_inputs = any(t.is_floating_point() or t.is_complex() for _, t in tensor_leaves([args, kwargs], ""))
         inputs: List[Tuple[str, Any, Callable[[Any], Any]]] = []
         if options.backward:
             args, kwargs = grad_inputs(args, kwargs, inputs, held)
-        call = compiled(func) if side.compiled else func
+            if ALL in held:
+                named = [*(tensor_leaves(a, f"args[{i}]") for i, a in enumerate(args)),
+                         *(tensor_leaves(v, f"kwargs.{k}") for k, v in kwargs.items())]
+                held = {path: held[ALL] for leaves in named for path, t in leaves
+                        if t.is_floating_point() or t.is_complex()}
+        call = side.substitute if side.substitute is not None else compiled(func) if side.compiled else func
         random = RandomOps(watch)
         with grad_mode_kept():
             with random:
                 output = call(*args, **kwargs)
             grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
-    return Outcome(output, grads, random.ops, precision)
+    return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs)
 
 
 def refused_argument(error: RuntimeError, func: Any, args: list, kwargs: dict) -> Optional[str]:
@@ -161,7 +201,7 @@ def grad_inputs(args: list, kwargs: dict, inputs: list, held: Dict[str, Any]) ->
     import torch
 
     def swap(v: Any, path: str) -> Any:
-        if path in held:
+        if path in held or ALL in held:
             return v
         if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()) and v.layout == torch.strided:
             shape, stride = v.shape, v.stride()
@@ -233,16 +273,20 @@ def cotangent(t: Any, seed: int) -> Any:
 class RandomOps:
     """While on (and `watch`): the random operators that run, those
     carrying torch.Tag.nondeterministic_seeded (dropout, randn,
-    bernoulli_, ...), noted by a TorchDispatchMode."""
+    bernoulli_, ...) that drew from a generator (attention with a dropout
+    probability of 0 does not), and those torch marks
+    nondeterministic_bitwise (`unrepeatable`: atomic adds, say), noted by a
+    TorchDispatchMode."""
 
     def __init__(self, watch: bool) -> None:
         self.watch = watch
         self.ops: List[str] = []
+        self.unrepeatable: List[str] = []
         self.mode: Any = None
 
     def __enter__(self) -> "RandomOps":
         if self.watch:
-            self.mode = _random_mode(self.ops)
+            self.mode = _random_mode(self.ops, self.unrepeatable)
             self.mode.__enter__()
         return self
 
@@ -251,14 +295,41 @@ class RandomOps:
             self.mode.__exit__(*exc)
 
 
-def _random_mode(ops: List[str]) -> Any:
+def _generator_states() -> List[Any]:
+    """The default generators' states: the CPU's, and CUDA's where it is
+    initialized."""
+    import torch
+
+    states = [torch.get_rng_state()]
+    if torch.cuda.is_initialized():
+        states += torch.cuda.get_rng_state_all()
+    return states
+
+
+def _random_mode(ops: List[str], unrepeatable: List[str]) -> Any:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Mode(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # (else torch wraps __torch_dispatch__ to keep Dynamo out of it, and
+            # that wrapper imports torch._dynamo, which sets up Inductor's cache
+            # directory, on its first call: replay compiles nothing unasked)
+            return False
+
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if torch.Tag.nondeterministic_seeded in func.tags and str(func) not in ops:
+            kwargs = kwargs or {}
+            if torch.Tag.nondeterministic_bitwise in func.tags and str(func) not in unrepeatable:
+                unrepeatable.append(str(func))
+            if torch.Tag.nondeterministic_seeded not in func.tags or str(func) in ops:
+                return func(*args, **kwargs)
+            before = _generator_states()
+            out = func(*args, **kwargs)
+            after = _generator_states()
+            own = kwargs.get("generator") is not None
+            if own or len(before) != len(after) or any(not torch.equal(a, b) for a, b in zip(before, after)):
                 ops.append(str(func))
-            return func(*args, **(kwargs or {}))
+            return out
 
     return Mode()

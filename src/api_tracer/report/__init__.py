@@ -4,7 +4,10 @@ of trace directories and layer profiles, for people to look at.
 A trace directory gives a pane per level of each of its file sets (the APIs
 by calls as a chart and a sortable, filterable table; per API its configs,
 shapes and dtypes, stacks); a profile (the JSON of Profile.export_json, or
-a Profile's raw()) gives its module tree as an icicle and a table.
+a Profile's raw()) gives its module tree as an icicle and a table; a
+replay report (the JSON lines of `api-tracer replay -o`) gives its
+verdicts per API, its mismatches by how far they exceed their measure, and
+the configs that did not run.
 
 The page needs nothing at view time: its charts are SVG drawn here, its
 style and its one script (report.js, about a hundred lines of plain
@@ -23,15 +26,18 @@ from ..errors import InputError, UsageError
 from ..filesets import open_regular
 from .page import esc, page, switch
 from .profile_html import is_profile, profile_pane
+from .replay_html import is_replay_report, read_replay_report, replay_pane
 from .trace_html import view_pane
 from .trace_views import trace_views
 
 TITLE = "api_tracer report"
 
 
-def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[str, Any]]] = ()) -> str:
-    """The report's HTML: a pane per view of each trace directory, and one
-    per (name, Profile.raw() data) profile."""
+def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
+           replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> str:
+    """The report's HTML: a pane per view of each trace directory, one per
+    (name, Profile.raw() data) profile, and one per (name, results) replay
+    report."""
     panes: List[Tuple[str, str, str]] = []
     for directory in trace_dirs:
         views = trace_views(directory)
@@ -51,7 +57,11 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
             raise InputError(name, f"not a profile as Profile.export_json writes it ({type(e).__name__}: {e})") \
                 from None
         panes.append((pane, f"profile: {data.get('root', name)}", markup))
-    sources = [f"trace {d}" for d in trace_dirs] + [f"profile {n}" for n, _ in profiles]
+    for name, results in replays:
+        pane = f"p{len(panes)}"
+        panes.append((pane, f"replay: {os.path.basename(name)}", replay_pane(name, results, pane)))
+    sources = ([f"trace {d}" for d in trace_dirs] + [f"profile {n}" for n, _ in profiles]
+               + [f"replay report {n}" for n, _ in replays])
     subtitle = esc("From " + ", ".join(sources) + ".")
     return page(TITLE, subtitle, switch("views", panes))
 
@@ -121,21 +131,29 @@ def _write(path: str, data: bytes) -> None:
 
 
 def write_report(path: str, trace_dirs: Sequence[str] = (),
-                 profiles: Sequence[Tuple[str, Dict[str, Any]]] = ()) -> int:
+                 profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
+                 replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> int:
     """Writes the page (an OSError where it cannot be written); its size in
     bytes."""
-    data = render(trace_dirs, profiles).encode("utf-8")
+    data = render(trace_dirs, profiles, replays).encode("utf-8")
     _write(path, data)
     return len(data)
 
 
-def read_profile(path: str) -> Dict[str, Any]:
+def read_file(path: str) -> bytes:
     try:
         with open_regular(path) as f:
-            data = json.loads(f.read().decode("utf-8"))
+            return f.read()
     except InputError as e:
         raise UsageError(f"report: cannot read {path}: {e.message}") from None
-    except (OSError, ValueError, RecursionError) as e:
+    except OSError as e:
+        raise UsageError(f"report: cannot read {path}: {e}") from None
+
+
+def read_profile(path: str, raw: bytes = b"") -> Dict[str, Any]:
+    try:
+        data = json.loads((raw or read_file(path)).decode("utf-8"))
+    except (ValueError, RecursionError) as e:
         raise UsageError(f"report: cannot read {path}: {e}") from None
     if not is_profile(data):
         raise UsageError(f"report: {path} is not a profile (the JSON of Profile.export_json)")
@@ -143,19 +161,24 @@ def read_profile(path: str) -> Dict[str, Any]:
 
 
 def report_command(inputs: Sequence[str], output: str) -> str:
-    """`api-tracer report`: each input is a trace directory or a profile's
-    JSON file. Returns what it wrote, for the command to say."""
+    """`api-tracer report`: each input is a trace directory, a profile's
+    JSON file or a replay report (JSON lines). Returns what it wrote, for
+    the command to say."""
     check_output(output)
-    trace_dirs, profiles = [], []
+    trace_dirs, profiles, replays = [], [], []
     for item in inputs:
         if os.path.isdir(item):
             trace_dirs.append(item)
         elif os.path.isfile(item):
-            profiles.append((item, read_profile(item)))
+            raw = read_file(item)
+            if is_replay_report(raw.split(b"\n", 1)[0]):
+                replays.append((item, read_replay_report(item, raw)))
+            else:
+                profiles.append((item, read_profile(item, raw)))
         else:
             raise UsageError(f"report: {item} is neither a directory nor a file")
     try:
-        size = write_report(output, trace_dirs, profiles)
+        size = write_report(output, trace_dirs, profiles, replays)
     except OSError as e:
         raise InputError(output, f"cannot write: {e.strerror or e}") from None
     return f"wrote {output} ({size:,} bytes)"

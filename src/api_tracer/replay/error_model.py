@@ -1,0 +1,237 @@
+"""How `--check float64` judges a result: an error model, not a tolerance
+pair.
+
+The result under test, y (float32, float16, bfloat16), is compared with a
+reference r, the same call on float64 copies of the very same input
+values (a low-precision value is exact in float64). A correct kernel's
+error then comes from its own roundings only: the rounding of each output
+to its dtype, and the roundings of what it accumulates. For each output
+element the model allows
+
+    C_OUT * u * |r|                              the rounding of the result to its dtype
+  + C_OUT * u_in * X                             input-sized values rounded on the way
+  + C_ACC * (u_acc * sqrt(K) + u_kept) * (D + S) what the kernel accumulates
+  + C_MID * u * S                                intermediates held in the result's dtype
+  + C_OUT * tiny                                 (underflow)
+
+- u is the unit roundoff of the result's dtype (2^-24 float32, 2^-11
+  float16, 2^-8 bfloat16), u_acc that of what kernels compute in (float32,
+  for every dtype below it: torch's CPU kernels accumulate and evaluate in
+  it);
+- D and S say how much the element moves when the inputs move by a unit
+  of their last place: the reference computed again with every floating
+  input (tensors, modules' parameters) multiplied by 1 + U (D: the
+  response along the inputs, the size of what adds up to the element
+  where its terms share a sign) and by 1 +- U at random (S, the largest of
+  SIGN_DRAWS draws: the root-sum-square of the terms where they cancel;
+  with two draws one element in a few hundred had both draws cancel by
+  chance and its S a quarter of its size), each over U. One rounding in
+  the result's dtype of every input-level intermediate moves the result
+  by about u * S: torch's low-precision kernels hold some intermediates so
+  (the attention matrix, batch norm's normalized input, the partial sums
+  of a transposed convolution's col2im), hence the C_MID term; for a
+  float32 result it is inside the accumulation's;
+- K is the element's fan-in, how many input elements feed it: a few input
+  elements moved one at a time, counting the outputs that move (a matmul's
+  inner size, a softmax's row, a norm's length, 1 for an elementwise op);
+  a sum of K rounded terms strays by about sqrt(K) roundings of their size;
+- X is the size of input values a kernel computes with on its way to a
+  far smaller result: for an elementwise output (of fan-in 1 and of an
+  input's shape) its own input's magnitude, at u_in = u_acc (GELU of a
+  negative input: x * (1 + erf(x)) near 0 in float32); for another output
+  of a call with float scalars, the largest input's magnitude at u_in = u
+  (a kernel computes coefficients from them in its own precision, an
+  interpolation's weights from its scale, torch's bfloat16 bicubic
+  upsampling in bfloat16: an input the exact weights leave out by a
+  weight of 0 comes in by a weight of u); for a gradient, made from what
+  the forward saved in the result's dtype (a tanh's output, which
+  1 - tanh^2 reads), the largest input's at u_in = u, and u_kept = u;
+  else X = 0: the input-sized intermediates of the rest are in D and S,
+  measured in the output's own units (a softmax of inputs of size 3 is of
+  size 1/n, and so are its errors).
+
+A defect of the size kernels really have (an accumulation in a narrower
+type, a wrong epsilon, a dropped term, an approximated transcendental, a
+wrong gradient) strays far past it; ordinary rounding stays inside, also
+for a float32 matmul over 16k terms or a norm of a million. The constants
+were tuned on bench/bench_judge.py's sets of torch's own kernels and of
+operators with planted defects, and are held on sets the tuning never saw
+(tests/test_judge.py).
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+U = 2.0 ** -30  # the inputs' relative move of the probes (far above float64's rounding)
+C_OUT = 4.0  # roundings of the result itself
+C_ACC = 8.0  # the accumulated roundings: standard deviations of their random walk, with room
+C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded once
+SIGN_DRAWS = 4  # draws of random signs that S is the largest response of
+PROBES = 2  # input tensors whose fan-in is measured (the largest)
+
+NAME = "error model"
+
+
+def accumulation_roundoff(dtype: Any) -> float:
+    """The roundoff of what a kernel of `dtype` accumulates in: float32 for
+    the dtypes below it, else the dtype's own."""
+    import torch
+
+    return min(unit_roundoff(dtype) or 2.0 ** -53, unit_roundoff(torch.float32))
+
+
+def unit_roundoff(dtype: Any) -> Optional[float]:
+    """The unit roundoff of a floating or complex dtype; None for others."""
+    import torch
+
+    if dtype.is_complex:
+        dtype = {torch.complex32: torch.float16, torch.complex64: torch.float32}.get(dtype, torch.float64)
+    if not dtype.is_floating_point:
+        return None
+    return torch.finfo(dtype).eps / 2
+
+
+@dataclass
+class Bound:
+    """One leaf's allowed error per element, and what it was made of."""
+
+    allowed: Any  # float64, the leaf's shape
+    rounding: Any  # C_OUT * (u * |r| + u_in * X)
+    fan_in: float  # K
+    measure: str = NAME  # what the report calls it
+
+
+# Called by the builder with each floating tensor it makes (changed in
+# place) and each float scalar of the line (its value returned, changed or not).
+Perturb = Callable[[str, Any], Any]
+RunSide = Callable[[Perturb], Any]  # the reference side run with a perturbation -> its Outcome
+
+
+def _tensors(change: Callable[[str, Any], None]) -> Perturb:
+    """A Perturb that changes tensors by `change` and leaves scalars be."""
+    def perturb(path: str, v: Any) -> Any:
+        if not isinstance(v, float):
+            change(path, v)
+        return v
+    return perturb
+
+
+def _scale(seen: List[Tuple[str, int, Any]], scalars: List[str]) -> Perturb:
+    """Every floating input tensor scaled by 1 + U, and noted first in
+    `seen`: its path, number of elements and elements' magnitudes
+    (non-finite ones as 0); the paths of nonzero float scalars noted in
+    `scalars`."""
+    import torch
+
+    def perturb(path: str, v: Any) -> Any:
+        if isinstance(v, float):
+            if v and math.isfinite(v):
+                scalars.append(path)
+            return v
+        magnitude = v.detach().abs().to(torch.float64).reshape(-1)
+        seen.append((path, v.numel(), torch.where(magnitude.isfinite(), magnitude, 0.0)))
+        v.mul_(1 + U)
+        return v
+    return perturb
+
+
+def _signs(seed: int) -> Perturb:
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def change(path: str, t: Any) -> None:
+        signs = torch.randint(0, 2, t.shape, generator=gen).to(t.dtype if not t.is_complex() else torch.float64)
+        t.mul_(1 + U * (2 * signs - 1))
+    return _tensors(change)
+
+
+def _one(target: str, index: int) -> Perturb:
+    def change(path: str, t: Any) -> None:
+        if path == target:
+            flat = t if t.dim() == 1 else t.view(-1)
+            x = flat[index]
+            flat[index] = x + max(abs(complex(x)), 1.0) * 2.0 ** -20
+    return _tensors(change)
+
+
+def leaves(outcome: Any) -> Dict[str, Any]:
+    """The floating tensors of an outcome (its output and gradients), named
+    as Comparison names them."""
+    import torch
+
+    from .compare import tensor_leaves
+    from .side import NoGradient
+
+    found = dict(tensor_leaves(outcome.output, "output"))
+    for path, grad in outcome.grads.items():
+        if not isinstance(grad, NoGradient) and grad is not None:
+            found.update(tensor_leaves(grad, f"the gradient of {path}"))
+    return {k: v for k, v in found.items() if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())}
+
+
+def _moved(a: Any, b: Any) -> Any:
+    """|a - b| in float64, 0 where both are equal (infinities too)."""
+    import torch
+
+    from .compare import _plain
+
+    a, b = _plain(a).detach().cpu(), _plain(b).detach().cpu()
+    wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
+    a, b = a.to(wide), b.to(wide)
+    d = (a - b).abs().to(torch.float64)
+    return torch.where((a == b) | (a.isnan() & b.isnan()), 0.0, d)
+
+
+def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
+    """Per floating leaf of `mine`, its Bound: from the reference `theirs`
+    and the reference run again with its inputs moved (see the module)."""
+    import torch
+
+    from .compare import _plain
+
+    mine_leaves, ref = leaves(mine), leaves(theirs)
+    sizes: List[Tuple[str, int, Any]] = []
+    scalar_paths: List[str] = []
+    scaled = leaves(run(_scale(sizes, scalar_paths)))
+    signed = [leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)]
+    picker = random.Random(seed)
+    probed = []
+    largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
+    for path, numel, _ in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
+        if numel:
+            probed.append((numel, leaves(run(_one(path, picker.randrange(numel))))))
+    out: Dict[str, Bound] = {}
+    for where, y in mine_leaves.items():
+        r = ref.get(where)
+        u_out = unit_roundoff(y.dtype)
+        if r is None or u_out is None or tuple(r.shape) != tuple(y.shape):
+            continue
+        r64 = _plain(r).detach().cpu().to(torch.complex128 if r.is_complex() else torch.float64)
+        magnitude = r64.abs().to(torch.float64)
+        d = _moved(scaled[where], r) / U if where in scaled else torch.zeros_like(magnitude)
+        s = torch.stack([_moved(o[where], r) for o in signed if where in o]).amax(0) / U if all(
+            where in o for o in signed) else torch.zeros_like(magnitude)
+        fan_in = 1.0
+        for numel, o in probed:
+            if where in o and r.numel():
+                moved = int((_moved(o[where], r) > 0).sum())
+                fan_in = max(fan_in, numel * moved / r.numel())
+        tiny = torch.finfo(y.dtype if y.is_floating_point() else torch.float32).tiny
+        gradient = where.startswith("the gradient of ")
+        u_acc = accumulation_roundoff(y.dtype)
+        if gradient:  # made from what the forward saved, rounded to u: the largest input's size
+            inputs, u_in = largest_input, u_out
+        else:  # rounded on the way in what kernels compute in
+            own = [m.reshape(r.shape) for _, n, m in sizes if n == r.numel()] if fan_in <= 1.5 else []
+            inputs = torch.stack(own).amax(0) if own else largest_input if scalar_paths else 0.0
+            u_in = u_acc if own else u_out
+        rounding = C_OUT * (u_out * magnitude + u_in * inputs)
+        kept = u_out if gradient else 0.0
+        allowed = (rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s
+                   + C_OUT * tiny)
+        out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
+    return out

@@ -1,0 +1,104 @@
+"""The report's pane of a replay report (the JSON lines `api-tracer replay
+-o` writes): the verdicts per API (ok, mismatch, vacuous, failed, skipped,
+invalid), every mismatch with the measure that judged it, by how much it
+exceeds it and its line, and the configs that did not run, as sortable,
+filterable tables."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Dict, List
+
+from ..errors import InputError
+from ..replay.configs import Status
+from ..replay.report import counted
+from .page import Cell, Column, esc, note, number, sortable_table, tag, text
+
+STATUSES = [s.value for s in Status]
+FIELDS = ("config", "api", "status")  # what every line of a replay report has
+
+
+def is_replay_report(first_line: bytes) -> bool:
+    """Whether a file whose first line is `first_line` is a replay report."""
+    try:
+        line = json.loads(first_line)
+    except (ValueError, RecursionError):  # (a profile nested past the parser's depth: not one either)
+        return False
+    return isinstance(line, dict) and all(k in line for k in FIELDS)
+
+
+def read_replay_report(path: str, data: bytes) -> List[Dict[str, Any]]:
+    """The results of a replay report, each line checked; InputError at the
+    first line that is not one (path:line)."""
+    results = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise InputError(path, f"not a line of a replay report (JSON: {e})", lineno) from None
+        if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in FIELDS):
+            raise InputError(path, f"not a line of a replay report (it needs {', '.join(FIELDS)})", lineno)
+        if line["status"] not in STATUSES:
+            raise InputError(path, f"unknown status {line['status']!r} (one of {', '.join(STATUSES)})", lineno)
+        results.append(line)
+    if not results:
+        raise InputError(path, "an empty replay report")
+    return results
+
+
+def _float(value: Any) -> float:
+    """A report's error value ("inf" for an infinite one, null for none)."""
+    if value == "inf":
+        return float("inf")
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _where(r: Dict[str, Any]) -> str:
+    return f"{r.get('file', '')}:{r.get('line', '')}"
+
+
+def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
+    """The markup of one replay report's pane; `pane` is its element id."""
+    checks = sorted({r.get("check") or "" for r in results} - {""})
+    counts = Counter(r["status"] for r in results)
+    shown = [s.value for s in counted(",".join(checks) or None)]  # as replay's own summary counts
+    summary = f"{len(results):,} configs" + (f", checked against {', '.join(checks)}" if checks else "") + ": " + \
+        ", ".join(f"{counts[s]:,} {s}" for s in shown)
+    per_api: Dict[str, Counter] = {}
+    for r in results:
+        per_api.setdefault(r["api"] or "(invalid)", Counter())[r["status"]] += 1
+    columns = [Column("API")] + [Column(s, numeric=True) for s in shown] + [Column("configs", numeric=True)]
+    rows = [[Cell(tag("code", esc(api)), api)] + [number(c[s]) for s in shown] + [number(sum(c.values()))]
+            for api, c in sorted(per_api.items(), key=lambda kv: (-kv[1]["mismatch"] - kv[1]["failed"], kv[0]))]
+    out = [tag("h2", esc(f"replay: {name}")), tag("p", esc(summary), cls="sub"),
+           tag("h3", "Verdicts per API"), sortable_table(f"{pane}-apis", columns, rows, noun="APIs")]
+    mismatches = [r for r in results if r["status"] == "mismatch"]
+    if mismatches:
+        columns = [Column("API"), Column("excess", numeric=True), Column("measure"), Column("worst"),
+                   Column("max abs", numeric=True), Column("max rel", numeric=True), Column("where"),
+                   Column("what"), Column("config")]
+        rows = []
+        for r in sorted(mismatches, key=lambda r: -_float(r.get("excess"))):
+            excess = _float(r.get("excess"))
+            rows.append([Cell(tag("code", esc(r["api"])), r["api"]),
+                         number(excess, f"{excess:.3g}x" if r.get("excess") is not None else "-"),
+                         text(r.get("measure") or "-"), text(r.get("worst") or "-"),
+                         number(_float(r.get("max_abs_error")), f"{_float(r.get('max_abs_error')):.3g}"),
+                         number(_float(r.get("max_rel_error")), f"{_float(r.get('max_rel_error')):.3g}"),
+                         text(_where(r)), text(r.get("message", "")), Cell(tag("code", esc(r["config"])), r["config"])])
+        out += [tag("h3", "Mismatches"),
+                note("excess: the worst element's difference over what its measure allows (the error model's "
+                     "bound, or rtol/atol); above 1 is a mismatch"),
+                sortable_table(f"{pane}-mismatches", columns, rows, noun="mismatches")]
+    others = [r for r in results if r["status"] not in ("ok", "mismatch")]
+    if others:
+        columns = [Column("status"), Column("API"), Column("error"), Column("message"), Column("where"),
+                   Column("config")]
+        rows = [[text(r["status"]), Cell(tag("code", esc(r["api"])), r["api"]), text(r.get("error") or ""),
+                 text(r.get("message", "")), text(_where(r)), Cell(tag("code", esc(r["config"])), r["config"])]
+                for r in others]
+        out += [tag("h3", "Not judged ok: vacuous, failed, skipped, invalid"),
+                sortable_table(f"{pane}-others", columns, rows, noun="configs")]
+    return "".join(out)

@@ -1,0 +1,352 @@
+"""Operators with planted defects, for measuring replay's judge (--check
+float64; tests/test_judge.py, bench/bench_judge.py). Importing this module
+registers them in the namespace `defects` (replay --import planted_defects).
+
+Each is right in float64, and wrong in float32, float16 and bfloat16 the
+way real kernels go wrong: an accumulation in a narrower type, a wrong
+epsilon, a dropped term, one wrong element among thousands, an
+approximated transcendental, a wrong gradient under a right forward, a
+wrong index output. The judge must find every one, and none in torch's own
+kernels (judge_sets.py)."""
+from typing import Tuple
+
+import torch
+
+LIB = "defects"
+
+
+def _exact(t: torch.Tensor) -> bool:
+    return t.dtype == torch.float64
+
+
+@torch.library.custom_op(f"{LIB}::sum_narrow", mutates_args=())
+def sum_narrow(x: torch.Tensor) -> torch.Tensor:
+    """A sum whose running total is kept in float16 (blocks of 64 summed
+    in float32, then rounded), not in float32."""
+    if _exact(x):
+        return x.sum()
+    acc = torch.zeros((), dtype=torch.float32)
+    for block in x.reshape(-1).float().split(64):
+        acc = (acc + block.sum()).half().float()
+    return acc.to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::mm_narrow", mutates_args=())
+def mm_narrow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A matmul whose partial sums over blocks of 32 of the inner size are
+    rounded to bfloat16 as they add up."""
+    if _exact(a):
+        return a @ b
+    out = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
+    for k in range(0, a.shape[1], 32):
+        out = (out + a[:, k:k + 32].float() @ b[k:k + 32].float()).bfloat16().float()
+    return out.to(a.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::layer_norm_eps", mutates_args=())
+def layer_norm_eps(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """Layer norm over the last dimension with a hardcoded epsilon of 1e-3
+    in place of the one given."""
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], eps=eps if _exact(x) else 1e-3)
+
+
+@torch.library.custom_op(f"{LIB}::mm_dropped", mutates_args=())
+def mm_dropped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A matmul that leaves out the last term of the inner sum."""
+    return a @ b if _exact(a) else a[:, :-1] @ b[:-1]
+
+
+@torch.library.custom_op(f"{LIB}::exp_one_wrong", mutates_args=())
+def exp_one_wrong(x: torch.Tensor) -> torch.Tensor:
+    """exp, one element among thousands off by 0.1%."""
+    y = x.exp()
+    if not _exact(x):
+        y.view(-1)[y.numel() // 2] *= 1.001
+    return y
+
+
+@torch.library.custom_op(f"{LIB}::gelu_tanh", mutates_args=())
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU by the tanh approximation in place of erf."""
+    return torch.nn.functional.gelu(x, approximate="none" if _exact(x) else "tanh")
+
+
+@torch.library.custom_op(f"{LIB}::exp_approx", mutates_args=())
+def exp_approx(x: torch.Tensor) -> torch.Tensor:
+    """exp off by up to 2e-4 relative (a short polynomial's error)."""
+    y = x.exp()
+    return y if _exact(x) else y * (1 + 2e-4 * torch.cos(37 * x))
+
+
+@torch.library.custom_op(f"{LIB}::x_sin", mutates_args=())
+def x_sin(x: torch.Tensor) -> torch.Tensor:
+    """x * sin(x), right; its gradient drops the x cos(x) term in low precision."""
+    return x * x.sin()
+
+
+def _x_sin_backward(ctx, grad):
+    x, = ctx.saved_tensors
+    if _exact(x):
+        return grad * (x.sin() + x * x.cos())
+    return grad * x.sin()
+
+
+x_sin.register_autograd(_x_sin_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+
+
+@torch.library.custom_op(f"{LIB}::max_off", mutates_args=())
+def max_off(x: torch.Tensor, dim: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """max along dim, its index one off where the maximum is the first element."""
+    values, indices = x.max(dim)
+    if not _exact(x):
+        indices = torch.where(indices == 0, 1, indices)
+    return values, indices
+
+
+@torch.library.custom_op(f"{LIB}::var_biased", mutates_args=())
+def var_biased(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """The unbiased variance, but divided by n instead of n - 1 in low precision."""
+    return x.var(dim, correction=1 if _exact(x) else 0)
+
+
+@torch.library.custom_op(f"{LIB}::cumsum_narrow", mutates_args=())
+def cumsum_narrow(x: torch.Tensor) -> torch.Tensor:
+    """A running sum kept in bfloat16."""
+    if _exact(x):
+        return x.cumsum(-1)
+    out, acc = [], torch.zeros(x.shape[:-1], dtype=torch.bfloat16)
+    for i in range(x.shape[-1]):
+        acc = acc + x[..., i].bfloat16()
+        out.append(acc)
+    return torch.stack(out, -1).to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::softmax_eps", mutates_args=())
+def softmax_eps(x: torch.Tensor) -> torch.Tensor:
+    """softmax whose denominator gets an epsilon of 1e-3 added."""
+    if _exact(x):
+        return x.softmax(-1)
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / (e.sum(-1, keepdim=True) + 1e-3)
+
+
+@torch.library.custom_op(f"{LIB}::rms_norm_dropped", mutates_args=())
+def rms_norm_dropped(x: torch.Tensor) -> torch.Tensor:
+    """RMS norm over the last dimension whose mean of squares leaves out its
+    last element."""
+    squares = x.float() * x.float()
+    mean = squares.mean(-1, keepdim=True) if _exact(x) else squares[..., :-1].sum(-1, keepdim=True) / x.shape[-1]
+    return (x / (mean + 1e-6).sqrt()).to(x.dtype)
+
+
+# -- kept apart: defects added for the validation split only (judge_sets.py) --------------------
+
+@torch.library.custom_op(f"{LIB}::batch_norm_eps", mutates_args=())
+def batch_norm_eps(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """Batch norm in training mode with an epsilon of 1e-2 in place of the one given."""
+    return torch.nn.functional.batch_norm(x, None, None, training=True, eps=eps if _exact(x) else 1e-2)
+
+
+@torch.library.custom_op(f"{LIB}::bmm_dropped", mutates_args=())
+def bmm_dropped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A batched matmul that leaves out the first term of the inner sum."""
+    return a @ b if _exact(a) else a[..., 1:] @ b[:, 1:]
+
+
+@torch.library.custom_op(f"{LIB}::sigmoid_approx", mutates_args=())
+def sigmoid_approx(x: torch.Tensor) -> torch.Tensor:
+    """sigmoid by a rational approximation, 0.5 + 0.5 x / (1 + |x|)."""
+    return x.sigmoid() if _exact(x) else 0.5 + 0.5 * x / (1 + x.abs())
+
+
+@torch.library.custom_op(f"{LIB}::dot_narrow", mutates_args=())
+def dot_narrow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A dot product accumulated in the inputs' own dtype, term by term
+    (a half kernel without a float32 accumulator)."""
+    if _exact(a):
+        return (a * b).sum()
+    acc = torch.zeros((), dtype=a.dtype)
+    for p in (a * b).split(1):
+        acc = acc + p[0]
+    return acc
+
+
+@torch.library.custom_op(f"{LIB}::softplus", mutates_args=())
+def softplus(x: torch.Tensor) -> torch.Tensor:
+    """softplus, right; its gradient uses tanh for sigmoid in low precision."""
+    return torch.nn.functional.softplus(x)
+
+
+def _softplus_backward(ctx, grad):
+    x, = ctx.saved_tensors
+    return grad * (x.sigmoid() if _exact(x) else (x.tanh() + 1) / 2)
+
+
+softplus.register_autograd(_softplus_backward,
+                           setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+
+
+@torch.library.custom_op(f"{LIB}::topk_off", mutates_args=())
+def topk_off(x: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """topk along the last dimension, its indices reversed in low precision."""
+    values, indices = x.topk(k)
+    return values, indices if _exact(x) else indices.flip(-1)
+
+
+# -- kept apart: defects written after the error model's constants were last chosen, judged once
+# (judge_sets.py's "fresh" split) -----------------------------------------------------------------
+
+@torch.library.custom_op(f"{LIB}::mean_wrong_n", mutates_args=())
+def mean_wrong_n(x: torch.Tensor) -> torch.Tensor:
+    """The mean over the last dimension, divided by n + 1 in low precision."""
+    return x.mean(-1) if _exact(x) else x.sum(-1) / (x.shape[-1] + 1)
+
+
+@torch.library.custom_op(f"{LIB}::mm_tf32", mutates_args=())
+def mm_tf32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A float32 matmul whose inputs are rounded to TF32 (10 bits of
+    mantissa) first, as a TF32 tensor core would, where float32 was asked."""
+    if _exact(a):
+        return a @ b
+
+    def tf32(t: torch.Tensor) -> torch.Tensor:
+        bits = t.float().view(torch.int32)
+        return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+    return (tf32(a) @ tf32(b)).to(a.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::conv_dropped_channel", mutates_args=())
+def conv_dropped_channel(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """A 3x3 convolution that leaves out the last input channel."""
+    if _exact(x):
+        return torch.nn.functional.conv2d(x, w, padding=1)
+    return torch.nn.functional.conv2d(x[:, :-1], w[:, :-1], padding=1)
+
+
+@torch.library.custom_op(f"{LIB}::softmax_narrow", mutates_args=())
+def softmax_narrow(x: torch.Tensor) -> torch.Tensor:
+    """A float32 softmax computed in bfloat16 inside."""
+    return x.softmax(-1) if _exact(x) else x.bfloat16().softmax(-1).to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::attention_scale", mutates_args=())
+def attention_scale(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Attention scaled by 1/sqrt(d + 1) for 1/sqrt(d) in low precision."""
+    d = q.shape[-1] if _exact(q) else q.shape[-1] + 1
+    return ((q @ k.transpose(-1, -2)) / d ** 0.5).softmax(-1) @ v
+
+
+@torch.library.custom_op(f"{LIB}::sort_off", mutates_args=())
+def sort_off(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """sort along the last dimension; the indices of its first row are
+    rotated by one in low precision."""
+    values, indices = x.sort(-1)
+    if not _exact(x):
+        indices = indices.clone()
+        indices[0] = indices[0].roll(1)
+    return values, indices
+
+
+@torch.library.custom_op(f"{LIB}::layer_norm_grad", mutates_args=())
+def layer_norm_grad(x: torch.Tensor) -> torch.Tensor:
+    """Layer norm over the last dimension (no affine), right; its gradient
+    leaves out the mean of the incoming gradient in low precision."""
+    return torch.nn.functional.layer_norm(x, x.shape[-1:])
+
+
+def _layer_norm_grad_backward(ctx, grad):
+    x, = ctx.saved_tensors
+    n = x.shape[-1]
+    xc = x - x.mean(-1, keepdim=True)
+    rstd = (xc.pow(2).mean(-1, keepdim=True) + 1e-5).rsqrt()
+    xhat = xc * rstd
+    mean_term = grad.mean(-1, keepdim=True) if _exact(x) else 0
+    return rstd * (grad - mean_term - xhat * (grad * xhat).sum(-1, keepdim=True) / n)
+
+
+layer_norm_grad.register_autograd(_layer_norm_grad_backward,
+                                  setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+
+
+@torch.library.custom_op(f"{LIB}::silu_hard", mutates_args=())
+def silu_hard(x: torch.Tensor) -> torch.Tensor:
+    """SiLU with a piecewise-linear sigmoid (hardsigmoid) in low precision."""
+    return torch.nn.functional.silu(x) if _exact(x) else x * torch.nn.functional.hardsigmoid(x)
+
+
+@torch.library.custom_op(f"{LIB}::norm_no_sqrt_eps", mutates_args=())
+def norm_no_sqrt_eps(x: torch.Tensor) -> torch.Tensor:
+    """L2-normalizes the last dimension; in low precision the epsilon 1e-2
+    is added to the norm instead of 1e-12."""
+    eps = 1e-12 if _exact(x) else 1e-2
+    return x / (x.norm(dim=-1, keepdim=True) + eps)
+
+
+# -- kept apart last: written with the error model's constants fixed, judged once, reported as it
+# came (judge_sets.py's "final" split) ----------------------------------------------------------
+
+@torch.library.custom_op(f"{LIB}::logsumexp_narrow", mutates_args=())
+def logsumexp_narrow(x: torch.Tensor) -> torch.Tensor:
+    """logsumexp over the last dimension whose sum of exponentials is kept
+    in float16 as it adds up, element by element."""
+    if _exact(x):
+        return x.logsumexp(-1)
+    m = x.amax(-1, keepdim=True)
+    acc = torch.zeros(x.shape[:-1], dtype=torch.float16)
+    for e in (x - m).exp().unbind(-1):
+        acc = acc + e.half()
+    return (acc.float().log() + m.squeeze(-1)).to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::linear_bias_twice", mutates_args=())
+def linear_bias_twice(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A linear layer that adds its bias twice for the last output feature."""
+    y = torch.nn.functional.linear(x, w, b)
+    if not _exact(x):
+        y = y.clone()
+        y[..., -1] += b[-1]
+    return y
+
+
+@torch.library.custom_op(f"{LIB}::tanh_grad", mutates_args=())
+def tanh_grad(x: torch.Tensor) -> torch.Tensor:
+    """tanh, right; its gradient is 1 - x^2 (of the input, not the output)
+    in low precision."""
+    return x.tanh()
+
+
+def _tanh_grad_backward(ctx, grad):
+    x, = ctx.saved_tensors
+    return grad * (1 - x.tanh() ** 2 if _exact(x) else 1 - x.clamp(-1, 1) ** 2)
+
+
+tanh_grad.register_autograd(_tanh_grad_backward,
+                            setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+
+
+@torch.library.custom_op(f"{LIB}::group_norm_groups", mutates_args=())
+def group_norm_groups(x: torch.Tensor) -> torch.Tensor:
+    """Group norm in 4 groups, done in 2 groups in low precision."""
+    return torch.nn.functional.group_norm(x, 4 if _exact(x) else 2)
+
+
+@torch.library.custom_op(f"{LIB}::argmax_first", mutates_args=())
+def argmax_first(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """max along the last dimension; the index of the last row is 0 in low
+    precision."""
+    values, indices = x.max(-1)
+    if not _exact(x):
+        indices = indices.clone()
+        indices[-1] = 0
+    return values, indices
+
+
+@torch.library.custom_op(f"{LIB}::erf_poly", mutates_args=())
+def erf_poly(x: torch.Tensor) -> torch.Tensor:
+    """erf by Abramowitz and Stegun's 7.1.26 (error up to 1.5e-7 absolute)
+    in low precision."""
+    if _exact(x):
+        return torch.erf(x)
+    t = 1 / (1 + 0.3275911 * x.abs())
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return torch.sign(x) * (1 - poly * torch.exp(-x * x))
