@@ -391,7 +391,8 @@ class ConfigItem(pytest.Item):
             pytest.skip(f"{result.status}: {result.message}" if result.status == Status.VACUOUS else result.message)
         if result.status != Status.OK:
             where = f"{result.file}:{result.line}" + (f":{result.column}" if result.column else "")
-            raise ReplayFailure(f"{result.status} {where}: {result.error}: {result.message}\n  {result.config}")
+            error = f"{result.error}: " if result.error else ""  # (a mismatch has none)
+            raise ReplayFailure(f"{result.status} {where}: {error}{result.message}\n  {result.config}")
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, ReplayFailure):

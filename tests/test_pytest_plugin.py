@@ -1,6 +1,8 @@
 """The pytest plugin: --api-trace traces a suite (per test, under xdist),
 --api-replay runs a config file as tests."""
 
+import os
+
 import pytest
 import yaml
 
@@ -204,6 +206,29 @@ def test_config_items_are_checked_as_replay_checks_them(pytester):
     bad = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float63", "-p", "no:cacheprovider")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--api-check:*float63*"])
+
+
+def test_a_users_operators_are_loaded_by_the_option_and_judged(pytester):
+    """--api-replay-import loads the user's operators (as replay --import),
+    whose namespace is then allowed; without it they are refused."""
+    pytester.makepyfile(my_ops="""
+        import torch
+
+        @torch.library.custom_op("myops::twice", mutates_args=())
+        def twice(x: torch.Tensor) -> torch.Tensor:
+            return x * 2 if x.dtype == torch.float64 else x * 2.001  # wrong in float32
+    """)
+    configs = pytester.path / "configs.txt"
+    configs.write_text('torch.ops.myops.twice.default(Tensor([8], "float32"))\ntorch.ones(3)\n')
+    env_path = f"{pytester.path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    pytester._monkeypatch.setenv("PYTHONPATH", env_path)
+    refused = pytester.runpytest_subprocess("--api-replay", str(configs), "-p", "no:cacheprovider", "-rA")
+    refused.assert_outcomes(passed=1, failed=1)
+    refused.stdout.fnmatch_lines(["*it is an operator of myops, not of a computing namespace*"])
+    judged = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float64",
+                                           "--api-replay-import", "my_ops", "-p", "no:cacheprovider", "-rA")
+    judged.assert_outcomes(passed=1, failed=1)
+    judged.stdout.fnmatch_lines(["*mismatch *configs.txt:1: output: 8 / 8 elements*past the error model?s bound*"])
 
 
 def test_the_plugin_is_inert_without_its_options(pytester):
