@@ -5,7 +5,7 @@ tests/judge_sets.py (torch's own kernels, which are right, and the
 operators of tests/planted_defects.py, which are not), side by side in one
 run.
 
-    python bench/bench_judge.py [--splits tuning,held_out,validation] [--pairs] [--cost N] [--workloads]
+    python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final] [--pairs] [--cost N] [--workloads]
 
 Per split and judge: the false alarms among torch's kernels and the defects
 caught. With --pairs, also every fixed (rtol, atol) pair of a grid, to see
@@ -111,14 +111,15 @@ def workloads() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--splits", default="tuning,held_out,validation")
+    parser.add_argument("--splits", default="tuning,held_out,validation,fresh,final",
+                        help="the sets' splits to judge (comma-separated; '' for none)")
     parser.add_argument("--pairs", action="store_true", help="also a grid of fixed rtol/atol pairs")
     parser.add_argument("--cost", type=int, default=0, metavar="N", help="time per config, best of N rounds")
     parser.add_argument("--workloads", action="store_true", help="also the real models' configs, levels 2 and 3")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print(f"{'split':10} {'judge':28} {'false alarms':>14} {'defects caught':>15}")
-    for split in args.splits.split(","):
+    for split in filter(None, args.splits.split(",")):
         judges = [("error model", {}), ("rtol/atol of the dtype", {"model": False})]
         if args.pairs:
             judges += [(f"rtol=atol={t:g}", {"model": False, "rtol": t, "atol": t}) for t in (1e-5, 1e-4, 1e-3, 1e-2)]
