@@ -391,3 +391,9 @@ def test_float_ranges_need_value_ranges_and_a_merge_keeps_both_sets_ranges(tmp_p
     [prof] = read_value_profiles(FileSet(str(tmp_path / "m"), "_level_1").path("api_value_ranges.yaml"))[
         'torch.exp(Tensor([3], "float32"))'].values()
     assert (prof.fmin, prof.fmax, prof.nan, prof.posinf) == (-3.0, 2.0, True, False)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where the CUDA reference cannot run")
+def test_a_reference_device_that_cannot_run_skips_the_config_and_says_why():
+    r = judged('torch.neg(Tensor([4], "float32"))', check="device:cuda")
+    assert r.status == "skipped" and r.message.startswith("no reference: the call fails on cuda ("), r

@@ -165,7 +165,11 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
 def _reference_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
                     resolver: Resolver, other: Side) -> Tuple[Outcome, Side, str]:
     """The reference's outcome, the side that made it, and what it says of
-    how (a fallback)."""
+    how (a fallback). The reference's failure is not the operator's: where
+    float64 cannot run on the replay's device, float64 on the CPU is the
+    reference; where it cannot run at all, the operator's decomposition
+    (torch._decomp) in float64; where none runs, or another device's
+    reference fails, the config is skipped with why."""
     try:
         return run_side(config, api, args, kwargs, options, resolver, other), other, ""
     except Invalid:
@@ -174,19 +178,29 @@ def _reference_side(config: Config, api: str, args: list, kwargs: dict, options:
         raise Skip(f"on the {other.label} side: {e}") from e
     except Exception as e:  # noqa: BLE001 - the reference's failure: not the operator's
         failure = first_line(e)
+        if other.compiled:
+            raise SideError(f"on the {other.label} side", e) from e  # what --check compile is there to find
         if other.cast is not upcast:
-            raise SideError(f"on the {other.label} side", e) from e
+            raise Skip(f"no reference: the call fails on {other.label} ({failure})") from e
+    fallbacks = []
+    if device_of(other.device).type != "cpu":
+        fallbacks.append((replace(other, label="float64 on the CPU", device="cpu"), "float64 on the CPU"))
     decomposition = _decomposition(resolver.resolve(api, config.text))
-    if decomposition is None:
+    if decomposition is not None:
+        fallbacks.append((replace(other, label="float64 decomposition", substitute=decomposition),
+                          "its decomposition (torch._decomp) in float64"))
+    tried = []
+    for fallback, what in fallbacks:
+        try:
+            outcome = run_side(config, api, args, kwargs, options, resolver, fallback)
+        except Exception as e:  # noqa: BLE001
+            tried.append(f"{what} fails too ({first_line(e)})")
+            continue
+        return outcome, fallback, f"the reference is {what}: {failure}"
+    if not tried:
         raise Skip(f"no float64 reference: the operator fails in float64 ({failure}) and torch._decomp has no "
                    "decomposition of it")
-    fallback = replace(other, label="float64 decomposition", substitute=decomposition)
-    try:
-        outcome = run_side(config, api, args, kwargs, options, resolver, fallback)
-    except Exception as e:  # noqa: BLE001
-        raise Skip(f"no float64 reference: the operator fails in float64 ({failure}), and so does its "
-                   f"decomposition ({first_line(e)})") from e
-    return outcome, fallback, f"the reference is its decomposition (torch._decomp) in float64: {failure}"
+    raise Skip(f"no float64 reference: the operator fails in float64 ({failure}); " + "; ".join(tried))
 
 
 def _decomposition(func: Any) -> Any:
