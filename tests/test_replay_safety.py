@@ -330,3 +330,19 @@ def test_replay_reads_regular_files_and_writes_over_none_it_reads(tmp_path):
     for given in (str(tmp_path), str(tmp_path / "fifo"), "/dev/zero"):
         r = subprocess.run(CLI + ["replay", given], capture_output=True, text=True, timeout=300)
         assert r.returncode == 2 and r.stderr == f"api-tracer: replay: {given}: not a regular file\n"
+
+
+def test_index_put_impl_is_reviewed_with_its_indices_checked(tmp_path):
+    """Real models reach aten._index_put_impl_ (Swin, at level 3) with
+    unsafe=True, which skips the kernel's bounds checks: replay checks the
+    indices, here drawn past the tensor from a profile beside the file."""
+    line = ('torch.ops.aten._index_put_impl_.default(Tensor([49, 2], "float32"), [Tensor([256], "int64")], '
+            'Tensor([256, 2], "float32", stride=[1, 256]), True, True)')
+    (tmp_path / "c.txt").write_text(line + "\n")
+    ranges = tmp_path / "r.yaml"
+    ranges.write_text(f"- config: {line}\n  ranges:\n    args[1][0]: [0, 1000000]\n")
+    ok = subprocess.run(CLI + ["replay", "c.txt"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "1 ok" in ok.stdout, ok.stdout  # invalid before: a private operator
+    bad = subprocess.run(CLI + ["replay", "c.txt", "--value-ranges", str(ranges)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "indices[0] must lie in [-49, 49) for dimension 0 of self" in bad.stdout

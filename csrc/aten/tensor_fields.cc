@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include <ATen/Dispatch.h>
 #include <ATen/Functions.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -268,10 +269,20 @@ ValueProfile ReadValueProfile(const at::Tensor& t) {
         c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
     at::AutoDispatchBelowADInplaceOrView no_autograd;
     if (at::isFloatingType(t.scalar_type())) {
-      at::Tensor flat = t.reshape(-1).to(at::kDouble);
-      if (flat.numel() > kScanLimit) return FloatProfileByReductions(flat);
-      at::Tensor values = flat.cpu().contiguous();
-      return ValueProfile::OfFloats({values.data_ptr<double>(), static_cast<size_t>(values.numel())});
+      // On the CPU, one pass over the values as they are (no copy of a
+      // contiguous tensor, no conversion); on a device, by reductions there.
+      if (!t.is_cpu()) return FloatProfileByReductions(t.reshape(-1));
+      at::Tensor values = t.contiguous();
+      auto type = values.scalar_type();
+      if (type != at::kDouble && type != at::kFloat && type != at::kHalf && type != at::kBFloat16) {
+        values = values.to(at::kFloat);  // the float8 types: a copy, each value exact in float32
+      }
+      ValueProfile p;
+      auto n = static_cast<size_t>(values.numel());
+      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, values.scalar_type(), "value_profile", [&] {
+        p = ValueProfile::OfFloats(std::span<const scalar_t>(values.const_data_ptr<scalar_t>(), n));
+      });
+      return p;
     }
     at::Tensor flat = t.reshape(-1).to(at::kLong);
     if (flat.numel() > kScanLimit) return ProfileByReductions(flat);

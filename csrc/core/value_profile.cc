@@ -1,7 +1,6 @@
 #include "core/value_profile.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace api_tracer {
 namespace {
@@ -39,27 +38,6 @@ ValueProfile ValueProfile::Of(std::span<const int64_t> values) {
     if (i && v < values[i - 1]) p.sorted = false;
     if (v >= 0) p.nonneg_min = std::min(p.nonneg_min, v);
     p.AddDistinct(v);
-  }
-  return p;
-}
-
-ValueProfile ValueProfile::OfFloats(std::span<const double> values) {
-  ValueProfile p;
-  p.floating = true;
-  if (values.empty()) return p;
-  p.valid = true;
-  for (double v : values) {
-    if (std::isnan(v)) {
-      p.nan = true;
-    } else if (std::isinf(v)) {
-      (v > 0 ? p.posinf : p.neginf) = true;
-    } else if (!p.finite) {
-      p.finite = true;
-      p.fmin = p.fmax = v;
-    } else {
-      p.fmin = std::min(p.fmin, v);
-      p.fmax = std::max(p.fmax, v);
-    }
   }
   return p;
 }

@@ -138,6 +138,40 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _index_put(bound: Dict[str, Any]) -> Optional[str]:
+    """index_put with `unsafe` skips its bounds checks: every index within
+    the dimension it indexes, a mask of the shape of the dimensions it
+    covers, no more indices than dimensions."""
+    self, indices = bound.get("self"), bound.get("indices")
+    if not _is_tensor(self) or not isinstance(indices, (list, tuple)):
+        return "self must be a tensor and indices a list"
+    dim = 0
+    for i, index in enumerate(indices):
+        if index is None:
+            dim += 1
+            continue
+        if not _is_tensor(index) or index.is_floating_point() or index.is_complex():
+            return f"indices[{i}] must be an integer or bool tensor, or None"
+        if index.dtype in _mask_dtypes():
+            if tuple(index.shape) != tuple(self.shape[dim:dim + index.dim()]):
+                return f"indices[{i}], a mask of shape {list(index.shape)}, must match self's dimensions {dim} on"
+            dim += index.dim()
+            continue
+        if dim >= self.dim() or not _values_in(index, -self.shape[dim], self.shape[dim]):
+            return f"indices[{i}] must lie in [-{self.shape[dim] if dim < self.dim() else 0}, " \
+                   f"{self.shape[dim] if dim < self.dim() else 0}) for dimension {dim} of self"
+        dim += 1
+    if dim > self.dim():
+        return f"{len(indices)} indices for self of {self.dim()} dimensions"
+    return None
+
+
+def _mask_dtypes() -> Tuple[Any, ...]:
+    import torch
+
+    return (torch.bool, torch.uint8)
+
+
 # Public aten operators whose kernels read where their arguments' values
 # point without checking them, with the check replay makes first.
 PUBLIC_CHECKS: Dict[str, Check] = {
@@ -170,6 +204,8 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_embedding_bag": None,
     "_embedding_bag_forward_only": None,
     "_embedding_bag_backward": _embedding_bag_backward,
+    # indexing: index_put's implementation, whose `unsafe` skips the bounds checks
+    "_index_put_impl_": _index_put,
 }
 
 
