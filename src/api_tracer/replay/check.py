@@ -84,14 +84,10 @@ def output_hashes(outcome: Outcome) -> Dict[str, str]:
 
     import torch
 
-    from .compare import _plain, tensor_leaves
+    from .compare import _plain
 
-    leaves = list(tensor_leaves(outcome.output, "output"))
-    for path, grad in outcome.grads.items():
-        if not isinstance(grad, NoGradient) and grad is not None:
-            leaves += list(tensor_leaves(grad, f"the gradient of {path}"))
     hashes = {}
-    for where, t in leaves:
+    for where, t in outcome.tensors():
         t = _plain(t).detach().cpu().contiguous()
         digest = hashlib.sha256(f"{t.dtype} {list(t.shape)}".encode())
         digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
@@ -213,18 +209,28 @@ def _decomposition(func: Any) -> Any:
     return decomposition_table.get(func)
 
 
-def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
-    """The same call made twice from the same seed: its outputs (and
-    gradients) bitwise equal, random ones too; an operator torch marks
-    nondeterministic_bitwise that ran makes it a comparison of shapes,
-    dtypes and devices only, said."""
-    compare = Comparison("repeated", values=not mine.unrepeatable, rtol=0.0, atol=0.0)
+def _compared(compare: Comparison, mine: Outcome, theirs: Outcome) -> Optional[Verdict]:
+    """`compare` run over both sides' outputs and gradients (their errors
+    noted in compare.errors); the mismatch where one differs past what
+    `compare` allows, else None."""
     try:
         compare(mine.output, theirs.output, "output")
         for path, grad in mine.grads.items():
             compare(grad, theirs.grads.get(path), f"the gradient of {path}")
     except Mismatch as e:
         return Verdict(Status.MISMATCH, "values" if compare.values else "shapes", str(e))
+    return None
+
+
+def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
+    """The same call made twice from the same seed: its outputs (and
+    gradients) bitwise equal, random ones too; an operator torch marks
+    nondeterministic_bitwise that ran makes it a comparison of shapes,
+    dtypes and devices only, said."""
+    compare = Comparison("repeated", values=not mine.unrepeatable, rtol=0.0, atol=0.0)
+    differs = _compared(compare, mine, theirs)
+    if differs:
+        return differs
     hashes = output_hashes(mine)
     if mine.unrepeatable:
         return Verdict(Status.OK, "shapes", f"nondeterministic ({', '.join(mine.unrepeatable)}): compared shapes, "
@@ -249,12 +255,9 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
     compare = Comparison(other.label, values=not mine.random, dtype_of=other.cast or (lambda d: d),
                          device_of=lambda d: there if d == here else d, scalar_dtype=mine.precision,
                          rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged)
-    try:
-        compare(mine.output, theirs.output, "output")
-        for path, grad in mine.grads.items():
-            compare(grad, theirs.grads.get(path), f"the gradient of {path}")
-    except Mismatch as e:
-        return Verdict(Status.MISMATCH, "values" if compare.values else "shapes", str(e))
+    differs = _compared(compare, mine, theirs)
+    if differs:
+        return differs
     notes = [f"no gradient of {path} ({g.why})" for path, g in mine.grads.items() if isinstance(g, NoGradient)]
     if unjudged:
         notes.insert(0, f"{', '.join(unjudged)} not compared (kept for the backward, in a form of the kernel's "

@@ -163,14 +163,8 @@ def leaves(outcome: Any) -> Dict[str, Any]:
     as Comparison names them."""
     import torch
 
-    from .compare import tensor_leaves
-    from .side import NoGradient
-
-    found = dict(tensor_leaves(outcome.output, "output"))
-    for path, grad in outcome.grads.items():
-        if not isinstance(grad, NoGradient) and grad is not None:
-            found.update(tensor_leaves(grad, f"the gradient of {path}"))
-    return {k: v for k, v in found.items() if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())}
+    return {k: v for k, v in outcome.tensors()
+            if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())}
 
 
 def _moved(a: Any, b: Any) -> Any:

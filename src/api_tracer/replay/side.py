@@ -41,6 +41,16 @@ class Outcome:
     precision: Any = None  # the least precise floating dtype of the tensor inputs (torch.float64 if none)
     floating_inputs: bool = False  # whether the call had floating (or complex) tensor inputs
 
+    def tensors(self) -> List[Tuple[str, Any]]:
+        """(where, tensor) of each tensor of the output and the gradients,
+        named as Comparison names them ("output[1]", "the gradient of
+        args[0]")."""
+        found = list(tensor_leaves(self.output, "output"))
+        for path, grad in self.grads.items():
+            if not isinstance(grad, NoGradient) and grad is not None:
+                found += tensor_leaves(grad, f"the gradient of {path}")
+        return found
+
 
 @contextlib.contextmanager
 def grad_mode_kept() -> Iterator[None]:
