@@ -176,11 +176,12 @@ def tensorless_operators() -> Tuple[FrozenSet[str], FrozenSet[str]]:
 
 
 def _users(name: str) -> bool:
-    """Whether `name` is an operator of the user's loaded code."""
+    """Whether `name` is an operator (torch.ops.NAMESPACE.OP[.OVERLOAD]) of
+    the user's loaded code: allowed, private ones too (user_code.py)."""
     from . import user_code
 
     parts = name.split(".")
-    return len(parts) >= 3 and parts[2] in user_code.namespaces()
+    return len(parts) in (4, 5) and parts[2] in user_code.namespaces()
 
 
 def _private_refusal(name: str) -> Optional[str]:
@@ -207,15 +208,11 @@ def _private_refusal(name: str) -> Optional[str]:
 
 
 def _operator_refusal(name: str, obj: Any) -> Optional[str]:
-    from . import user_code
-
     parts = name.split(".")
     if len(parts) >= 3 and parts[2] in ("load_library", "import_module"):
         return "it loads code or a shared library"
     if len(parts) not in (4, 5):
         return "it is not an operator (torch.ops.NAMESPACE.OP[.OVERLOAD])"
-    if parts[2] in user_code.namespaces():
-        return None  # the user's own operators, loaded on the command line
     if parts[2] not in OPERATOR_NAMESPACES:
         return f"it is an operator of {parts[2]}, not of a computing namespace ({', '.join(OPERATOR_NAMESPACES)})"
     overloads, packets = tensorless_operators()
@@ -238,7 +235,7 @@ def refusal(name: str, obj: Any = None) -> Optional[str]:
     if why:
         why = f"it {why}"
     elif name.startswith("torch.ops."):
-        why = _operator_refusal(name, obj) or (None if _users(name) else _private_refusal(name))
+        why = None if _users(name) else _operator_refusal(name, obj) or _private_refusal(name)
     elif name not in named_apis():
         why = "it is not in replay's allow-list of computing APIs"
     else:
