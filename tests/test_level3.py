@@ -245,3 +245,34 @@ def test_the_tracers_own_work_is_not_recorded_at_level_3(out):
     names = [line.split("(")[0] for line in trace_lines(out)]
     assert "torch.ops.aten.abs.default" not in names
     assert "torch.ops.aten.neg.default" in names and "torch.ops.aten.exp.default" in names
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_a_kernels_intra_op_threads_are_nested_in_it(tmp_path, threads):
+    """conv_transpose2d's slow CPU kernel runs aten.select on torch's
+    intra-op worker threads when there are several: those calls are the kernel's,
+    not the program's. One call of it is one record at every number of
+    threads; with nesting="all" the workers' calls say their thread."""
+    import subprocess
+    import sys
+
+    script = f"""
+import torch, sys
+torch.set_num_threads({threads})
+from api_tracer import APITracer
+# float64: the slow kernel (not oneDNN's), whose parallel loop over the batch selects each sample
+x, w = torch.randn(4, 8, 16, 16, dtype=torch.float64), torch.randn(8, 4, 3, 3, dtype=torch.float64)
+torch.nn.functional.conv_transpose2d(x, w, dilation=2)
+for nesting in ("outermost", "all"):
+    with APITracer(output_path=sys.argv[1] + "/" + nesting, levels=3, merge_output=True, nesting=nesting):
+        torch.nn.functional.conv_transpose2d(x, w, dilation=2)
+"""
+    r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert [line.split("(")[0] for line in trace_lines(tmp_path / "outermost")] == [
+        "torch.ops.aten.conv_transpose2d.input"]  # 1 + 6 aten.select.int on 2 threads, before
+    every = yaml_records(tmp_path / "all")
+    assert every[0]["api"] == "torch.ops.aten.conv_transpose2d.input" and every[0]["depth"] == 0
+    assert all(r["depth"] >= 1 for r in every[1:])
+    workers = {r["thread"] for r in every if "thread" in r}
+    assert workers <= set(range(1, threads)) and (workers if threads > 1 else True)

@@ -1,5 +1,6 @@
 #include "aten/observer.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
 #include <atomic>
@@ -136,10 +137,11 @@ OpEntry Lookup(Observer* obs, ObserverThreadState& ts, const at::RecordFunction&
   return LookupSlow(obs, ts, fn);
 }
 
-void Record(Observer* obs, ObserverThreadState& ts, const KeyWriter& key, int depth) {
+void Record(Observer* obs, ObserverThreadState& ts, const KeyWriter& key, int depth, int worker) {
   RecordExtras extras;
   extras.level = obs->level;
   extras.depth = obs->nesting == Nesting::kAll ? depth : -1;
+  extras.thread = obs->nesting == Nesting::kAll ? worker : -1;
   if (!ts.backward.empty()) extras.backward = ts.backward.back().name;
   extras.module = ModuleContext::Current();
   obs->recorder->Record(key, extras);  // a failure is kept by the recorder, for stop
@@ -157,7 +159,11 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   if (SuspendRecording::Active()) return nullptr;  // the tracer's own work: no frame, no record
   OpEntry op = Lookup(obs, ts, fn);
   if (!op.sig) return nullptr;
-  int depth = static_cast<int>(ts.depth);
+  // A call on an intra-op worker thread (at::parallel_for's, thread 1 and
+  // on) is made by the kernel of the operator that opened the region, on
+  // another thread: nested in it, whatever this thread's own stack holds.
+  int worker = at::in_parallel_region() ? at::get_thread_num() : 0;
+  int depth = static_cast<int>(ts.depth) + (worker > 0 ? 1 : 0);
   if (Frame* parent = ts.Top()) parent->has_child = true;
   Frame& frame = ts.Push();
   frame.rf = &fn;
@@ -176,7 +182,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     case Nesting::kAll:
       ts.key.Clear();
       WriteOpCall(*op.sig, op.api, fn.inputs(), &ts.ctx, &ts.key);
-      Record(obs, ts, ts.key, depth);
+      Record(obs, ts, ts.key, depth, worker > 0 ? worker : -1);
       frame.recorded = true;
       ts.open = {true, op.api};
       break;
@@ -199,7 +205,7 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!frame || frame->rf != &fn) return;
   if (frame->recorded) ts.open = {};
   if (obs->nesting == Nesting::kInnermost && frame->op.included && !frame->has_child) {
-    Record(obs, ts, frame->key, static_cast<int>(ts.depth) - 1);
+    Record(obs, ts, frame->key, static_cast<int>(ts.depth) - 1, -1);
   }
   --ts.depth;
 }

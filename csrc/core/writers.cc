@@ -46,6 +46,7 @@ namespace {
 // The fields TraceWriter adds to a record.
 constexpr std::string_view kLevelField = "  level: ";
 constexpr std::string_view kDepthField = "  depth: ";
+constexpr std::string_view kThreadField = "  thread: ";
 
 // `prefix`, `value`, newline: a YAML record's integer field.
 void AppendIntField(std::string* out, std::string_view prefix, int value) {
@@ -81,6 +82,7 @@ void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& e
   b.yaml.append(*config.yaml_header);
   if (write_level_) AppendIntField(&b.yaml, kLevelField, extras.level);
   if (extras.depth >= 0) AppendIntField(&b.yaml, kDepthField, extras.depth);
+  if (extras.thread >= 0) AppendIntField(&b.yaml, kThreadField, extras.thread);
   if (!extras.backward.empty()) b.yaml.append(Buffer::Line(b.backward_lines, "backward", extras.backward));
   if (!extras.module.empty()) b.yaml.append(Buffer::Line(b.module_lines, "module", extras.module));
   b.yaml.append(config.yaml_body);

@@ -34,6 +34,7 @@ namespace api_tracer {
 struct RecordExtras {
   int level = 0;
   int depth = -1;              // >= 0: "depth: N" (every nested op recorded)
+  int thread = -1;             // >= 0: "thread: N", an intra-op worker thread's call (with depth)
   std::string_view backward;   // non-empty: "backward: MulBackward0"
   std::string_view module;     // non-empty: "module: Net.features.0"
 };
