@@ -130,3 +130,59 @@ def test_module_to_is_not_recorded_as_its_argument_parsing_and_the_trace_replays
     r = subprocess.run([sys.executable, "-m", "api_tracer", "replay", str(out / "api_configs_level_1.yaml")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _under_a_bare_dispatch_mode(f):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with PassThrough():
+        return f()
+
+
+def test_torch_computes_some_operators_otherwise_under_any_dispatch_mode():
+    """The torch issues README.md lists, pinned: under a bare pass-through
+    TorchDispatchMode (what level 2 is) complex pinv and lstsq are wrong
+    and svdvals/eigvalsh move in their last bits. When torch fixes one,
+    this fails: its entry in PyTorchDialect.DISPATCH_MODE_ISSUES goes."""
+    from api_tracer.dialect import PyTorchDialect
+
+    torch.manual_seed(0)
+    a = torch.randn(5, 3, dtype=torch.complex64)
+    eye = torch.eye(3, dtype=torch.complex64)
+    assert (torch.linalg.pinv(a) @ a - eye).abs().max() < 1e-5
+    assert (_under_a_bare_dispatch_mode(lambda: torch.linalg.pinv(a)) @ a - eye).abs().max() > 0.1
+    b = torch.randn(6, 2, dtype=torch.complex64)
+    a6 = torch.randn(6, 3, dtype=torch.complex64)
+    right = torch.linalg.lstsq(a6, b, driver="gelsd").residuals
+    assert not torch.allclose(_under_a_bare_dispatch_mode(lambda: torch.linalg.lstsq(a6, b, driver="gelsd").residuals),
+                              right, rtol=1e-3)
+    m = torch.randn(6, 6)
+    assert not torch.equal(_under_a_bare_dispatch_mode(lambda: torch.linalg.svdvals(m)), torch.linalg.svdvals(m))
+    s = m + m.T
+    assert not torch.equal(_under_a_bare_dispatch_mode(lambda: torch.linalg.eigvalsh(s)), torch.linalg.eigvalsh(s))
+    assert set(PyTorchDialect.DISPATCH_MODE_ISSUES) == {"aten::linalg_pinv", "aten::linalg_lstsq", "aten::_linalg_svd",
+                                                      "aten::_linalg_eigh"}
+
+
+def test_level2_warns_once_at_the_programs_call_where_torch_computes_otherwise(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "prog.py"
+    script.write_text("import torch\nfrom api_tracer import APITracer\n"
+                      "a = torch.randn(5, 3, dtype=torch.complex64)\n"
+                      f"with APITracer(output_path={str(tmp_path / 'o')!r}, levels=2):\n"
+                      "    torch.linalg.pinv(a)\n"
+                      "    torch.linalg.pinv(a)\n"
+                      f"with APITracer(output_path={str(tmp_path / 'o1')!r}, levels=1):\n"
+                      "    torch.linalg.pinv(a)\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if "RuntimeWarning" in line]
+    assert warnings == [f"{script}:5: RuntimeWarning: api_tracer: under level 2's dispatch mode torch computes "
+                        "aten::linalg_pinv otherwise: complex inputs give a wrong pseudo-inverse (pinv(A) @ A off "
+                        "the identity by about 1) (a torch issue: README.md, 'Known torch issues')"]

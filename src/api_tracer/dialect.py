@@ -305,6 +305,18 @@ class PyTorchDialect(FrameworkDialect):
     # would change what they see.
     SKIP_PREFIXES: Tuple[str, ...] = ("torch._", "torch.jit.", "torch.fx.", "torch.export.",
                                       "torch.compiler.", "torch.overrides.", "torch.utils._")
+    # Operators torch 2.13 computes otherwise whenever a TorchDispatchMode is
+    # active (any mode, a bare pass-through one too: level 2 cannot avoid
+    # it), each with what changes. README.md, "Known torch issues", gives a
+    # reproducer; level 2 warns once per process at the first call of each.
+    DISPATCH_MODE_ISSUES: Dict[str, str] = {
+        "aten::linalg_pinv": "complex inputs give a wrong pseudo-inverse (pinv(A) @ A off the identity by about 1)",
+        "aten::linalg_lstsq": "complex inputs give wrong residuals",
+        "aten::_linalg_svd": "calls for the singular values alone (svdvals, cond, the nuclear norm) compute the "
+                             "vectors too: float32 values differ in their last bits",
+        "aten::_linalg_eigh": "calls for the eigenvalues alone (eigvalsh) compute the vectors too: float32 values "
+                              "differ in their last bits",
+    }
 
     def hook_classes(self) -> Dict[int, type]:
         return {hook.level: hook for hook in (SetattrHook, TorchFunctionHook, TorchDispatchHook, NativeHook)}
@@ -450,6 +462,7 @@ class PyTorchDialect(FrameworkDialect):
         import torch
 
         if isinstance(func, torch._ops.OpOverload):
+            _warn_of_dispatch_mode_issue(func._schema.name, self.DISPATCH_MODE_ISSUES)
             return func._schema.name, func._schema.overload_name
         return None
 
@@ -597,3 +610,25 @@ class PyTorchDialect(FrameworkDialect):
             if call is not None:
                 return call
         return Call("Opaque", name)
+
+
+_warned_issues: set = set()
+
+
+def _warn_of_dispatch_mode_issue(name: str, issues: Dict[str, str]) -> None:
+    """A RuntimeWarning, once per process, where torch computes the operator
+    `name` otherwise under a dispatch mode (PyTorchDialect.DISPATCH_MODE_ISSUES):
+    met by level 2, the traced program's results change there."""
+    if name in issues and name not in _warned_issues:
+        import warnings
+
+        import torch
+
+        _warned_issues.add(name)
+        # at the program's call: the first frame out of torch and the tracer
+        ours = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
+        frame, level = sys._getframe(1), 2
+        while frame is not None and frame.f_code.co_filename.startswith(ours):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(f"api_tracer: under level 2's dispatch mode torch computes {name} otherwise: {issues[name]} "
+                      "(a torch issue: README.md, 'Known torch issues')", RuntimeWarning, stacklevel=level)
