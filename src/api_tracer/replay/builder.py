@@ -207,6 +207,8 @@ class Builder:
         profile = self.ranges.get(path)
         if dtype.is_floating_point and profile is not None and profile.floating:
             base = draw_floats(profile, numel, self.gen).to(dtype)
+        elif dtype.is_floating_point and dtype.itemsize == 1:  # the float8 types: no random kernel of their own
+            base = torch.randn(numel, generator=self.gen).to(dtype)
         elif dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
         elif profile is not None:

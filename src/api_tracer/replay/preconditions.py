@@ -206,6 +206,8 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_embedding_bag_backward": _embedding_bag_backward,
     # indexing: index_put's implementation, whose `unsafe` skips the bounds checks
     "_index_put_impl_": _index_put,
+    # float8 matmul with scales (its kernel checks shapes, scales and bias)
+    "_scaled_mm": None,
 }
 
 
