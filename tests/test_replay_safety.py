@@ -121,6 +121,9 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
         'Tensor([], "float32"), Tensor([], "float32"), bias=Tensor([7], "float32"))',
         'torch._scaled_mm(Tensor([16], "float8_e4m3fn"), Tensor([16, 16], "float8_e4m3fn", stride=[1, 16]), '
         'Tensor([], "float32"), Tensor([], "float32"))',
+        'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_csr, nnz=3), '
+        'Tensor([5, 2], "float32"))',
+        'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_coo, nnz=3), Tensor([4], "float32"))',
     ]
     path = tmp_path / "probes.txt"
     path.write_text("\n".join(lines) + "\n")
@@ -130,7 +133,7 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
     r = subprocess.run(CLI + ["replay", str(path), "--isolate", "-o", str(tmp_path / "r.jsonl")],
                        capture_output=True, text=True, timeout=600)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 5, r.stdout
+    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 7, r.stdout
     assert all(x["error"] != "WorkerCrashed" for x in results)
     assert "not in the valid range" in results[1]["message"]
 
@@ -365,3 +368,26 @@ def test_float8_arguments_are_drawn_in_float32_and_converted():
         'torch.Tensor.float(Tensor([4], "float8_e5m2"))',
     ])
     assert results == [("ok", ""), ("ok", "")]
+
+
+def test_what_level_1_records_of_torch_sparse_replays(tmp_path):
+    """The binding torch.sparse.mm calls, which level 1 records under
+    torch._C._sparse, was refused as outside the allow-list, as was
+    torch.sparse.mm itself: what the tracer records as a computing call,
+    the policy allows."""
+    from api_tracer import APITracer
+    from api_tracer.replay import read_configs
+
+    import torch
+
+    a = torch.randn(3, 4).to_sparse_csr()
+    with APITracer(output_path=str(tmp_path), levels=1, merge_output=True):
+        torch.sparse.mm(a, torch.randn(4, 2))
+        torch.sparse.mm(torch.randn(3, 4).to_sparse(), torch.randn(4, 2))
+    configs = read_configs(str(tmp_path / "api_configs.yaml"))
+    apis = {c.text.split("(")[0] for c in configs}
+    assert "torch._C._sparse._sparse_mm" in apis, apis
+    configs.append(Config("x", 9, 'torch.sparse.mm(Tensor([3, 4], "float32", layout=torch.sparse_coo, nnz=3), '
+                                  'Tensor([4, 2], "float32"))'))
+    results = run_in_process(configs, ReplayOptions(), lambda r: None)
+    assert [(r.config, r.status) for r in results if r.status != "ok"] == []

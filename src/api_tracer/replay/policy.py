@@ -46,6 +46,11 @@ from typing import Any, Dict, FrozenSet, Optional, Tuple
 OPERATOR_NAMESPACES = ("aten", "prims", "rngprims", "quantized", "_quantized", "quantized_decomposed",
                        "quantization", "sparse", "mkldnn", "mkldnn_prepacked", "mkl", "onednn")
 
+# Functions of torch.sparse, which torch.overrides' tables leave out and
+# level 1 records under these names.
+SPARSE_FUNCTIONS = tuple(f"torch.sparse.{name}" for name in (
+    "addmm", "log_softmax", "mm", "sampled_addmm", "softmax", "spdiags", "spsolve", "sum"))
+
 # Classes replay constructs to rebuild argument values.
 VALUE_CONSTRUCTORS = ("torch.device", "torch.Size", "torch.Generator")
 
@@ -111,7 +116,7 @@ def named_apis() -> FrozenSet[str]:
 
     from ..dialect import PyTorchDialect
 
-    names = set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE)
+    names = set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE) | set(SPARSE_FUNCTIONS)
     for functions in get_overridable_functions().values():
         names.update(filter(None, map(resolve_name, functions)))
     names.update(n for n in filter(None, map(resolve_name, get_ignored_functions()))
@@ -120,15 +125,27 @@ def named_apis() -> FrozenSet[str]:
     return frozenset(n for n in names if not denied(n))
 
 
-def _binds_operator(name: str) -> bool:
-    """Whether `name` is torch.NAME or torch.Tensor.NAME, the C binding of
-    the aten operator NAME."""
-    import types
-
+def _binding_modules() -> Dict[str, Any]:
+    """Where torch's generated Python bindings of aten operators are, by the
+    name the tracer writes them under: torch.NAME, torch.Tensor.NAME, and
+    torch._C's per-family modules (torch._C._nn.linear, _linalg, _special,
+    _fft, _sparse: what level 1 sees torch.nn.functional, torch.linalg,
+    torch.sparse... call)."""
     import torch
 
+    modules = {"torch": torch._C._VariableFunctions, "torch.Tensor": torch._C.TensorBase}
+    for family in ("_nn", "_linalg", "_special", "_fft", "_sparse"):
+        modules[f"torch._C.{family}"] = getattr(torch._C, family)
+    return modules
+
+
+def _binds_operator(name: str) -> bool:
+    """Whether `name` is a generated binding (_binding_modules) of the aten
+    operator of its last part: torch.add, torch._C._nn.linear."""
+    import types
+
     owner, _, op = name.rpartition(".")
-    holder = {"torch": torch._C._VariableFunctions, "torch.Tensor": torch._C.TensorBase}.get(owner)
+    holder = _binding_modules().get(owner)
     return holder is not None and op in _aten_names() and isinstance(
         getattr(holder, op, None), (types.BuiltinFunctionType, types.MethodDescriptorType))
 
@@ -141,16 +158,14 @@ def _aten_names() -> FrozenSet[str]:
 
 
 def operator_bindings() -> FrozenSet[str]:
-    """torch.NAME and torch.Tensor.NAME where NAME is the generated Python
-    binding of the aten operator NAME (a builtin of torch._C's function
-    table or Tensor base class), the operator not denied."""
+    """The generated Python bindings of aten operators (_binding_modules:
+    torch.NAME, torch.Tensor.NAME, torch._C._nn.NAME, ... a builtin named
+    as the operator NAME), the operator not denied."""
     import types
-
-    import torch
 
     aten = _aten_names()
     bindings = set()
-    for owner, prefix in ((torch._C._VariableFunctions, "torch"), (torch._C.TensorBase, "torch.Tensor")):
+    for prefix, owner in _binding_modules().items():
         for name in aten.intersection(dir(owner)):
             builtin = isinstance(getattr(owner, name), (types.BuiltinFunctionType, types.MethodDescriptorType))
             if builtin and not name.startswith("__") and not denied(f"torch.ops.aten.{name}"):

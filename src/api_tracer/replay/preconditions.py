@@ -208,6 +208,8 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_index_put_impl_": _index_put,
     # float8 matmul with scales (its kernel checks shapes, scales and bias)
     "_scaled_mm": None,
+    # the sparse matmul torch.sparse.mm calls (its kernel checks the shapes)
+    "_sparse_mm": None,
 }
 
 
