@@ -51,10 +51,12 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+import numpy
 import torch
 
 from api_tracer import APITracer
 from api_tracer.replay import ReplayOptions, ranges_beside, read_configs, read_value_ranges, roundtrip, run_in_process
+from api_tracer.replay.configs import first_line
 
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "complex64": torch.complex64, "bool": torch.bool}
 SEED = 0
@@ -105,6 +107,7 @@ def samples(op: Any, dtype: torch.dtype, n: int) -> List[Any]:
     """The OpInfo's first `n` sample inputs on the CPU, the same on every call."""
     torch.manual_seed(SEED)
     random.seed(SEED)
+    numpy.random.seed(SEED)
     return list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False), n))
 
 
@@ -145,22 +148,23 @@ def select(ops: List[Any], dtype: torch.dtype, n: int, limit: float) -> Tuple[Li
 
 
 def traced_run(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, level: int,
-               out: str) -> Dict[str, int]:
+               out: str) -> Tuple[int, List[str]]:
     """The chosen calls made again, on samples made before tracing starts,
-    while `level` traces into `out`; what came of them, counted."""
+    while `level` traces into `out`: how many returned, and for each that
+    raised, its OpInfo and exception."""
     made = []
     for op, indices in chosen:
         mine = samples(op, dtype, n)
         made += [(op, mine[i]) for i in indices]
-    counts = {"traced calls": 0, "raised traced": 0}
+    returned, raised = 0, []
     with APITracer(output_path=out, levels=level, merge_output=True, value_ranges=True, float_ranges=True):
         for op, sample in made:
             try:
                 call(op, sample)
-                counts["traced calls"] += 1
-            except Exception:  # noqa: BLE001 - raised only while traced: counted apart
-                counts["raised traced"] += 1
-    return counts
+                returned += 1
+            except Exception as e:  # noqa: BLE001 - raised only while traced: counted apart
+                raised.append(f"{opinfo_name(op)}: {type(e).__name__}: {first_line(e)}")
+    return returned, raised
 
 
 # -- one measurement ------------------------------------------------------------
@@ -168,7 +172,7 @@ def traced_run(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, 
 def measure(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, level: int) -> Dict:
     """The chosen calls traced at one level: each config's replay and round trip."""
     with tempfile.TemporaryDirectory() as out:
-        counts = traced_run(chosen, dtype, n, level, out)
+        returned, raised = traced_run(chosen, dtype, n, level, out)
         path = os.path.join(out, "api_configs.yaml")
         configs = read_configs(path) if os.path.exists(path) else []
         ranges = read_value_ranges(ranges_beside(path)) if configs else {}
@@ -177,7 +181,7 @@ def measure(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, lev
     back = {c.text: why for c, why in roundtrip(configs, level, options)}
     statuses = Counter(str(r.status) for r in results)
     return {
-        **counts, "configs": len(configs), **{s: statuses[s] for s in ("ok", "skipped", "failed", "invalid")},
+        "traced calls": returned, "raised traced": raised, "configs": len(configs), **{s: statuses[s] for s in ("ok", "skipped", "failed", "invalid")},
         "same line": sum(1 for why in back.values() if not why),
         "results": [{"config": r.config, "api": r.api, "status": str(r.status), "error": r.error,
                      "message": r.message, "round trip": back[r.config]} for r in results],
@@ -228,8 +232,12 @@ def problem_class(result: Dict) -> List[str]:
 
 
 def print_classes(runs: List[Dict]) -> None:
-    """Every problem class over all runs, most configs first, with two of
-    its configs and its APIs, those of most configs first."""
+    """The calls that raised only while traced; then every problem class
+    over all runs, most configs first, with two of its configs and its
+    APIs, those of most configs first."""
+    for run in runs:
+        for what in run["raised traced"]:
+            print(f"raised only while traced, {run['dtype']} level {run['level']}: {what[:300]}")
     members: Dict[str, List[Tuple[str, Dict]]] = defaultdict(list)
     for run in runs:
         for result in run["results"]:
@@ -277,9 +285,9 @@ def main(argv: List[str]) -> None:
             m = {"dtype": name, "level": level, **measure(chosen, dtype, args.samples, level)}
             m["seconds"] = round(time.perf_counter() - began, 1)
             runs.append(m)
-            print(f"{name:9} {level:5} {len(chosen):4} {m['traced calls'] + m['raised traced']:5} {m['configs']:7} "
+            print(f"{name:9} {level:5} {len(chosen):4} {m['traced calls'] + len(m['raised traced']):5} {m['configs']:7} "
                   f"{share(m['ok'], m['configs']):>9} {m['skipped']:7} {m['failed']:6} {m['invalid']:7} "
-                  f"{share(m['same line'], m['configs']):>9} {m['raised traced']:13} {m['seconds']:7.0f}", flush=True)
+                  f"{share(m['same line'], m['configs']):>9} {len(m['raised traced']):13} {m['seconds']:7.0f}", flush=True)
     for name, counts in corpus.items():
         print(f"corpus {name}: {counts.get('ops', 0)} OpInfos with the dtype ({counts.get('no samples', 0)} no samples, "
               f"{counts.get('too slow', 0)} too slow); {counts.get('calls', 0)} calls, "

@@ -6,6 +6,7 @@ death fails the config it held)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -45,6 +46,13 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
         status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
         status, error, message = Status.FAILED, type(e).__name__, first_line(e)
+        domain = outside_domain(message)
+        if domain:  # the values replay drew, not the operator
+            profiled = any(p.floating for p in options.ranges.get(config.text, {}).values())
+            status, error = Status.SKIPPED, ""
+            drawn = ("drawn in the program's ranges, which do not keep that" if profiled else
+                     "drawn from N(0, 1): no floating profile (trace with float_ranges=True)")
+            message = f"inputs outside the operator's domain ({domain}), {drawn}: {type(e).__name__}: {message}"
     result = Result(config.file, config.line, config.text, api, status, error, message, column,
                     time.perf_counter() - start)
     if verdict:
@@ -56,6 +64,25 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
             if worst.measure == "rtol/atol":
                 result.rtol, result.atol = worst.rtol, worst.atol
     return result
+
+
+# What an operator says when random inputs fall outside its domain: the
+# config is skipped, with the domain, not failed (run.replay_one).
+DOMAIN_ERRORS = (
+    (re.compile(r"not positive-definite"), "a positive-definite matrix"),
+    (re.compile(r"p_in >= 0 && p_in <= 1|elements of input should be between 0 and 1"), "probabilities in [0, 1]"),
+    (re.compile(r"probability tensor contains either"), "non-negative probabilities"),
+    (re.compile(r"std >= 0"), "a non-negative standard deviation"),
+    (re.compile(r"var has negative entr"), "non-negative variances"),
+    (re.compile(r"invalid Poisson rate"), "non-negative rates"),
+    (re.compile(r"[af]weights cannot be negative"), "non-negative weights"),
+)
+
+
+def outside_domain(message: str) -> str:
+    """The domain an operator's error `message` says its inputs fell
+    outside of ("" for any other error)."""
+    return next((domain for pattern, domain in DOMAIN_ERRORS if pattern.search(message)), "")
 
 
 # -- running many -------------------------------------------------------------
