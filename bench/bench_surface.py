@@ -181,7 +181,8 @@ def measure(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, lev
     back = {c.text: why for c, why in roundtrip(configs, level, options)}
     statuses = Counter(str(r.status) for r in results)
     return {
-        "traced calls": returned, "raised traced": raised, "configs": len(configs), **{s: statuses[s] for s in ("ok", "skipped", "failed", "invalid")},
+        "traced calls": returned, "raised traced": raised, "configs": len(configs),
+        **{s: statuses[s] for s in ("ok", "skipped", "failed", "invalid")},
         "same line": sum(1 for why in back.values() if not why),
         "results": [{"config": r.config, "api": r.api, "status": str(r.status), "error": r.error,
                      "message": r.message, "round trip": back[r.config]} for r in results],
@@ -206,8 +207,8 @@ def first_difference(config: str, traced: str) -> str:
     a, b = re.findall(r"\w+|[^\w\s]", config), re.findall(r"\w+|[^\w\s]", traced)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag != "equal":
-            before = "".join(a[max(0, i1 - 3):i1])
-            return f"...{normalized(before, 30)} -{normalized(''.join(a[i1:i2]), 40)!r} +{normalized(''.join(b[j1:j2]), 40)!r}"
+            before, removed, added = "".join(a[max(0, i1 - 3):i1]), "".join(a[i1:i2]), "".join(b[j1:j2])
+            return f"...{normalized(before, 30)} -{normalized(removed, 40)!r} +{normalized(added, 40)!r}"
     return "equal tokens, other spacing"
 
 
@@ -225,7 +226,8 @@ def problem_class(result: Dict) -> List[str]:
     elif why.startswith("traced as nothing"):
         classes.append("round trip: traced as nothing")
     elif why.startswith("traced as "):
-        classes.append(f"round trip: traced as another line: {first_difference(result['config'], why[len('traced as '):])}")
+        traced = why[len("traced as "):]
+        classes.append(f"round trip: traced as another line: {first_difference(result['config'], traced)}")
     elif why:
         classes.append(f"round trip: {normalized(why)}")
     return classes
@@ -261,7 +263,7 @@ def share(part: int, whole: int) -> str:
 def main(argv: List[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", help="comma-separated OpInfo names (default: all of op_db)")
-    parser.add_argument("--dtypes", default="float32,int64,complex64,bool", help="comma-separated, of " + ",".join(DTYPES))
+    parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated, of " + ",".join(DTYPES))
     parser.add_argument("--levels", default="0,1,2,3", help="comma-separated")
     parser.add_argument("--samples", type=int, default=3, help="sample inputs per OpInfo")
     parser.add_argument("--op-limit", type=float, default=20.0,
@@ -279,19 +281,19 @@ def main(argv: List[str]) -> None:
     for name in args.dtypes.split(","):
         dtype = DTYPES[name]
         chosen, counts = select(ops, dtype, args.samples, args.op_limit)
-        corpus[name] = dict(counts)
+        corpus[name] = {k: counts[k] for k in ("ops", "no samples", "too slow", "calls", "raised")}
         for level in levels:
             began = time.perf_counter()
             m = {"dtype": name, "level": level, **measure(chosen, dtype, args.samples, level)}
             m["seconds"] = round(time.perf_counter() - began, 1)
             runs.append(m)
-            print(f"{name:9} {level:5} {len(chosen):4} {m['traced calls'] + len(m['raised traced']):5} {m['configs']:7} "
+            raised = len(m["raised traced"])
+            print(f"{name:9} {level:5} {len(chosen):4} {m['traced calls'] + raised:5} {m['configs']:7} "
                   f"{share(m['ok'], m['configs']):>9} {m['skipped']:7} {m['failed']:6} {m['invalid']:7} "
-                  f"{share(m['same line'], m['configs']):>9} {len(m['raised traced']):13} {m['seconds']:7.0f}", flush=True)
+                  f"{share(m['same line'], m['configs']):>9} {raised:13} {m['seconds']:7.0f}", flush=True)
     for name, counts in corpus.items():
-        print(f"corpus {name}: {counts.get('ops', 0)} OpInfos with the dtype ({counts.get('no samples', 0)} no samples, "
-              f"{counts.get('too slow', 0)} too slow); {counts.get('calls', 0)} calls, "
-              f"{counts.get('raised', 0)} raised untraced")
+        print(f"corpus {name}: {counts['ops']} OpInfos with the dtype ({counts['no samples']} no samples, "
+              f"{counts['too slow']} too slow); {counts['calls']} calls, {counts['raised']} raised untraced")
     print(f"({time.perf_counter() - start:.0f} s)")
     if args.why:
         print_classes(runs)

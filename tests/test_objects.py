@@ -224,3 +224,34 @@ def test_optimizers_are_written_with_the_arguments_their_constructor_takes():
         pass
 
     assert format_call("f", Mine(params)).startswith('f(Opaque("')
+
+
+@pytest.mark.parametrize("level", [0, 1])
+def test_torch_dataclasses_and_cxx_enums_are_written_as_what_builds_them(tmp_path, level):
+    """An options dataclass of torch's (torch.nn.LinearCrossEntropyOptions)
+    and a member of an enum torch defines in C++ (ScalingType) were written
+    Opaque(...): they are the constructor call and the member, which replay
+    builds, and which trace back to the same line."""
+    import torch.nn.functional as F
+
+    from api_tracer import APITracer
+    from api_tracer.replay import ReplayOptions, read_configs, roundtrip, run_in_process
+
+    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=4, chunking_method="auto")
+    a = torch.randn(16, 16).to(torch.float8_e4m3fn)
+    b = torch.randn(16, 16).to(torch.float8_e4m3fn).t()
+    one = torch.ones(())
+    with APITracer(output_path=str(tmp_path), levels=level, merge_output=True):
+        F.linear_cross_entropy(torch.randn(4, 8), torch.randn(10, 8), torch.randint(0, 10, (4,)), options=options)
+        F.scaled_mm(a, b, one, F.ScalingType.TensorWise, one, F.ScalingType.TensorWise)
+    # (level 1 sees scaled_mm as the call it makes, torch._scaled_mm_v2, the enum's values as ints)
+    scaled = "torch.nn.functional.scaled_mm" if level == 0 else "torch._scaled_mm_v2"
+    configs = [c for c in read_configs(str(tmp_path / "api_configs.yaml"))
+               if c.text.startswith(("torch.nn.functional.linear_cross_entropy", scaled))]
+    [lce] = [c for c in configs if c.text.startswith("torch.nn.functional.linear_cross_entropy")]
+    [mm] = [c for c in configs if c.text.startswith(scaled)]
+    assert "options=torch.nn.LinearCrossEntropyOptions(allow_retain_graph=False, batch_chunk_size=4, " \
+           'chunking_method="auto", acc_policy="auto", acc_dtype=None)' in lce.text
+    assert mm.text.count("torch.nn.functional.ScalingType.TensorWise") == (2 if level == 0 else 0)
+    assert [r.status for r in run_in_process(configs, ReplayOptions(), lambda r: None)] == ["ok", "ok"]
+    assert [why for _, why in roundtrip(configs, level)] == ["", ""]

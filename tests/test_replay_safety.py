@@ -124,6 +124,10 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
         'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_csr, nnz=3), '
         'Tensor([5, 2], "float32"))',
         'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_coo, nnz=3), Tensor([4], "float32"))',
+        'torch._scaled_mm_v2(Tensor([16, 16], "float8_e4m3fn"), Tensor([32, 16], "float8_e4m3fn", stride=[1, 32]), '
+        '[Tensor([], "float32")], [0], [], [Tensor([], "float32")], [0], [], None, torch.bfloat16, (), False)',
+        'torch._scaled_mm_v2(Tensor([16, 16], "float8_e4m3fn"), Tensor([16, 16], "float8_e4m3fn", stride=[1, 16]), '
+        '[Tensor([3], "float32")], [0], [], [Tensor([], "float32")], [9], [], None, torch.bfloat16, (), False)',
     ]
     path = tmp_path / "probes.txt"
     path.write_text("\n".join(lines) + "\n")
@@ -133,7 +137,7 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
     r = subprocess.run(CLI + ["replay", str(path), "--isolate", "-o", str(tmp_path / "r.jsonl")],
                        capture_output=True, text=True, timeout=600)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 7, r.stdout
+    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 9, r.stdout
     assert all(x["error"] != "WorkerCrashed" for x in results)
     assert "not in the valid range" in results[1]["message"]
 

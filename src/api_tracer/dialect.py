@@ -9,6 +9,7 @@ types or to add levels, and pass the instance as ``APITracer(dialect=...)``.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import os
@@ -53,19 +54,27 @@ def _read_api_list(path: str, mtime_ns: int, size: int) -> Tuple[str, ...]:
 def public_name(obj: Any) -> str:
     """The shortest dotted path under which obj's module exports it.
 
-    ``torch.nn.modules.linear.Linear`` is ``torch.nn.Linear``; builtins are
-    bare (``float``)."""
+    ``torch.nn.modules.linear.Linear`` is ``torch.nn.Linear``; a private
+    name a module exports publicly too is written so
+    (``torch.nn.functional._ScalingType`` is ``torch.nn.functional.ScalingType``);
+    builtins are bare (``float``)."""
     module = getattr(obj, "__module__", None) or "builtins"
     qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
     if module == "builtins":
         return qualname
     if "." not in qualname:
         parts = module.split(".")
-        for i in range(1, len(parts)):
+        for i in range(1, len(parts) + 1):
             prefix = ".".join(parts[:i])
             mod = sys.modules.get(prefix)
-            if mod is not None and getattr(mod, qualname, None) is obj:
+            if mod is None:
+                continue
+            if i < len(parts) and getattr(mod, qualname, None) is obj:
                 return f"{prefix}.{qualname}"
+            if qualname.startswith("_"):
+                alias = next((n for n, v in vars(mod).items() if v is obj and not n.startswith("_")), None)
+                if alias:
+                    return f"{prefix}.{alias}"
     return f"{module}.{qualname}"
 
 
@@ -513,6 +522,12 @@ class PyTorchDialect(FrameworkDialect):
             return (_C.Rule.replace, lambda c: Symbol(public_name(c)))
         if issubclass(tp, types.ModuleType):
             return (_C.Rule.replace, lambda m: Symbol(m.__name__))
+        if name.startswith("torch.") and isinstance(getattr(tp, "__members__", None), dict) and \
+                hasattr(tp, "name"):  # an enum of torch's C++ (pybind11): its member
+            return (_C.Rule.replace, lambda e: Symbol(f"{name}.{e.name}"))
+        if name.startswith("torch.") and dataclasses.is_dataclass(tp):  # torch's options and the like
+            init = [f.name for f in dataclasses.fields(tp) if f.init]
+            return (_C.Rule.replace, lambda d: Call(name, **{f: getattr(d, f) for f in init}))
         if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                            types.MethodDescriptorType, types.WrapperDescriptorType,
                            functools.partial, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):

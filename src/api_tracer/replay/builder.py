@@ -188,7 +188,8 @@ class Builder:
         torch = self.r.torch
         obj = self.r.walk(name, self.line)
         if not isinstance(obj, (torch.dtype, torch.layout, torch.memory_format, torch.qscheme)):
-            if not (isinstance(obj, type) and self.r._inside(obj)):
+            enum_member = isinstance(getattr(type(obj), "__members__", None), dict) and self.r._inside(type(obj))
+            if not (isinstance(obj, type) and self.r._inside(obj)) and not enum_member:
                 raise Invalid(f"the name {name!r} is not a torch constant", self.line.find(name) + 1)
         return obj
 

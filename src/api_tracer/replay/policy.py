@@ -51,6 +51,23 @@ OPERATOR_NAMESPACES = ("aten", "prims", "rngprims", "quantized", "_quantized", "
 SPARSE_FUNCTIONS = tuple(f"torch.sparse.{name}" for name in (
     "addmm", "log_softmax", "mm", "sampled_addmm", "softmax", "spdiags", "spsolve", "sum"))
 
+def option_classes() -> FrozenSet[str]:
+    """torch's dataclasses of options (torch.nn.LinearCrossEntropyOptions)
+    that its public namespaces export: values the tracer writes as their
+    constructor calls, which replay builds."""
+    import dataclasses
+
+    import torch
+    import torch.nn.functional
+
+    found = set()
+    for prefix, module in (("torch", torch), ("torch.nn", torch.nn), ("torch.nn.functional", torch.nn.functional)):
+        for name, value in vars(module).items():
+            if not name.startswith("_") and isinstance(value, type) and dataclasses.is_dataclass(value):
+                found.add(f"{prefix}.{name}")
+    return frozenset(found)
+
+
 # Classes replay constructs to rebuild argument values.
 VALUE_CONSTRUCTORS = ("torch.device", "torch.Size", "torch.Generator")
 
@@ -116,7 +133,8 @@ def named_apis() -> FrozenSet[str]:
 
     from ..dialect import PyTorchDialect
 
-    names = set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE) | set(SPARSE_FUNCTIONS)
+    names = (set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE) | set(SPARSE_FUNCTIONS)
+             | option_classes())
     for functions in get_overridable_functions().values():
         names.update(filter(None, map(resolve_name, functions)))
     names.update(n for n in filter(None, map(resolve_name, get_ignored_functions()))

@@ -206,8 +206,10 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_embedding_bag_backward": _embedding_bag_backward,
     # indexing: index_put's implementation, whose `unsafe` skips the bounds checks
     "_index_put_impl_": _index_put,
-    # float8 matmul with scales (its kernel checks shapes, scales and bias)
+    # float8 matmul with scales, and the form torch.nn.functional.scaled_mm calls
+    # (their kernels check shapes, scales and bias)
     "_scaled_mm": None,
+    "_scaled_mm_v2": None,
     # the sparse matmul torch.sparse.mm calls (its kernel checks the shapes)
     "_sparse_mm": None,
 }

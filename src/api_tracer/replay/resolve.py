@@ -78,7 +78,10 @@ class Resolver:
 
     def constructible(self, cls: Any) -> bool:
         """Whether replay may call `cls` to build a value: the few torch
-        classes it knows how to construct."""
+        classes it knows how to construct, and torch's dataclasses of options."""
+        import dataclasses
+
         torch = self.torch
-        return cls in (torch.device, torch.Size, torch.Generator) or (
-            isinstance(cls, type) and issubclass(cls, (torch.nn.Module, torch.optim.Optimizer)))
+        return cls in (torch.device, torch.Size, torch.Generator) or isinstance(cls, type) and (
+            issubclass(cls, (torch.nn.Module, torch.optim.Optimizer))
+            or dataclasses.is_dataclass(cls) and self._inside(cls))
