@@ -501,3 +501,28 @@ def test_modules_in_evaluation_mode_replay_in_it_and_trace_back(tmp_path):
     assert [(r.status, r.message) for r in results] == [
         ("skipped", "argument torch.ones(...) is not one this replay rebuilds"),
         ("invalid", "Eval(...) takes one module's constructor call")]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_views_into_a_larger_storage_are_rebuilt_there(tmp_path, level):
+    """A view that does not cover its storage (here elements 5 to 14 of a
+    20-element one) is written with its storage offset and size, and rebuilt
+    so: as_strided reaching past the view's own elements (to element 10 of
+    the storage) replays, gives what the program got from the same storage,
+    and traces back as the same line."""
+    storage = torch.arange(20.0)
+    view = storage[5:15]
+    with APITracer(output_path=str(tmp_path), levels=level, merge_output=True):
+        torch.as_strided(view, (2, 2), (1, 2), storage_offset=10)
+        torch.neg(storage[::2][:4])  # a strided view from offset 0, ending before the storage does
+    configs = [c for c in read_configs(str(tmp_path / "api_configs.yaml")) if "as_strided" in c.text or "neg" in c.text]
+    assert len(configs) == 2
+    assert 'Tensor([10], "float32", storage_offset=5, storage_size=20)' in configs[0].text
+    assert 'Tensor([4], "float32", stride=[2], storage_offset=0, storage_size=20)' in configs[1].text
+    results = run_in_process(configs, ReplayOptions(), lambda r: None)
+    assert [(r.status, r.message) for r in results] == [("ok", ""), ("ok", "")]
+    from api_tracer.replay.builder import prepare
+    from api_tracer.replay.resolve import Resolver
+    _, _, (built, *_), _ = prepare(configs[0], ReplayOptions(), Resolver())
+    assert (built.storage_offset(), built.untyped_storage().nbytes(), built.is_contiguous()) == (5, 80, True)
+    assert [why for _, why in roundtrip(configs, level)] == ["", ""]

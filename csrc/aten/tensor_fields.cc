@@ -147,6 +147,27 @@ static void ReadSymInts(c10::SymIntArrayRef sizes, std::vector<int64_t>* out) {
   for (const c10::SymInt& s : sizes) out->push_back(s.maybe_as_int().value_or(-1));
 }
 
+namespace {
+
+// A view that does not cover its storage (from its start, to its end): its
+// offset in the storage and the storage's size, in elements.
+void ReadStorageWindow(const at::Tensor& t, TensorFields* out) {
+  int64_t itemsize = static_cast<int64_t>(t.element_size());
+  int64_t elements = itemsize ? static_cast<int64_t>(t.storage().nbytes()) / itemsize : 0;
+  int64_t offset = t.storage_offset();
+  int64_t spanned = 0;  // the elements from the first to the last one it holds
+  if (t.numel() > 0) {
+    spanned = 1;
+    for (int64_t i = 0; i < t.dim(); ++i) spanned += (t.size(i) - 1) * std::abs(t.stride(i));
+  }
+  if (offset != 0 || spanned != elements) {
+    out->storage_offset = offset;
+    out->storage_size = elements;
+  }
+}
+
+}  // namespace
+
 bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) {
   if (!t.defined() || t.is_nested()) return false;
   try {
@@ -180,6 +201,10 @@ bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) 
     out->layout = LayoutName(layout);
     out->nnz = -1;
     out->qscheme = {};
+    out->storage_offset = out->storage_size = -1;
+    if (layout == c10::kStrided && !symbolic && impl->has_storage() && !t.is_quantized()) {
+      ReadStorageWindow(t, out);
+    }
     if (layout == c10::kSparse || layout == c10::kSparseCsr || layout == c10::kSparseCsc) {
       out->nnz = t._nnz();
     } else if (t.is_quantized()) {

@@ -124,6 +124,12 @@ void FormatTensor(const TensorInfo& t, const FormatOptions& opts, std::string* o
     out->append(", stride=");
     AppendInts(t.stride, out);
   }
+  if (t.storage_size >= 0) {
+    out->append(", storage_offset=");
+    out->append(std::to_string(t.storage_offset));
+    out->append(", storage_size=");
+    out->append(std::to_string(t.storage_size));
+  }
   if (!t.layout.empty()) {
     out->append(", layout=");
     out->append(t.layout);

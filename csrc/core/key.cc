@@ -26,7 +26,15 @@ enum Tag : uint8_t {
 };
 
 // Tensor flag bits.
-enum : uint8_t { kHasStride = 1, kRequiresGrad = 2, kHasLayout = 4, kHasSubclass = 8, kHasNnz = 16, kQuantized = 32 };
+enum : uint8_t {
+  kHasStride = 1,
+  kRequiresGrad = 2,
+  kHasLayout = 4,
+  kHasSubclass = 8,
+  kHasNnz = 16,
+  kQuantized = 32,
+  kHasStorage = 64,
+};
 
 uint64_t ZigZag(int64_t i) {
   return (static_cast<uint64_t>(i) << 1) ^ static_cast<uint64_t>(i >> 63);
@@ -186,6 +194,7 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
           !(Text(&t.qscheme) && Double(&t.scale) && Int(&t.zero_point) && Int(&t.axis))) {
         return false;
       }
+      if ((flags & kHasStorage) && !(Int(&t.storage_offset) && Int(&t.storage_size))) return false;
       *out = V::Tensor(std::move(t));
       return true;
     }
@@ -291,7 +300,8 @@ void KeyWriter::Tensor(const TensorFields& t) {
   Tag(kTagTensor);
   uint8_t flags = (t.stride.empty() ? 0 : kHasStride) | (t.requires_grad ? kRequiresGrad : 0) |
                   (t.layout.empty() ? 0 : kHasLayout) | (t.subclass.empty() ? 0 : kHasSubclass) |
-                  (t.nnz < 0 ? 0 : kHasNnz) | (t.qscheme.empty() ? 0 : kQuantized);
+                  (t.nnz < 0 ? 0 : kHasNnz) | (t.qscheme.empty() ? 0 : kQuantized) |
+                  (t.storage_size < 0 ? 0 : kHasStorage);
   buf_.push_back(static_cast<char>(flags));
   Varint(t.shape.size());
   for (int64_t d : t.shape) Varint(ZigZag(d));
@@ -306,6 +316,10 @@ void KeyWriter::Tensor(const TensorFields& t) {
     Double(t.scale);
     Varint(ZigZag(t.zero_point));
     Varint(ZigZag(t.axis));
+  }
+  if (t.storage_size >= 0) {
+    Varint(ZigZag(t.storage_offset));
+    Varint(ZigZag(t.storage_size));
   }
 }
 
@@ -338,7 +352,7 @@ void KeyWriter::Write(const Value& v) {
     case K::kTensor: {
       const TensorInfo& t = v.tensor();
       return Tensor({t.shape, t.stride, t.dtype, t.device, t.requires_grad, t.layout, t.subclass, t.nnz, t.qscheme,
-                     t.scale, t.zero_point, t.axis});
+                     t.scale, t.zero_point, t.axis, t.storage_offset, t.storage_size});
     }
     case K::kObject: {
       size_t npos = v.positional_count();

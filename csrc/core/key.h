@@ -43,6 +43,8 @@ struct TensorFields {
   double scale = 0;
   int64_t zero_point = 0;
   int64_t axis = -1;
+  int64_t storage_offset = -1;  // a view not covering its storage (TensorInfo)
+  int64_t storage_size = -1;
 };
 
 

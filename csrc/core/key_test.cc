@@ -51,10 +51,17 @@ TEST(KeyTest, TensorFieldsDistinguishKeys) {
   c.requires_grad = true;
   TensorInfo d = a;
   d.stride = {1, 2};
+  TensorInfo e = a;  // a window of a larger storage
+  e.storage_offset = 0;
+  e.storage_size = 7;
+  TensorInfo f = e;
+  f.storage_offset = 1;
   std::string ka = EncodeValue(Value::Tensor(a));
   EXPECT_NE(ka, EncodeValue(Value::Tensor(b)));
   EXPECT_NE(ka, EncodeValue(Value::Tensor(c)));
   EXPECT_NE(ka, EncodeValue(Value::Tensor(d)));
+  EXPECT_NE(ka, EncodeValue(Value::Tensor(e)));
+  EXPECT_NE(EncodeValue(Value::Tensor(e)), EncodeValue(Value::Tensor(f)));
 }
 
 TEST(KeyTest, NanIsCanonical) {

@@ -35,6 +35,27 @@ void AppendUtf8(uint32_t cp, std::string* out) {
   }
 }
 
+// Whether t's elements, laid out by its shape and strides (contiguous where
+// none are written) from its storage offset, lie inside its storage (none
+// of them when a size is 0). Each step is checked against the storage's
+// size, so no product of a hostile line's sizes overflows.
+bool WindowInside(const TensorInfo& t) {
+  const __int128 size = t.storage_size;
+  for (int64_t d : t.shape) {
+    if (d == 0) return true;
+    if (d < 0) return false;
+  }
+  __int128 last = t.storage_offset, contiguous = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    __int128 stride = t.stride.empty() ? contiguous : t.stride[i];
+    if (stride < 0) return false;
+    last += static_cast<__int128>(t.shape[i] - 1) * std::min(stride, size);
+    if (last >= size) return false;
+    contiguous = std::min(contiguous * t.shape[i], size);
+  }
+  return true;
+}
+
 class Parser {
  public:
   Parser(std::string_view s, const ParseOptions& options) : s_(s), options_(options) {}
@@ -519,6 +540,9 @@ class Parser {
           return fail("Tensor " + k + (k == "zero_point" ? " must be an int" : " must be an int of at least 0"));
         }
         (k == "nnz" ? t.nnz : k == "axis" ? t.axis : t.zero_point) = v.as_int();
+      } else if (k == "storage_offset" || k == "storage_size") {
+        if (v.kind() != Value::Kind::kInt || v.as_int() < 0) return fail("Tensor " + k + " must be an int of at least 0");
+        (k == "storage_offset" ? t.storage_offset : t.storage_size) = v.as_int();
       } else if (k == "scale") {
         if (v.kind() != Value::Kind::kFloat && v.kind() != Value::Kind::kInt) return fail("Tensor scale must be a number");
         t.scale = v.kind() == Value::Kind::kFloat ? v.real() : static_cast<double>(v.as_int());
@@ -529,6 +553,12 @@ class Parser {
       } else {
         return fail("unknown Tensor field '" + k + "'");
       }
+    }
+    if ((t.storage_offset < 0) != (t.storage_size < 0)) {
+      return fail("Tensor storage_offset and storage_size come together");
+    }
+    if (t.storage_size >= 0 && !WindowInside(t)) {
+      return fail("Tensor storage_offset and storage_size must hold its elements (its window inside the storage)");
     }
     *out = Value::Tensor(std::move(t));
     return Status::OK();

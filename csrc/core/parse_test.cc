@@ -183,6 +183,46 @@ TEST(ParseTest, ErrorsNameTheColumn) {
   }
 }
 
+// A view's window must lie inside the storage it names, so that replay
+// never builds a tensor reaching past its storage; hostile sizes and strides
+// must not overflow the check.
+TEST(ParseTest, StorageWindowsMustHoldTheirElements) {
+  const char* good[] = {
+      "f(Tensor([10], \"float32\", storage_offset=5, storage_size=20))",
+      "f(Tensor([2, 2], \"float32\", stride=[1, 2], storage_offset=16, storage_size=20))",
+      "f(Tensor([0, 9], \"float32\", storage_offset=99, storage_size=1))",  // no element
+      "f(Tensor([4], \"float32\", stride=[0], storage_offset=3, storage_size=4))",
+  };
+  for (const char* line : good) {
+    Call call;
+    Status st = ParseCall(line, &call);
+    EXPECT_TRUE(st.ok()) << line << ": " << st.message();
+  }
+  EXPECT_EQ(Text(Value::Tensor([] {
+              TensorInfo t = testing::MakeTensor({10});
+              t.storage_offset = 5;
+              t.storage_size = 20;
+              return t;
+            }())),
+            "Tensor([10], \"float32\", storage_offset=5, storage_size=20)");
+  const char* bad[] = {
+      "f(Tensor([10], \"float32\", storage_offset=11, storage_size=20))",
+      "f(Tensor([2, 2], \"float32\", stride=[1, 2], storage_offset=17, storage_size=20))",
+      "f(Tensor([10], \"float32\", storage_offset=5))",
+      "f(Tensor([10], \"float32\", storage_size=20))",
+      "f(Tensor([10], \"float32\", storage_offset=-1, storage_size=20))",
+      "f(Tensor([3037000500, 3037000500], \"float32\", storage_offset=0, storage_size=20))",
+      "f(Tensor([2, 2], \"float32\", stride=[9223372036854775807, 9223372036854775807], "
+      "storage_offset=9223372036854775807, storage_size=9223372036854775807))",
+  };
+  for (const char* line : bad) {
+    Call call;
+    Status st = ParseCall(line, &call);
+    EXPECT_EQ(st.code(), Status::Code::kParseError) << line;
+    EXPECT_NE(st.message().find("storage_"), std::string::npos) << line << ": " << st.message();
+  }
+}
+
 TEST(ParseTest, CodeIsNotAValue) {
   // Configs are data: expressions that would run code do not parse.
   const char* lines[] = {

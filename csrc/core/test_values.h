@@ -21,6 +21,10 @@ inline std::vector<Value> EveryKind() {
   using V = Value;
   TensorInfo strided = MakeTensor({3, 4});
   strided.stride = {1, 3};
+  TensorInfo window = MakeTensor({2, 2});  // a view at offset 5 of a 20-element storage
+  window.stride = {1, 2};
+  window.storage_offset = 5;
+  window.storage_size = 20;
   TensorInfo scalar = MakeTensor({}, "int64");
   TensorInfo sparse = MakeTensor({5, 5}, "float64");
   sparse.layout = "torch.sparse_coo";
@@ -40,7 +44,7 @@ inline std::vector<Value> EveryKind() {
       V::Tuple({}), V::Tuple({V::Int(1)}), V::Tuple({V::None(), V::Ellipsis()}),
       V::Dict({}), V::Dict({V::Str("k"), V::Int(1), V::Int(2), V::Float(0.5)}),
       V::Slice(V::None(), V::Int(2), V::None()),
-      V::Tensor(MakeTensor({2, 3})), V::Tensor(strided), V::Tensor(scalar), V::Tensor(sparse),
+      V::Tensor(MakeTensor({2, 3})), V::Tensor(strided), V::Tensor(window), V::Tensor(scalar), V::Tensor(sparse),
       V::Symbol("torch.float16"), V::Symbol("torch.channels_last"),
       V::Object("torch.device", {V::Str("cuda:0")}),
       V::Object("torch.Size", {V::List({V::Int(2), V::Int(3)})}),

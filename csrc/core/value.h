@@ -39,6 +39,11 @@ struct TensorInfo {
   double scale = 0;
   int64_t zero_point = 0;
   int64_t axis = -1;
+  // A strided tensor that does not cover its storage (a view into a larger
+  // one: a slice, a chunk, as_strided's window): its offset in it and the
+  // storage's size, in elements; -1: it covers its storage, from its start.
+  int64_t storage_offset = -1;
+  int64_t storage_size = -1;
 
   bool operator==(const TensorInfo&) const = default;
 };

@@ -260,6 +260,10 @@ Node FromValue(const Value& v) {
       m.Set("dtype", Node::String("torch." + t.dtype));
       m.Set("device", Node::String(t.device));
       if (!t.stride.empty()) m.Set("stride", IntSeq(t.stride));
+      if (t.storage_size >= 0) {
+        m.Set("storage_offset", Node::Scalar(std::to_string(t.storage_offset)));
+        m.Set("storage_size", Node::Scalar(std::to_string(t.storage_size)));
+      }
       if (t.requires_grad) m.Set("requires_grad", Node::Scalar("true"));
       if (!t.layout.empty()) m.Set("layout", Node::String(t.layout));
       if (!t.subclass.empty()) m.Set("subclass", Node::String(t.subclass));

@@ -86,6 +86,10 @@ pybind11::object ToPython(const Value& v) {
                                                   pybind11::arg("requires_grad") = t.requires_grad,
                                                   pybind11::arg("layout") = layout);
       if (t.nnz >= 0) spec.attr("nnz") = t.nnz;
+      if (t.storage_size >= 0) {
+        spec.attr("storage_offset") = t.storage_offset;
+        spec.attr("storage_size") = t.storage_size;
+      }
       if (!t.qscheme.empty()) {
         spec.attr("qscheme") = t.qscheme;
         if (t.qscheme == kPerTensorAffine) {

@@ -367,6 +367,8 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
     f.scale = scale && PyFloat_Check(scale.ptr()) ? PyFloat_AsDouble(scale.ptr()) : 0;
     f.zero_point = number("zero_point", 0);
     f.axis = number("axis", -1);
+    f.storage_offset = number("storage_offset", -1);
+    f.storage_size = number("storage_size", -1);
     PyErr_Clear();
     w->Tensor(f);
   } else {

@@ -21,7 +21,7 @@ class TensorSpec:
     """A tensor reduced to what a config line keeps of it."""
 
     __slots__ = ("shape", "dtype", "stride", "device", "requires_grad", "layout", "nnz", "qscheme", "scale",
-                 "zero_point", "axis")
+                 "zero_point", "axis", "storage_offset", "storage_size")
 
     def __init__(
         self,
@@ -37,6 +37,8 @@ class TensorSpec:
         scale: Optional[float] = None,
         zero_point: Optional[int] = None,
         axis: Optional[int] = None,
+        storage_offset: Optional[int] = None,
+        storage_size: Optional[int] = None,
     ) -> None:
         self.shape = tuple(shape)
         self.dtype = dtype
@@ -49,10 +51,13 @@ class TensorSpec:
         self.scale = scale  # its scale and zero point,
         self.zero_point = zero_point
         self.axis = axis  # per channel its axis
+        # a view not covering its storage: its offset in it, and its size (elements)
+        self.storage_offset = storage_offset
+        self.storage_size = storage_size
 
     def _key(self) -> tuple:
         return (self.shape, self.dtype, self.stride, self.device, self.requires_grad, self.layout, self.nnz,
-                self.qscheme, self.scale, self.zero_point, self.axis)
+                self.qscheme, self.scale, self.zero_point, self.axis, self.storage_offset, self.storage_size)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TensorSpec) and self._key() == other._key()

@@ -110,8 +110,9 @@ class Builder:
 
     def tensor_bytes(self, spec: TensorSpec) -> int:
         """What making the tensor `spec` describes allocates: its storage as
-        its strides lay it out; a sparse or quantized one is made dense
-        first, whole, whatever strides it says it has."""
+        its strides lay it out, or as large as it says (a view into a larger
+        one); a sparse or quantized one is made dense first, whole, whatever
+        strides it says it has."""
         itemsize = self.cast(self.dtype(spec)).itemsize
         if spec.layout in SPARSE_LAYOUTS or spec.qscheme is not None:
             numel = 1
@@ -119,6 +120,8 @@ class Builder:
                 numel *= d
             # the dense tensor, and the places drawn (int64) or the float32 values quantized
             return numel * (itemsize + (8 if spec.layout in SPARSE_LAYOUTS else 4))
+        if spec.storage_size is not None:
+            return spec.storage_size * itemsize
         return storage_numel(spec.shape, spec.stride) * itemsize
 
     def ndarray_bytes(self, c: Call) -> int:
@@ -204,7 +207,8 @@ class Builder:
         dtype = self.dtype(spec)
         shape = list(spec.shape)
         stride = list(spec.stride) if spec.stride is not None else contiguous_strides(shape)
-        numel = storage_numel(shape, stride)
+        # its storage's elements: as its strides span them, or as many as the storage of a view held
+        numel = storage_numel(shape, stride) if spec.storage_size is None else spec.storage_size
         profile = self.ranges.get(path)
         if dtype.is_floating_point and profile is not None and profile.floating:
             base = draw_floats(profile, numel, self.gen).to(dtype)
@@ -220,11 +224,19 @@ class Builder:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
         # A tensor of its own with the recorded strides, as the program's was
         # (a view would refuse in-place ops on views, detach_ among them): its
-        # storage, numel elements, holds `base` (cast, for a check's other side).
-        t = torch.empty_strided(shape, stride, dtype=self.cast(dtype), device=self.device)
-        t.as_strided((numel,), (1,)).copy_(base)
+        # storage, numel elements, holds `base` (cast, for a check's other side);
+        # at the recorded offset in a storage of the recorded size where the
+        # program's was a window of a larger one (the parser checked it inside).
+        if spec.storage_size is None:
+            t = torch.empty_strided(shape, stride, dtype=self.cast(dtype), device=self.device)
+            t.as_strided((numel,), (1,)).copy_(base)
+        else:
+            whole = torch.empty(numel, dtype=self.cast(dtype), device=self.device)
+            whole.copy_(base)
+            t = torch.empty(0, dtype=self.cast(dtype), device=self.device)
+            t.set_(whole.untyped_storage(), spec.storage_offset, shape, stride)
         if self.perturb is not None and (dtype.is_floating_point or dtype.is_complex):
-            self.perturb(path, t.as_strided((numel,), (1,)))
+            self.perturb(path, t.as_strided((numel,), (1,), 0))
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
         return t
