@@ -193,6 +193,8 @@ TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
         "a_value_outside": lambda t: "- config: f(1)\n  ranges:\n    args[0]: [0, 1]\n  values:\n    args[0]: [7]\n",
         "a_config_that_does_not_parse": lambda t: "- config: torch.ones(\n  ranges:\n    args[0]: [0, 1]\n",
         "another_field": lambda t: t.replace("  ranges:", "  extra: 1\n  ranges:", 1),
+        "a_sum_not_an_int": lambda t: "- config: f(1)\n  ranges:\n    args[0]: [0, 1]\n  sums:\n    args[0]: 1.5\n",
+        "a_sum_without_range": lambda t: "- config: f(1)\n  ranges:\n    args[0]: [0, 1]\n  sums:\n    args[1]: 2\n",
     },
     "api_trace.txt": {
         "crlf_line_endings": lambda t: t.replace("\n", "\r\n"),

@@ -449,6 +449,36 @@ def test_integer_tensors_come_from_the_recorded_ranges(tmp_path):
     assert replay_one(config, ReplayOptions(ranges=ranges)).status == "ok"
 
 
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_integer_arguments_tied_to_another_keep_their_sum(tmp_path, level):
+    """Integer and bool tensors whose values add up to another argument's
+    size: segment_reduce's lengths to the data's length, ctc_loss's target
+    lengths to the targets' count, a mask's true values to what
+    masked_scatter's source holds. Each call's sum is kept in the profile;
+    replay draws values that add up to it, and every config replays (drawn
+    from the range alone, the lengths summed to anything from 0 to 20)."""
+    from api_tracer.replay import ranges_beside, read_value_ranges
+
+    data, lengths = torch.randn(5), torch.tensor([1, 0, 3, 1])
+    log_probs = torch.randn(12, 2, 6).log_softmax(2)
+    targets, target_lengths = torch.randint(1, 6, (7,)), torch.tensor([3, 4])
+    mask = torch.tensor([True, False, True, True, False, False, True, False])
+    with APITracer(output_path=str(tmp_path), levels=level, merge_output=True, value_ranges=True):
+        torch.segment_reduce(data, "max", axis=0, lengths=lengths)
+        torch.nn.functional.ctc_loss(log_probs, targets, torch.tensor([12, 10]), target_lengths)
+        torch.zeros(8).masked_scatter(mask, torch.randn(4))
+    path = str(tmp_path / "api_configs.yaml")
+    ranges = read_value_ranges(ranges_beside(path))
+    wanted = ("segment_reduce", "ctc_loss", "masked_scatter")
+    configs = [c for c in read_configs(path) if any(w in c.text.split("(")[0] for w in wanted)]
+    assert {w for w in wanted for c in configs if w in c.text.split("(")[0]} == set(wanted)
+    sums = sorted(p.sum for c in configs for p in ranges.get(c.text, {}).values() if p.same_sum and p.min < p.max)
+    assert {4, 5, 7} <= set(sums)  # the mask, the lengths, the target lengths
+    for seed in range(5):  # drawn again from other seeds: the sums still hold
+        results = run_in_process(configs, ReplayOptions(ranges=ranges, seed=seed), lambda r: None)
+        assert [(r.config, r.message) for r in results if r.status != "ok"] == []
+
+
 def test_tensors_keep_recorded_strides_and_dtypes():
     config = Config("x", 1, 'torch.ops.aten.addmm.default(Tensor([4], "float64"), Tensor([2, 3], "float64"), '
                             'Tensor([3, 4], "float64", stride=[1, 3]))')

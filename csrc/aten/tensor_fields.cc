@@ -9,6 +9,7 @@
 
 #include <array>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -249,6 +250,12 @@ ValueProfile ProfileByReductions(const at::Tensor& flat) {
   p.max = flat.max().item<int64_t>();
   p.sorted = flat.slice(0, 1).ge(flat.slice(0, 0, -1)).all().item<bool>();
   if (p.max >= 0) p.nonneg_min = p.min >= 0 ? p.min : flat.masked_select(flat.ge(0)).min().item<int64_t>();
+  // the sum in int64 wraps where the values' own would overflow: known only
+  // where no partial sum can (every |value| times the count inside int64)
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t bound = p.min == std::numeric_limits<int64_t>::min() ? kMax : std::max(p.min < 0 ? -p.min : p.min, p.max < 0 ? -p.max : p.max);
+  p.same_sum = bound == 0 || flat.numel() <= kMax / bound;
+  p.sum = p.same_sum ? flat.sum().item<int64_t>() : 0;
   if (auto distinct = FewDistinct(flat, p.min, p.max)) {
     for (int64_t v : *distinct) p.AddDistinct(v);
     return p;

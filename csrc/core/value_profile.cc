@@ -37,8 +37,10 @@ ValueProfile ValueProfile::Of(std::span<const int64_t> values) {
     p.max = std::max(p.max, v);
     if (i && v < values[i - 1]) p.sorted = false;
     if (v >= 0) p.nonneg_min = std::min(p.nonneg_min, v);
+    p.same_sum = p.same_sum && !__builtin_add_overflow(p.sum, v, &p.sum);
     p.AddDistinct(v);
   }
+  if (!p.same_sum) p.sum = 0;
   return p;
 }
 
@@ -64,6 +66,8 @@ void ValueProfile::Merge(const ValueProfile& other) {
   max = std::max(max, other.max);
   sorted = sorted && other.sorted;
   nonneg_min = std::min(nonneg_min, other.nonneg_min);
+  same_sum = same_sum && other.same_sum && sum == other.sum;
+  if (!same_sum) sum = 0;
   if (other.many) {
     distinct.clear();
     many = true;

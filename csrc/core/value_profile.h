@@ -7,7 +7,11 @@
 //   an ignore_index of -100, a padding index of -1) and the smallest of the
 //   others, so the others' range is known apart from them;
 // - whether the values were in non-decreasing order (offsets, boundaries:
-//   such a tensor starts at its smallest value and ends at its largest).
+//   such a tensor starts at its smallest value and ends at its largest);
+// - their sum, while every call's was the same: what ties such a tensor to
+//   another argument's size (segment_reduce's lengths add up to the data's
+//   length, ctc_loss's target lengths to the targets', a mask's count of
+//   true values to masked_scatter's source).
 // A floating tensor's profile (float_ranges; `floating` set) keeps instead
 // the range of its finite values, which says their sign and whether they
 // lie in [0, 1] (probabilities), and which non-finite values it held.
@@ -34,6 +38,8 @@ struct ValueProfile {
   std::vector<int64_t> negatives;  // ascending, while !many_negatives
   bool many_negatives = false;
   int64_t nonneg_min = std::numeric_limits<int64_t>::max();  // the smallest value >= 0 (max(): none)
+  bool same_sum = true;  // every call's values added up to `sum` (false: they differed, or overflowed)
+  int64_t sum = 0;
 
   // A floating tensor's: `valid` where any value was seen, `finite` where a
   // finite one was (then [fmin, fmax] holds them), and the others it held.

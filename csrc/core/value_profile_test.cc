@@ -38,6 +38,8 @@ TEST(ValueProfileTest, MergeIsTheProfileOfBothCalls) {
   p.Merge(ValueProfile::Of(b));
   ValueProfile expected = ValueProfile::Of(both);
   expected.sorted = false;  // order is per call: neither, here
+  expected.same_sum = false;  // sums are per call: 6 and 1
+  expected.sum = 0;
   EXPECT_EQ(p, expected);
   ValueProfile sorted = ValueProfile::Of(a);
   sorted.Merge(ValueProfile::Of(std::vector<int64_t>{5, 9}));
@@ -45,6 +47,18 @@ TEST(ValueProfileTest, MergeIsTheProfileOfBothCalls) {
   ValueProfile empty;
   empty.Merge(p);
   EXPECT_EQ(empty, p);
+  // Segment lengths adding up to the data's length in every call keep
+  // their sum; one call of another sum, or one that overflows, loses it.
+  ValueProfile lengths = ValueProfile::Of(std::vector<int64_t>{1, 3, 0, 2});
+  lengths.Merge(ValueProfile::Of(std::vector<int64_t>{2, 2, 2, 0}));
+  EXPECT_TRUE(lengths.same_sum);
+  EXPECT_EQ(lengths.sum, 6);
+  ValueProfile other = lengths;
+  other.Merge(ValueProfile::Of(std::vector<int64_t>{2, 2, 2, 1}));
+  EXPECT_FALSE(other.same_sum);
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(ValueProfile::Of(std::vector<int64_t>{big, 1}).same_sum);
+  EXPECT_TRUE(ValueProfile::Of(std::vector<int64_t>{big, -1}).same_sum);
   std::vector<int64_t> wide(40);
   std::iota(wide.begin(), wide.end(), 0);
   p.Merge(ValueProfile::Of(wide));

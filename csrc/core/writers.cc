@@ -263,7 +263,8 @@ void WriteValueRanges(const Summary& s, std::ostream& out) {
   for (const auto& [line, paths] : merged) {
     yaml::Node entry = yaml::Node::Map();
     yaml::Node ranges = yaml::Node::Map(), values = yaml::Node::Map(), sentinels = yaml::Node::Map();
-    yaml::Node sorted = yaml::Node::Seq(), finite = yaml::Node::Map(), nonfinite = yaml::Node::Map();
+    yaml::Node sorted = yaml::Node::Seq(), sums = yaml::Node::Map(), finite = yaml::Node::Map(),
+               nonfinite = yaml::Node::Map();
     for (const auto& [path, p] : paths) {
       if (!p.valid) continue;
       if (p.floating) {
@@ -284,6 +285,8 @@ void WriteValueRanges(const Summary& s, std::ostream& out) {
         sentinel.Set("rest", ints({p.nonneg_min, p.max}));
       }
       if (p.sorted) sorted.Add(yaml::Node::String(path));
+      // (where every value is one, the shape in the line says the sum)
+      if (p.same_sum && p.min < p.max) sums.Set(path, yaml::Node::Scalar(std::to_string(p.sum)));
     }
     if (ranges.entries.empty() && finite.entries.empty() && nonfinite.entries.empty()) continue;
     entry.Set("config", yaml::Node::String(line));
@@ -291,6 +294,7 @@ void WriteValueRanges(const Summary& s, std::ostream& out) {
     if (!values.entries.empty()) entry.Set("values", std::move(values));
     if (!sentinels.entries.empty()) entry.Set("sentinels", std::move(sentinels));
     if (!sorted.items.empty()) entry.Set("sorted", std::move(sorted));
+    if (!sums.entries.empty()) entry.Set("sums", std::move(sums));
     if (!finite.entries.empty()) entry.Set("floats", std::move(finite));
     if (!nonfinite.entries.empty()) entry.Set("nonfinite", std::move(nonfinite));
     root.Add(std::move(entry));

@@ -315,7 +315,10 @@ TEST_F(WritersTest, ValueRangesFile) {
             "      - 10\n"
             "      - 390\n"
             "  sorted:\n"
-            "  - args[2]\n");
+            "  - args[2]\n"
+            "  sums:\n"
+            "    args[1]: 6500\n"
+            "    args[2]: 13\n");
 }
 
 TEST_F(WritersTest, FloatingProfilesAreWrittenWhenAsked) {

@@ -196,6 +196,8 @@ void InitConfigBindings(pybind11::module_& m) {
       .def_readwrite("negatives", &ValueProfile::negatives)
       .def_readwrite("many_negatives", &ValueProfile::many_negatives)
       .def_readwrite("nonneg_min", &ValueProfile::nonneg_min)
+      .def_readwrite("same_sum", &ValueProfile::same_sum)
+      .def_readwrite("sum", &ValueProfile::sum)
       .def_readwrite("floating", &ValueProfile::floating)
       .def_readwrite("finite", &ValueProfile::finite)
       .def_readwrite("fmin", &ValueProfile::fmin)
@@ -210,18 +212,19 @@ void InitConfigBindings(pybind11::module_& m) {
       .def(pybind11::pickle(  // replay sends profiles to its worker processes
           [](const ValueProfile& p) {
             return pybind11::make_tuple(p.valid, p.min, p.max, p.sorted, p.distinct, p.many, p.negatives,
-                                        p.many_negatives, p.nonneg_min, p.floating, p.finite, p.fmin, p.fmax, p.nan,
-                                        p.posinf, p.neginf);
+                                        p.many_negatives, p.nonneg_min, p.same_sum, p.sum, p.floating, p.finite,
+                                        p.fmin, p.fmax, p.nan, p.posinf, p.neginf);
           },
           [](const pybind11::tuple& t) {
-            return ValueProfile{t[0].cast<bool>(),   t[1].cast<int64_t>(), t[2].cast<int64_t>(),
-                                t[3].cast<bool>(),   t[4].cast<std::vector<int64_t>>(),
-                                t[5].cast<bool>(),   t[6].cast<std::vector<int64_t>>(),
-                                t[7].cast<bool>(),   t[8].cast<int64_t>(),
-                                t[9].cast<bool>(),   t[10].cast<bool>(),
-                                t[11].cast<double>(), t[12].cast<double>(),
-                                t[13].cast<bool>(),  t[14].cast<bool>(),
-                                t[15].cast<bool>()};
+            if (t.size() != 18) throw std::runtime_error("a ValueProfile pickle of another version");
+            ValueProfile p;
+            size_t i = 0;
+            auto next = [&]<typename T>(T* field) { *field = t[i++].cast<T>(); };
+            next(&p.valid), next(&p.min), next(&p.max), next(&p.sorted), next(&p.distinct), next(&p.many);
+            next(&p.negatives), next(&p.many_negatives), next(&p.nonneg_min), next(&p.same_sum), next(&p.sum);
+            next(&p.floating), next(&p.finite), next(&p.fmin), next(&p.fmax), next(&p.nan), next(&p.posinf);
+            next(&p.neginf);
+            return p;
           }));
   pybind11::enum_<RuleKind>(m, "Rule", "How a dialect's classify() says a type's values are written (convert.h).")
       .value("opaque", RuleKind::kOpaque)

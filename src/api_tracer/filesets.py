@@ -493,7 +493,7 @@ def read_stacks(s: FileSet) -> Optional[Dict[str, List[List[str]]]]:
     return out
 
 
-_PROFILE_FIELDS = {"config", "ranges", "values", "sentinels", "sorted", "floats", "nonfinite"}
+_PROFILE_FIELDS = {"config", "ranges", "values", "sentinels", "sorted", "sums", "floats", "nonfinite"}
 _NONFINITE = {"nan": "nan", "inf": "posinf", "-inf": "neginf"}  # as written -> the ValueProfile field
 
 
@@ -509,7 +509,7 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
         entry = dict(doc.mapping(node, "a config entry"))
         unknown = set(entry) - _PROFILE_FIELDS
         if unknown or "config" not in entry or not {"ranges", "floats", "nonfinite"} & set(entry):
-            raise doc.fail(node, f"a config entry has 'config', 'ranges' (with 'values', 'sentinels', 'sorted') "
+            raise doc.fail(node, f"a config entry has 'config', 'ranges' (with 'values', 'sentinels', 'sorted', 'sums') "
                            f"or 'floats' and 'nonfinite'; not {sorted(entry)}")
         line = doc.string(entry["config"], "the config line")
         parse_config(line, path, entry["config"].start_mark.line + 1)
@@ -538,6 +538,7 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
                               doc.integers(fields["rest"], f"the rest of {arg}", 2))
         in_order = ([doc.string(n, "an argument path") for n in doc.sequence(entry["sorted"], "the sorted")]
                     if "sorted" in entry else [])
+        sums = {arg: doc.integer(n, f"the sum of {arg}") for arg, n in of_ranges("sums")}
         for arg, (lo, hi) in ((a, r) for a, (r, _) in ranges.items()):
             outside = [v for v in values.get(arg, []) + sentinels.get(arg, ([], []))[0] if not lo <= v <= hi]
             if outside:
@@ -546,6 +547,7 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
         for arg, ((lo, hi), _) in ranges.items():
             p = _C.ValueProfile()
             p.valid, p.min, p.max, p.sorted = True, lo, hi, arg in in_order
+            p.same_sum, p.sum = arg in sums, sums.get(arg, 0)
             if arg in values:
                 p.distinct = values[arg]
                 p.negatives = [v for v in p.distinct if v < 0]

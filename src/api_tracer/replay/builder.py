@@ -217,7 +217,9 @@ class Builder:
         elif dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
         elif profile is not None:
-            base = draw(profile, numel, self.gen).to(dtype)
+            # the sum is the values', each one element of the storage only where the tensor covers it once
+            covered = spec.storage_size is None and numel == math.prod(shape)
+            base = draw(profile, numel, self.gen, keep_sum=covered).to(dtype)
         elif dtype == torch.bool:
             base = torch.randint(0, 2, (numel,), generator=self.gen).bool()
         else:
@@ -352,12 +354,15 @@ def draw_floats(profile: Any, numel: int, gen: Any) -> Any:
     return torch.full((numel,), held, dtype=torch.float64)
 
 
-def draw(profile: Any, numel: int, gen: Any) -> Any:
+def draw(profile: Any, numel: int, gen: Any, keep_sum: bool = False) -> Any:
     """`numel` int64 values the argument profiled (_C.ValueProfile) could
     have held: its distinct values where they are known; else the range of
     its non-negative values with its few negative ones (sentinels) among
     them; else its range. A profile in order gives values in order, from its
-    smallest to its largest (offsets start at 0)."""
+    smallest to its largest (offsets start at 0). With `keep_sum`, where
+    every call's values added up to one sum (a tie to another argument's
+    size: segment lengths, a mask's count), the values then add up to it
+    too, moved inside the range (the distinct values may then not hold)."""
     import torch
 
     def randint(lo: int, hi: int) -> Any:
@@ -376,7 +381,32 @@ def draw(profile: Any, numel: int, gen: Any) -> Any:
     if profile.sorted and numel:
         values = values.sort().values
         values[0], values[-1] = profile.min, profile.max
+    if keep_sum and profile.same_sum and numel:
+        meet_sum(values, profile, gen)
     return values
+
+
+def meet_sum(values: Any, profile: Any, gen: Any) -> None:
+    """Moves `values` (in place, inside [min, max], the ends of sorted ones
+    kept) until they add up to the profile's sum, the change spread over
+    them in a random order; ValueError where they cannot."""
+    import torch
+
+    free = torch.arange(1, len(values) - 1) if profile.sorted else torch.arange(len(values))
+    need = profile.sum - int(values.sum())
+    if need == 0:
+        return
+    order = free[torch.randperm(len(free), generator=gen)]
+    room = (profile.max - values[order]) if need > 0 else (values[order] - profile.min)
+    if int(room.sum()) < abs(need):
+        raise ValueError(f"its values cannot add up to the sum of its profile, {profile.sum}: {len(values)} "
+                         f"values in [{profile.min}, {profile.max}]{' in order' if profile.sorted else ''} "
+                         "(api_value_ranges.yaml)")
+    before = room.cumsum(0) - room  # the room of the values moved before each one
+    step = (abs(need) - before).clamp(min=0).minimum(room)
+    values[order] += step if need > 0 else -step
+    if profile.sorted:
+        values[:] = values.sort().values
 
 
 # Calls that stand for a value replay cannot rebuild (it skips the config).

@@ -133,7 +133,7 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
     if max(lengths[0], default=0) > time:
         return f"input_lengths must be at most the {time} steps of log_probs"
     room = targets.shape[-1] if targets.dim() == 2 and targets.shape[0] == batch else targets.numel()
-    if (max if targets.dim() == 2 else sum)(lengths[1], default=0) > room:
+    if (max(lengths[1], default=0) if targets.dim() == 2 else sum(lengths[1])) > room:
         return f"target_lengths must fit the {room} targets"
     return None
 
@@ -212,6 +212,8 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_scaled_mm_v2": None,
     # the sparse matmul torch.sparse.mm calls (its kernel checks the shapes)
     "_sparse_mm": None,
+    # the CTC loss ctc_loss calls, with its arguments: the same check
+    "_ctc_loss": _ctc_loss,
 }
 
 
