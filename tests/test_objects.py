@@ -255,3 +255,23 @@ def test_torch_dataclasses_and_cxx_enums_are_written_as_what_builds_them(tmp_pat
     assert mm.text.count("torch.nn.functional.ScalingType.TensorWise") == (2 if level == 0 else 0)
     assert [r.status for r in run_in_process(configs, ReplayOptions(), lambda r: None)] == ["ok", "ok"]
     assert [why for _, why in roundtrip(configs, level)] == ["", ""]
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_operators_torch_registers_from_python_replay(tmp_path, level):
+    """Chunked, linear_cross_entropy calls torch.ops.torch_nn's operators,
+    which torch.nn registers from Python when the module is imported: the
+    tracer records them, so replay allows them (importing that module to
+    resolve them), and they trace back as the same line."""
+    import torch.nn.functional as F
+
+    from api_tracer import APITracer
+    from api_tracer.replay import ReplayOptions, read_configs, roundtrip, run_in_process
+
+    options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2, chunking_method=None)
+    with APITracer(output_path=str(tmp_path), levels=level, merge_output=True):
+        F.linear_cross_entropy(torch.randn(4, 8), torch.randn(10, 8), torch.randint(0, 10, (4,)), options=options)
+    configs = [c for c in read_configs(str(tmp_path / "api_configs.yaml")) if c.text.startswith("torch.ops.torch_nn.")]
+    assert len(configs) == 1
+    assert [(r.status, r.message) for r in run_in_process(configs, ReplayOptions(), lambda r: None)] == [("ok", "")]
+    assert [why for _, why in roundtrip(configs, level)] == [""]

@@ -42,9 +42,16 @@ import fnmatch
 import functools
 from typing import Any, Dict, FrozenSet, Optional, Tuple
 
+# Operator namespaces torch registers from Python (torch.library custom
+# operators whose bodies compute with aten operators, which check their
+# arguments: none is private in the sense of _private_refusal), each with the
+# module whose import registers them: replay imports it to resolve them.
+TORCH_PYTHON_OPERATORS = {"torch_nn": "torch.nn.modules.linear_cross_entropy"}
+
 # Operator namespaces whose operators compute on tensors.
 OPERATOR_NAMESPACES = ("aten", "prims", "rngprims", "quantized", "_quantized", "quantized_decomposed",
-                       "quantization", "sparse", "mkldnn", "mkldnn_prepacked", "mkl", "onednn")
+                       "quantization", "sparse", "mkldnn", "mkldnn_prepacked", "mkl", "onednn",
+                       *TORCH_PYTHON_OPERATORS)
 
 # Functions of torch.sparse, which torch.overrides' tables leave out and
 # level 1 records under these names.
@@ -234,6 +241,8 @@ def _private_refusal(name: str) -> Optional[str]:
     else:
         namespace, op, private_namespace = "aten", parts[-1], False
     if not (private_namespace or (op.startswith("_") and not op.startswith("__"))):
+        return None
+    if namespace in TORCH_PYTHON_OPERATORS:
         return None
     if not private_namespace and namespace == "aten" and reviewed(op)[0]:
         return None

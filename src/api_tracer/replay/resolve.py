@@ -70,7 +70,15 @@ class Resolver:
         return obj
 
     def resolve(self, name: str, line: str) -> Any:
-        """The torch callable an API name names."""
+        """The torch callable an API name names (an operator torch registers
+        from Python once the module that registers it is imported)."""
+        from .policy import TORCH_PYTHON_OPERATORS
+
+        parts = name.split(".")
+        if len(parts) > 3 and parts[:2] == ["torch", "ops"] and parts[2] in TORCH_PYTHON_OPERATORS:
+            import importlib
+
+            importlib.import_module(TORCH_PYTHON_OPERATORS[parts[2]])
         obj = self.walk(name, line, lambda obj, part: obj is self.torch.Tensor and part in self.tensor_dunders)
         if isinstance(obj, types.ModuleType) or not self._owned(obj):
             raise Invalid(f"{name!r} is not one of torch's callables", line.find(name) + 1 or 1)
