@@ -43,8 +43,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from workloads import FIDELITY_WORKLOADS, training_step  # noqa: E402
 
 from api_tracer import APITracer  # noqa: E402
-from api_tracer.replay import (Config, ReplayOptions, ranges_beside, read_configs, read_value_ranges, replay_one,  # noqa: E402
-                               roundtrip, run_in_process)
+from api_tracer.replay import (Config, ReplayOptions, ranges_beside, read_configs, read_value_ranges,  # noqa: E402
+                               replay_one, roundtrip, run_in_process)
 
 
 # -- held out: transformers models and a torch.nn model that no test uses -----
@@ -197,11 +197,13 @@ def main(argv: List[str]) -> None:
             totals["0/1" if level <= 1 else "2/3"].update({k: v for k, v in m.items() if k != "problems"})
             problems += [(name, level, text, why) for text, why in m["problems"]]
             print(f"{name:14} {level:5} {m['configs']:7} {share(m['ok'], m['configs']):>9} {m['skipped']:7} "
-                  f"{m['failed']:6} {m['index_values']:14} {share(m['back'], m['configs']):>9}   {checks(m)}", flush=True)
+                  f"{m['failed']:6} {m['index_values']:14} {share(m['back'], m['configs']):>9}   {checks(m)}",
+                  flush=True)
     for group, t in totals.items():
         if t["configs"]:
             print(f"{'all models':14} {group:>5} {t['configs']:7} {share(t['ok'], t['configs']):>9} "
-                  f"{t['skipped']:7} {t['failed']:6} {t['index_values']:14} {share(t['back'], t['configs']):>9}   {checks(t)}")
+                  f"{t['skipped']:7} {t['failed']:6} {t['index_values']:14} "
+                  f"{share(t['back'], t['configs']):>9}   {checks(t)}")
     print(f"({time.perf_counter() - start:.0f} s; 'failed' counts the invalid configs, which the replay policy "
           "refuses, and the index-value failures too)")
     if args.why:

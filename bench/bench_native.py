@@ -117,11 +117,13 @@ def memory_check(calls):
                 torch.neg(x)
             elapsed = time.perf_counter() - t0
             after = rss_bytes()
-        trace = os.path.getsize(os.path.join(tmp, "api_trace.yaml")) + os.path.getsize(os.path.join(tmp, "api_trace.txt"))
+        trace = (os.path.getsize(os.path.join(tmp, "api_trace.yaml"))
+                 + os.path.getsize(os.path.join(tmp, "api_trace.txt")))
         with open(tracer.files()["api_statistics.yaml"]) as f:
             recorded = int(f.read().split("Total API calls: ")[1].split()[0])
     growth = (after - before) / 2**20
-    print(f"\n== memory: {recorded:,} recorded calls in {elapsed:.1f} s, {trace / 2**30:.2f} GiB of trace streamed to disk")
+    print(f"\n== memory: {recorded:,} recorded calls in {elapsed:.1f} s, "
+          f"{trace / 2**30:.2f} GiB of trace streamed to disk")
     print(f"  resident memory growth while recording: {growth:.1f} MiB "
           f"(target < 64 MiB: {'met' if growth < 64 else 'MISSED'})")
 

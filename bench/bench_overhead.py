@@ -115,7 +115,8 @@ def report(title, workload, n, rounds, repeats):
               f"{per_call['floor']:>12.2f} {per_call['python logger']:>12.2f} {per_call['api_tracer']:>12.2f}"
               f" {ratio_logger:>11.3f} {ratio_floor:>10.3f}   "
               f"logger target {'met' if ratio_logger <= 0.2 else 'MISSED'}, floor target "
-              f"{'met' if ratio_floor <= 1.5 else 'MISSED'} (a do-nothing handler alone: {floor_share:.3f} of the logger's)")
+              f"{'met' if ratio_floor <= 1.5 else 'MISSED'} (a do-nothing handler alone: "
+              f"{floor_share:.3f} of the logger's)")
 
 
 def start_stop(rounds):

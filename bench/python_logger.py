@@ -58,7 +58,8 @@ class PythonLogger:
         kw = {k: self.value(v) for k, v in (kwargs or {}).items()}
         line = f"{name}({', '.join([p[0] for p in parts] + [f'{k}={v[0]}' for k, v in kw.items()])})"
         self.configs[line] = self.configs.get(line, 0) + 1
-        self.yaml.write(f"- api: {name}\n  args: {[p[1] for p in parts]}\n  kwargs: {dict((k, v[1]) for k, v in kw.items())}\n")
+        self.yaml.write(f"- api: {name}\n  args: {[p[1] for p in parts]}\n"
+                        f"  kwargs: {dict((k, v[1]) for k, v in kw.items())}\n")
         self.txt.write(line + "\n")
 
 

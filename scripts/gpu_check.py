@@ -200,7 +200,8 @@ def _(out):
     # The layer profiler's CUDA tests (skipped without a GPU), then its
     # cost on a CUDA CNN forward and backward.
     tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "test_profile.py")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", tests, "-k", "cuda"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", tests, "-k", "cuda"],
+                       capture_output=True, text=True)
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout + r.stderr
     from api_tracer import Profile
     from workloads import cnn_forward_backward

@@ -76,7 +76,8 @@ def test_run_a_module(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout == "['--flag', 'x']\n"
     lines = (tmp_path / "out" / "api_trace.txt").read_text().splitlines()
-    assert lines == ["torch.zeros(5)", 'torch.ops.aten.zeros.default([5], device=torch.device("cpu"), pin_memory=False)']
+    assert lines == ["torch.zeros(5)",
+                     'torch.ops.aten.zeros.default([5], device=torch.device("cpu"), pin_memory=False)']
 
 
 def test_bad_options_name_what_is_wrong(tmp_path):

@@ -258,7 +258,8 @@ def reads(command: str, kind: str, name: str) -> bool:
 def looks_at(command: str, kind: str, name: str) -> bool:
     """Whether `command` looks at what is there (a regular file or not)."""
     return reads(command, kind, name) or (command == "stats" and (
-        name == "api_trace.txt" or (kind == "merged" and name == "api_trace.yaml")))  # its trace_limit note; a merged trace's calls per level
+        name == "api_trace.txt"  # its trace_limit note
+        or (kind == "merged" and name == "api_trace.yaml")))  # a merged trace's calls per level
 
 
 def apis_left_without_configs(directory: Path, suffix: str) -> bool:

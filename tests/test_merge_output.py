@@ -25,7 +25,8 @@ def test_separate_sets_per_level(out):
     with APITracer(output_path=str(out), levels=[0, 1, 2], merge_output=False):
         a = torch.ones(2)
         torch.add(a, a, alpha=3)
-    assert trace_lines(out, "_level_0") == ["torch.ones(2)", 'torch.add(Tensor([2], "float32"), Tensor([2], "float32"), alpha=3)']
+    assert trace_lines(out, "_level_0") == ["torch.ones(2)",
+                                            'torch.add(Tensor([2], "float32"), Tensor([2], "float32"), alpha=3)']
     assert trace_lines(out, "_level_1") == trace_lines(out, "_level_0")
     assert [line.split("(")[0] for line in trace_lines(out, "_level_2")] == [
         "torch.ops.aten.ones.default", "torch.ops.aten.add.Tensor"]

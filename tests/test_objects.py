@@ -137,7 +137,8 @@ def test_module_calls_read_back_what_was_passed():
     def written(m):
         return format_call("f", m)[2:-1]
 
-    assert written(nn.LSTM(4, 8, num_layers=2, batch_first=True)) == "torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)"
+    assert (written(nn.LSTM(4, 8, num_layers=2, batch_first=True))
+            == "torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)")
     assert written(nn.RNN(3, 5, nonlinearity="relu")) == 'torch.nn.RNN(3, 5, nonlinearity="relu")'
     assert written(nn.Linear(3, 4, dtype=torch.float64)) == "torch.nn.Linear(3, 4, dtype=torch.float64)"
     assert written(nn.MultiheadAttention(8, 2, bias=False)) == "torch.nn.MultiheadAttention(8, 2, bias=False)"
@@ -200,7 +201,8 @@ def optimizer_variants(cls):
 
 
 OPTIMIZERS = sorted(name for name, obj in vars(torch.optim).items()
-                    if isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer) and obj is not torch.optim.Optimizer)
+                    if isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer)
+                    and obj is not torch.optim.Optimizer)
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)

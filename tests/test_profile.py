@@ -463,7 +463,8 @@ def test_tracer_tags_records_with_their_module(tmp_path):
     assert any(l.startswith("torch.nn.functional.linear(") for l in by_module["Net.head"])
     assert all(l.startswith("torch.nn.functional.linear(") or l.startswith("torch.ops.aten.linear")
                for l in by_module["Net.shared"])
-    assert by_module[None] == ["torch.ones(1)", 'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)']
+    assert by_module[None] == ["torch.ones(1)",
+                               'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)']
     # configs stay what they are: the tag is beside the config, not in it
     for line in lines:
         parse_call(line)

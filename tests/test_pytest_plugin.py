@@ -203,7 +203,8 @@ def test_config_items_are_checked_as_replay_checks_them(pytester):
     result = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float64",
                                            "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    bad = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float63", "-p", "no:cacheprovider")
+    bad = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float63",
+                                        "-p", "no:cacheprovider")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--api-check:*float63*"])
 

@@ -337,14 +337,16 @@ def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path,
     assert result.returncode == 0 and "1 ok, 0 failed, 1 skipped, 0 invalid" in result.stdout
     assert "need 4000 bytes (3.9 KiB), more than the limit of 1024 bytes" in result.stdout
     result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "lots"], capture_output=True, text=True)
-    assert result.returncode == 2 and "--max-bytes: expected a number of bytes (e.g. 1048576, 512M, 1G), not 'lots'" in result.stderr
+    assert result.returncode == 2 and ("--max-bytes: expected a number of bytes (e.g. 1048576, 512M, 1G), "
+                                       "not 'lots'" in result.stderr)
     # the default limit asks the device: one torch does not know is a usage error
     result = subprocess.run(CLI + ["replay", str(path), "--device", "nonsense"], capture_output=True, text=True)
     assert result.returncode == 2 and result.stderr.startswith("api-tracer: replay: --device nonsense: ")
 
 
 def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
-    lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)", "torch.abs(Tensor([2], \"float32\"))"]
+    lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)",
+             "torch.abs(Tensor([2], \"float32\"))"]
     path = write(tmp_path, lines)
     env = dict(os.environ, API_TRACER_REPLAY_CRASH_ON="torch.neg")
     result = subprocess.run(CLI + ["replay", str(path), "--isolate", "--jobs", "2", "-o", str(tmp_path / "r.jsonl")],

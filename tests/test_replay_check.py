@@ -246,7 +246,8 @@ def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code
     """
     result = run_script(code, tmp_path)
     assert result.returncode == 1, result.stderr
-    assert "2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 invalid" in result.stdout
+    assert ("2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 invalid"
+            in result.stdout)
     assert f"MISMATCH {path}:2: output: 8 / 8 elements (100.0%) differ from the float64 side" in result.stdout
     report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [(r["status"], r["check"], r["worst"], r["measure"]) for r in report] == [
@@ -270,7 +271,8 @@ def test_flags_that_need_check_or_a_known_mode_are_usage_errors(tmp_path):
 
     path = write(tmp_path, ["torch.ones(2)"])
     for flags, said in ((["--backward"], "--backward needs --check"), (["--rtol", "0.1"], "--rtol needs --check"),
-                        (["--check", "float65"], "'float65' is not a check: one of float64, device:DEVICE, compile, repeat"),
+                        (["--check", "float65"],
+                         "'float65' is not a check: one of float64, device:DEVICE, compile, repeat"),
                         (["--check", "device:nonsense"], "--check device:nonsense: "),
                         (["--check", "float64", "--atol", "-1"], "--atol must be at least 0")):
         result = subprocess.run(CLI + ["replay", str(path), *flags], capture_output=True, text=True)

@@ -123,7 +123,8 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
         'Tensor([], "float32"), Tensor([], "float32"))',
         'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_csr, nnz=3), '
         'Tensor([5, 2], "float32"))',
-        'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_coo, nnz=3), Tensor([4], "float32"))',
+        'torch._C._sparse._sparse_mm(Tensor([3, 4], "float32", layout=torch.sparse_coo, nnz=3), '
+        'Tensor([4], "float32"))',
         'torch._scaled_mm_v2(Tensor([16, 16], "float8_e4m3fn"), Tensor([32, 16], "float8_e4m3fn", stride=[1, 32]), '
         '[Tensor([], "float32")], [0], [], [Tensor([], "float32")], [0], [], None, torch.bfloat16, (), False)',
         'torch._scaled_mm_v2(Tensor([16, 16], "float8_e4m3fn"), Tensor([16, 16], "float8_e4m3fn", stride=[1, 16]), '
@@ -185,7 +186,8 @@ def test_outputs_that_cannot_be_written_are_errors_not_tracebacks(tmp_path):
     env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.ones")  # it would hang, were the configs run first
     junit = subprocess.run(CLI + ["replay", str(path), "--isolate", "--junit", f"{path}/x.xml"], capture_output=True,
                            text=True, timeout=60, env=env)
-    assert junit.returncode == 2 and junit.stderr == f"api-tracer: replay: --junit {path}/x.xml: {path} is not a directory\n"
+    assert junit.returncode == 2 and junit.stderr == (f"api-tracer: replay: --junit {path}/x.xml: "
+                                                      f"{path} is not a directory\n")
 
 
 # -- run: what the program does to its process ------------------------------------------------
@@ -238,13 +240,15 @@ def test_replay_of_ordinary_operators_imports_no_compiler(tmp_path):
     that import torch._dynamo, which made Inductor's cache directory and set
     TORCHINDUCTOR_CACHE_DIR: replay compiles nothing unless a check asks."""
     lines = ['torch.logsumexp(Tensor([2, 2], "float32"), 1)',
-             'torch.ops.aten.addmm.default(Tensor([2], "float32"), Tensor([2, 3], "float32"), Tensor([3, 2], "float32"))',
+             'torch.ops.aten.addmm.default(Tensor([2], "float32"), Tensor([2, 3], "float32"), '
+             'Tensor([3, 2], "float32"))',
              'torch.ops.aten.cumsum.default(Tensor([4], "float32"), 0)',
              'torch.nn.functional.scaled_dot_product_attention(Tensor([1, 2, 4, 8], "float32"), '
              'Tensor([1, 2, 4, 8], "float32"), Tensor([1, 2, 4, 8], "float32"))']
     script = ("import os, sys\nfrom api_tracer.replay import Config, ReplayOptions, run_in_process\n"
               f"lines = {lines!r}\n"
-              "rs = run_in_process([Config('c', i + 1, l) for i, l in enumerate(lines)], ReplayOptions(check='float64'), "
+              "rs = run_in_process([Config('c', i + 1, l) for i, l in enumerate(lines)], "
+              "ReplayOptions(check='float64'), "
               "lambda r: None)\n"
               "print([r.status.value for r in rs], 'torch._dynamo' in sys.modules, "
               "os.environ.get('TORCHINDUCTOR_CACHE_DIR'))\n")
@@ -339,7 +343,8 @@ def test_replay_reads_regular_files_and_writes_over_none_it_reads(tmp_path):
     path.write_text("torch.ones(2)\n")
     for flag in ("-o", "--junit"):
         r = subprocess.run(CLI + ["replay", str(path), flag, str(path)], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 2 and r.stderr == f"api-tracer: replay: {flag} {path}: it is {path}, which replay reads\n"
+        assert r.returncode == 2 and r.stderr == (f"api-tracer: replay: {flag} {path}: "
+                                                  f"it is {path}, which replay reads\n")
         assert path.read_text() == "torch.ones(2)\n"
     os.mkfifo(tmp_path / "fifo")
     for given in (str(tmp_path), str(tmp_path / "fifo"), "/dev/zero"):

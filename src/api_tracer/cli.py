@@ -32,7 +32,8 @@ READING_COMMANDS = ("merge", "stats", "report")  # their bad input is `api-trace
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     """The parser, and run's options that take a value (what follows them
     is not the program yet)."""
-    parser = argparse.ArgumentParser(prog="api-tracer", description="Trace, merge, replay, summarize and report API calls.")
+    parser = argparse.ArgumentParser(prog="api-tracer",
+                                     description="Trace, merge, replay, summarize and report API calls.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="trace a Python program without editing it")

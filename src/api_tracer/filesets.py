@@ -509,7 +509,8 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
         entry = dict(doc.mapping(node, "a config entry"))
         unknown = set(entry) - _PROFILE_FIELDS
         if unknown or "config" not in entry or not {"ranges", "floats", "nonfinite"} & set(entry):
-            raise doc.fail(node, f"a config entry has 'config', 'ranges' (with 'values', 'sentinels', 'sorted', 'sums') "
+            raise doc.fail(node, "a config entry has 'config', 'ranges' "
+                           "(with 'values', 'sentinels', 'sorted', 'sums') "
                            f"or 'floats' and 'nonfinite'; not {sorted(entry)}")
         line = doc.string(entry["config"], "the config line")
         parse_config(line, path, entry["config"].start_mark.line + 1)

@@ -182,8 +182,9 @@ class SetattrHook(TracingHook):
             binds = kind == "classmethod" or (kind == "method" and hasattr(type(raw), "__get__"))
             wrapper = self.wrap(inner, api, binds=binds)
         self._wrappers.append((wrapper, inner))
-        new = property(wrapper, raw.fset, raw.fdel, raw.__doc__) if kind == "property" else \
-            staticmethod(wrapper) if kind == "staticmethod" else classmethod(wrapper) if kind == "classmethod" else wrapper
+        new = (property(wrapper, raw.fset, raw.fdel, raw.__doc__) if kind == "property" else
+               staticmethod(wrapper) if kind == "staticmethod" else
+               classmethod(wrapper) if kind == "classmethod" else wrapper)
         self.patch(t.owner, t.attr, new)
 
     def _in_place(self, fn: Any, api: Optional[str], owners: Optional[List[Tuple[type, str]]]) -> bool:

@@ -197,7 +197,8 @@ def probing() -> Iterator[None]:
     not make them): their warnings are not shown (the program's own were,
     when it built the object), and the generator's state is put back
     where they changed it (built on the meta device, they draw no numbers;
-    a constructor that makes a tensor on a device of its own would). The warnings are ignored by handing the warnings machinery another
+    a constructor that makes a tensor on a device of its own would). The
+    warnings are ignored by handing the warnings machinery another
     filter list for the while, not with catch_warnings: that counts as a
     change of the filters, which empties every module's registry of the
     warnings it has shown, so that the program's "default" warnings would

@@ -360,7 +360,8 @@ class Profile:
     def export_csv(self, path: str) -> None:
         self._require_data()
         columns = ["name", "depth", "calls", "self_cpu_ns", "cpu_total_ns", "bwd_runs", "self_cpu_bwd_ns",
-                   "cpu_total_bwd_ns", "self_cuda_ns", "cuda_total_ns", "self_cuda_bwd_ns", "cuda_total_bwd_ns", "self_mem", "mem", "self_mem_bwd", "mem_bwd",
+                   "cpu_total_bwd_ns", "self_cuda_ns", "cuda_total_ns", "self_cuda_bwd_ns", "cuda_total_bwd_ns",
+                   "self_mem", "mem", "self_mem_bwd", "mem_bwd",
                    "self_cuda_mem", "cuda_mem"]
         with open(path, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)

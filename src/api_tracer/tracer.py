@@ -274,7 +274,8 @@ def _document_options() -> None:
         lines.append(f"    {f.name} = {default!r}: {spec(f).help}")
     APITracer.__doc__ = (APITracer.__doc__ or "") + "\n".join(lines) + "\n"
     init = inspect.signature(APITracer.__init__)
-    params = [init.parameters["self"], init.parameters["dialect"], *inspect.signature(TracerOptions).parameters.values(),
+    params = [init.parameters["self"], init.parameters["dialect"],
+              *inspect.signature(TracerOptions).parameters.values(),
               init.parameters["tag_modules"]]
     APITracer.__init__.__signature__ = init.replace(parameters=params)  # type: ignore[attr-defined]
 

@@ -44,7 +44,8 @@ for epoch in range(3):
     model.eval()
     with torch.no_grad():
         out = model(images)
-        print(f"epoch {epoch} eval loss {F.nll_loss(out, labels).item()!r} correct {(out.argmax(1) == labels).sum().item()}")
+        print(f"epoch {epoch} eval loss {F.nll_loss(out, labels).item()!r} "
+              f"correct {(out.argmax(1) == labels).sum().item()}")
 torch.save(model, sys.argv[1] + "/model.pt")
 torch.save(model.state_dict(), sys.argv[1] + "/state.pt")
 loaded = torch.load(sys.argv[1] + "/model.pt", weights_only=False)

@@ -51,7 +51,8 @@ from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
 __all__ = [
-    "Config", "ReplayOptions", "Result", "Status", "Invalid", "Skip", "BuildError", "read_configs", "read_value_ranges", "ranges_beside",
+    "Config", "ReplayOptions", "Result", "Status", "Invalid", "Skip", "BuildError",
+    "read_configs", "read_value_ranges", "ranges_beside",
     "Resolver", "Builder", "prepare", "replay_one", "run_in_process", "run_isolated", "roundtrip",
     "replay_command",
 ]
