@@ -64,7 +64,7 @@ struct TensorInfo {
 //   core/key.cc                 a tag; KeyWriter::Write, and the decoder
 //   core/format.cc              FormatValue: its config-line text
 //   core/parse.cc               the grammar that reads that text back; Hashable
-//   core/yaml.cc                FromValue: its YAML form (and docs/format.md)
+//   core/yaml.cc                ValueWriter: its YAML form (and docs/format.md)
 //   core/aggregator.cc          CollectRangePaths: tensors inside it
 //   python/config_bindings.cc   ToPython (and src/api_tracer/values.py)
 //   python/convert.cc           Converter::Write: the Python objects that are it

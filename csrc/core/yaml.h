@@ -57,11 +57,9 @@ void Emit(const Node& node, int indent, std::string* out);
 // The entries of a mapping, each on its own line at `indent`.
 void EmitEntries(const Node& map, int indent, std::string* out);
 
-// The YAML form of a config value (docs/format.md lists each kind's form).
-Node FromValue(const Value& v);
-
 // The lines of one api_trace.yaml record after its "- api:" line (and after
-// a "level:" line where there is one): "  args:\n  - ...\n  kwargs: ...\n".
+// a "level:" line where there is one): "  args:\n  - ...\n  kwargs: ...\n",
+// each value in its YAML form (docs/format.md lists each kind's form).
 std::string RecordBody(const Call& call);
 
 }  // namespace api_tracer::yaml
