@@ -481,6 +481,22 @@ def test_integer_arguments_tied_to_another_keep_their_sum(tmp_path, level):
         assert [(r.config, r.message) for r in results if r.status != "ok"] == []
 
 
+def test_linalg_checks_its_errors_at_level_2(tmp_path):
+    """linalg's operators call the private _linalg_check_errors on LAPACK's
+    info tensor, which level 2 records; reviewed, its configs replay and
+    trace back."""
+    with APITracer(output_path=str(tmp_path), levels=2, merge_output=True, value_ranges=True):
+        torch.linalg.cholesky(torch.eye(3) * 2)
+    from api_tracer.replay import ranges_beside, read_value_ranges
+
+    path = str(tmp_path / "api_configs.yaml")
+    configs = [c for c in read_configs(path) if "_linalg_check_errors" in c.text]
+    assert len(configs) == 1
+    options = ReplayOptions(ranges=read_value_ranges(ranges_beside(path)))
+    assert [(r.status, r.message) for r in run_in_process(configs, options, lambda r: None)] == [("ok", "")]
+    assert [why for _, why in roundtrip(configs, 2)] == [""]
+
+
 def test_tensors_keep_recorded_strides_and_dtypes():
     config = Config("x", 1, 'torch.ops.aten.addmm.default(Tensor([4], "float64"), Tensor([2, 3], "float64"), '
                             'Tensor([3, 4], "float64", stride=[1, 3]))')

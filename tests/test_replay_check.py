@@ -411,5 +411,8 @@ def test_inputs_outside_an_operators_domain_skip_the_config_and_say_which_domain
         "inputs outside the operator's domain (a positive-definite matrix), drawn from N(0, 1): no floating profile"), r
     r = replay_one(Config("x", 1, 'torch.bernoulli(Tensor([8], "float32"))'))
     assert r.status == "skipped" and "(probabilities in [0, 1])" in r.message
+    r = replay_one(Config("x", 1, 'torch.set_rng_state(Tensor([5056], "uint8"))'))  # no profile keeps a state
+    assert r.status == "skipped" and "(a generator state torch made (get_rng_state), not any bytes), drawn at " \
+        "random: no value profile keeps that" in r.message, r
     r = replay_one(Config("x", 1, 'torch.ones(2, -1)'))  # any other error stays the operator's
     assert r.status == "failed"

@@ -214,6 +214,8 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_sparse_mm": None,
     # the CTC loss ctc_loss calls, with its arguments: the same check
     "_ctc_loss": _ctc_loss,
+    # linalg's check of a LAPACK info tensor (it reads each value, raising on a nonzero one)
+    "_linalg_check_errors": None,
 }
 
 

@@ -50,7 +50,9 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
         if domain:  # the values replay drew, not the operator
             profiled = any(p.floating for p in options.ranges.get(config.text, {}).values())
             status, error = Status.SKIPPED, ""
-            drawn = ("drawn in the program's ranges, which do not keep that" if profiled else
+            unprofiled = any(pattern.search(message) for pattern, _ in UNPROFILED_DOMAIN_ERRORS)
+            drawn = ("drawn at random: no value profile keeps that" if unprofiled else
+                     "drawn in the program's ranges, which do not keep that" if profiled else
                      "drawn from N(0, 1): no floating profile (trace with float_ranges=True)")
             message = f"inputs outside the operator's domain ({domain}), {drawn}: {type(e).__name__}: {message}"
     result = Result(config.file, config.line, config.text, api, status, error, message, column,
@@ -77,12 +79,17 @@ DOMAIN_ERRORS = (
     (re.compile(r"invalid Poisson rate"), "non-negative rates"),
     (re.compile(r"[af]weights cannot be negative"), "non-negative weights"),
 )
+# ... and what no value profile can keep: the config is skipped the same way.
+UNPROFILED_DOMAIN_ERRORS = (
+    (re.compile(r"Invalid mt19937 state"), "a generator state torch made (get_rng_state), not any bytes"),
+)
 
 
 def outside_domain(message: str) -> str:
     """The domain an operator's error `message` says its inputs fell
     outside of ("" for any other error)."""
-    return next((domain for pattern, domain in DOMAIN_ERRORS if pattern.search(message)), "")
+    return next((domain for pattern, domain in DOMAIN_ERRORS + UNPROFILED_DOMAIN_ERRORS
+                 if pattern.search(message)), "")
 
 
 # -- running many -------------------------------------------------------------
