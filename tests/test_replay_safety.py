@@ -102,6 +102,37 @@ def test_reviewed_private_operators_run_and_their_arguments_are_checked_first():
     assert "do not agree" in results[3][1]
 
 
+def test_batch_norm_and_fft_kernels_get_their_arguments_checked_first():
+    """Batch norm's CPU kernels, public native_batch_norm and its backward
+    among them, index the per-channel tensors by the input's channels
+    without looking (2 running means for 4,000 channels read past them and
+    write there in training); the FFT kernels the fft functions call take
+    their dims unchecked (one of 700,000 crashed the process). Refused
+    before the call; the same calls with right sizes replay."""
+    results = replayed([
+        'torch.ops.aten.native_batch_norm.default(Tensor([3, 4000], "float32"), None, None, Tensor([2], "float32"), '
+        'Tensor([2], "float32"), True, 0.1, 1e-05)',
+        'torch.ops.aten.native_batch_norm_backward.default(Tensor([3, 400], "float32"), Tensor([3, 400], "float32"), '
+        'Tensor([2], "float32"), None, None, None, None, False, 1e-05, [True, True, True])',
+        'torch.ops.aten._batch_norm_with_update.default(Tensor([3, 400], "float32"), None, None, '
+        'Tensor([2], "float32"), Tensor([2], "float32"), 0.1, 1e-05)',
+        'torch.ops.aten._native_batch_norm_legit_no_training.default(Tensor([3, 400], "float32"), '
+        'Tensor([2], "float32"), None, Tensor([400], "float32"), Tensor([400], "float32"), 0.1, 1e-05)',
+        'torch.ops.aten._fft_c2r.default(Tensor([5, 3, 6], "complex64"), [700000], 1, 10)',
+        'torch.ops.aten._fft_c2c.default(Tensor([5, 3, 10], "complex64"), [1, 1], 1, False)',
+        'torch.ops.aten.native_batch_norm.default(Tensor([3, 4, 5], "float32"), Tensor([4], "float32"), None, '
+        'Tensor([4], "float32"), Tensor([4], "float32"), True, 0.1, 1e-05)',
+        'torch.ops.aten._native_batch_norm_legit.no_stats(Tensor([3, 4], "float32"), Tensor([4], "float32"), '
+        'Tensor([4], "float32"), True, 0.1, 1e-05)',
+        'torch.ops.aten._fft_c2r.default(Tensor([5, 3, 6], "complex64"), [2], 1, 10)',
+        'torch.ops.aten._fft_r2c.default(Tensor([1, 4, 7], "float32"), [1, 2], 0, True)',
+    ])
+    assert [s for s, _ in results] == ["invalid"] * 6 + ["ok"] * 4, results
+    assert "running_mean must hold one value per channel of input (4000), not 2" in results[0][1]
+    assert "weight must hold one value per channel of input (400), not 2" in results[1][1]
+    assert "dim [700000] must be distinct dimensions of self, in [0, 3)" in results[4][1]
+
+
 def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_shapes(tmp_path):
     """The reviewed entries without a check of replay's own were taken on
     their kernels' checks: with wrong shapes they raise, and no worker dies."""
@@ -129,6 +160,22 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
         '[Tensor([], "float32")], [0], [], [Tensor([], "float32")], [0], [], None, torch.bfloat16, (), False)',
         'torch._scaled_mm_v2(Tensor([16, 16], "float8_e4m3fn"), Tensor([16, 16], "float8_e4m3fn", stride=[1, 16]), '
         '[Tensor([3], "float32")], [0], [], [Tensor([], "float32")], [9], [], None, torch.bfloat16, (), False)',
+        # what OpInfo's samples reach through public operators
+        'torch.ops.aten._chunk_cat.default([Tensor([1, 2, 3], "float32"), Tensor([2, 2], "float32")], -1, 5)',
+        'torch.ops.aten._linalg_eigh.default(Tensor([3, 4], "float32"), "U")',
+        'torch.ops.aten._linalg_solve_ex.default(Tensor([12, 12], "float32"), Tensor([5], "float32"))',
+        'torch.ops.aten._lu_with_info.default(Tensor([3], "float32"), True, False)',
+        'torch.ops.aten._cdist_forward.default(Tensor([5, 5, 2], "float32"), Tensor([5, 6, 3], "float32"), 2.0, None)',
+        'torch.ops.aten._pdist_forward.default(Tensor([4], "float32"), 2.0)',
+        'torch.ops.aten._trilinear.default(Tensor([2, 3], "float32"), Tensor([5, 3, 4], "float32"), '
+        'Tensor([2, 4], "float32"), [9], [0], [1, 2], [2, 3])',
+        'torch.ops.aten._adaptive_avg_pool3d.default(Tensor([1, 8, 8, 8, 8], "float32"), [5, 7])',
+        'torch.ops.aten._upsample_bilinear2d_aa.default(Tensor([10], "float32"), [4, 5], False)',
+        'torch.ops.aten._sparse_mm_reduce_impl.default(Tensor([5, 5], "float32", layout=torch.sparse_csr, nnz=5), '
+        'Tensor([7, 3], "float32"), "amax")',
+        'torch.ops.aten._histogramdd_from_bin_cts.default(Tensor([5, 5], "float32"), [1, 1, 1])',
+        'torch.ops.aten._unsafe_masked_index.default(Tensor([5, 5], "float32"), Tensor([3, 3], "bool"), '
+        '[Tensor([10, 1], "int64"), Tensor([1, 10], "int64")], 0.0)',
     ]
     path = tmp_path / "probes.txt"
     path.write_text("\n".join(lines) + "\n")
@@ -138,7 +185,7 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
     r = subprocess.run(CLI + ["replay", str(path), "--isolate", "-o", str(tmp_path / "r.jsonl")],
                        capture_output=True, text=True, timeout=600)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 9, r.stdout
+    assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 21, r.stdout
     assert all(x["error"] != "WorkerCrashed" for x in results)
     assert "not in the valid range" in results[1]["message"]
 

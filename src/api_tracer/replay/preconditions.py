@@ -166,6 +166,37 @@ def _index_put(bound: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _batch_norm(bound: Dict[str, Any]) -> Optional[str]:
+    """Batch norm's CPU kernels, forward and backward, read (and in training
+    write) the weight, bias, running and saved statistics at each of the
+    input's channels (its dimension 1) without looking at their sizes: each
+    given must hold one value per channel, and a gradient the input's shape."""
+    x = bound.get("input")
+    if not (_is_tensor(x) and x.dim() >= 2):
+        return "input must be a tensor of 2 or more dimensions (batch, channels, ...)"
+    channels = x.shape[1]
+    for name in ("weight", "bias", "running_mean", "running_var", "save_mean", "save_invstd", "save_var"):
+        t = bound.get(name)
+        if _is_tensor(t) and t.numel() != channels:
+            return f"{name} must hold one value per channel of input ({channels}), not {t.numel()}"
+    grad = bound.get("grad_out")
+    if _is_tensor(grad) and tuple(grad.shape) != tuple(x.shape):
+        return f"grad_out {list(grad.shape)} must have input's shape {list(x.shape)}"
+    return None
+
+
+def _fft(bound: Dict[str, Any]) -> Optional[str]:
+    """The FFT kernels take `dim` as dimensions of self already wrapped,
+    without looking (the public fft functions wrap and check them): each in
+    [0, self's dimensions), none twice."""
+    t, dims = bound.get("self"), bound.get("dim")
+    if not (_is_tensor(t) and isinstance(dims, (list, tuple)) and all(isinstance(d, int) for d in dims)):
+        return "self must be a tensor and dim a list of dimensions"
+    if not all(0 <= d < t.dim() for d in dims) or len(set(dims)) != len(dims):
+        return f"dim {list(dims)} must be distinct dimensions of self, in [0, {t.dim()})"
+    return None
+
+
 def _mask_dtypes() -> Tuple[Any, ...]:
     import torch
 
@@ -176,6 +207,9 @@ def _mask_dtypes() -> Tuple[Any, ...]:
 # point without checking them, with the check replay makes first.
 PUBLIC_CHECKS: Dict[str, Check] = {
     "ctc_loss": _ctc_loss,
+    "native_batch_norm": _batch_norm,
+    "native_batch_norm_backward": _batch_norm,
+    "batch_norm_backward": _batch_norm,
 }
 
 
@@ -216,6 +250,41 @@ REVIEWED: Dict[str, Optional[Check]] = {
     "_ctc_loss": _ctc_loss,
     # linalg's check of a LAPACK info tensor (it reads each value, raising on a nonzero one)
     "_linalg_check_errors": None,
+    # what public operators call (each reached from torch.testing's OpInfo samples; the
+    # kernels check shapes, dims and sizes: probed in tests/test_replay_safety.py)
+    "_conj": None,
+    "_conj_physical": None,
+    "_chunk_cat": None,
+    "_linalg_svd": None,
+    "_linalg_eigh": None,
+    "_linalg_det": None,
+    "_linalg_slogdet": None,
+    "_linalg_solve_ex": None,
+    "_lu_with_info": None,
+    "_adaptive_avg_pool2d": None,
+    "_adaptive_avg_pool3d": None,
+    "_upsample_bilinear2d_aa": None,  # (a scale of 0 or less is not used: the sizes' ratio is)
+    "_upsample_nearest_exact1d": None,
+    "_trilinear": None,
+    "_unique2": None,
+    "_cdist_forward": None,
+    "_pdist_forward": None,
+    "_prelu_kernel": None,
+    "_to_sparse": None,
+    "_sparse_mm_reduce_impl": None,
+    "_histogramdd_bin_edges": None,
+    "_histogramdd_from_bin_cts": None,
+    # masked indexing: the indices are clamped into self's sizes before they are used
+    "_unsafe_masked_index": None,
+    "_unsafe_masked_index_put_accumulate": None,
+    # batch norm's forms: per-channel tensors of the input's channels
+    "_batch_norm_with_update*": _batch_norm,
+    "_batch_norm_no_update": _batch_norm,
+    "_native_batch_norm_legit*": _batch_norm,
+    # the FFT kernels the fft functions call, with their dims checked
+    "_fft_c2c": _fft,
+    "_fft_r2c": _fft,
+    "_fft_c2r": _fft,
 }
 
 
