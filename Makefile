@@ -49,6 +49,8 @@ bench: build
 	$(PY) bench/bench_profile.py
 	$(PY) bench/bench_fidelity.py
 	$(PY) bench/bench_judge.py --pairs --cost 3 --workloads
+	$(PY) bench/bench_first_sight.py
+	$(PY) bench/bench_surface.py --why
 
 # Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
 api-lists: build
