@@ -57,49 +57,60 @@ const Aggregator::Config* Aggregator::Record(std::string_view key, std::span<con
   if (auto it = cache.find(key); it != cache.end()) {
     config = it->second;
   } else {
-    auto [stored_key, interned] = Intern(key, status);
+    auto [stored_key, interned] = Intern(key, profiles.size(), status);
     if (!interned) return nullptr;
     cache.emplace(stored_key, interned);
     config = interned;
   }
   config->count.fetch_add(1, std::memory_order_relaxed);
-  if (!config->profile_paths.empty() && profiles.size() == config->profile_paths.size()) {
+  if (!config->profiles.empty() && profiles.size() == config->profiles.size()) {
     std::lock_guard<std::mutex> lock(config->profiles_mu);
     for (size_t i = 0; i < profiles.size(); ++i) config->profiles[i].Merge(profiles[i]);
   }
   return config;
 }
 
-std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_view key, Status* status) {
+std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_view key, size_t nprofiles,
+                                                                    Status* status) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = configs_.find(key); it != configs_.end()) return {it->first, it->second.get()};
-  // First sight. Decoding and formatting under the lock costs each distinct
-  // config once, and spares a race between two threads meeting it together.
+  // First sight: the key is decoded (a corrupt one is refused now), and
+  // kept decoded until the config is first formatted (Render).
   ApiId api;
-  Call call;
-  Status st = DecodeCall(key, &api, &call);
+  auto config = std::make_unique<Config>();
+  Status st = DecodeCall(key, &api, &config->call);
   if (!st.ok()) {
     *status = st;
     return {};
   }
-  call.api = apis_->Name(api);
-  auto config = std::make_unique<Config>();
+  config->owner = this;
   config->api = api;
-  config->line = FormatCall(call, format_);
-  config->yaml_body = yaml::RecordBody(call);
   config->yaml_header = &apis_->YamlHeader(api);
-  if (value_profiles_) {
-    for (size_t i = 0; i < call.args.size(); ++i) {
-      CollectProfilePaths(call.args[i], "args[" + std::to_string(i) + "]", float_profiles_, &config->profile_paths);
-    }
-    for (const auto& [name, value] : call.kwargs) {
-      CollectProfilePaths(value, "kwargs." + name, float_profiles_, &config->profile_paths);
-    }
-    config->profiles.resize(config->profile_paths.size());
-  }
+  // (a key's profiled arguments are fixed by its dtypes: every call of it has as many)
+  if (value_profiles_) config->profiles.resize(nprofiles);
   if (api_seen_.insert(api).second) api_order_.push_back(api);
   Config* result = config.get();
   return {configs_.emplace(std::string(key), std::move(config)).first->first, result};
+}
+
+const Aggregator::Config::Text& Aggregator::Config::Rendered() const {
+  std::call_once(once, [this] { owner->Render(*this); });
+  return text;
+}
+
+void Aggregator::Render(const Config& config) const {
+  Call& call = config.call;
+  call.api = apis_->Name(config.api);
+  config.text.line = FormatCall(call, format_);
+  config.text.yaml_body = yaml::RecordBody(call);
+  if (value_profiles_) {
+    std::vector<std::string>& paths = config.text.profile_paths;
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      CollectProfilePaths(call.args[i], "args[" + std::to_string(i) + "]", float_profiles_, &paths);
+    }
+    for (const auto& [name, value] : call.kwargs) CollectProfilePaths(value, "kwargs." + name, float_profiles_, &paths);
+  }
+  call = Call();  // formatted: the values are not needed any more
 }
 
 bool Aggregator::WantsStack(ApiId api) const {
@@ -126,16 +137,22 @@ void Aggregator::AddStack(ApiId api, uint64_t hash, const std::function<Stack()>
 }
 
 Aggregator::CountsAndLinesResult Aggregator::CountsAndLines() const {
-  std::lock_guard<std::mutex> lock(mu_);
   CountsAndLinesResult result;
-  std::unordered_map<ApiId, uint64_t> counts;
-  result.config_lines.reserve(configs_.size());
-  for (const auto& [key, config] : configs_) {
-    counts[config->api] += config->count.load(std::memory_order_relaxed);
-    result.config_lines.push_back(config->line);
+  std::vector<const Config*> configs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unordered_map<ApiId, uint64_t> counts;
+    configs.reserve(configs_.size());
+    for (const auto& [key, config] : configs_) {
+      counts[config->api] += config->count.load(std::memory_order_relaxed);
+      configs.push_back(config.get());
+    }
+    result.api_counts.reserve(api_order_.size());
+    for (ApiId api : api_order_) result.api_counts.push_back({api, counts[api]});
   }
-  result.api_counts.reserve(api_order_.size());
-  for (ApiId api : api_order_) result.api_counts.push_back({api, counts[api]});
+  // formatted outside the lock: new configs are not held up meanwhile
+  result.config_lines.reserve(configs.size());
+  for (const Config* config : configs) result.config_lines.push_back(config->line());
   return result;
 }
 
@@ -149,15 +166,22 @@ std::vector<std::pair<ApiId, std::vector<Stack>>> Aggregator::Stacks() const {
 }
 
 std::vector<std::pair<std::string, Aggregator::PathProfiles>> Aggregator::ValueProfiles() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const Config*> configs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, config] : configs_) {
+      if (!config->profiles.empty()) configs.push_back(config.get());
+    }
+  }
   std::vector<std::pair<std::string, PathProfiles>> result;
-  for (const auto& [key, config] : configs_) {
+  for (const Config* config : configs) {
+    const std::vector<std::string>& paths = config->profile_paths();
     PathProfiles held;
     std::lock_guard<std::mutex> profiles_lock(config->profiles_mu);
-    for (size_t i = 0; i < config->profile_paths.size(); ++i) {
-      if (config->profiles[i].valid) held.emplace_back(config->profile_paths[i], config->profiles[i]);
+    for (size_t i = 0; i < paths.size() && i < config->profiles.size(); ++i) {
+      if (config->profiles[i].valid) held.emplace_back(paths[i], config->profiles[i]);
     }
-    if (!held.empty()) result.emplace_back(config->line, std::move(held));
+    if (!held.empty()) result.emplace_back(config->line(), std::move(held));
   }
   return result;
 }

@@ -3,8 +3,10 @@
 // API, and (when asked) the value profiles of integer tensor arguments.
 //
 // A call arrives as its key (key.h). The first time a key is seen it is
-// decoded and formatted once, into its config line and its YAML record body;
-// every later call with that key only bumps a counter. Memory therefore grows
+// decoded (which checks it) and kept; its config line and YAML record body
+// are formatted once, when first needed (by a trace writer's thread, a
+// snapshot), not on the traced thread; every later call with that key only
+// bumps a counter. Memory therefore grows
 // with the number of distinct configs, not with the number of calls.
 //
 // Ownership: Config objects live as long as the Aggregator; pointers to them
@@ -43,18 +45,36 @@ class Aggregator {
  public:
   static constexpr size_t kMaxStacks = 3;
 
+  // A distinct config. Its line, YAML record body and profile paths are
+  // formatted once, when first asked for (by a trace writer, a snapshot or
+  // a test), by whichever thread asks first; the call that made the config
+  // only decodes its key (which checks it). A first sight then costs little
+  // more than a repeat on the traced thread.
   struct Config {
     ApiId api;
-    std::string line;                // the config line
-    std::string yaml_body;           // yaml::RecordBody of the call
     const std::string* yaml_header;  // ApiTable::YamlHeader(api)
     std::atomic<uint64_t> count{0};
-    // With value profiles: where each profiled tensor argument is
-    // ("args[1]", "kwargs.index"; IsProfiledDtype), and what it held over
-    // every call.
-    std::vector<std::string> profile_paths;
     mutable std::mutex profiles_mu;
-    std::vector<ValueProfile> profiles;
+    std::vector<ValueProfile> profiles;  // with value profiles: one per profiled tensor argument
+
+    const std::string& line() const { return Rendered().line; }            // the config line
+    const std::string& yaml_body() const { return Rendered().yaml_body; }  // yaml::RecordBody of the call
+    // With value profiles: where each profiled tensor argument is
+    // ("args[1]", "kwargs.index"; IsProfiledDtype), in the order of `profiles`.
+    const std::vector<std::string>& profile_paths() const { return Rendered().profile_paths; }
+
+   private:
+    friend class Aggregator;
+    struct Text {
+      std::string line, yaml_body;
+      std::vector<std::string> profile_paths;
+    };
+    const Text& Rendered() const;
+
+    const Aggregator* owner = nullptr;
+    mutable std::once_flag once;
+    mutable Call call;  // the decoded key, until rendered
+    mutable Text text;
   };
 
   // value_profiles: keep the profiles of integer and bool tensor
@@ -113,7 +133,9 @@ class Aggregator {
   };
   // The config of `key` and the key as configs_ holds it; {} (and *status
   // set) for a key that cannot be decoded.
-  std::pair<std::string_view, Config*> Intern(std::string_view key, Status* status);
+  std::pair<std::string_view, Config*> Intern(std::string_view key, size_t nprofiles, Status* status);
+  // Formats a config's line, record body and profile paths from its call.
+  void Render(const Config& config) const;
 
   const ApiTable* apis_;
   const FormatOptions format_;

@@ -30,7 +30,7 @@ TEST(AggregatorTest, DeduplicatesAndCounts) {
   ASSERT_TRUE(c1 && c2 && c3 && c4);
   EXPECT_EQ(c2, c3);
   EXPECT_NE(c2, c4);
-  EXPECT_EQ(c2->line, "torch.add(1)");
+  EXPECT_EQ(c2->line(), "torch.add(1)");
   EXPECT_EQ(c2->count.load(), 2u);
   EXPECT_EQ(*c2->yaml_header, "- api: torch.add\n");
   auto counts = agg.ApiCounts();

@@ -82,15 +82,28 @@ struct ForkGuard {
   }
   static void Prepare() {
     Mu().lock();
-    for (Recorder* r : Live()) r->snapshot_mu_.lock();
+    for (Recorder* r : Live()) {
+      r->snapshot_mu_.lock();
+      for (auto& set : r->sets_) {
+        if (set->trace) set->trace->PrepareFork();
+      }
+    }
   }
   static void Parent() {
-    for (Recorder* r : Live()) r->snapshot_mu_.unlock();
+    for (Recorder* r : Live()) {
+      for (auto& set : r->sets_) {
+        if (set->trace) set->trace->ParentAfterFork();
+      }
+      r->snapshot_mu_.unlock();
+    }
     Mu().unlock();
   }
   static void Child() {
     for (Recorder* r : Live()) {
       r->forked_ = true;
+      for (auto& set : r->sets_) {
+        if (set->trace) set->trace->ChildAfterFork();
+      }
       r->snapshot_mu_.unlock();
     }
     Mu().unlock();
@@ -126,7 +139,6 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
                            ec.message());
   }
   std::unique_ptr<Recorder> rec(new Recorder(options));
-  ForkGuard::Add(rec.get());
   bool write_level = options.merge_output && options.levels.size() > 1;
   for (int level : options.levels) {
     if (rec->by_level_[level]) continue;
@@ -153,6 +165,7 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
     rec->by_level_[level] = set.get();
     rec->sets_.push_back(std::move(set));
   }
+  ForkGuard::Add(rec.get());  // with its sets: a fork waits for their trace writers
   // The first snapshot: the summary files exist (empty) from the start, and
   // a directory where they cannot be written fails now.
   if (Status st = rec->Snapshot(); !st.ok()) return st;

@@ -1,5 +1,8 @@
 #include "core/writers.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -16,15 +19,23 @@
 
 namespace api_tracer {
 
+struct TraceWriter::Record {
+  const Aggregator::Config* config;
+  int level, depth, thread;
+  const std::string* backward;  // its "  backward: ...\n" line (a Buffer's Lines), or null
+  const std::string* module;
+};
+
 struct TraceWriter::Buffer {
-  std::string yaml;
-  std::string txt;
+  Chunk records;
   uint64_t dropped = 0;  // calls Append kept out once the limit was reached
   using Lines = std::unordered_map<std::string, std::string, StringHash, std::equal_to<>>;
-  // "  KEY: VALUE\n" per value of a record field: quoting is checked once.
+  // "  KEY: VALUE\n" per value of a record field: quoting is checked once
+  // (the nodes never move: records point at their lines).
   Lines backward_lines, module_lines;
 
-  static const std::string& Line(Lines& lines, std::string_view key, std::string_view value) {
+  static const std::string* Line(Lines& lines, std::string_view key, std::string_view value) {
+    if (value.empty()) return nullptr;
     auto it = lines.find(value);
     if (it == lines.end()) {
       std::string line = "  " + std::string(key) + ": ";
@@ -32,14 +43,23 @@ struct TraceWriter::Buffer {
       line.push_back('\n');
       it = lines.emplace(std::string(value), std::move(line)).first;
     }
-    return it->second;
+    return &it->second;
   }
 };
 
 TraceWriter::TraceWriter(Sink* yaml, Sink* txt, bool write_level, uint64_t limit)
     : yaml_(yaml), txt_(txt), write_level_(write_level), limit_(limit) {}
 
-TraceWriter::~TraceWriter() = default;
+TraceWriter::~TraceWriter() {
+  if (!thread_) return;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  thread_->join();
+  delete thread_;
+}
 
 namespace {
 
@@ -57,13 +77,6 @@ void AppendIntField(std::string* out, std::string_view prefix, int value) {
   out->push_back('\n');
 }
 
-// The end of the record of `yaml` (records start with "- " at the start of a
-// line) that starts at `from`.
-size_t RecordEnd(const std::string& yaml, size_t from) {
-  size_t next = yaml.find("\n- ", from);
-  return next == std::string::npos ? yaml.size() : next + 1;
-}
-
 // Each distinct line once, in byte order.
 void WriteSortedUnique(std::vector<std::string> lines, std::ostream& out) {
   std::sort(lines.begin(), lines.end());
@@ -79,16 +92,77 @@ void TraceWriter::Append(const Aggregator::Config& config, const RecordExtras& e
     ++b.dropped;
     return;
   }
-  b.yaml.append(*config.yaml_header);
-  if (write_level_) AppendIntField(&b.yaml, kLevelField, extras.level);
-  if (extras.depth >= 0) AppendIntField(&b.yaml, kDepthField, extras.depth);
-  if (extras.thread >= 0) AppendIntField(&b.yaml, kThreadField, extras.thread);
-  if (!extras.backward.empty()) b.yaml.append(Buffer::Line(b.backward_lines, "backward", extras.backward));
-  if (!extras.module.empty()) b.yaml.append(Buffer::Line(b.module_lines, "module", extras.module));
-  b.yaml.append(config.yaml_body);
-  b.txt.append(config.line);
-  b.txt.push_back('\n');
-  if (b.yaml.size() + b.txt.size() >= kChunkBytes) WriteOut(b);
+  if (b.records.capacity() < kChunkRecords) b.records.reserve(kChunkRecords);
+  b.records.push_back({&config, extras.level, extras.depth, extras.thread,
+                       Buffer::Line(b.backward_lines, "backward", extras.backward),
+                       Buffer::Line(b.module_lines, "module", extras.module)});
+  if (b.records.size() >= kChunkRecords) Hand(b);
+}
+
+void TraceWriter::Hand(Buffer& b) {
+  Chunk chunk;
+  chunk.swap(b.records);
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  if (forked_) {  // no writer's thread in this process
+    lock.unlock();
+    WriteOut(chunk);
+    return;
+  }
+  if (!thread_) {
+    // The thread takes no signal: a process-wide one (SIGTERM, Ctrl-C) goes
+    // to a thread of the program, whose blocking call it interrupts.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    thread_ = new std::thread(&TraceWriter::Work, this);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  room_cv_.wait(lock, [this] { return queue_.size() < kMaxQueuedChunks; });
+  queue_.push_back(std::move(chunk));
+  queue_cv_.notify_one();
+}
+
+void TraceWriter::Work() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  while (true) {
+    queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopped, and everything written
+    Chunk chunk = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    room_cv_.notify_all();
+    {
+      std::lock_guard<std::mutex> work(work_mu_);
+      WriteOut(chunk);
+    }
+    lock.lock();
+    busy_ = false;
+    room_cv_.notify_all();
+  }
+}
+
+void TraceWriter::Drain() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  room_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void TraceWriter::PrepareFork() {
+  work_mu_.lock();
+  queue_mu_.lock();
+}
+
+void TraceWriter::ParentAfterFork() {
+  queue_mu_.unlock();
+  work_mu_.unlock();
+}
+
+void TraceWriter::ChildAfterFork() {
+  forked_ = true;
+  queue_.clear();  // the parent's to write
+  thread_ = nullptr;  // the parent's thread: not in this process
+  queue_mu_.unlock();
+  work_mu_.unlock();
 }
 
 void TraceWriter::Write(Sink* sink, std::string_view data) {
@@ -96,33 +170,46 @@ void TraceWriter::Write(Sink* sink, std::string_view data) {
   error_ = sink->Write(data);
 }
 
-void TraceWriter::WriteOut(Buffer& b) {
+void TraceWriter::WriteOut(const Chunk& chunk) {
+  // Formatted before the files' lock is taken (configs seen for the first
+  // time get their text here); each record's end is kept for the limit.
+  std::string yaml, txt;
+  std::vector<std::pair<size_t, size_t>> ends;  // after each record: yaml's size, txt's
+  if (limit_) ends.reserve(chunk.size());
+  for (const Record& r : chunk) {
+    yaml.append(*r.config->yaml_header);
+    if (write_level_) AppendIntField(&yaml, kLevelField, r.level);
+    if (r.depth >= 0) AppendIntField(&yaml, kDepthField, r.depth);
+    if (r.thread >= 0) AppendIntField(&yaml, kThreadField, r.thread);
+    if (r.backward) yaml.append(*r.backward);
+    if (r.module) yaml.append(*r.module);
+    yaml.append(r.config->yaml_body());
+    txt.append(r.config->line());
+    txt.push_back('\n');
+    if (limit_) ends.emplace_back(yaml.size(), txt.size());
+  }
   std::lock_guard<std::mutex> lock(files_mu_);
-  size_t yaml_end = b.yaml.size(), txt_end = b.txt.size();
+  size_t yaml_end = yaml.size(), txt_end = txt.size();
   if (limit_ && written_ + yaml_end + txt_end > limit_) {
     // The records that still fit go out whole (a record is one line of the
     // text, and one "- " entry of the YAML); the rest are counted.
-    yaml_end = txt_end = 0;
-    while (txt_end < b.txt.size()) {
-      size_t txt_next = b.txt.find('\n', txt_end) + 1;
-      size_t yaml_next = RecordEnd(b.yaml, yaml_end + 1);
-      if (written_ + yaml_next + txt_next > limit_) break;
-      yaml_end = yaml_next;
-      txt_end = txt_next;
-    }
-    dropped_ += static_cast<uint64_t>(std::count(b.txt.begin() + static_cast<std::ptrdiff_t>(txt_end), b.txt.end(), '\n'));
+    size_t kept = 0;
+    while (kept < ends.size() && written_ + ends[kept].first + ends[kept].second <= limit_) ++kept;
+    yaml_end = kept ? ends[kept - 1].first : 0;
+    txt_end = kept ? ends[kept - 1].second : 0;
+    dropped_ += ends.size() - kept;
     full_.store(true, std::memory_order_relaxed);
   }
-  Write(yaml_, std::string_view(b.yaml).substr(0, yaml_end));
-  Write(txt_, std::string_view(b.txt).substr(0, txt_end));
+  Write(yaml_, std::string_view(yaml).substr(0, yaml_end));
+  Write(txt_, std::string_view(txt).substr(0, txt_end));
   written_ += yaml_end + txt_end;
-  b.yaml.clear();
-  b.txt.clear();
 }
 
 Status TraceWriter::Finish() {
+  Drain();  // the chunks handed over first: each thread's records stay in order
   buffers_.ForEach([this](Buffer& b) {
-    WriteOut(b);
+    WriteOut(b.records);
+    b.records.clear();
     std::lock_guard<std::mutex> lock(files_mu_);
     dropped_ += std::exchange(b.dropped, 0);
   });

@@ -1,9 +1,9 @@
 // The writers of an output set's files (docs/format.md describes each one).
 //
 // TraceWriter streams api_trace.yaml and api_trace.txt while tracing: each
-// call appends its cached YAML record and config line to its thread's
-// buffer, and a buffer goes to the files once it holds kChunkBytes, so memory
-// stays bounded however long the run. With a limit (trace_limit), the files
+// call appends a small record to its thread's buffer, and a buffer goes to
+// the writer's thread, which formats it and writes it to the files, once it
+// holds kChunkRecords, so memory stays bounded however long the run. With a limit (trace_limit), the files
 // stop at that many bytes, cut between records, and end with a note of how
 // many calls were not written. The summary writers produce the other files
 // from a Summary (an Aggregator's, or one `api-tracer merge` built).
@@ -14,12 +14,15 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <istream>
 #include <map>
 #include <mutex>
 #include <ostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/aggregator.h"
@@ -41,11 +44,16 @@ struct RecordExtras {
 
 class TraceWriter {
  public:
-  // Each thread appends to a buffer of its own, with no lock, and writes it
-  // out (under the files' lock) once it holds kChunkBytes: threads never
-  // wait for each other per call. A thread's records keep their order; the records of
-  // different threads interleave by chunks.
-  static constexpr size_t kChunkBytes = 256 << 10;
+  // Each thread appends a small record (its config, its extra fields) to a
+  // buffer of its own, with no lock: threads never wait for each other per
+  // call. A buffer of kChunkRecords goes to the writer's thread, which
+  // formats the records (and any config not formatted yet: a first sight's
+  // cost leaves the traced thread) and writes them out under the files'
+  // lock; with kMaxQueuedChunks waiting, the traced thread waits for room,
+  // so memory stays bounded. A thread's records keep their order; the
+  // records of different threads interleave by chunks.
+  static constexpr size_t kChunkRecords = 1024;
+  static constexpr size_t kMaxQueuedChunks = 8;
 
   // `yaml` and `txt` are borrowed and must outlive the writer. With
   // `write_level`, each YAML record carries "level: N" (merged output of
@@ -59,12 +67,26 @@ class TraceWriter {
   // note of the calls not written (TraceLimitNote) to both files; reports
   // the first write error seen since the writer was made.
   Status Finish();
+  // Waits until every chunk handed to the writer's thread is written (the
+  // buffers still filling are not).
+  void Drain();
   // The calls the limit kept out of the files (complete after Finish).
   uint64_t dropped() const { return dropped_; }
 
+  // fork(): before, no chunk is being written or queued (the child would
+  // inherit the locks held); after, in the child, which has no writer's
+  // thread, chunks are written by the thread that fills them.
+  void PrepareFork();
+  void ParentAfterFork();
+  void ChildAfterFork();
+
  private:
   struct Buffer;
-  void WriteOut(Buffer& b);
+  struct Record;
+  using Chunk = std::vector<Record>;
+  void Hand(Buffer& b);
+  void Work();
+  void WriteOut(const Chunk& chunk);
   void Write(Sink* sink, std::string_view data);
 
   Sink* yaml_;
@@ -77,6 +99,17 @@ class TraceWriter {
   uint64_t dropped_ = 0;
   Status error_;
   PerThread<Buffer> buffers_;
+
+  // The writer's thread, started by the first chunk; its queue.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;  // a chunk queued, or stop_
+  std::condition_variable room_cv_;   // a chunk taken, or the thread idle
+  std::deque<Chunk> queue_;
+  bool busy_ = false;  // the thread is writing a chunk it took
+  bool stop_ = false;
+  bool forked_ = false;  // this process is a fork() child: no thread here
+  std::thread* thread_ = nullptr;  // (a child's copy is dropped, never joined)
+  std::mutex work_mu_;  // held while the thread writes a chunk
 };
 
 // Per level, how many records of api_trace.yaml say "level: N" (those of

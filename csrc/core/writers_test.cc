@@ -147,10 +147,12 @@ TEST_F(WritersTest, TraceStreamsInCallOrderAndWritesFullChunks) {
   EXPECT_EQ(yaml.str(),
             "- api: torch.add\n  level: 1\n  args:\n  - 1\n  kwargs: {}\n"
             "- api: torch.ones\n  level: 0\n  args:\n  - 7\n  kwargs: {}\n");
-  // Past kChunkBytes the buffer goes out without an explicit Flush.
-  // Each call appends 70 bytes (14 of text, 56 of YAML).
-  for (size_t i = 0; i < TraceWriter::kChunkBytes / 50; ++i) trace.Append(*last_, {.level = 0});
-  EXPECT_GT(txt.str().size(), 1000u);
+  // A full buffer goes to the writer's thread, which writes it without a
+  // Finish (Drain waits for it, to read the sink).
+  for (size_t i = 0; i < TraceWriter::kChunkRecords; ++i) trace.Append(*last_, {.level = 0});
+  trace.Drain();
+  EXPECT_EQ(txt.str().size(), std::string("torch.add(1)\ntorch.ones(7)\n").size() +
+                                  TraceWriter::kChunkRecords * std::string("torch.ones(7)\n").size());
 }
 
 TEST_F(WritersTest, TraceLimitCutsBetweenRecordsAndCountsTheRest) {
@@ -174,7 +176,7 @@ TEST_F(WritersTest, TraceLimitCutsBetweenRecordsAndCountsTheRest) {
 
 TEST_F(WritersTest, TraceLimitHoldsAcrossThreads) {
   constexpr int kThreads = 4, kCalls = 30000;
-  constexpr uint64_t kLimit = 3 * TraceWriter::kChunkBytes / 2;
+  constexpr uint64_t kLimit = 300 << 10;  // past the first chunks, inside the calls made
   Call("torch.mul", 12345);
   StringSink yaml, txt;
   TraceWriter trace(&yaml, &txt, false, kLimit);
@@ -265,6 +267,7 @@ TEST_F(WritersTest, ManyWritersOnOneThreadStillStream) {
   for (int c = 0; c < kCalls; ++c) {
     for (auto& w : writers) w->Append(*last_, {.level = 0});
   }
+  for (auto& w : writers) w->Drain();
   for (int i = 0; i < kWriters; ++i) EXPECT_GT(txt[i].str().size(), 0u) << "writer " << i << " streamed nothing";
   for (int i = 0; i < kWriters; ++i) {
     ASSERT_TRUE(writers[i]->Finish().ok());
