@@ -74,15 +74,15 @@ std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_
                                                                     Status* status) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = configs_.find(key); it != configs_.end()) return {it->first, it->second.get()};
-  // First sight: the key is decoded (a corrupt one is refused now), and
-  // kept decoded until the config is first formatted (Render).
+  // First sight: the key is checked (a corrupt one is refused now), and
+  // decoded when the config is first formatted (Render).
   ApiId api;
-  auto config = std::make_unique<Config>();
-  Status st = DecodeCall(key, &api, &config->call);
+  Status st = CheckCall(key, &api);
   if (!st.ok()) {
     *status = st;
     return {};
   }
+  auto config = std::make_unique<Config>();
   config->owner = this;
   config->api = api;
   config->yaml_header = &apis_->YamlHeader(api);
@@ -90,7 +90,9 @@ std::pair<std::string_view, Aggregator::Config*> Aggregator::Intern(std::string_
   if (value_profiles_) config->profiles.resize(nprofiles);
   if (api_seen_.insert(api).second) api_order_.push_back(api);
   Config* result = config.get();
-  return {configs_.emplace(std::string(key), std::move(config)).first->first, result};
+  std::string_view stored = configs_.emplace(std::string(key), std::move(config)).first->first;
+  result->key = stored;
+  return {stored, result};
 }
 
 const Aggregator::Config::Text& Aggregator::Config::Rendered() const {
@@ -99,7 +101,9 @@ const Aggregator::Config::Text& Aggregator::Config::Rendered() const {
 }
 
 void Aggregator::Render(const Config& config) const {
-  Call& call = config.call;
+  ApiId api;
+  Call call;
+  DecodeCall(config.key, &api, &call);  // (checked at its first sight)
   call.api = apis_->Name(config.api);
   config.text.line = FormatCall(call, format_);
   config.text.yaml_body = yaml::RecordBody(call);
@@ -110,7 +114,6 @@ void Aggregator::Render(const Config& config) const {
     }
     for (const auto& [name, value] : call.kwargs) CollectProfilePaths(value, "kwargs." + name, float_profiles_, &paths);
   }
-  call = Call();  // formatted: the values are not needed any more
 }
 
 bool Aggregator::WantsStack(ApiId api) const {

@@ -48,8 +48,8 @@ class Aggregator {
   // A distinct config. Its line, YAML record body and profile paths are
   // formatted once, when first asked for (by a trace writer, a snapshot or
   // a test), by whichever thread asks first; the call that made the config
-  // only decodes its key (which checks it). A first sight then costs little
-  // more than a repeat on the traced thread.
+  // only checks its key (CheckCall, which builds nothing). A first sight
+  // then costs little more than a repeat on the traced thread.
   struct Config {
     ApiId api;
     const std::string* yaml_header;  // ApiTable::YamlHeader(api)
@@ -72,8 +72,8 @@ class Aggregator {
     const Text& Rendered() const;
 
     const Aggregator* owner = nullptr;
+    std::string_view key;  // configs_'s copy
     mutable std::once_flag once;
-    mutable Call call;  // the decoded key, until rendered
     mutable Text text;
   };
 

@@ -70,10 +70,11 @@ class Reader {
   // A count of items that each take at least one byte: bounded by what is
   // left, so a corrupt count cannot make the decoder reserve huge memory.
   bool Count(uint64_t* n) { return Varint(n) && *n <= s_.size() - pos_; }
+  // A string (skipped where out is null).
   bool Text(std::string* out) {
     uint64_t n;
     if (!Varint(&n) || n > s_.size() - pos_) return false;
-    out->assign(s_.data() + pos_, n);
+    if (out) out->assign(s_.data() + pos_, n);
     pos_ += n;
     return true;
   }
@@ -99,8 +100,15 @@ class Reader {
     return true;
   }
 
+  // A value; where out is null, only checked (nothing is built).
   bool Value(api_tracer::Value* out, int depth);
   bool Items(uint64_t n, std::vector<api_tracer::Value>* items, int depth) {
+    if (!items) {
+      for (uint64_t i = 0; i < n; ++i) {
+        if (!Value(nullptr, depth + 1)) return false;
+      }
+      return true;
+    }
     items->resize(n);
     for (auto& item : *items) {
       if (!Value(&item, depth + 1)) return false;
@@ -123,23 +131,24 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
   if (!Byte(&tag)) return false;
   switch (tag) {
     case kTagNone:
-      *out = V::None();
+      if (out) *out = V::None();
       return true;
     case kTagFalse:
     case kTagTrue:
-      *out = V::Bool(tag == kTagTrue);
+      if (out) *out = V::Bool(tag == kTagTrue);
       return true;
     case kTagInt: {
       uint64_t u;
       if (!Varint(&u)) return false;
-      *out = V::Int(UnZigZag(u));
+      if (out) *out = V::Int(UnZigZag(u));
       return true;
     }
     case kTagBigInt:
     case kTagStr:
     case kTagSymbol: {
       std::string s;
-      if (!Text(&s)) return false;
+      if (!Text(out ? &s : nullptr)) return false;
+      if (!out) return true;
       *out = tag == kTagBigInt ? V::BigInt(std::move(s))
              : tag == kTagStr  ? V::Str(std::move(s))
                                : V::Symbol(std::move(s));
@@ -148,17 +157,17 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
     case kTagFloat: {
       double d;
       if (!Double(&d)) return false;
-      *out = V::Float(d);
+      if (out) *out = V::Float(d);
       return true;
     }
     case kTagComplex: {
       double re, im;
       if (!Double(&re) || !Double(&im)) return false;
-      *out = V::Complex(re, im);
+      if (out) *out = V::Complex(re, im);
       return true;
     }
     case kTagEllipsis:
-      *out = V::Ellipsis();
+      if (out) *out = V::Ellipsis();
       return true;
     case kTagList:
     case kTagTuple:
@@ -167,7 +176,8 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
       if (!Count(&n)) return false;
       if (tag == kTagDict) n *= 2;
       std::vector<V> items;
-      if (!Items(n, &items, depth)) return false;
+      if (!Items(n, out ? &items : nullptr, depth)) return false;
+      if (!out) return true;
       *out = tag == kTagList    ? V::List(std::move(items))
              : tag == kTagTuple ? V::Tuple(std::move(items))
                                 : V::Dict(std::move(items));
@@ -175,33 +185,43 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
     }
     case kTagSlice: {
       std::vector<V> items;
-      if (!Items(3, &items, depth)) return false;
+      if (!Items(3, out ? &items : nullptr, depth)) return false;
+      if (!out) return true;
       *out = V::Slice(std::move(items[0]), std::move(items[1]), std::move(items[2]));
       return true;
     }
     case kTagTensor: {
-      TensorInfo t;
+      thread_local TensorInfo scratch;  // a check's: its buffers reused, its values ignored
+      TensorInfo built;
+      TensorInfo& t = out ? built : scratch;
       uint8_t flags;
       uint64_t ndim;
       if (!Byte(&flags) || !Count(&ndim) || !Ints(ndim, &t.shape)) return false;
       if ((flags & kHasStride) && !Ints(ndim, &t.stride)) return false;
-      if (!Text(&t.dtype) || !Text(&t.device)) return false;
+      if (!Text(out ? &t.dtype : nullptr) || !Text(out ? &t.device : nullptr)) return false;
       t.requires_grad = flags & kRequiresGrad;
-      if ((flags & kHasLayout) && !Text(&t.layout)) return false;
-      if ((flags & kHasSubclass) && !Text(&t.subclass)) return false;
+      if ((flags & kHasLayout) && !Text(out ? &t.layout : nullptr)) return false;
+      if ((flags & kHasSubclass) && !Text(out ? &t.subclass : nullptr)) return false;
       if ((flags & kHasNnz) && !Int(&t.nnz)) return false;
       if ((flags & kQuantized) &&
-          !(Text(&t.qscheme) && Double(&t.scale) && Int(&t.zero_point) && Int(&t.axis))) {
+          !(Text(out ? &t.qscheme : nullptr) && Double(&t.scale) && Int(&t.zero_point) && Int(&t.axis))) {
         return false;
       }
       if ((flags & kHasStorage) && !(Int(&t.storage_offset) && Int(&t.storage_size))) return false;
-      *out = V::Tensor(std::move(t));
+      if (out) *out = V::Tensor(std::move(t));
       return true;
     }
     case kTagObject: {
       std::string name;
       uint64_t nargs, nkwargs;
-      if (!Text(&name) || !Count(&nargs) || !Count(&nkwargs)) return false;
+      if (!Text(out ? &name : nullptr) || !Count(&nargs) || !Count(&nkwargs)) return false;
+      if (!out) {
+        if (!Items(nargs, nullptr, depth)) return false;
+        for (uint64_t i = 0; i < nkwargs; ++i) {
+          if (!Text(nullptr) || !Value(nullptr, depth + 1)) return false;
+        }
+        return true;
+      }
       std::vector<V> items(nargs + nkwargs);
       std::vector<std::string> keywords(nkwargs);
       for (uint64_t i = 0; i < nargs; ++i) {
@@ -375,13 +395,14 @@ Status DecodeCall(std::string_view key, ApiId* api, Call* out) {
     return Status::Corruption("bad call key header");
   }
   *api = static_cast<ApiId>(id);
-  out->api.clear();
-  if (!r.Items(nargs, &out->args, 0) || !r.Count(&nkwargs)) {
+  if (out) out->api.clear();
+  if (!r.Items(nargs, out ? &out->args : nullptr, 0) || !r.Count(&nkwargs)) {
     return Status::Corruption("bad call key arguments");
   }
-  out->kwargs.resize(nkwargs);
-  for (auto& [name, value] : out->kwargs) {
-    if (!r.Text(&name) || !r.Value(&value, 0)) {
+  if (out) out->kwargs.resize(nkwargs);
+  for (uint64_t i = 0; i < nkwargs; ++i) {
+    auto* kwarg = out ? &out->kwargs[i] : nullptr;
+    if (!r.Text(kwarg ? &kwarg->first : nullptr) || !r.Value(kwarg ? &kwarg->second : nullptr, 0)) {
       return Status::Corruption("bad call key keyword arguments");
     }
   }

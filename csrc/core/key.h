@@ -115,6 +115,8 @@ inline bool IsProfiledDtype(std::string_view dtype, bool floats) {
 // Decodes a key written by BeginCall...: its API id and arguments. `out->api`
 // is left empty (the id names it). Corruption if the key is malformed.
 Status DecodeCall(std::string_view key, ApiId* api, Call* out);
+// Checks `key` as DecodeCall does, building nothing: *api only.
+inline Status CheckCall(std::string_view key, ApiId* api) { return DecodeCall(key, api, nullptr); }
 
 // Encodes and decodes a single value (no call header).
 std::string EncodeValue(const Value& v);

@@ -64,6 +64,26 @@ TEST(KeyTest, TensorFieldsDistinguishKeys) {
   EXPECT_NE(EncodeValue(Value::Tensor(e)), EncodeValue(Value::Tensor(f)));
 }
 
+// CheckCall, which builds nothing, accepts what DecodeCall accepts: every
+// kind of value, and refuses each cut of such a key.
+TEST(KeyTest, CheckingAgreesWithDecoding) {
+  auto values = testing::EveryKind();
+  KeyWriter w;
+  w.BeginCall(7, values.size());
+  for (const Value& v : values) w.Write(v);
+  w.BeginKwargs(1);
+  w.Keyword("k");
+  w.Write(Value::List(values));
+  std::string key(w.view());
+  ApiId api = 0;
+  EXPECT_TRUE(CheckCall(key, &api).ok());
+  EXPECT_EQ(api, 7u);
+  Call call;
+  for (size_t n = 0; n < key.size(); n += 7) {
+    EXPECT_EQ(CheckCall(key.substr(0, n), &api).ok(), DecodeCall(key.substr(0, n), &api, &call).ok()) << n;
+  }
+}
+
 TEST(KeyTest, NanIsCanonical) {
   double neg_nan = -std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(EncodeValue(Value::Float(neg_nan)),
@@ -80,6 +100,7 @@ TEST(KeyTest, CorruptKeysAreRejected) {
   Call call;
   for (size_t n = 0; n < key.size(); ++n) {
     EXPECT_FALSE(DecodeCall(key.substr(0, n), &api, &call).ok()) << n;
+    EXPECT_FALSE(CheckCall(key.substr(0, n), &api).ok()) << n;
   }
   EXPECT_FALSE(DecodeCall(key + "x", &api, &call).ok());
   // A huge count must not make the decoder allocate.
