@@ -107,6 +107,8 @@ class ValueProfile:
     negatives: List[int]
     many_negatives: bool
     nonneg_min: int
+    same_sum: bool
+    sum: int
     floating: bool
     finite: bool
     fmin: float
