@@ -481,6 +481,22 @@ def test_integer_arguments_tied_to_another_keep_their_sum(tmp_path, level):
         assert [(r.config, r.message) for r in results if r.status != "ok"] == []
 
 
+def test_a_sum_of_random_64_bit_integers_is_not_kept():
+    """Values spread over most of int64 (random 64-bit numbers, as an
+    OpInfo sample holds) can have a sum, but moving drawn ones toward it
+    would wrap around int64: they are drawn from their range alone, and
+    the config replays (it failed, calling the sum impossible)."""
+    from api_tracer import _C
+    from api_tracer.replay.builder import draw
+
+    p = _C.ValueProfile.of([-6884741690873564829, 8029969161481514868, 5, -7] * 4 + [1, 2])
+    assert p.same_sum
+    values = draw(p, 18, torch.Generator().manual_seed(0), keep_sum=True)
+    assert int(values.min()) >= p.min and int(values.max()) <= p.max
+    lengths = _C.ValueProfile.of([1, 0, 3, 1])
+    assert int(draw(lengths, 4, torch.Generator().manual_seed(0), keep_sum=True).sum()) == 5
+
+
 def test_linalg_checks_its_errors_at_level_2(tmp_path):
     """linalg's operators call the private _linalg_check_errors on LAPACK's
     info tensor, which level 2 records; reviewed, its configs replay and

@@ -389,9 +389,13 @@ def draw(profile: Any, numel: int, gen: Any, keep_sum: bool = False) -> Any:
 def meet_sum(values: Any, profile: Any, gen: Any) -> None:
     """Moves `values` (in place, inside [min, max], the ends of sorted ones
     kept) until they add up to the profile's sum, the change spread over
-    them in a random order; ValueError where they cannot."""
+    them in a random order; ValueError where they cannot. Values so large
+    that their sum could pass int64 (random 64-bit numbers, not lengths or
+    counts) are left as drawn: the arithmetic would wrap."""
     import torch
 
+    if max(abs(profile.min), abs(profile.max)) * len(values) >= 2 ** 62:
+        return
     free = torch.arange(1, len(values) - 1) if profile.sorted else torch.arange(len(values))
     need = profile.sum - int(values.sum())
     if need == 0:
