@@ -8,7 +8,9 @@ slices, Ellipsis, None) and these classes for the rest:
 - ``Symbol``: a named constant written bare, ``torch.float16``
 - ``Call``: ``name(args..., kw=v...)``: ``torch.device("cuda:0")``,
   ``torch.nn.Linear(3, 4)``, and the placeholders ``Opaque("T")``,
-  ``Callable("f")``, ``Module("torch.nn.Linear")``.
+  ``Callable("f")``, ``Module("torch.nn.Linear")``; ``Eval(...)`` (a module
+  in evaluation mode) and ``Filled(Tensor(...), nan)`` (a tensor every
+  element of which holds one value) wrap another value.
 
 A dialect's serializer returns these to say how a value is written.
 """
@@ -109,6 +111,13 @@ MODULE_PLACEHOLDER = "Module"
 # its call builds, with .eval() called on it (it and its submodules have
 # training False); replay builds it so.
 EVAL_MODE = "Eval"
+
+# A tensor every element of which holds one value: Filled(Tensor([4],
+# "float32"), nan), Filled(Tensor([3], "int64"), -1). The tracer never
+# writes it; the fuzzer does (its value mutations: NaN, infinities, -0.0,
+# subnormals, a dtype's extremes, an index just outside a range), and
+# replay builds it, the value held in the recorded dtype.
+FILLED = "Filled"
 
 
 class Call:

@@ -10,7 +10,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
-from ..values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
+from ..values import EVAL_MODE, FILLED, MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
 from .memory import byte_limit, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
@@ -66,7 +66,7 @@ class Builder:
                 self.resolve(_callable_name(leaf))
             elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
                 self.numpy_scalar(leaf.name)
-            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS + (EVAL_MODE,) \
+            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED) \
                     and not leaf.name.startswith("numpy."):
                 self.allowed(leaf.name)
 
@@ -196,8 +196,13 @@ class Builder:
                 raise Invalid(f"the name {name!r} is not a torch constant", self.line.find(name) + 1)
         return obj
 
-    def tensor(self, spec: TensorSpec, path: str) -> Any:
+    def tensor(self, spec: TensorSpec, path: str, fill: Any = None) -> Any:
+        """The tensor `spec` describes, its values drawn (see build), or
+        every element `fill` where given (Filled(...))."""
         torch = self.r.torch
+        if fill is not None and (spec.layout not in (None, "torch.strided") or spec.qscheme is not None):
+            raise Invalid(f"{FILLED}(...) holds a strided tensor, not a {spec.layout or spec.qscheme} one",
+                          self.line.find(FILLED) + 1)
         if spec.layout in SPARSE_LAYOUTS:
             return self.sparse(spec)
         if spec.layout not in (None, "torch.strided"):
@@ -210,7 +215,9 @@ class Builder:
         # its storage's elements: as its strides span them, or as many as the storage of a view held
         numel = storage_numel(shape, stride) if spec.storage_size is None else spec.storage_size
         profile = self.ranges.get(path)
-        if dtype.is_floating_point and profile is not None and profile.floating:
+        if fill is not None:  # in the recorded dtype (a float32 subnormal stays one on a float64 side)
+            base = torch.full((numel,), fill, dtype=dtype)
+        elif dtype.is_floating_point and profile is not None and profile.floating:
             base = draw_floats(profile, numel, self.gen).to(dtype)
         elif dtype.is_floating_point and dtype.itemsize == 1:  # the float8 types: no random kernel of their own
             base = torch.randn(numel, generator=self.gen).to(dtype)
@@ -290,6 +297,12 @@ class Builder:
                 raise Invalid(f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a module",
                               self.line.find(EVAL_MODE) + 1)
             return module.eval()
+        if name == FILLED:
+            if len(c.args) != 2 or c.kwargs or not isinstance(c.args[0], TensorSpec) \
+                    or not isinstance(c.args[1], (bool, int, float, complex)):
+                raise Invalid(f"{FILLED}(...) takes a tensor's description and the value of its elements",
+                              self.line.find(FILLED) + 1)
+            return self.tensor(c.args[0], f"{path}.args[0]", fill=c.args[1])
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
             raise Skip("a symbolic argument")
         args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args)]

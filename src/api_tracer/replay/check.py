@@ -24,7 +24,7 @@ from .options import ReplayOptions
 from .resolve import Resolver
 from .side import NoGradient, Outcome, Side, device_of, run_side
 
-MODES = ("float64", "device:DEVICE", "compile", "repeat")
+MODES = ("float64", "device:DEVICE", "compile", "repeat", "layout")
 
 # Outputs an operator keeps for its backward in a form of the kernel's
 # choosing, not compared: the embedding bag's offset2bag, bag_size and
@@ -52,6 +52,8 @@ def reference(check: str, device: str) -> Side:
         return Side("compiled", device, compiled=True)
     if check == "repeat":
         return Side("repeated", device)
+    if check == "layout":
+        return Side("contiguous", device, contiguous=True)
     if check.startswith("device:") and check[len("device:"):]:
         other = check[len("device:"):]
         return Side(other, other)
@@ -152,7 +154,8 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
     else:
-        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api))
+        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api),
+                        overflow=holds_extremes(args, kwargs))
     if note:
         verdict.message = "; ".join(filter(None, [note, verdict.message]))
     return verdict
@@ -247,14 +250,38 @@ def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
     return Verdict(Status.OK, "values", "", worst, hashes)
 
 
+def holds_extremes(args: list, kwargs: dict) -> bool:
+    """Whether the line fills a floating tensor with a value at the ends
+    of its dtype (Filled(..., inf), Filled(..., 3.4e38), at least half its
+    largest): a narrower dtype then overflows where float64 does not, as
+    it must, and another order of summing overflows otherwise."""
+    import math
+
+    from ..values import FILLED, Call
+    from .builder import _arguments
+
+    import torch
+
+    def extreme(c: Call) -> bool:
+        value = c.args[1] if len(c.args) == 2 else 0
+        dtype = getattr(torch, getattr(c.args[0], "dtype", ""), None) if c.args else None
+        if not isinstance(value, (int, float)) or not isinstance(dtype, torch.dtype) or not (
+                dtype.is_floating_point or dtype.is_complex):
+            return False
+        return not abs(value) < torch.finfo(dtype).max / 2 and not math.isnan(value)
+
+    return any(isinstance(leaf, Call) and leaf.name == FILLED and extreme(leaf) for _, leaf in _arguments(args, kwargs))
+
+
 def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
-          bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = ()) -> Verdict:
+          bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = (), overflow: bool = False) -> Verdict:
     """The verdict on two sides' outcomes; the leaves `unjudged` are not
-    compared, and the verdict says so."""
+    compared, and the verdict says so; with `overflow`, an output of the
+    replay's that is not finite counts as an overflow (compare.Comparison)."""
     here, there = device_of(options.device), device_of(other.device)
     compare = Comparison(other.label, values=not mine.random, dtype_of=other.cast or (lambda d: d),
                          device_of=lambda d: there if d == here else d, scalar_dtype=mine.precision,
-                         rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged)
+                         rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged, overflow=overflow)
     differs = _compared(compare, mine, theirs)
     if differs:
         return differs

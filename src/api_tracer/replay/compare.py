@@ -81,7 +81,8 @@ class Comparison:
     def __init__(self, other: str, values: bool = True, dtype_of: Callable[[Any], Any] = lambda d: d,
                  device_of: Callable[[Any], Any] = lambda d: d, scalar_dtype: Any = None,
                  rtol: Optional[float] = None, atol: Optional[float] = None,
-                 bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = ()) -> None:
+                 bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = (),
+                 overflow: bool = False) -> None:
         import torch
 
         self.other, self.values, self.dtype_of, self.device_of = other, values, dtype_of, device_of
@@ -89,6 +90,9 @@ class Comparison:
         self.unjudged = unjudged  # leaves not compared (check.WORKSPACE_OUTPUTS)
         self.scalar_dtype = scalar_dtype or torch.float64
         self.rtol, self.atol = rtol, atol
+        # the inputs hold values at the ends of their dtype (Filled(..., 3.4e38)): where a's element is
+        # infinite or NaN, it overflowed, as it may; not counted
+        self.overflow = overflow
         self.errors: List[Errors] = []  # of every numeric leaf compared by value
 
     def __call__(self, a: Any, b: Any, where: str) -> None:
@@ -139,14 +143,28 @@ class Comparison:
         if b.device not in (a.device, self.device_of(a.device)):  # (a device the line names is kept)
             raise Mismatch(f"{where}: on {a.device}, on {b.device} on the {self.other} side")
         if self.values:
+            dtype = a.dtype  # the tolerance is that of a's dtype, even where a's overflows are excused
+            if self.overflow and (a.is_floating_point() or a.is_complex()):
+                a = excuse_overflow(a, b)
             bound = self.bounds.get(where)
             if bound is not None:
                 self.errors.append(measure_bounded(a, b, bound, where))
                 return
-            rtol, atol = default_tolerances(*([tolerance_dtype] if tolerance_dtype else [a.dtype, b.dtype]))
+            rtol, atol = default_tolerances(*([tolerance_dtype] if tolerance_dtype else [dtype, b.dtype]))
             rtol = rtol if self.rtol is None else self.rtol
             atol = atol if self.atol is None else self.atol
             self.errors.append(measure(a, b, rtol, atol, where))
+
+
+def excuse_overflow(a: Any, b: Any) -> Any:
+    """a, in the wider of both dtypes, holding b's value wherever a's is
+    not finite: an overflow, in a narrower dtype than b's or in another
+    order of summing (inf - inf is NaN where inf + x - inf is inf)."""
+    import torch
+
+    common = torch.promote_types(a.dtype, b.dtype)
+    a, b = a.detach().cpu().to(common), b.detach().cpu().to(common)
+    return torch.where(~a.isfinite(), b, a)
 
 
 def measure(a: Any, b: Any, rtol: float, atol: float, where: str) -> Errors:
@@ -155,12 +173,11 @@ def measure(a: Any, b: Any, rtol: float, atol: float, where: str) -> Errors:
 
     common = torch.promote_types(a.dtype, b.dtype)
     a, b = a.detach().cpu().to(common), b.detach().cpu().to(common)
-    close = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
     wide = torch.complex128 if common.is_complex else torch.float64
     x, y = a.to(wide), b.to(wide)
-    diff = (x - y).abs()
-    diff = torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff)  # equal infinities, NaN against NaN
-    diff = _nan_is_inf(diff)  # a NaN against a number
+    diff = _difference(x, y)
+    # as torch.isclose, but complex values part by part (an infinite part equal on both sides)
+    close = (diff == 0) | (diff.isfinite() & (diff <= atol + rtol * y.abs()))
     rel = _nan_is_inf(torch.where(diff == 0, 0.0, diff / y.abs()))
     excess = _nan_is_inf(torch.where(diff == 0, 0.0, diff / (atol + rtol * y.abs())))
     if not diff.numel():
@@ -179,9 +196,22 @@ def _differences(a: Any, b: Any) -> Tuple[Any, Any, Any]:
     common = torch.promote_types(a.dtype, b.dtype)
     wide = torch.complex128 if common.is_complex else torch.float64
     x, y = a.detach().cpu().to(wide), b.detach().cpu().to(wide)
-    diff = (x - y).abs().to(torch.float64)
-    diff = _nan_is_inf(torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff))
+    diff = _difference(x, y)
     return diff, y.abs().to(torch.float64), _non_finite(x, y)
+
+
+def _difference(x: Any, y: Any) -> Any:
+    """|x - y| in float64: 0 where both are equal (equal infinities too),
+    and NaN against NaN; infinite for a NaN against a number. Complex
+    values part by part, so that equal infinite real parts leave the
+    imaginary parts' difference (inf+8.67j against inf+8.6700001j)."""
+    import torch
+
+    if x.is_complex():
+        re, im = _difference(x.real, y.real), _difference(x.imag, y.imag)
+        return torch.hypot(re, im)
+    diff = (x - y).abs().to(torch.float64)
+    return _nan_is_inf(torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff))
 
 
 def _non_finite(x: Any, y: Any) -> str:

@@ -12,7 +12,7 @@ element the model allows
   + C_OUT * u_in * X                             input-sized values rounded on the way
   + C_ACC * (u_acc * sqrt(K) + u_kept) * (D + S) what the kernel accumulates
   + C_MID * u * S                                intermediates held in the result's dtype
-  + C_OUT * tiny                                 (underflow)
+  + C_OUT * tiny * K                             (underflow: subnormal terms flushed)
 
 - u is the unit roundoff of the result's dtype (2^-24 float32, 2^-11
   float16, 2^-8 bfloat16), u_acc that of what kernels compute in (float32,
@@ -38,7 +38,8 @@ element the model allows
 - X is the size of input values a kernel computes with on its way to a
   far smaller result: for an elementwise output (of fan-in 1 and of an
   input's shape) its own input's magnitude, at u_in = u_acc (GELU of a
-  negative input: x * (1 + erf(x)) near 0 in float32); for another output
+  negative input: x * (1 + erf(x)) near 0 in float32; of inputs broadcast
+  to its shape, their largest magnitude); for another output
   of a call with float scalars, the largest input's magnitude at u_in = u
   (a kernel computes coefficients from them in its own precision, an
   interpolation's weights from its scale, torch's bfloat16 bicubic
@@ -221,11 +222,14 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
             inputs, u_in = largest_input, u_out
         else:  # rounded on the way in what kernels compute in
             own = [m.reshape(r.shape) for _, n, m in sizes if n == r.numel()] if fan_in <= 1.5 else []
-            inputs = torch.stack(own).amax(0) if own else largest_input if scalar_paths else 0.0
-            u_in = u_acc if own else u_out
+            # an elementwise output of inputs broadcast to it (fewer elements than it): their largest
+            broadcast = not own and fan_in <= 1.5 and any(0 < n < r.numel() for _, n, _ in sizes)
+            inputs = (torch.stack(own).amax(0) if own else largest_input if scalar_paths or broadcast else 0.0)
+            u_in = u_acc if own or broadcast else u_out
         rounding = C_OUT * (u_out * magnitude + u_in * inputs)
         kept = u_out if gradient else 0.0
+        # (underflow: each of the fan-in's terms may lose up to tiny, flushed to zero as subnormal)
         allowed = (rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s
-                   + C_OUT * tiny)
+                   + C_OUT * tiny * fan_in)
         out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
     return out

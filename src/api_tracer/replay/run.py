@@ -20,7 +20,7 @@ from .configs import BuildError, Config, Invalid, Result, SideError, Skip, Statu
 from .options import ReplayOptions
 from .resolve import Resolver
 from .side import Side, run_side
-from . import user_code
+from . import pool, user_code
 
 
 def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
@@ -95,109 +95,56 @@ def outside_domain(message: str) -> str:
 # -- running many -------------------------------------------------------------
 
 def _worker(conn: Any, options: ReplayOptions) -> None:
-    """Replays the configs sent on `conn`, one at a time, until None; the
+    """Replays the configs sent on `conn`, one at a time (pool.py); the
     user's code (--import, --load-library) is loaded first."""
     user_code.load(options.imports, options.libraries)
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
     hang_on = os.environ.get("API_TRACER_REPLAY_HANG_ON")
-    while True:
-        config = conn.recv()
-        if config is None:
-            return
+    for config in pool.tasks(conn):
         if crash_on and crash_on in config.text:
             os.kill(os.getpid(), 11)
-        conn.send(STARTED)  # the config's time runs from now (the worker's own start-up is not its)
+        pool.started(conn)  # the config's time runs from now (the worker's own start-up is not its)
         if hang_on and hang_on in config.text:
             while True:
                 time.sleep(1)
-        conn.send(replay_one(config, options, resolver))
+        pool.done(conn, replay_one(config, options, resolver))
 
 
 # How long a config may run in a worker before it is killed (--timeout):
 # what an isolated replay waits by default.
 DEFAULT_TIMEOUT = 60.0
-STARTED = "started"  # what a worker says as it begins a config
 
 
 def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
                  on_result: Callable[[Result], None], timeout: Optional[float] = DEFAULT_TIMEOUT) -> List[Result]:
-    """Each config in a worker process (`jobs` of them): a worker that dies
-    (a crashing kernel) fails the config it held, and is replaced; so is one
-    that holds a config past `timeout` seconds (None: no limit): it is
-    killed, and the config fails with a timeout.""" 
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
-
-    ctx = mp.get_context("spawn")
+    """Each config in a worker process (`jobs` of them, pool.py): a worker
+    that dies (a crashing kernel) fails the config it held, and is
+    replaced; so is one that holds a config past `timeout` seconds (None:
+    no limit): it is killed, and the config fails with a timeout."""
     pending = list(range(len(configs)))[::-1]
     out: Dict[int, Result] = {}
-    workers: Dict[Any, Tuple[Any, Optional[int]]] = {}  # conn -> (process, index it holds)
-    since: Dict[Any, float] = {}  # conn -> when it began the config it holds
 
-    def start() -> None:
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, options), daemon=True)
-        p.start()
-        child.close()
-        workers[parent] = (p, None)
-        feed(parent)
+    def feed() -> Optional[Tuple[int, Config]]:
+        if not pending:
+            return None
+        index = pending.pop()
+        return index, configs[index]
 
-    def feed(conn: Any) -> None:
-        p, _ = workers[conn]
-        if pending:
-            index = pending.pop()
-            conn.send(configs[index])
-            workers[conn] = (p, index)
-            since.pop(conn, None)
+    def on_event(index: int, event: Any) -> None:
+        c = configs[index]
+        if isinstance(event, pool.Done):
+            result = event.result
+        elif isinstance(event, pool.Died):
+            result = Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error="WorkerCrashed",
+                            message=f"the worker process died (exit code {event.exitcode})")
         else:
-            conn.send(None)
-            workers[conn] = (p, None)
-
-    def finish(index: int, result: Result) -> None:
+            result = Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error="Timeout",
+                            message=f"timeout: no result after {event.seconds:g} s (--timeout); the worker was killed")
         out[index] = result
         on_result(result)
 
-    for _ in range(min(max(1, jobs), len(configs))):
-        start()
-    def replace(conn: Any, p: Any, index: int, error: str, message: str) -> None:
-        c = configs[index]
-        finish(index, Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error=error,
-                             message=message))
-        del workers[conn]
-        conn.close()
-        if pending:
-            start()
-
-    while len(out) < len(configs):
-        busy = {conn: p for conn, (p, index) in workers.items() if index is not None}
-        started = [since[c] for c in busy if c in since]
-        left = None if timeout is None or not started else max(0.0, min(started) + timeout - time.monotonic())
-        ready = wait(list(busy) + [p.sentinel for p in busy.values()], timeout=left)
-        for conn, p in busy.items():
-            index = workers[conn][1]
-            if conn in ready:
-                try:
-                    result = conn.recv()
-                except (EOFError, OSError):
-                    result = None
-                if result == STARTED:
-                    since[conn] = time.monotonic()
-                    continue
-                if result is not None:
-                    finish(index, result)
-                    feed(conn)
-                    continue
-            if p.sentinel in ready or conn in ready:
-                p.join()
-                replace(conn, p, index, "WorkerCrashed", f"the worker process died (exit code {p.exitcode})")
-            elif timeout is not None and conn in since and time.monotonic() - since[conn] >= timeout:
-                p.kill()
-                p.join()
-                replace(conn, p, index, "Timeout",
-                        f"timeout: no result after {timeout:g} s (--timeout); the worker was killed")
-    for p, _ in workers.values():
-        p.join(timeout=5)
+    pool.WorkerPool(_worker, (options,), min(max(1, jobs), len(configs)) or 1, timeout).run(feed, on_event)
     return [out[i] for i in range(len(configs))]
 
 

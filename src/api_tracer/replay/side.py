@@ -30,6 +30,7 @@ class Side:
     compiled: bool = False
     perturb: Optional[Callable[[str, Any], None]] = None  # see Builder: the check's error model
     substitute: Optional[Callable[..., Any]] = None  # called instead of the API (a decomposition, as reference)
+    contiguous: bool = False  # each strided tensor argument a contiguous copy of the one built (--check layout)
 
 
 @dataclass
@@ -139,6 +140,8 @@ def _run_side(config: Config, api: str, args: list, kwargs: dict, options: Repla
     with seeded(options.seed, side.device), torch.sparse.check_sparse_tensor_invariants():
         func, args, kwargs = build(config, api, args, kwargs, replace(options, device=side.device), resolver,
                                    side.cast, side.perturb)
+        if side.contiguous:
+            args, kwargs = contiguous_copies(args), contiguous_copies(kwargs)
         precision = least_precise(args, kwargs)
         floating_inputs = any(t.is_floating_point() or t.is_complex() for _, t in tensor_leaves([args, kwargs], ""))
         inputs: List[Tuple[str, Any, Callable[[Any], Any]]] = []
@@ -156,6 +159,27 @@ def _run_side(config: Config, api: str, args: list, kwargs: dict, options: Repla
                 output = call(*args, **kwargs)
             grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
     return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs)
+
+
+def contiguous_copies(value: Any) -> Any:
+    """`value` with each strided tensor in it that is not contiguous, or
+    is a window of a larger storage, replaced by a contiguous copy of its
+    values (requiring grad as it did)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided or value.is_quantized or (
+                value.is_contiguous() and value.untyped_storage().nbytes() == value.numel() * value.itemsize):
+            return value
+        copy = torch.empty_like(value, memory_format=torch.contiguous_format)
+        with torch.no_grad():
+            copy.copy_(value)
+        return copy.requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(contiguous_copies(v) for v in value)
+    if isinstance(value, dict):
+        return {k: contiguous_copies(v) for k, v in value.items()}
+    return value
 
 
 def refused_argument(error: RuntimeError, func: Any, args: list, kwargs: dict) -> Optional[str]:

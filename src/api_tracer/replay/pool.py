@@ -1,0 +1,175 @@
+"""Worker processes that run tasks one at a time and may die doing so:
+`WorkerPool` feeds `jobs` of them, each running `target(conn, *init)`,
+and turns what becomes of each task into an event: its result (`Done`),
+the worker's death (`Died`: a crashing kernel, an abort, the kernel's OOM
+killer) or a task held past the timeout (`TimedOut`: the worker is
+killed). A worker lost either way is replaced, and the run goes on.
+replay --isolate and api-tracer fuzz run on it.
+
+A worker's side of the protocol: it receives a task (None: stop), says
+`started(conn, note)` as it begins each step of the task (the timeout
+counts from the latest, and the note says which step a death or a timeout
+came in), and sends `("done", result)`."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Hashable, Iterator, Optional, Tuple
+
+STARTED = "started"  # what a worker says as it begins a step of its task
+DONE = "done"
+
+
+def started(conn: Any, note: str = "") -> None:
+    """Said by a worker as it begins (a step of) its task."""
+    conn.send((STARTED, note))
+
+
+def done(conn: Any, result: Any) -> None:
+    conn.send((DONE, result))
+
+
+def tasks(conn: Any) -> Iterator[Any]:
+    """The tasks a worker receives, until told to stop."""
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        yield task
+
+
+@dataclass
+class Done:
+    result: Any
+
+
+@dataclass
+class Died:
+    exitcode: Optional[int]  # -N: killed by signal N
+    note: str  # the step it was in
+
+
+@dataclass
+class TimedOut:
+    seconds: float
+    note: str
+
+
+@dataclass
+class _Worker:
+    process: Any
+    key: Optional[Hashable] = None  # the task it holds
+    since: Optional[float] = None  # when it began its current step (None: it has not said yet)
+    note: str = ""
+
+
+class WorkerPool:
+    """`jobs` spawned workers running `target(conn, *init)`, each task
+    limited to `timeout` seconds a step (None: no limit)."""
+
+    def __init__(self, target: Callable[..., None], init: Tuple[Any, ...], jobs: int,
+                 timeout: Optional[float]) -> None:
+        import multiprocessing as mp
+
+        self.ctx = mp.get_context("spawn")
+        self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
+        self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
+
+    def run(self, feed: Callable[[], Optional[Tuple[Hashable, Any]]],
+            on_event: Callable[[Hashable, Any], None], stop: Callable[[], bool] = lambda: False,
+            tick: Optional[Callable[[], None]] = None) -> None:
+        """Runs tasks until `feed` (called whenever a worker is free) gives
+        None and no worker holds one, or `stop()` says so; `on_event(key,
+        Done | Died | TimedOut)` for each task; `tick` about every second."""
+        import multiprocessing.connection as connection
+
+        try:
+            while len(self.workers) < self.jobs:
+                task = feed()
+                if task is None:
+                    break
+                self._give(self._start(), task)
+            while self.workers and not stop():
+                busy = dict(self.workers)  # (every worker there holds a task)
+                started = [w.since for w in busy.values() if w.since is not None]
+                wait = 1.0 if tick else None
+                if self.timeout is not None and started:
+                    left = max(0.0, min(started) + self.timeout - time.monotonic())
+                    wait = left if wait is None else min(wait, left)
+                ready = connection.wait(list(busy) + [w.process.sentinel for w in busy.values()], timeout=wait)
+                for conn, w in busy.items():
+                    self._poll(conn, w, ready, feed, on_event)
+                if tick:
+                    tick()
+        finally:
+            self.close()
+
+    def _poll(self, conn: Any, w: _Worker, ready: list, feed: Callable, on_event: Callable) -> None:
+        if conn in ready:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                message = None
+            if message is not None and message[0] == STARTED:
+                w.since, w.note = time.monotonic(), message[1]
+                return
+            if message is not None:
+                key, w.key = w.key, None
+                on_event(key, Done(message[1]))
+                self._assign(conn, feed)
+                return
+        if w.process.sentinel in ready or conn in ready:
+            w.process.join()
+            self._replace(conn, w, Died(w.process.exitcode, w.note), feed, on_event)
+        elif self.timeout is not None and w.since is not None and time.monotonic() - w.since >= self.timeout:
+            w.process.kill()
+            w.process.join()
+            self._replace(conn, w, TimedOut(self.timeout, w.note), feed, on_event)
+
+    def _start(self) -> Any:
+        parent, child = self.ctx.Pipe()
+        p = self.ctx.Process(target=self.target, args=(child, *self.init), daemon=True)
+        p.start()
+        child.close()
+        self.workers[parent] = _Worker(p)
+        return parent
+
+    def _assign(self, conn: Any, feed: Callable) -> None:
+        """Gives the worker on `conn` the next task; stops it if there is none."""
+        task = feed()
+        if task is not None:
+            self._give(conn, task)
+            return
+        w = self.workers.pop(conn)
+        try:
+            conn.send(None)
+        except OSError:
+            pass
+        w.process.join(timeout=5)
+        if w.process.is_alive():
+            w.process.kill()
+            w.process.join()
+        conn.close()
+
+    def _give(self, conn: Any, task: Tuple[Hashable, Any]) -> None:
+        w = self.workers[conn]
+        w.key, w.since, w.note = task[0], None, ""
+        conn.send(task[1])
+
+    def _replace(self, conn: Any, w: _Worker, event: Any, feed: Callable, on_event: Callable) -> None:
+        key = w.key
+        del self.workers[conn]
+        conn.close()
+        on_event(key, event)
+        task = feed()
+        if task is not None:
+            self._give(self._start(), task)
+
+    def close(self) -> None:
+        """Stops every worker still there (stop() said so): killed."""
+        for conn, w in list(self.workers.items()):
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join()
+            conn.close()
+        self.workers.clear()
