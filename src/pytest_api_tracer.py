@@ -4,6 +4,8 @@ entry point; inert unless one of its options is given).
     pytest --api-trace DIR [--api-trace-levels 1,3] [--api-trace-per-test]
     pytest --api-replay FILE [--api-check MODE] [--api-allow-unsafe] [--api-replay-import MODULE]...
            [--api-replay-load-library PATH]...
+    pytest --api-fuzz FILE [--api-fuzz-time S] [--api-fuzz-out DIR] [--api-fuzz-oracle LIST]
+           [--api-replay-import MODULE]... [-n 4]
 
 --api-trace traces the suite into one merged file set in DIR. With
 --api-trace-per-test each test also gets a set of its own, DIR/tests/NAME
@@ -17,6 +19,14 @@ their merge.
 number and the API as its name), replayed and checked as `api-tracer
 replay` does, so that pytest's own machinery (-k, --lf, -n, --junitxml,
 sharding) runs a corpus of configs.
+
+--api-fuzz collects each config line of FILE as a test item that fuzzes
+it (api-tracer fuzz, that line its only seed) for --api-fuzz-time seconds
+(default 10), failing with the reproducers of what it found; each item's
+campaign is DIR/items/NAME (DIR: --api-fuzz-out, default api_fuzz), and
+the session merges them into DIR/findings.jsonl and DIR/findings.yaml
+(under pytest-xdist, the controller, once the workers are done). So
+pytest-xdist and CI sharding spread a corpus over processes and machines.
 
 This module imports nothing of api_tracer (nor torch) until an option
 asks for it: pytest loads it in every session.
@@ -48,6 +58,13 @@ def pytest_addoption(parser: Any) -> None:
                     help="with --api-replay: import MODULE (your operators) first, as replay --import (repeatable)")
     group.addoption("--api-replay-load-library", action="append", metavar="PATH", default=[],
                     help="with --api-replay: load the shared library PATH first, as replay --load-library")
+    group.addoption("--api-fuzz", metavar="FILE", help="collect each config line of FILE as a test that fuzzes it")
+    group.addoption("--api-fuzz-time", metavar="SECONDS", type=float, default=10.0,
+                    help="with --api-fuzz: how long each line is fuzzed (default 10)")
+    group.addoption("--api-fuzz-out", metavar="DIR", default="api_fuzz",
+                    help="with --api-fuzz: the campaigns' directory (default api_fuzz)")
+    group.addoption("--api-fuzz-oracle", metavar="LIST", default=None,
+                    help="with --api-fuzz: what makes a finding, as fuzz --oracle (default its default)")
     group.addoption("--api-allow-unsafe", action="store_true",
                     help="with --api-replay: call any torch API a line names (your own, trusted files)")
 
@@ -62,6 +79,13 @@ def pytest_configure(config: Any) -> None:
         if not os.path.isfile(replay):
             raise pytest.UsageError(f"--api-replay: {replay}: no such file")
         config.pluginmanager.register(ReplaySession(config, os.path.abspath(replay)), "api-tracer-replay")
+    fuzz = config.getoption("api_fuzz")
+    if fuzz:
+        if not os.path.isfile(fuzz):
+            raise pytest.UsageError(f"--api-fuzz: {fuzz}: no such file")
+        if not config.getoption("api_fuzz_time") > 0:
+            raise pytest.UsageError("--api-fuzz-time: must be more than 0")
+        config.pluginmanager.register(FuzzSession(config, os.path.abspath(fuzz)), "api-tracer-fuzz")
 
 
 # -- tracing a suite ------------------------------------------------------------
@@ -401,3 +425,88 @@ class ConfigItem(pytest.Item):
 
     def reportinfo(self) -> tuple:
         return self.path, self.replay_config.line - 1, self.name
+
+
+# -- fuzzing a corpus -------------------------------------------------------------
+
+
+class FuzzSession:
+    def __init__(self, config: Any, path: str) -> None:
+        from api_tracer.fuzz.campaign import ORACLES
+
+        self.path = path
+        self.out = os.path.abspath(config.getoption("api_fuzz_out"))
+        self.time = config.getoption("api_fuzz_time")
+        oracle = config.getoption("api_fuzz_oracle")
+        self.oracles = tuple(x.strip() for x in oracle.split(",") if x.strip()) if oracle else ORACLES
+        unknown = [o for o in self.oracles if o not in ORACLES + ("compile",) and not o.startswith("device:")]
+        if unknown:
+            raise pytest.UsageError(f"--api-fuzz-oracle: {unknown[0]!r} is not one of {', '.join(ORACLES)}, "
+                                    "compile, device:DEVICE")
+        self.imports = tuple(config.getoption("api_replay_import"))
+        self.libraries = tuple(config.getoption("api_replay_load_library"))
+        self.worker = hasattr(config, "workerinput")  # a pytest-xdist worker: the controller merges
+        config.args[:] = [path]
+
+    def pytest_collect_file(self, file_path: Any, parent: Any) -> Any:
+        if os.path.abspath(str(file_path)) == self.path:
+            return FuzzFile.from_parent(parent, path=file_path, session_plugin=self)
+        return None
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        if self.worker or not os.path.isdir(os.path.join(self.out, "items")):
+            return
+        from api_tracer.fuzz import Findings
+
+        merged = Findings(self.out)
+        for name in sorted(os.listdir(os.path.join(self.out, "items"))):
+            one = Findings(os.path.join(self.out, "items", name))
+            one.load()
+            merged.merge(one)
+        merged.save()
+
+
+class FuzzFile(pytest.File):
+    def __init__(self, *, session_plugin: FuzzSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.session_plugin = session_plugin
+
+    def collect(self) -> Iterator[Any]:
+        from api_tracer.fuzz import read_seeds
+
+        seeds, _ = read_seeds([str(self.path)])
+        for seed in seeds:
+            yield FuzzItem.from_parent(self, name=f"L{seed.number}:{seed.line.api}", seed=seed)
+
+
+class FuzzItem(pytest.Item):
+    def __init__(self, *, seed: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seed = seed
+
+    def runtest(self) -> None:
+        from api_tracer.fuzz import Campaign, Settings
+        from api_tracer.replay import ReplayOptions
+
+        plugin: FuzzSession = self.parent.session_plugin
+        digest = hashlib.sha256(self.seed.text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
+        out = os.path.join(plugin.out, "items", f"L{self.seed.number}-{digest}")
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        options = ReplayOptions(max_bytes=1 << 30, imports=plugin.imports, libraries=plugin.libraries)
+        campaign = Campaign([self.seed], Settings(out, oracles=plugin.oracles, time_limit=plugin.time,
+                                                  options=options))
+        campaign.run()
+        if len(campaign.findings):
+            raise ReplayFailure(f"{len(campaign.findings)} findings fuzzing {self.seed.file}:{self.seed.number} "
+                                f"({campaign.cases_run} cases; {out}):\n" + "\n".join(
+                                    f"  {f.kind}" + (f" [--check {f.check}]" if f.check else "") +
+                                    f": {f.line}\n      {f.message[:300]}" for f in campaign.findings))
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, ReplayFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple:
+        return self.path, self.seed.number - 1, self.name

@@ -1,12 +1,15 @@
-"""The command line: api-tracer run | merge | replay | stats | report.
+"""The command line: api-tracer run | merge | replay | fuzz | stats | report.
 
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
     api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
                        [--import MODULE]... [--load-library PATH]...
-                       [--check float64|device:DEVICE|compile|repeat [--backward] [--rtol R] [--atol A]]
+                       [--check float64|device:DEVICE|compile|repeat|layout [--backward] [--rtol R] [--atol A]]
                        [-o REPORT.jsonl] [--junit REPORT.xml]
+    api-tracer fuzz CONFIGS... [-o DIR] [--time SECONDS | --budget N] [--jobs N] [--seed S]
+                    [--mutate shape,dtype,layout,value,scalar] [--oracle crash,hang,error,float64,layout,repeat,...]
+                    [--import MODULE]... [--load-library PATH]... [--timeout SECONDS] [--max-bytes B] [--resume]
     api-tracer stats DIR
     api-tracer report [DIR] [PROFILE.json] [REPLAY.jsonl] -o report.html
 
@@ -79,11 +82,17 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("--check", metavar="MODE",
                         help="compare each config's outputs against the same call on float64 copies of its floating "
                              "inputs (float64, judged by an error model), on another device (device:cuda), compiled "
-                             "(compile), or made again from the same seed, bitwise (repeat)")
+                             "(compile), made again from the same seed, bitwise (repeat), or on contiguous copies of "
+                             "its strided inputs (layout)")
     replay.add_argument("--backward", action="store_true",
                         help="with --check: compare the gradients of the floating inputs too")
     replay.add_argument("--rtol", type=float, help="with --check: the relative tolerance, instead of the dtype's")
     replay.add_argument("--atol", type=float, help="with --check: the absolute tolerance, instead of the dtype's")
+
+    from .fuzz.command import add_flags as add_fuzz_flags
+
+    add_fuzz_flags(sub.add_parser("fuzz", help="mutate config lines into cases and find crashes, hangs, unclean "
+                                              "errors and wrong results"))
 
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")
@@ -138,6 +147,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .replay import replay_command
 
             return replay_command(args)
+        if args.command == "fuzz":
+            from .fuzz.command import fuzz_command
+
+            return fuzz_command(args)
         if args.command == "stats":
             from .stats import stats_table
 

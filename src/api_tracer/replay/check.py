@@ -15,6 +15,7 @@ infinite on both sides tested nothing and is `vacuous` (`Verdict`)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, Optional, Tuple
 
@@ -151,6 +152,10 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
                 raise Skip(f"on the {other.label} side (its error model's probes): {e}") from e
             except Exception as e:  # noqa: BLE001 - what ran once runs again; if not, said
                 raise SideError(f"on the {other.label} side (its error model's probes)", e) from e
+        if options.check == "layout" and READS_LAYOUT.search(api):
+            raise Skip(f"{api} reads its inputs' layout itself (storage, strides): a contiguous copy is another input")
+        if options.check == "layout" and options.rtol is None and options.atol is None and not mine.random:
+            bounds = layout_bounds(config, api, args, kwargs, options, resolver, mine)
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
     else:
@@ -159,6 +164,31 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     if note:
         verdict.message = "; ".join(filter(None, [note, verdict.message]))
     return verdict
+
+
+# APIs whose result depends on their inputs' layout by what they do: no
+# --check layout of theirs (as_strided's offset is into the storage).
+READS_LAYOUT = re.compile(r"as_strided|\bset_\b|\.stride$|is_contiguous|storage_offset|data_ptr|untyped_storage|"
+                          r"\.storage$|_unsafe_view|\.view\b|_reshape_alias")
+
+
+def layout_bounds(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
+                  resolver: Resolver, mine: Outcome) -> Optional[Dict[str, Any]]:
+    """--check layout's bounds: two correct kernels (the strided one and
+    the contiguous one) may each stray from the exact result by the error
+    model's bound (made from the call on float64 copies, as --check
+    float64 makes it), so they may differ by twice it. None where float64
+    cannot run: the dtype's tolerance then holds."""
+    from .error_model import bounds as error_bounds
+
+    wide = Side("float64", options.device, cast=upcast)
+    try:
+        exact = run_side(config, api, args, kwargs, options, resolver, wide)
+        made = error_bounds(lambda perturb: run_side(config, api, args, kwargs, options, resolver,
+                                                     replace(wide, perturb=perturb)), mine, exact, options.seed)
+    except Exception:  # noqa: BLE001 - no float64 kernel, a probe past --max-bytes: the tolerance holds
+        return None
+    return {where: replace(b, allowed=2 * b.allowed, measure="error model (both sides)") for where, b in made.items()}
 
 
 def _reference_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
@@ -253,7 +283,7 @@ def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
 def holds_extremes(args: list, kwargs: dict) -> bool:
     """Whether the line fills a floating tensor with a value at the ends
     of its dtype (Filled(..., inf), Filled(..., 3.4e38), at least half its
-    largest): a narrower dtype then overflows where float64 does not, as
+    largest), or holds a float scalar beyond float32's range (1e308): a narrower dtype then overflows where float64 does not, as
     it must, and another order of summing overflows otherwise."""
     import math
 
@@ -270,7 +300,17 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
             return False
         return not abs(value) < torch.finfo(dtype).max / 2 and not math.isnan(value)
 
-    return any(isinstance(leaf, Call) and leaf.name == FILLED and extreme(leaf) for _, leaf in _arguments(args, kwargs))
+    def huge(v: Any) -> bool:  # a float scalar no narrower dtype holds (1e308, inf)
+        return isinstance(v, float) and not abs(v) < 2.0 ** 128 and not math.isnan(v)
+
+    def scalars(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                yield from scalars(x)
+        elif isinstance(v, float):
+            yield v
+    return any(isinstance(leaf, Call) and leaf.name == FILLED and extreme(leaf) for _, leaf in _arguments(args, kwargs)) \
+        or any(huge(v) for v in scalars([args, list(kwargs.values())]))
 
 
 def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,

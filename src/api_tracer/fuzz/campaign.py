@@ -1,0 +1,370 @@
+"""A fuzz campaign: seed config lines, mutated (mutate.py) into cases that
+worker processes replay under the oracles (replay.pool: a crash, an abort,
+an OOM kill or a hang is an event, the worker is replaced, and the
+campaign goes on); each finding deduplicated, minimized and kept
+(findings.py) in the campaign's directory, with the campaign's state
+(campaign.json), so that --resume goes on where it stopped.
+
+Case N is drawn from its own generator, seeded by (the campaign's seed,
+N): a campaign is repeatable, and resuming draws the cases not yet run.
+Cases 0 .. seeds-1 are the seeds themselves, unmutated; a seed that does
+not run as it is (invalid, skipped) is left out after that."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..config import format_call, parse_call
+from ..dialect import PyTorchDialect
+from ..replay import pool, user_code
+from ..replay.configs import Config, Status, read_configs, read_value_ranges, ranges_beside
+from ..replay.options import ReplayOptions
+from .findings import RUN, Finding, Findings, classify
+from .mutate import KINDS, Line, Mutation, NotApplicable, apply, propose, shrinks, smaller
+
+STATE = "campaign.json"
+ORACLES = ("crash", "hang", "error", "float64", "layout", "repeat")  # the default --oracle
+CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
+MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
+HANG_TRIES = 3
+
+
+@dataclass
+class Seed:
+    file: str
+    number: int  # its line in the file
+    text: str
+    line: Line
+    profiles: Dict[str, Any]  # argument -> _C.ValueProfile (api_value_ranges.yaml beside the file)
+
+
+@dataclass
+class Case:
+    id: int
+    seed: Seed
+    mutations: Tuple[Mutation, ...]
+    text: str
+    minimizing: Optional[str] = None  # the signature of the finding it tries to shrink
+
+
+@dataclass
+class Settings:
+    out: str
+    seed: int = 0
+    kinds: Tuple[str, ...] = KINDS
+    oracles: Tuple[str, ...] = ORACLES
+    time_limit: Optional[float] = None  # seconds
+    budget: Optional[int] = None  # cases
+    jobs: int = 1
+    timeout: float = 10.0  # per step of a case
+    options: ReplayOptions = field(default_factory=ReplayOptions)
+
+
+def render(line: Line) -> str:
+    """A parsed (and mutated) line written as a config line."""
+    from .. import _C
+
+    d = PyTorchDialect()
+    return _C.format_call(line.api, tuple(line.args), dict(line.kwargs), classify=d.classify,
+                          tensor_type_name=d.tensor_type_name, show_device=True, show_requires_grad=True)
+
+
+def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
+    """The seed lines of the files (each with the value profiles beside
+    it), and what was left out and why."""
+    seeds, left_out, seen = [], [], set()
+    for path in paths:
+        ranges = read_value_ranges(ranges_beside(path))
+        for c in read_configs(path):
+            if c.error or c.text in seen:
+                if c.error:
+                    left_out.append(f"{c.file}:{c.line}: {c.error}")
+                continue
+            try:
+                api, args, kwargs = parse_call(c.text, path=c.file, lineno=c.line)
+            except ValueError as e:
+                left_out.append(str(e))
+                continue
+            seen.add(c.text)
+            seeds.append(Seed(c.file, c.line, c.text, Line(api, list(args), dict(kwargs)), ranges.get(c.text, {})))
+    return seeds, left_out
+
+
+def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...]) -> None:
+    """Runs cases: each replayed as it is, then, if it ran, under each
+    check; says which (pool.started) as it goes."""
+    from ..replay import Resolver, replay_one
+
+    user_code.load(options.imports, options.libraries)
+    resolver = Resolver()
+    for text, profiles in pool.tasks(conn):
+        config = Config("<fuzz case>", 0, text)
+        mine = replace(options, ranges={text: profiles})
+        runs = []
+        for check in (None, *checks):
+            pool.started(conn, check or RUN)
+            r = replay_one(config, replace(mine, check=check), resolver)
+            runs.append((check or RUN, r.status.value, r.error, r.message))
+            if r.status != Status.OK:
+                break
+        pool.done(conn, runs)
+
+
+class Minimizer:
+    """The candidates that may shrink a finding: each of its mutations
+    left out, then its tensors' sizes halved, then a size it grew, grown
+    less; each kept where the finding's signature still comes of it."""
+
+    def __init__(self, finding: Finding, seed: Seed, mutations: Tuple[Mutation, ...]) -> None:
+        self.finding, self.seed, self.mutations = finding, seed, mutations
+        self.tries = HANG_TRIES if finding.kind == "hang" else MINIMIZE_TRIES
+        self.waiting = False  # a candidate of it is running
+        self.plan = self._plan()
+
+    def _plan(self) -> List[Tuple[Mutation, ...]]:
+        ms = self.mutations
+        drops = [ms[:i] + ms[i + 1:] for i in range(len(ms))] if len(ms) > 1 else []
+        try:
+            current = apply(self.seed.line, ms)
+        except NotApplicable:
+            return drops
+        growing = [ms[:i] + (smaller(m),) + ms[i + 1:] for i, m in enumerate(ms) if smaller(m)]
+        return drops + [(s,) + ms for s in shrinks(current)] + growing
+
+    def next(self) -> Optional[Tuple[Mutation, ...]]:
+        if self.waiting or self.tries <= 0 or not self.plan:
+            return None
+        self.tries -= 1
+        self.waiting = True
+        return self.plan.pop(0)
+
+    def result(self, mutations: Tuple[Mutation, ...], same: bool) -> None:
+        self.waiting = False
+        if same:
+            self.mutations = mutations
+            self.plan = self._plan()
+
+    @property
+    def finished(self) -> bool:
+        return not self.waiting and (self.tries <= 0 or not self.plan)
+
+
+class Campaign:
+    def __init__(self, seeds: List[Seed], settings: Settings) -> None:
+        self.seeds, self.s = seeds, settings
+        self.findings = Findings(settings.out)
+        self.next_id = 0  # the next case to draw
+        self.done_below = 0  # every case below it has finished
+        self.finished: set = set()  # cases finished above done_below
+        self.cases_run = 0
+        self.elapsed = 0.0  # seconds of earlier runs (--resume)
+        self.active = list(range(len(seeds)))  # the seeds mutated (those that ran as they are)
+        self.seen: set = set()  # the lines run
+        self.minimizers: Dict[str, Minimizer] = {}
+        self.running: Dict[int, Case] = {}
+        self.candidates = 0  # minimization candidates sent
+        self.started = time.monotonic()
+        self.saved = 0.0
+        self.stopping = False
+
+    # -- state --------------------------------------------------------------
+    def state(self) -> Dict[str, Any]:
+        return {"seed": self.s.seed, "seeds": len(self.seeds), "next_case": self.done_below,
+                "cases_run": self.cases_run, "seconds": round(self.elapsed + self.now(), 3),
+                "inactive_seeds": sorted(set(range(len(self.seeds))) - set(self.active)),
+                "findings": len(self.findings)}
+
+    def resume(self) -> None:
+        with open(os.path.join(self.s.out, STATE), encoding="utf-8") as f:
+            state = json.load(f)
+        if state.get("seeds") != len(self.seeds) or state.get("seed") != self.s.seed:
+            raise ValueError(f"{self.s.out}/{STATE}: the campaign ran {state.get('seeds')} seed lines with --seed "
+                             f"{state.get('seed')}; these are {len(self.seeds)} with --seed {self.s.seed}")
+        self.next_id = self.done_below = int(state["next_case"])
+        self.cases_run, self.elapsed = int(state["cases_run"]), float(state["seconds"])
+        inactive = set(state.get("inactive_seeds", []))
+        self.active = [i for i in range(len(self.seeds)) if i not in inactive]
+        self.findings.load()
+
+    def save(self) -> None:
+        self.findings.save()
+        from .findings import _replace
+
+        _replace(os.path.join(self.s.out, STATE), json.dumps(self.state(), indent=1) + "\n")
+        self.saved = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    # -- drawing ------------------------------------------------------------
+    def out_of_time(self) -> bool:
+        if self.stopping:
+            return True
+        if self.s.budget is not None and self.cases_run >= self.s.budget:
+            return True
+        return self.s.time_limit is not None and self.elapsed + self.now() >= self.s.time_limit
+
+    def feed(self) -> Optional[Tuple[int, Tuple[str, Dict[str, Any]]]]:
+        for signature, m in list(self.minimizers.items()):
+            if m.finished:
+                del self.minimizers[signature]
+                m.finding.minimized = True
+                self.save()
+                continue
+            mutations = m.next()
+            if mutations is not None:
+                case = self._case(-1, m.seed, mutations, signature)
+                if case is not None:
+                    return self._send(case)
+                m.result(mutations, False)
+        if self.out_of_time() or not self.active:
+            return None
+        for _ in range(1000):  # (a line already run is drawn again; so many: the seeds are exhausted)
+            case = self._draw(self.next_id)
+            self.next_id += 1
+            if case is not None:
+                return self._send(case)
+            self._finish(self.next_id - 1)
+        return None
+
+    def _send(self, case: Case) -> Tuple[int, Tuple[str, Dict[str, Any]]]:
+        self.running[case.id] = case
+        return case.id, (case.text, case.seed.profiles)
+
+    def _draw(self, n: int) -> Optional[Case]:
+        if n < len(self.seeds):
+            return self._case(n, self.seeds[n], ())
+        rng = random.Random(f"{self.s.seed}:{n}")
+        seed = self.seeds[self.active[rng.randrange(len(self.active))]]
+        mutations: List[Mutation] = []
+        line = seed.line
+        budget = self._max_elements()
+        for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
+            m = propose(rng, line, self.s.kinds, seed.profiles, budget)
+            if m is None:
+                break
+            try:
+                line = apply(line, [m])
+            except NotApplicable:
+                continue
+            mutations.append(m)
+        return self._case(n, seed, tuple(mutations)) if mutations else None
+
+    def _max_elements(self) -> Optional[int]:
+        limit = self.s.options.max_bytes
+        return None if limit is None else limit // 8
+
+    def _case(self, n: int, seed: Seed, mutations: Tuple[Mutation, ...],
+              minimizing: Optional[str] = None) -> Optional[Case]:
+        try:
+            text = render(apply(seed.line, mutations))
+        except (NotApplicable, ValueError, OverflowError):
+            return None
+        if minimizing is None and text in self.seen:
+            return None
+        self.seen.add(text)
+        if minimizing is not None:
+            self.candidates += 1
+            n = -self.candidates  # (a key of its own, apart from the drawn cases')
+        return Case(n, seed, mutations, text, minimizing)
+
+    def _finish(self, n: int) -> None:
+        if n < 0:
+            return
+        self.finished.add(n)
+        while self.done_below in self.finished:
+            self.finished.discard(self.done_below)
+            self.done_below += 1
+
+    # -- results ------------------------------------------------------------
+    def on_event(self, key: int, event: Any) -> None:
+        case = self.running.pop(key)
+        outcome = classify(case.seed.line.api, event)
+        if case.minimizing is not None:
+            m = self.minimizers.get(case.minimizing)
+            same = outcome.signature == case.minimizing
+            if m is not None:
+                m.result(case.mutations, same)
+            if same:
+                self.findings.shrunk(self.findings.by_signature[case.minimizing], case.text,
+                                     [x.describe() for x in case.mutations], outcome.message, case.seed.profiles)
+                self.save()
+            return
+        self.cases_run += 1
+        self._finish(case.id)
+        if case.id < len(self.seeds) and isinstance(event, pool.Done):
+            last = event.result[-1] if event.result else None
+            if last is None or (last[0] == RUN and last[1] in (Status.INVALID.value, Status.SKIPPED.value)):
+                self.active = [i for i in self.active if i != case.id]
+        if outcome.kind:
+            finding, new = self.findings.add(outcome, case.text, case.seed.text,
+                                             f"{case.seed.file}:{case.seed.number}",
+                                             [m.describe() for m in case.mutations], case.id, case.seed.profiles)
+            if new:
+                self.minimizers[finding.signature] = Minimizer(finding, case.seed, case.mutations)
+                self.save()
+        if time.monotonic() - self.saved > 2.0:
+            self.save()
+
+    def tick(self) -> None:
+        if time.monotonic() - self.saved > 2.0:
+            self.save()
+
+    # -- running ------------------------------------------------------------
+    def run(self, progress: Optional["Progress"] = None) -> None:
+        checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
+        workers = pool.WorkerPool(_worker, (self.s.options, checks), self.s.jobs, self.s.timeout)
+
+        def tick() -> None:
+            self.tick()
+            if progress:
+                progress(self)
+        try:
+            workers.run(self.feed, self.on_event, tick=tick)
+        finally:
+            for m in self.minimizers.values():  # (a stop before they finished: they are as far as they got)
+                m.finding.minimized = False
+            self.elapsed += self.now()
+            self.started = time.monotonic()
+            self.save()
+            if progress:
+                progress.finish(self)
+
+    def rate(self) -> float:
+        seconds = self.elapsed + self.now()
+        return self.cases_run / seconds if seconds > 0 else 0.0
+
+
+class Progress:
+    """On a terminal: the cases run, the findings and the rate, on one line."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.shown = self.stream.isatty()
+
+    def __call__(self, c: Campaign) -> None:
+        if self.shown:
+            left = "" if c.s.time_limit is None else f", {max(0.0, c.s.time_limit - c.elapsed - c.now()):.0f} s left"
+            self.stream.write(f"\rfuzz: {c.cases_run} cases, {len(c.findings)} findings, "
+                              f"{c.rate():.1f} cases/s{left}   ")
+            self.stream.flush()
+
+    def finish(self, c: Campaign) -> None:
+        if self.shown:
+            self.stream.write("\n")
+
+
+def summary(c: Campaign) -> str:
+    seconds = c.elapsed + c.now()
+    lines = [f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
+             f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}"]
+    for f in sorted(c.findings, key=lambda f: f.case):
+        how = "" if f.check is None else f" [--check {f.check}]"
+        lines.append(f"  {f.kind}{how} x{f.count}: {f.line}")
+        lines.append(f"      {f.message[:200]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,210 @@
+"""What a fuzz case came to (`classify`), and the findings of a campaign
+(`Findings`): deduplicated by signature, counted, and written to the
+campaign's directory as they change, each file replaced whole (written
+aside, then renamed), so that a kill at any moment leaves the last
+complete state:
+
+- findings.jsonl: one JSON object a finding (FIELDS);
+- findings.yaml: the reproducer lines alone, for api-tracer replay;
+- api_value_ranges.yaml: the value profiles those lines' integer tensors
+  were drawn from, where they had some (replay reads it beside
+  findings.yaml)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from .. import _C
+from ..replay.configs import Status
+
+FINDINGS = "findings.jsonl"
+REPRODUCERS = "findings.yaml"
+RANGES = "api_value_ranges.yaml"  # (the name replay looks for beside a config file: filesets.OUTPUT_FILES)
+
+KINDS = ("crash", "hang", "error", "mismatch")
+RUN = "run"  # the oracle of a plain replay: crash, hang and error are found there
+
+# A Python exception that is not a clean error of torch's (which raises
+# RuntimeError, ValueError, TypeError, IndexError, NotImplementedError with a
+# message for the user): the error oracle's finding.
+UNCLEAN_TYPES = frozenset({"SystemError", "AssertionError", "ZeroDivisionError", "UnboundLocalError", "NameError",
+                           "AttributeError", "KeyError", "RecursionError", "UnicodeDecodeError"})
+UNCLEAN_MESSAGES = re.compile(r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|Unexpected error|"
+                              r"returned a result with an (?:error|exception) set", re.IGNORECASE)
+
+
+@dataclass
+class Finding:
+    kind: str  # KINDS
+    api: str
+    oracle: str  # RUN, or the check mode whose verdict it is (float64, layout, ...)
+    line: str  # the minimized reproducer, which replay runs as it is
+    seed_line: str
+    file: str  # the seed's file:line
+    mutation: List[str]  # what changed from the seed, each mutation described
+    signature: str
+    message: str
+    count: int = 1
+    case: int = 0  # the first case that found it
+    minimized: bool = False
+
+    @property
+    def check(self) -> Optional[str]:
+        """The replay --check that shows it (None: a plain replay)."""
+        return None if self.oracle == RUN else self.oracle
+
+
+@dataclass
+class Outcome:
+    """What one case came to: a finding's kind, signature and message, or
+    nothing (kind "")."""
+
+    kind: str = ""
+    api: str = ""
+    oracle: str = RUN
+    signature: str = ""
+    message: str = ""
+
+
+def _normalized(message: str) -> str:
+    """A message with its numbers and addresses made alike, for a signature."""
+    message = re.sub(r"0x[0-9a-fA-F]+", "ADDR", message)
+    return re.sub(r"\d+", "N", message)[:120]
+
+
+def signal_name(exitcode: Optional[int]) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return signal.Signals(-exitcode).name
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def classify(api: str, event: Any) -> Outcome:
+    """A case's outcome from its pool event (replay.pool): a worker that
+    died is a crash, one killed past the timeout a hang; a finished case's
+    runs (oracle, status, error, message) an error (an unclean exception,
+    not one of building the arguments) or a mismatch."""
+    from ..replay import pool
+
+    oracle = lambda note: note or RUN  # noqa: E731
+    if isinstance(event, pool.Died):
+        sig = signal_name(event.exitcode)
+        return Outcome("crash", api, oracle(event.note), f"{api} crash {sig} [{oracle(event.note)}]",
+                       f"the worker died: {sig}" + (" (killed: out of memory?)" if event.exitcode == -9 else ""))
+    if isinstance(event, pool.TimedOut):
+        return Outcome("hang", api, oracle(event.note), f"{api} hang [{oracle(event.note)}]",
+                       f"no result after {event.seconds:g} s (--timeout)")
+    for run, status, error, message in event.result:
+        if status == Status.MISMATCH.value:
+            leaf = message.split(":", 1)[0]
+            return Outcome("mismatch", api, run, f"{api} mismatch {run} {_normalized(leaf)}", message)
+        unclean = error in UNCLEAN_TYPES or bool(UNCLEAN_MESSAGES.search(message))
+        building = message.startswith("building ") or " side: building " in message
+        if status == Status.FAILED.value and unclean and not building:
+            return Outcome("error", api, run, f"{api} error {error}: {_normalized(message)}", f"{error}: {message}")
+    return Outcome()
+
+
+class Findings:
+    """A campaign's findings by signature, kept in `directory`."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.by_signature: Dict[str, Finding] = {}
+        self.profiles: Dict[str, Dict[str, Any]] = {}  # a finding's line -> its value profiles
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.by_signature.values())
+
+    def __len__(self) -> int:
+        return len(self.by_signature)
+
+    def load(self) -> None:
+        """The findings a campaign in the directory wrote (--resume)."""
+        path = os.path.join(self.directory, FINDINGS)
+        if not os.path.exists(path):
+            return
+        from ..replay.configs import read_value_ranges
+
+        with open(path, encoding="utf-8") as f:
+            for number, text in enumerate(f, 1):
+                if not text.strip():
+                    continue
+                try:
+                    record = json.loads(text)
+                    finding = Finding(**record)
+                except (ValueError, TypeError) as e:
+                    raise ValueError(f"{path}:{number}: not a finding ({e})") from None
+                self.by_signature[finding.signature] = finding
+        self.profiles = read_value_ranges(os.path.join(self.directory, RANGES))
+
+    def add(self, outcome: Outcome, line: str, seed_line: str, file: str, mutation: List[str], case: int,
+            profiles: Dict[str, Any]) -> Tuple[Finding, bool]:
+        """The finding of `outcome`, new (True) or counted once more."""
+        known = self.by_signature.get(outcome.signature)
+        if known:
+            known.count += 1
+            return known, False
+        finding = Finding(outcome.kind, outcome.api, outcome.oracle, line, seed_line, file, mutation,
+                          outcome.signature, outcome.message, case=case)
+        self.by_signature[outcome.signature] = finding
+        if profiles:
+            self.profiles[line] = profiles
+        return finding, True
+
+    def merge(self, other: "Findings") -> None:
+        """Another campaign's findings added (pytest --api-fuzz's items):
+        one of a signature both found is counted for both."""
+        for f in other:
+            known = self.by_signature.get(f.signature)
+            if known:
+                known.count += f.count
+                continue
+            self.by_signature[f.signature] = f
+            if other.profiles.get(f.line):
+                self.profiles[f.line] = other.profiles[f.line]
+
+    def shrunk(self, finding: Finding, line: str, mutation: List[str], message: str,
+               profiles: Dict[str, Any]) -> None:
+        """A smaller reproducer of `finding`."""
+        self.profiles.pop(finding.line, None)
+        finding.line, finding.mutation, finding.message = line, mutation, message
+        if profiles:
+            self.profiles[line] = profiles
+
+    def save(self) -> None:
+        """Every file, each replaced whole."""
+        findings = sorted(self, key=lambda f: f.case)
+        _replace(os.path.join(self.directory, FINDINGS),
+                 "".join(json.dumps(asdict(f), ensure_ascii=False) + "\n" for f in findings))
+        _replace(os.path.join(self.directory, REPRODUCERS), "".join(f.line + "\n" for f in findings))
+        ranges = [(f.line, sorted(self.profiles[f.line].items())) for f in findings if self.profiles.get(f.line)]
+        target = os.path.join(self.directory, RANGES)
+        if not ranges:
+            if os.path.exists(target):
+                os.unlink(target)
+            return
+        staging = tempfile.mkdtemp(prefix=".ranges.", dir=self.directory)
+        try:
+            _C.write_summary(staging, "", [], [], None, ranges)
+            os.replace(os.path.join(staging, RANGES), target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace(path: str, text: str) -> None:
+    """`path` holding `text`, or as it was: written aside, then renamed."""
+    aside = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp")
+    with open(aside, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(aside, path)

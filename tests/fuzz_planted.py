@@ -1,0 +1,103 @@
+"""Operators with planted defects, for measuring api-tracer fuzz
+(tests/test_fuzz.py). Importing this module registers them in the
+namespace `fuzzdefects` (fuzz --import fuzz_planted).
+
+Each is right on its seed config (SEEDS) and wrong only under one kind of
+mutation, the way real kernels go wrong: a read of the first element of
+an empty tensor, a kernel that assumes contiguous memory, a float16 path
+that loses the sign, a broadcasting fast path that reads one row, a
+maximum that drops NaN, an assertion past a size, a loop that never ends
+on a negative count. KINDS says which kind of finding each must give.
+The fuzzer must find every one, and nothing in torch's add and mm seeded
+beside them."""
+import ctypes
+import os
+import time
+
+import torch
+
+LIB = "fuzzdefects"
+
+
+@torch.library.custom_op(f"{LIB}::first_scaled", mutates_args=())
+def first_scaled(x: torch.Tensor) -> torch.Tensor:
+    """x scaled by its first element: reads element 0 without checking
+    that there is one (a segfault on a 0-size input)."""
+    if x.numel() == 0:
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+    return x * x.reshape(-1)[0]
+
+
+@torch.library.custom_op(f"{LIB}::row_sums", mutates_args=())
+def row_sums(x: torch.Tensor) -> torch.Tensor:
+    """Sums over the last dimension, reading the storage as if x were
+    contiguous (wrong values on a transposed, strided or offset input)."""
+    as_if_contiguous = x.as_strided(x.shape, torch.empty(x.shape).stride(), 0)  # (bounds checked)
+    return as_if_contiguous.sum(-1)
+
+
+@torch.library.custom_op(f"{LIB}::soft_abs", mutates_args=())
+def soft_abs(x: torch.Tensor) -> torch.Tensor:
+    """|x| + 1; its float16 path loses the sign of negative inputs'
+    result (wrong in float16 only)."""
+    if x.dtype == torch.float16:
+        return x + 1
+    return x.abs() + 1
+
+
+@torch.library.custom_op(f"{LIB}::scale_rows", mutates_args=())
+def scale_rows(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x * w, broadcast; a fast path for a size-1 dimension of x reads
+    only x's first row (wrong with a size-1 dim), right in float64."""
+    if x.dtype != torch.float64 and x.dim() >= 2 and 1 in x.shape[:-1] and x.numel():
+        return (x.reshape(-1, x.shape[-1])[:1] * w).expand(torch.broadcast_shapes(x.shape, w.shape)).clone()
+    return x * w
+
+
+@torch.library.custom_op(f"{LIB}::row_max", mutates_args=())
+def row_max(x: torch.Tensor) -> torch.Tensor:
+    """The maximum of each row; its float32 path skips NaN instead of
+    propagating it (a NaN dropped), right in float64."""
+    if x.dtype == torch.float32:
+        return torch.where(x.isnan(), -torch.inf, x).amax(-1)
+    return x.amax(-1)
+
+
+@torch.library.custom_op(f"{LIB}::bounded_cumsum", mutates_args=())
+def bounded_cumsum(x: torch.Tensor) -> torch.Tensor:
+    """A cumulative sum whose kernel asserts a fixed buffer of 4096
+    elements (an abort past a size)."""
+    if x.numel() > 4096:
+        os.abort()
+    return x.cumsum(-1)
+
+
+@torch.library.custom_op(f"{LIB}::repeat_rows", mutates_args=())
+def repeat_rows(x: torch.Tensor, times: int) -> torch.Tensor:
+    """x's rows repeated `times` times, counted down to 0 (a hang on a
+    negative count)."""
+    parts = []
+    while times != 0:
+        parts.append(x)
+        times -= 1
+        if times < 0:
+            time.sleep(0.01)
+    return torch.cat(parts) if parts else x[:0].clone()
+
+
+# The seed line of each, and the finding it must give.
+SEEDS = {
+    "first_scaled": 'torch.ops.fuzzdefects.first_scaled.default(Tensor([4, 8], "float32"))',
+    "row_sums": 'torch.ops.fuzzdefects.row_sums.default(Tensor([6, 5], "float32"))',
+    "soft_abs": 'torch.ops.fuzzdefects.soft_abs.default(Tensor([3, 7], "float32"))',
+    "scale_rows": 'torch.ops.fuzzdefects.scale_rows.default(Tensor([4, 6], "float32"), Tensor([6], "float32"))',
+    "row_max": 'torch.ops.fuzzdefects.row_max.default(Tensor([5, 9], "float32"))',
+    "bounded_cumsum": 'torch.ops.fuzzdefects.bounded_cumsum.default(Tensor([16, 32], "float32"))',
+    "repeat_rows": 'torch.ops.fuzzdefects.repeat_rows.default(Tensor([2, 3], "float32"), 3)',
+}
+KINDS = {"first_scaled": ("crash", None), "row_sums": ("mismatch", "layout"), "soft_abs": ("mismatch", "float64"),
+         "scale_rows": ("mismatch", "float64"), "row_max": ("mismatch", "float64"),
+         "bounded_cumsum": ("crash", None), "repeat_rows": ("hang", None)}
+# torch's own, seeded beside them: nothing may be found in these.
+TORCH_SEEDS = ['torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
+               'torch.mm(Tensor([8, 16], "float32"), Tensor([16, 4], "float32"))']
