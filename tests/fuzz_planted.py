@@ -7,11 +7,12 @@ mutation, the way real kernels go wrong: a read of the first element of
 an empty tensor, a kernel that assumes contiguous memory, a float16 path
 that loses the sign, a broadcasting fast path that reads one row, a
 maximum that drops NaN, an assertion past a size, a loop that never ends
-on a negative count. KINDS says which kind of finding each must give.
+on a negative count, and an allocation the OOM killer kills. KINDS says which kind of finding each must give.
 The fuzzer must find every one, and nothing in torch's add and mm seeded
 beside them."""
 import ctypes
 import os
+import signal
 import time
 
 import torch
@@ -72,6 +73,15 @@ def bounded_cumsum(x: torch.Tensor) -> torch.Tensor:
     return x.cumsum(-1)
 
 
+@torch.library.custom_op(f"{LIB}::outer_table", mutates_args=())
+def outer_table(x: torch.Tensor) -> torch.Tensor:
+    """The table of x's pairwise products, whose kernel's allocation past
+    40,000 entries is killed as the kernel's OOM killer kills (SIGKILL)."""
+    if x.numel() ** 2 > 40_000:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x[:, None] * x[None, :]
+
+
 @torch.library.custom_op(f"{LIB}::repeat_rows", mutates_args=())
 def repeat_rows(x: torch.Tensor, times: int) -> torch.Tensor:
     """x's rows repeated `times` times, counted down to 0 (a hang on a
@@ -94,10 +104,11 @@ SEEDS = {
     "row_max": 'torch.ops.fuzzdefects.row_max.default(Tensor([5, 9], "float32"))',
     "bounded_cumsum": 'torch.ops.fuzzdefects.bounded_cumsum.default(Tensor([16, 32], "float32"))',
     "repeat_rows": 'torch.ops.fuzzdefects.repeat_rows.default(Tensor([2, 3], "float32"), 3)',
+    "outer_table": 'torch.ops.fuzzdefects.outer_table.default(Tensor([64], "float32"))',
 }
 KINDS = {"first_scaled": ("crash", None), "row_sums": ("mismatch", "layout"), "soft_abs": ("mismatch", "float64"),
          "scale_rows": ("mismatch", "float64"), "row_max": ("mismatch", "float64"),
-         "bounded_cumsum": ("crash", None), "repeat_rows": ("hang", None)}
+         "bounded_cumsum": ("crash", None), "repeat_rows": ("hang", None), "outer_table": ("crash", None)}
 # torch's own, seeded beside them: nothing may be found in these.
 TORCH_SEEDS = ['torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
                'torch.mm(Tensor([8, 16], "float32"), Tensor([16, 4], "float32"))']

@@ -55,6 +55,8 @@ def test_every_planted_defect_is_found_and_torch_is_clean(planted):
         mine = [f for f in findings if f["api"] == api]
         assert any(f["kind"] == kind and (oracle is None or f["oracle"] == oracle) for f in mine), \
             f"{name}: no {kind} finding ({oracle}); found {[(f['kind'], f['oracle']) for f in mine]}\n{stdout}"
+    killed = [f for f in findings if f["api"].endswith("outer_table.default") and f["kind"] == "crash"]
+    assert "SIGKILL" in killed[0]["message"] and "out of memory" in killed[0]["message"]
     assert not [f for f in findings if not f["api"].startswith("torch.ops.fuzzdefects.")], stdout
     with open(out / "campaign.json") as f:
         state = json.load(f)
@@ -235,3 +237,21 @@ def test_pytest_plugin_fuzzes_each_line_and_merges_its_workers(tmp_path):
     assert [(f["api"], f["kind"]) for f in merged] == [("torch.ops.fuzzdefects.first_scaled.default", "crash")]
     assert len(os.listdir(out / "items")) == 2
     assert (out / "findings.yaml").read_text() == merged[0]["line"] + "\n"
+
+
+def test_report_shows_a_campaign_and_refuses_damaged_findings(planted, tmp_path):
+    import html
+
+    out, findings, _ = planted
+    page = tmp_path / "r.html"
+    r = cli("report", str(out), "-o", str(page))
+    assert r.returncode == 0, r.stderr
+    shown = page.read_text()
+    with open(out / "campaign.json") as f:
+        assert f"{json.load(f)['cases_run']:,} cases" in shown
+    for f in findings:
+        assert html.escape(f["line"], quote=False) in shown or html.escape(f["line"]) in shown, f["line"]
+    damaged = tmp_path / "findings.jsonl"
+    damaged.write_text((out / "findings.jsonl").read_text().splitlines()[0] + "\n" + '{"kind": "boom"}\n')
+    r = cli("report", str(damaged), "-o", str(tmp_path / "d.html"))
+    assert r.returncode == 2 and f"{damaged}:2" in r.stderr and "not a finding" in r.stderr, r.stderr

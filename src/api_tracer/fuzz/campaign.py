@@ -28,10 +28,15 @@ from .findings import RUN, Finding, Findings, classify
 from .mutate import KINDS, Line, Mutation, NotApplicable, apply, propose, shrinks, smaller
 
 STATE = "campaign.json"
+WORKER_LOG = "workers.log"  # what the workers print
 ORACLES = ("crash", "hang", "error", "float64", "layout", "repeat")  # the default --oracle
 CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
 MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
-HANG_TRIES = 3
+HANG_TRIES = 2
+# A case past --timeout runs again with this many times it: a hang only if it times out again (a large
+# case under the float64 check's probes is slow, not hung); a hang's minimization candidates have it too.
+# Once a hang of its API is known, another timeout of it counts as that one.
+CONFIRM_FACTOR = 4
 
 
 @dataclass
@@ -50,6 +55,7 @@ class Case:
     mutations: Tuple[Mutation, ...]
     text: str
     minimizing: Optional[str] = None  # the signature of the finding it tries to shrink
+    confirming: bool = False  # it timed out once, and runs again with CONFIRM_FACTOR times the timeout
 
 
 @dataclass
@@ -95,10 +101,16 @@ def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
     return seeds, left_out
 
 
-def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...]) -> None:
+def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: str) -> None:
     """Runs cases: each replayed as it is, then, if it ran, under each
-    check; says which (pool.started) as it goes."""
+    check; says which (pool.started) as it goes. What the cases print
+    (torch's warnings, the C library's last words before an abort) goes
+    to `log`, not to the campaign's terminal."""
     from ..replay import Resolver, replay_one
+
+    with open(log, "ab") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
 
     user_code.load(options.imports, options.libraries)
     resolver = Resolver()
@@ -110,8 +122,8 @@ def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...]) -> None:
             pool.started(conn, check or RUN)
             r = replay_one(config, replace(mine, check=check), resolver)
             runs.append((check or RUN, r.status.value, r.error, r.message))
-            if r.status != Status.OK:
-                break
+            if (check is None and r.status != Status.OK) or r.status == Status.MISMATCH:
+                break  # (a case that does not run is judged by no check; one mismatch is the finding)
         pool.done(conn, runs)
 
 
@@ -168,6 +180,7 @@ class Campaign:
         self.minimizers: Dict[str, Minimizer] = {}
         self.running: Dict[int, Case] = {}
         self.candidates = 0  # minimization candidates sent
+        self.confirm: List[Case] = []  # cases that timed out once, to run again with a longer timeout
         self.started = time.monotonic()
         self.saved = 0.0
         self.stopping = False
@@ -209,7 +222,9 @@ class Campaign:
             return True
         return self.s.time_limit is not None and self.elapsed + self.now() >= self.s.time_limit
 
-    def feed(self) -> Optional[Tuple[int, Tuple[str, Dict[str, Any]]]]:
+    def feed(self) -> Optional[Tuple[Any, ...]]:
+        if self.confirm:
+            return self._send(self.confirm.pop(0))
         for signature, m in list(self.minimizers.items()):
             if m.finished:
                 del self.minimizers[signature]
@@ -232,9 +247,10 @@ class Campaign:
             self._finish(self.next_id - 1)
         return None
 
-    def _send(self, case: Case) -> Tuple[int, Tuple[str, Dict[str, Any]]]:
+    def _send(self, case: Case) -> Tuple[Any, ...]:
         self.running[case.id] = case
-        return case.id, (case.text, case.seed.profiles)
+        hang = case.confirming or (case.minimizing is not None and " hang " in case.minimizing)
+        return case.id, (case.text, case.seed.profiles), self.s.timeout * (CONFIRM_FACTOR if hang else 1)
 
     def _draw(self, n: int) -> Optional[Case]:
         if n < len(self.seeds):
@@ -284,6 +300,10 @@ class Campaign:
     # -- results ------------------------------------------------------------
     def on_event(self, key: int, event: Any) -> None:
         case = self.running.pop(key)
+        if isinstance(event, pool.TimedOut) and case.minimizing is None and not case.confirming and \
+                classify(case.seed.line.api, event).signature not in self.findings.by_signature:
+            self.confirm.append(replace(case, confirming=True))  # (same key: it finishes when that does)
+            return
         outcome = classify(case.seed.line.api, event)
         if case.minimizing is not None:
             m = self.minimizers.get(case.minimizing)
@@ -318,7 +338,8 @@ class Campaign:
     # -- running ------------------------------------------------------------
     def run(self, progress: Optional["Progress"] = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
-        workers = pool.WorkerPool(_worker, (self.s.options, checks), self.s.jobs, self.s.timeout)
+        workers = pool.WorkerPool(_worker, (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG)),
+                                  self.s.jobs, self.s.timeout)
 
         def tick() -> None:
             self.tick()

@@ -135,6 +135,10 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     reference, and where it has none the config is skipped with the reason:
     the reference's failure is not the operator's."""
     assert options.check, "check() needs options.check"
+    if options.check == "layout":
+        why = layout_unjudged(api, args, kwargs, resolver, config)
+        if why:
+            raise Skip(why)
     other = reference(options.check, options.device)
     with deterministic():
         mine = run_side(config, api, args, kwargs, options, resolver, Side("replay", options.device), watch=True)
@@ -152,9 +156,8 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
                 raise Skip(f"on the {other.label} side (its error model's probes): {e}") from e
             except Exception as e:  # noqa: BLE001 - what ran once runs again; if not, said
                 raise SideError(f"on the {other.label} side (its error model's probes)", e) from e
-        if options.check == "layout" and READS_LAYOUT.search(api):
-            raise Skip(f"{api} reads its inputs' layout itself (storage, strides): a contiguous copy is another input")
-        if options.check == "layout" and options.rtol is None and options.atol is None and not mine.random:
+        if options.check == "layout" and options.rtol is None and options.atol is None and not mine.random \
+                and judge_repeat(mine, theirs).status != Status.OK:  # (bitwise equal: no bound needed)
             bounds = layout_bounds(config, api, args, kwargs, options, resolver, mine)
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
@@ -170,6 +173,38 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
 # --check layout of theirs (as_strided's offset is into the storage).
 READS_LAYOUT = re.compile(r"as_strided|\bset_\b|\.stride$|is_contiguous|storage_offset|data_ptr|untyped_storage|"
                           r"\.storage$|_unsafe_view|\.view\b|_reshape_alias")
+
+
+def layout_unjudged(api: str, args: list, kwargs: dict, resolver: Resolver, config: Config) -> str:
+    """Why --check layout cannot judge the call ("" where it can): it
+    reads its inputs' layout itself, or it writes into an input whose
+    elements share memory (an expanded one), which a contiguous copy does
+    not."""
+    from ..values import TensorSpec
+    from .builder import _arguments
+
+    if READS_LAYOUT.search(api):
+        return f"{api} reads its inputs' layout itself (storage, strides): a contiguous copy is another input"
+    if not any(isinstance(leaf, TensorSpec) and (leaf.stride is not None or leaf.storage_size is not None)
+               for _, leaf in _arguments(args, kwargs)):
+        return "every tensor input is contiguous: its contiguous copy is itself"
+    overlapping = any(isinstance(leaf, TensorSpec) and leaf.stride is not None and
+                      any(st == 0 and d > 1 for d, st in zip(leaf.shape, leaf.stride))
+                      for _, leaf in _arguments(args, kwargs))
+    if overlapping and writes(resolver.resolve(api, config.text), api, kwargs):
+        return "it writes into its inputs, one of whose elements share memory: its contiguous copy has them apart"
+    return ""
+
+
+def writes(func: Any, api: str, kwargs: dict) -> bool:
+    """Whether a call writes into its arguments: an operator whose schema
+    says so, an in-place method or function (add_), or out=."""
+    import torch
+
+    if isinstance(func, torch._ops.OpOverload):
+        return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+    name = api.rsplit(".", 1)[-1]
+    return "out" in kwargs or (name.endswith("_") and not name.endswith("__"))
 
 
 def layout_bounds(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,

@@ -146,6 +146,8 @@ class Comparison:
             dtype = a.dtype  # the tolerance is that of a's dtype, even where a's overflows are excused
             if self.overflow and (a.is_floating_point() or a.is_complex()):
                 a = excuse_overflow(a, b)
+            elif a.is_floating_point() and b.is_floating_point() and b.dtype != a.dtype:
+                a = rounded_to_infinity(a, b)
             bound = self.bounds.get(where)
             if bound is not None:
                 self.errors.append(measure_bounded(a, b, bound, where))
@@ -165,6 +167,18 @@ def excuse_overflow(a: Any, b: Any) -> Any:
     common = torch.promote_types(a.dtype, b.dtype)
     a, b = a.detach().cpu().to(common), b.detach().cpu().to(common)
     return torch.where(~a.isfinite(), b, a)
+
+
+def rounded_to_infinity(a: Any, b: Any) -> Any:
+    """a, in b's wider dtype, holding b's value where b is finite but past
+    a's dtype's largest and a is the infinity of b's sign: b correctly
+    rounded to a's dtype (pow(1e-38, -4) is inf in float32)."""
+    import torch
+
+    largest = torch.finfo(a.dtype).max
+    a, b = a.detach().cpu().to(b.dtype), b.detach().cpu()
+    past = a.isinf() & b.isfinite() & (b.abs() > largest) & (a.sign() == b.sign())
+    return torch.where(past, b, a)
 
 
 def measure(a: Any, b: Any, rtol: float, atol: float, where: str) -> Errors:
@@ -204,12 +218,14 @@ def _difference(x: Any, y: Any) -> Any:
     """|x - y| in float64: 0 where both are equal (equal infinities too),
     and NaN against NaN; infinite for a NaN against a number. Complex
     values part by part, so that equal infinite real parts leave the
-    imaginary parts' difference (inf+8.67j against inf+8.6700001j)."""
+    imaginary parts' difference (inf+8.67j against inf+8.6700001j); one
+    with a NaN part is NaN (nan+1j against nan+nanj: equal)."""
     import torch
 
-    if x.is_complex():
+    if x.is_complex():  # (a NaN in either part makes the value NaN, as C's complex arithmetic has it)
         re, im = _difference(x.real, y.real), _difference(x.imag, y.imag)
-        return torch.hypot(re, im)
+        nan_x, nan_y = x.isnan(), y.isnan()
+        return torch.where(nan_x & nan_y, 0.0, torch.where(nan_x | nan_y, math.inf, torch.hypot(re, im)))
     diff = (x - y).abs().to(torch.float64)
     return _nan_is_inf(torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff))
 

@@ -1,5 +1,6 @@
 """Worker processes that run tasks one at a time and may die doing so:
-`WorkerPool` feeds `jobs` of them, each running `target(conn, *init)`,
+`WorkerPool` feeds `jobs` of them (forked from a server that imported
+torch once), each running `target(conn, *init)`,
 and turns what becomes of each task into an event: its result (`Done`),
 the worker's death (`Died`: a crashing kernel, an abort, the kernel's OOM
 killer) or a task held past the timeout (`TimedOut`: the worker is
@@ -61,6 +62,7 @@ class _Worker:
     key: Optional[Hashable] = None  # the task it holds
     since: Optional[float] = None  # when it began its current step (None: it has not said yet)
     note: str = ""
+    timeout: Optional[float] = None  # its task's, a step
 
 
 class WorkerPool:
@@ -71,16 +73,21 @@ class WorkerPool:
                  timeout: Optional[float]) -> None:
         import multiprocessing as mp
 
-        self.ctx = mp.get_context("spawn")
+        # Workers fork from a server process that has imported torch and the target's module once (and
+        # started no thread): a worker lost to a crash is replaced in milliseconds, not in an import of torch.
+        self.ctx = mp.get_context("forkserver")
+        self.ctx.set_forkserver_preload(["torch", target.__module__])
         self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
         self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
 
-    def run(self, feed: Callable[[], Optional[Tuple[Hashable, Any]]],
+    def run(self, feed: Callable[[], Optional[Tuple[Any, ...]]],
             on_event: Callable[[Hashable, Any], None], stop: Callable[[], bool] = lambda: False,
             tick: Optional[Callable[[], None]] = None) -> None:
         """Runs tasks until `feed` (called whenever a worker is free) gives
         None and no worker holds one, or `stop()` says so; `on_event(key,
-        Done | Died | TimedOut)` for each task; `tick` about every second."""
+        Done | Died | TimedOut)` for each task; `tick` about every second.
+        A task is (key, payload), or (key, payload, timeout) to have a
+        timeout of its own."""
         import multiprocessing.connection as connection
 
         try:
@@ -91,10 +98,10 @@ class WorkerPool:
                 self._give(self._start(), task)
             while self.workers and not stop():
                 busy = dict(self.workers)  # (every worker there holds a task)
-                started = [w.since for w in busy.values() if w.since is not None]
+                ends = [w.since + w.timeout for w in busy.values() if w.since is not None and w.timeout is not None]
                 wait = 1.0 if tick else None
-                if self.timeout is not None and started:
-                    left = max(0.0, min(started) + self.timeout - time.monotonic())
+                if ends:
+                    left = max(0.0, min(ends) - time.monotonic())
                     wait = left if wait is None else min(wait, left)
                 ready = connection.wait(list(busy) + [w.process.sentinel for w in busy.values()], timeout=wait)
                 for conn, w in busy.items():
@@ -121,10 +128,10 @@ class WorkerPool:
         if w.process.sentinel in ready or conn in ready:
             w.process.join()
             self._replace(conn, w, Died(w.process.exitcode, w.note), feed, on_event)
-        elif self.timeout is not None and w.since is not None and time.monotonic() - w.since >= self.timeout:
+        elif w.timeout is not None and w.since is not None and time.monotonic() - w.since >= w.timeout:
             w.process.kill()
             w.process.join()
-            self._replace(conn, w, TimedOut(self.timeout, w.note), feed, on_event)
+            self._replace(conn, w, TimedOut(w.timeout, w.note), feed, on_event)
 
     def _start(self) -> Any:
         parent, child = self.ctx.Pipe()
@@ -151,9 +158,10 @@ class WorkerPool:
             w.process.join()
         conn.close()
 
-    def _give(self, conn: Any, task: Tuple[Hashable, Any]) -> None:
+    def _give(self, conn: Any, task: Tuple[Any, ...]) -> None:
         w = self.workers[conn]
         w.key, w.since, w.note = task[0], None, ""
+        w.timeout = task[2] if len(task) > 2 else self.timeout
         conn.send(task[1])
 
     def _replace(self, conn: Any, w: _Worker, event: Any, feed: Callable, on_event: Callable) -> None:

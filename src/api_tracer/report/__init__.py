@@ -7,7 +7,8 @@ shapes and dtypes, stacks); a profile (the JSON of Profile.export_json, or
 a Profile's raw()) gives its module tree as an icicle and a table; a
 replay report (the JSON lines of `api-tracer replay -o`) gives its
 verdicts per API, its mismatches by how far they exceed their measure, and
-the configs that did not run.
+the configs that did not run; a fuzz campaign (its directory, or its
+findings.jsonl) gives what it ran and its findings with their reproducers.
 
 The page needs nothing at view time: its charts are SVG drawn here, its
 style and its one script (report.js, about a hundred lines of plain
@@ -25,6 +26,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 from ..errors import InputError, UsageError
 from ..filesets import open_regular
 from .page import esc, page, switch
+from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
+from ..fuzz.findings import FINDINGS
+from .fuzz_html import fuzz_pane, is_findings, read_findings
 from .profile_html import is_profile, profile_pane
 from .replay_html import is_replay_report, read_replay_report, replay_pane
 from .trace_html import view_pane
@@ -34,10 +38,11 @@ TITLE = "api_tracer report"
 
 
 def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
-           replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> str:
+           replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+           campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = ()) -> str:
     """The report's HTML: a pane per view of each trace directory, one per
-    (name, Profile.raw() data) profile, and one per (name, results) replay
-    report."""
+    (name, Profile.raw() data) profile, one per (name, results) replay
+    report, and one per (name, findings, campaign state) fuzz campaign."""
     panes: List[Tuple[str, str, str]] = []
     for directory in trace_dirs:
         views = trace_views(directory)
@@ -60,8 +65,11 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
     for name, results in replays:
         pane = f"p{len(panes)}"
         panes.append((pane, f"replay: {os.path.basename(name)}", replay_pane(name, results, pane)))
+    for name, findings, state in campaigns:
+        pane = f"p{len(panes)}"
+        panes.append((pane, f"fuzz: {os.path.basename(os.path.normpath(name))}", fuzz_pane(name, findings, state, pane)))
     sources = ([f"trace {d}" for d in trace_dirs] + [f"profile {n}" for n, _ in profiles]
-               + [f"replay report {n}" for n, _ in replays])
+               + [f"replay report {n}" for n, _ in replays] + [f"fuzz campaign {n}" for n, _, _ in campaigns])
     subtitle = esc("From " + ", ".join(sources) + ".")
     return page(TITLE, subtitle, switch("views", panes))
 
@@ -132,10 +140,11 @@ def _write(path: str, data: bytes) -> None:
 
 def write_report(path: str, trace_dirs: Sequence[str] = (),
                  profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
-                 replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> int:
+                 replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+                 campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = ()) -> int:
     """Writes the page (an OSError where it cannot be written); its size in
     bytes."""
-    data = render(trace_dirs, profiles, replays).encode("utf-8")
+    data = render(trace_dirs, profiles, replays, campaigns).encode("utf-8")
     _write(path, data)
     return len(data)
 
@@ -160,25 +169,44 @@ def read_profile(path: str, raw: bytes = b"") -> Dict[str, Any]:
     return data
 
 
+def read_campaign(directory: str) -> Tuple[str, List[Dict[str, Any]], Dict[str, Any]]:
+    """A fuzz campaign's directory: (name, its findings, its state)."""
+    path = os.path.join(directory, CAMPAIGN_STATE)
+    try:
+        state = json.loads(read_file(path).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(path, f"not a campaign's state (JSON: {e})") from None
+    if not isinstance(state, dict):
+        raise InputError(path, "not a campaign's state (a JSON object)")
+    findings_path = os.path.join(directory, FINDINGS)
+    findings = read_findings(findings_path, read_file(findings_path)) if os.path.exists(findings_path) else []
+    return directory, findings, state
+
+
 def report_command(inputs: Sequence[str], output: str) -> str:
     """`api-tracer report`: each input is a trace directory, a profile's
     JSON file or a replay report (JSON lines). Returns what it wrote, for
     the command to say."""
     check_output(output)
-    trace_dirs, profiles, replays = [], [], []
+    trace_dirs, profiles, replays, campaigns = [], [], [], []
     for item in inputs:
-        if os.path.isdir(item):
+        if os.path.isdir(item) and os.path.isfile(os.path.join(item, CAMPAIGN_STATE)):
+            campaigns.append(read_campaign(item))
+        elif os.path.isdir(item):
             trace_dirs.append(item)
         elif os.path.isfile(item):
             raw = read_file(item)
-            if is_replay_report(raw.split(b"\n", 1)[0]):
+            first = raw.split(b"\n", 1)[0]
+            if is_replay_report(first):
                 replays.append((item, read_replay_report(item, raw)))
+            elif is_findings(first):
+                campaigns.append((item, read_findings(item, raw), {}))
             else:
                 profiles.append((item, read_profile(item, raw)))
         else:
             raise UsageError(f"report: {item} is neither a directory nor a file")
     try:
-        size = write_report(output, trace_dirs, profiles, replays)
+        size = write_report(output, trace_dirs, profiles, replays, campaigns)
     except OSError as e:
         raise InputError(output, f"cannot write: {e.strerror or e}") from None
     return f"wrote {output} ({size:,} bytes)"
