@@ -387,11 +387,30 @@ class ReplaySession:
         return self._resolver
 
 
-class ConfigFile(pytest.File):
-    def __init__(self, *, session_plugin: ReplaySession, **kwargs: Any) -> None:
+class PluginFile(pytest.File):
+    """A file of config lines the session's plugin (replay, fuzz) collects."""
+
+    def __init__(self, *, session_plugin: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.session_plugin = session_plugin
 
+
+class LineItem(pytest.Item):
+    """An item of one config line (its number: `lineno`), failing with
+    what its run said, as text."""
+
+    lineno = 0
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, ReplayFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple:
+        return self.path, self.lineno - 1, self.name
+
+
+class ConfigFile(PluginFile):
     def collect(self) -> Iterator[Any]:
         from api_tracer.filesets import api_of
         from api_tracer.replay import read_configs
@@ -401,10 +420,11 @@ class ConfigFile(pytest.File):
             yield ConfigItem.from_parent(self, name=f"L{config.line}:{api}", replay_config=config)
 
 
-class ConfigItem(pytest.Item):
+class ConfigItem(LineItem):
     def __init__(self, *, replay_config: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.replay_config = replay_config
+        self.lineno = replay_config.line
 
     def runtest(self) -> None:
         from api_tracer.replay import Status, replay_one
@@ -417,14 +437,6 @@ class ConfigItem(pytest.Item):
             where = f"{result.file}:{result.line}" + (f":{result.column}" if result.column else "")
             error = f"{result.error}: " if result.error else ""  # (a mismatch has none)
             raise ReplayFailure(f"{result.status} {where}: {error}{result.message}\n  {result.config}")
-
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, ReplayFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self) -> tuple:
-        return self.path, self.replay_config.line - 1, self.name
 
 
 # -- fuzzing a corpus -------------------------------------------------------------
@@ -466,11 +478,7 @@ class FuzzSession:
         merged.save()
 
 
-class FuzzFile(pytest.File):
-    def __init__(self, *, session_plugin: FuzzSession, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.session_plugin = session_plugin
-
+class FuzzFile(PluginFile):
     def collect(self) -> Iterator[Any]:
         from api_tracer.fuzz import read_seeds
 
@@ -479,10 +487,11 @@ class FuzzFile(pytest.File):
             yield FuzzItem.from_parent(self, name=f"L{seed.number}:{seed.line.api}", seed=seed)
 
 
-class FuzzItem(pytest.Item):
+class FuzzItem(LineItem):
     def __init__(self, *, seed: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.seed = seed
+        self.lineno = seed.number
 
     def runtest(self) -> None:
         from api_tracer.fuzz import Campaign, Settings
@@ -502,11 +511,3 @@ class FuzzItem(pytest.Item):
                                 f"({campaign.cases_run} cases; {out}):\n" + "\n".join(
                                     f"  {f.kind}" + (f" [--check {f.check}]" if f.check else "") +
                                     f": {f.line}\n      {f.message[:300]}" for f in campaign.findings))
-
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, ReplayFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self) -> tuple:
-        return self.path, self.seed.number - 1, self.name

@@ -42,7 +42,7 @@ def planted(tmp_path_factory):
     seeds = base / "seeds.yaml"
     seeds.write_text("".join(line + "\n" for line in [*fuzz_planted.SEEDS.values(), *fuzz_planted.TORCH_SEEDS]))
     out = base / "campaign"
-    r = cli("fuzz", str(seeds), "-o", str(out), "--time", "60", "--jobs", "2", "--timeout", "3",
+    r = cli("fuzz", str(seeds), "-o", str(out), "--time", "60", "--jobs", "2", "--timeout", "1.5",
             "--import", "fuzz_planted")
     assert r.returncode == 1, r.stdout + r.stderr  # (1: it found something)
     return out, findings_of(out), r.stdout
@@ -204,6 +204,11 @@ def test_filled_tensors_hold_their_value_in_the_recorded_dtype():
     'torch.add(Filled(Tensor([2, 3], "complex64"), inf), Tensor([2, 3], "complex64"), alpha=10)',  # inf+x j
     'torch.mm(Filled(Tensor([8, 16], "float16"), 65504.0), Tensor([16, 4], "float16"))',  # float16 overflows
     'torch.mm(Tensor([1024, 16], "bfloat16"), Filled(Tensor([16, 4], "bfloat16"), 5.877471754111438e-39))',
+    'torch.add(Tensor([4, 8], "bfloat16"), Tensor([4, 8], "bfloat16", stride=[24, 1]), alpha=-3)',  # alpha * b
+    'torch.ops.aten.pow.Tensor_Scalar(Filled(Tensor([2, 8, 1], "float32"), 1.1754943508222875e-38), -4)',  # inf
+    'torch.ops.aten.mul.Scalar(Tensor([8, 2, 8, 16], "float32"), 1e+308)',  # overflows in float32 only
+    'torch.ops.aten.linear.default(Tensor([2, 9, 32], "complex64"), Tensor([8, 32], "complex64"), '
+    'Filled(Tensor([8], "complex64"), nan))',  # nan+nanj against nan+1j: both NaN
 ])
 def test_torch_kernels_on_fuzzed_inputs_are_judged_right(line):
     r = replay_one(Config("c", 1, line), ReplayOptions(check="float64"))

@@ -6,7 +6,10 @@ campaign goes on); each finding deduplicated, minimized and kept
 (campaign.json), so that --resume goes on where it stopped.
 
 Case N is drawn from its own generator, seeded by (the campaign's seed,
-N): a campaign is repeatable, and resuming draws the cases not yet run.
+N), and resuming draws the cases not yet run; the seed line it mutates
+is drawn with a weight that falls with the timeouts its cases had (each
+holds a worker for --timeout), so only a campaign without timeouts draws
+the very same cases again.
 Cases 0 .. seeds-1 are the seeds themselves, unmutated; a seed that does
 not run as it is (invalid, skipped) is left out after that."""
 from __future__ import annotations
@@ -34,8 +37,8 @@ CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay -
 MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
 HANG_TRIES = 2
 # A case past --timeout runs again with this many times it: a hang only if it times out again (a large
-# case under the float64 check's probes is slow, not hung); a hang's minimization candidates have it too.
-# Once a hang of its API is known, another timeout of it counts as that one.
+# case under the float64 check's probes is slow, not hung). Once a hang of its API is known, another
+# timeout of it (a minimization candidate's too) counts as that one.
 CONFIRM_FACTOR = 4
 
 
@@ -181,6 +184,8 @@ class Campaign:
         self.running: Dict[int, Case] = {}
         self.candidates = 0  # minimization candidates sent
         self.confirm: List[Case] = []  # cases that timed out once, to run again with a longer timeout
+        self.timeouts: Dict[int, int] = {}  # seed -> how many of its cases timed out
+        self.seed_index = {id(seed): i for i, seed in enumerate(seeds)}
         self.started = time.monotonic()
         self.saved = 0.0
         self.stopping = False
@@ -249,14 +254,15 @@ class Campaign:
 
     def _send(self, case: Case) -> Tuple[Any, ...]:
         self.running[case.id] = case
-        hang = case.confirming or (case.minimizing is not None and " hang " in case.minimizing)
-        return case.id, (case.text, case.seed.profiles), self.s.timeout * (CONFIRM_FACTOR if hang else 1)
+        return case.id, (case.text, case.seed.profiles), self.s.timeout * (CONFIRM_FACTOR if case.confirming else 1)
 
     def _draw(self, n: int) -> Optional[Case]:
         if n < len(self.seeds):
             return self._case(n, self.seeds[n], ())
         rng = random.Random(f"{self.s.seed}:{n}")
-        seed = self.seeds[self.active[rng.randrange(len(self.active))]]
+        # a seed is drawn less often the more of its cases timed out: each one holds a worker --timeout long
+        weights = [1.0 / (1 + 2 * self.timeouts.get(i, 0)) for i in self.active]
+        seed = self.seeds[rng.choices(self.active, weights)[0]]
         mutations: List[Mutation] = []
         line = seed.line
         budget = self._max_elements()
@@ -300,6 +306,9 @@ class Campaign:
     # -- results ------------------------------------------------------------
     def on_event(self, key: int, event: Any) -> None:
         case = self.running.pop(key)
+        if isinstance(event, pool.TimedOut):
+            index = self.seed_index[id(case.seed)]
+            self.timeouts[index] = self.timeouts.get(index, 0) + 1
         if isinstance(event, pool.TimedOut) and case.minimizing is None and not case.confirming and \
                 classify(case.seed.line.api, event).signature not in self.findings.by_signature:
             self.confirm.append(replace(case, confirming=True))  # (same key: it finishes when that does)

@@ -25,7 +25,11 @@ element the model allows
   where its terms share a sign) and by 1 +- U at random (S, the largest of
   SIGN_DRAWS draws: the root-sum-square of the terms where they cancel;
   with two draws one element in a few hundred had both draws cancel by
-  chance and its S a quarter of its size), each over U. One rounding in
+  chance and its S a quarter of its size), each over U; for an output of
+  a fan-in of a few (elementwise) and more than one floating input, S is
+  at least the sum of the responses to each input moved alone (a + alpha
+  * b near 0 moves by U * (|a| + |alpha * b|): no draw of signs left to
+  chance). One rounding in
   the result's dtype of every input-level intermediate moves the result
   by about u * S: torch's low-precision kernels hold some intermediates so
   (the attention matrix, batch norm's normalized input, the partial sums
@@ -72,6 +76,8 @@ C_ACC = 8.0  # the accumulated roundings: standard deviations of their random wa
 C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded once
 SIGN_DRAWS = 4  # draws of random signs that S is the largest response of
 PROBES = 2  # input tensors whose fan-in is measured (the largest)
+ALONE_PROBES = 4  # input tensors moved one at a time, for S (the largest)
+ALONE_FAN_IN = 4.0  # ... for outputs of at most this fan-in (elementwise ones, their inputs' storage larger)
 
 NAME = "error model"
 
@@ -150,6 +156,14 @@ def _signs(seed: int) -> Perturb:
     return _tensors(change)
 
 
+def _only(target: str) -> Perturb:
+    """The input tensor `target` alone scaled by 1 + U."""
+    def change(path: str, t: Any) -> None:
+        if path == target:
+            t.mul_(1 + U)
+    return _tensors(change)
+
+
 def _one(target: str, index: int) -> Perturb:
     def change(path: str, t: Any) -> None:
         if path == target:
@@ -193,6 +207,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
     scalar_paths: List[str] = []
     scaled = leaves(run(_scale(sizes, scalar_paths)))
     signed = [leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)]
+    # each input tensor moved alone: the sum of their responses is what the terms of an element add up to
+    # where they cancel, with no draw of signs left to chance (a + alpha * b near 0, for an elementwise op)
+    alone = [leaves(run(_only(path))) for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]]
     picker = random.Random(seed)
     probed = []
     largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
@@ -210,11 +227,14 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
         d = _moved(scaled[where], r) / U if where in scaled else torch.zeros_like(magnitude)
         s = torch.stack([_moved(o[where], r) for o in signed if where in o]).amax(0) / U if all(
             where in o for o in signed) else torch.zeros_like(magnitude)
+
         fan_in = 1.0
         for numel, o in probed:
             if where in o and r.numel():
                 moved = int((_moved(o[where], r) > 0).sum())
                 fan_in = max(fan_in, numel * moved / r.numel())
+        if fan_in <= ALONE_FAN_IN and len(alone) > 1 and all(where in o for o in alone):
+            s = torch.maximum(s, sum(_moved(o[where], r) for o in alone) / U)
         tiny = torch.finfo(y.dtype if y.is_floating_point() else torch.float32).tiny
         gradient = where.startswith("the gradient of ")
         u_acc = accumulation_roundoff(y.dtype)

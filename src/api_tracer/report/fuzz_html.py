@@ -8,8 +8,8 @@ import json
 from collections import Counter
 from typing import Any, Dict, List
 
-from ..errors import InputError
 from .page import Cell, Column, esc, note, number, sortable_table, tag, text
+from .replay_html import read_json_lines
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
 KINDS = ("crash", "hang", "error", "mismatch")
@@ -28,20 +28,7 @@ def read_findings(path: str, data: bytes) -> List[Dict[str, Any]]:
     """The findings of a findings.jsonl, each line checked; InputError at
     the first that is not one (path:line). An empty file is a campaign
     that found nothing."""
-    findings = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise InputError(path, f"not a finding (JSON: {e})", lineno) from None
-        if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in FIELDS):
-            raise InputError(path, f"not a finding (it needs {', '.join(FIELDS)})", lineno)
-        if line["kind"] not in KINDS:
-            raise InputError(path, f"unknown kind {line['kind']!r} (one of {', '.join(KINDS)})", lineno)
-        findings.append(line)
-    return findings
+    return read_json_lines(path, data, "a finding", FIELDS, "kind", list(KINDS))
 
 
 def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], pane: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ..errors import InputError
 from ..replay.configs import Status
@@ -27,22 +27,31 @@ def is_replay_report(first_line: bytes) -> bool:
     return isinstance(line, dict) and all(k in line for k in FIELDS)
 
 
-def read_replay_report(path: str, data: bytes) -> List[Dict[str, Any]]:
-    """The results of a replay report, each line checked; InputError at the
+def read_json_lines(path: str, data: bytes, what: str, fields: Tuple[str, ...], key: str,
+                    values: List[str]) -> List[Dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, each checked to be `what`:
+    its `fields` strings, its `key` one of `values`; InputError at the
     first line that is not one (path:line)."""
-    results = []
+    objects = []
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
             line = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise InputError(path, f"not a line of a replay report (JSON: {e})", lineno) from None
-        if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in FIELDS):
-            raise InputError(path, f"not a line of a replay report (it needs {', '.join(FIELDS)})", lineno)
-        if line["status"] not in STATUSES:
-            raise InputError(path, f"unknown status {line['status']!r} (one of {', '.join(STATUSES)})", lineno)
-        results.append(line)
+            raise InputError(path, f"not {what} (JSON: {e})", lineno) from None
+        if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in fields):
+            raise InputError(path, f"not {what} (it needs {', '.join(fields)})", lineno)
+        if line[key] not in values:
+            raise InputError(path, f"unknown {key} {line[key]!r} (one of {', '.join(values)})", lineno)
+        objects.append(line)
+    return objects
+
+
+def read_replay_report(path: str, data: bytes) -> List[Dict[str, Any]]:
+    """The results of a replay report, each line checked; InputError at the
+    first line that is not one (path:line)."""
+    results = read_json_lines(path, data, "a line of a replay report", FIELDS, "status", STATUSES)
     if not results:
         raise InputError(path, "an empty replay report")
     return results
