@@ -7,7 +7,8 @@ mutation, the way real kernels go wrong: a read of the first element of
 an empty tensor, a kernel that assumes contiguous memory, a float16 path
 that loses the sign, a broadcasting fast path that reads one row, a
 maximum that drops NaN, an assertion past a size, a loop that never ends
-on a negative count, and an allocation the OOM killer kills. KINDS says which kind of finding each must give.
+on a negative count, an allocation the OOM killer kills, and a division
+by a Python int that raises ZeroDivisionError on an empty row. KINDS says which kind of finding each must give.
 The fuzzer must find every one, and nothing in torch's add and mm seeded
 beside them."""
 import ctypes
@@ -82,6 +83,13 @@ def outer_table(x: torch.Tensor) -> torch.Tensor:
     return x[:, None] * x[None, :]
 
 
+@torch.library.custom_op(f"{LIB}::row_means", mutates_args=())
+def row_means(x: torch.Tensor) -> torch.Tensor:
+    """The mean of each row, dividing by the row's length as a Python int
+    (a ZeroDivisionError, not a clean error, on rows of no element)."""
+    return x.sum(-1) * (1 / x.shape[-1])
+
+
 @torch.library.custom_op(f"{LIB}::repeat_rows", mutates_args=())
 def repeat_rows(x: torch.Tensor, times: int) -> torch.Tensor:
     """x's rows repeated `times` times, counted down to 0 (a hang on a
@@ -105,10 +113,12 @@ SEEDS = {
     "bounded_cumsum": 'torch.ops.fuzzdefects.bounded_cumsum.default(Tensor([16, 32], "float32"))',
     "repeat_rows": 'torch.ops.fuzzdefects.repeat_rows.default(Tensor([2, 3], "float32"), 3)',
     "outer_table": 'torch.ops.fuzzdefects.outer_table.default(Tensor([64], "float32"))',
+    "row_means": 'torch.ops.fuzzdefects.row_means.default(Tensor([3, 5], "float32"))',
 }
 KINDS = {"first_scaled": ("crash", None), "row_sums": ("mismatch", "layout"), "soft_abs": ("mismatch", "float64"),
          "scale_rows": ("mismatch", "float64"), "row_max": ("mismatch", "float64"),
-         "bounded_cumsum": ("crash", None), "repeat_rows": ("hang", None), "outer_table": ("crash", None)}
+         "bounded_cumsum": ("crash", None), "repeat_rows": ("hang", None), "outer_table": ("crash", None),
+         "row_means": ("error", None)}
 # torch's own, seeded beside them: nothing may be found in these.
 TORCH_SEEDS = ['torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
                'torch.mm(Tensor([8, 16], "float32"), Tensor([16, 4], "float32"))']

@@ -86,6 +86,7 @@ def test_each_finding_replays_the_same_in_a_fresh_process(planted, tmp_path):
     groups = {}
     for f in findings:
         groups.setdefault(f["oracle"], []).append(f)
+    assert {f["kind"] for f in findings} == {"crash", "hang", "error", "mismatch"}  # every kind, replayed
     for oracle, group in groups.items():
         lines = tmp_path / f"{oracle}.yaml"
         lines.write_text("".join(f["line"] + "\n" for f in group))
@@ -97,7 +98,7 @@ def test_each_finding_replays_the_same_in_a_fresh_process(planted, tmp_path):
         for f in group:
             got = results[f["line"]]
             expected = {"crash": ("failed", "WorkerCrashed"), "hang": ("failed", "Timeout"),
-                        "mismatch": ("mismatch", "")}[f["kind"]]
+                        "mismatch": ("mismatch", ""), "error": ("failed", f["message"].split(":")[0])}[f["kind"]]
             assert (got["status"], got.get("error", "")) == expected, (f, got, r.stdout)
 
 
@@ -209,6 +210,13 @@ def test_filled_tensors_hold_their_value_in_the_recorded_dtype():
     'torch.ops.aten.mul.Scalar(Tensor([8, 2, 8, 16], "float32"), 1e+308)',  # overflows in float32 only
     'torch.ops.aten.linear.default(Tensor([2, 9, 32], "complex64"), Tensor([8, 32], "complex64"), '
     'Filled(Tensor([8], "complex64"), nan))',  # nan+nanj against nan+1j: both NaN
+    'torch.ops.aten.gelu.default(Tensor([2, 16, 64], "float32", stride=[1, 2, 32]))',  # a strided input's sizes
+    'torch.ops.aten.linear.default(Tensor([2, 6, 16], "float32"), Tensor([16, 16], "float32"), '
+    'Tensor([16], "float64", stride=[2]))',  # a float64 output of float32 inputs
+    'torch.ops.aten.gelu_backward.default(Tensor([2, 6, 32], "float32"), Tensor([2, 6, 32], "bfloat16"))',
+    'torch.ops.aten.scaled_dot_product_attention.default(Tensor([2, 2, 6, 8], "float32"), '
+    'Filled(Tensor([2, 2, 6, 8], "float32"), 3.4028234663852886e+38), '
+    'Filled(Tensor([2, 2, 6, 8], "float32"), -3.4028234663852886e+38))',  # overflows on the way in float32
 ])
 def test_torch_kernels_on_fuzzed_inputs_are_judged_right(line):
     r = replay_one(Config("c", 1, line), ReplayOptions(check="float64"))

@@ -245,7 +245,9 @@ class Builder:
             t = torch.empty(0, dtype=self.cast(dtype), device=self.device)
             t.set_(whole.untyped_storage(), spec.storage_offset, shape, stride)
         if self.perturb is not None and (dtype.is_floating_point or dtype.is_complex):
-            self.perturb(path, t.as_strided((numel,), (1,), 0))
+            storage = t.as_strided((numel,), (1,), 0)
+            storage.logical = t.detach()  # (the error model reads the elements in the tensor's own order)
+            self.perturb(path, storage)
         if (spec.requires_grad or self.requires_grad) and (dtype.is_floating_point or dtype.is_complex):
             t.requires_grad_(True)
         return t

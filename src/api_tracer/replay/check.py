@@ -316,9 +316,9 @@ def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
 
 
 def holds_extremes(args: list, kwargs: dict) -> bool:
-    """Whether the line fills a floating tensor with a value at the ends
-    of its dtype (Filled(..., inf), Filled(..., 3.4e38), at least half its
-    largest), or holds a float scalar beyond float32's range (1e308): a narrower dtype then overflows where float64 does not, as
+    """Whether the line fills a floating tensor with a finite value at the
+    ends of its dtype (Filled(..., 3.4e38), at least half its largest), or
+    holds a finite float scalar beyond float32's range (1e308): a narrower dtype then overflows where float64 does not, as
     it must, and another order of summing overflows otherwise."""
     import math
 
@@ -333,10 +333,10 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
         if not isinstance(value, (int, float)) or not isinstance(dtype, torch.dtype) or not (
                 dtype.is_floating_point or dtype.is_complex):
             return False
-        return not abs(value) < torch.finfo(dtype).max / 2 and not math.isnan(value)
+        return math.isfinite(value) and abs(value) >= torch.finfo(dtype).max / 2
 
-    def huge(v: Any) -> bool:  # a float scalar no narrower dtype holds (1e308, inf)
-        return isinstance(v, float) and not abs(v) < 2.0 ** 128 and not math.isnan(v)
+    def huge(v: Any) -> bool:  # a finite float scalar no narrower dtype holds (1e308)
+        return isinstance(v, float) and math.isfinite(v) and abs(v) >= 2.0 ** 128
 
     def scalars(v: Any) -> Any:
         if isinstance(v, (list, tuple)):
@@ -351,10 +351,15 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
 def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
           bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = (), overflow: bool = False) -> Verdict:
     """The verdict on two sides' outcomes; the leaves `unjudged` are not
-    compared, and the verdict says so; with `overflow`, an output of the
-    replay's that is not finite counts as an overflow (compare.Comparison)."""
+    compared, and the verdict says so; with `overflow` (inputs at the ends
+    of their dtype), an element either side of which is not finite counts
+    as an overflow (compare.Comparison), and against float64, which does
+    not overflow where the dtype does, only shapes, dtypes and devices are
+    compared."""
     here, there = device_of(options.device), device_of(other.device)
-    compare = Comparison(other.label, values=not mine.random, dtype_of=other.cast or (lambda d: d),
+    # inputs at the ends of their dtype overflow on the way in it, not in float64: nothing to hold values to
+    widened = overflow and other.cast is upcast
+    compare = Comparison(other.label, values=not mine.random and not widened, dtype_of=other.cast or (lambda d: d),
                          device_of=lambda d: there if d == here else d, scalar_dtype=mine.precision,
                          rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged, overflow=overflow)
     differs = _compared(compare, mine, theirs)
@@ -366,6 +371,10 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
                         "choosing)")
     if mine.random:
         notes.insert(0, f"random ({', '.join(mine.random)}): compared shapes, dtypes and devices only")
+        return Verdict(Status.OK, "shapes", "; ".join(notes))
+    if widened:
+        notes.insert(0, "inputs at the ends of their dtype (which overflows on the way where float64 does not): "
+                        "compared shapes, dtypes and devices only")
         return Verdict(Status.OK, "shapes", "; ".join(notes))
     worst = max(compare.errors, key=lambda e: e.excess, default=None)
     beyond = [e for e in compare.errors if e.beyond]

@@ -90,8 +90,8 @@ class Comparison:
         self.unjudged = unjudged  # leaves not compared (check.WORKSPACE_OUTPUTS)
         self.scalar_dtype = scalar_dtype or torch.float64
         self.rtol, self.atol = rtol, atol
-        # the inputs hold values at the ends of their dtype (Filled(..., 3.4e38)): where a's element is
-        # infinite or NaN, it overflowed, as it may; not counted
+        # the inputs hold values at the ends of their dtype (Filled(..., 3.4e38)): where an element is
+        # infinite or NaN on either side, or near the top of a's dtype, it overflowed, as it may; not counted
         self.overflow = overflow
         self.errors: List[Errors] = []  # of every numeric leaf compared by value
 
@@ -159,14 +159,16 @@ class Comparison:
 
 
 def excuse_overflow(a: Any, b: Any) -> Any:
-    """a, in the wider of both dtypes, holding b's value wherever a's is
-    not finite: an overflow, in a narrower dtype than b's or in another
-    order of summing (inf - inf is NaN where inf + x - inf is inf)."""
+    """a, in the wider of both dtypes, holding b's value wherever either
+    is not finite or b is near the top of a's dtype: an overflow on the
+    way, in a narrower dtype than b's or in another order of summing (inf
+    - inf is NaN where inf + x - inf is inf), which may leave anything."""
     import torch
 
+    near_top = torch.finfo(a.dtype).max / 16
     common = torch.promote_types(a.dtype, b.dtype)
     a, b = a.detach().cpu().to(common), b.detach().cpu().to(common)
-    return torch.where(~a.isfinite(), b, a)
+    return torch.where(~a.isfinite() | ~b.isfinite() | (b.abs() >= near_top), b, a)
 
 
 def rounded_to_infinity(a: Any, b: Any) -> Any:
@@ -218,14 +220,18 @@ def _difference(x: Any, y: Any) -> Any:
     """|x - y| in float64: 0 where both are equal (equal infinities too),
     and NaN against NaN; infinite for a NaN against a number. Complex
     values part by part, so that equal infinite real parts leave the
-    imaginary parts' difference (inf+8.67j against inf+8.6700001j); one
-    with a NaN part is NaN (nan+1j against nan+nanj: equal)."""
+    imaginary parts' difference (inf+8.67j against inf+8.6700001j); as C
+    has it, one with an infinite part is an infinity (inf+nanj against
+    inf+infj: equal), else one with a NaN part is NaN (nan+1j against
+    nan+nanj: equal)."""
     import torch
 
-    if x.is_complex():  # (a NaN in either part makes the value NaN, as C's complex arithmetic has it)
+    if x.is_complex():  # (C's complex arithmetic: an infinite part makes an infinity, else a NaN part a NaN)
         re, im = _difference(x.real, y.real), _difference(x.imag, y.imag)
-        nan_x, nan_y = x.isnan(), y.isnan()
-        return torch.where(nan_x & nan_y, 0.0, torch.where(nan_x | nan_y, math.inf, torch.hypot(re, im)))
+        inf_x, inf_y = x.real.isinf() | x.imag.isinf(), y.real.isinf() | y.imag.isinf()
+        nan_x, nan_y = x.isnan() & ~inf_x, y.isnan() & ~inf_y
+        same = (inf_x & inf_y) | (nan_x & nan_y)
+        return torch.where(same, 0.0, torch.where(inf_x | inf_y | nan_x | nan_y, math.inf, torch.hypot(re, im)))
     diff = (x - y).abs().to(torch.float64)
     return _nan_is_inf(torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff))
 

@@ -128,8 +128,8 @@ def _tensors(change: Callable[[str, Any], None]) -> Perturb:
 
 def _scale(seen: List[Tuple[str, int, Any]], scalars: List[str]) -> Perturb:
     """Every floating input tensor scaled by 1 + U, and noted first in
-    `seen`: its path, number of elements and elements' magnitudes
-    (non-finite ones as 0); the paths of nonzero float scalars noted in
+    `seen`: its path, its storage's number of elements and its elements'
+    magnitudes in its own order (non-finite ones as 0); the paths of nonzero float scalars noted in
     `scalars`."""
     import torch
 
@@ -138,7 +138,8 @@ def _scale(seen: List[Tuple[str, int, Any]], scalars: List[str]) -> Perturb:
             if v and math.isfinite(v):
                 scalars.append(path)
             return v
-        magnitude = v.detach().abs().to(torch.float64).reshape(-1)
+        # the elements' magnitudes in the tensor's own order (the builder hands its storage, and the tensor)
+        magnitude = getattr(v, "logical", v).detach().abs().to(torch.float64).reshape(-1)
         seen.append((path, v.numel(), torch.where(magnitude.isfinite(), magnitude, 0.0)))
         v.mul_(1 + U)
         return v
@@ -220,6 +221,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
     for where, y in mine_leaves.items():
         r = ref.get(where)
         u_out = unit_roundoff(y.dtype)
+        if u_out is not None and getattr(mine, "precision", None) is not None:
+            # no more precise than the least precise input: float32 inputs and a float64 bias, say
+            u_out = max(u_out, unit_roundoff(mine.precision) or u_out)
         if r is None or u_out is None or tuple(r.shape) != tuple(y.shape):
             continue
         r64 = _plain(r).detach().cpu().to(torch.complex128 if r.is_complex() else torch.float64)
@@ -241,9 +245,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
         if gradient:  # made from what the forward saved, rounded to u: the largest input's size
             inputs, u_in = largest_input, u_out
         else:  # rounded on the way in what kernels compute in
-            own = [m.reshape(r.shape) for _, n, m in sizes if n == r.numel()] if fan_in <= 1.5 else []
+            own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if fan_in <= 1.5 else []
             # an elementwise output of inputs broadcast to it (fewer elements than it): their largest
-            broadcast = not own and fan_in <= 1.5 and any(0 < n < r.numel() for _, n, _ in sizes)
+            broadcast = not own and fan_in <= 1.5 and any(0 < m.numel() < r.numel() for _, _, m in sizes)
             inputs = (torch.stack(own).amax(0) if own else largest_input if scalar_paths or broadcast else 0.0)
             u_in = u_acc if own or broadcast else u_out
         rounding = C_OUT * (u_out * magnitude + u_in * inputs)
