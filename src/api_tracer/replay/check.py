@@ -352,16 +352,13 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
           bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = (), overflow: bool = False) -> Verdict:
     """The verdict on two sides' outcomes; the leaves `unjudged` are not
     compared, and the verdict says so; with `overflow` (inputs at the ends
-    of their dtype), an element either side of which is not finite counts
-    as an overflow (compare.Comparison), and against float64, which does
-    not overflow where the dtype does, only shapes, dtypes and devices are
-    compared."""
+    of their dtype) only shapes, dtypes and devices are compared."""
     here, there = device_of(options.device), device_of(other.device)
-    # inputs at the ends of their dtype overflow on the way in it, not in float64: nothing to hold values to
-    widened = overflow and other.cast is upcast
-    compare = Comparison(other.label, values=not mine.random and not widened, dtype_of=other.cast or (lambda d: d),
+    # inputs at the ends of their dtype overflow on the way, in it and not in float64, and where another
+    # kernel of it sums in another order differently: no value to hold either side to
+    compare = Comparison(other.label, values=not mine.random and not overflow, dtype_of=other.cast or (lambda d: d),
                          device_of=lambda d: there if d == here else d, scalar_dtype=mine.precision,
-                         rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged, overflow=overflow)
+                         rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged)
     differs = _compared(compare, mine, theirs)
     if differs:
         return differs
@@ -372,9 +369,9 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
     if mine.random:
         notes.insert(0, f"random ({', '.join(mine.random)}): compared shapes, dtypes and devices only")
         return Verdict(Status.OK, "shapes", "; ".join(notes))
-    if widened:
-        notes.insert(0, "inputs at the ends of their dtype (which overflows on the way where float64 does not): "
-                        "compared shapes, dtypes and devices only")
+    if overflow:
+        notes.insert(0, "inputs at the ends of their dtype, which overflow on the way (where float64 does not, and "
+                        "as the order of summing has it): compared shapes, dtypes and devices only")
         return Verdict(Status.OK, "shapes", "; ".join(notes))
     worst = max(compare.errors, key=lambda e: e.excess, default=None)
     beyond = [e for e in compare.errors if e.beyond]

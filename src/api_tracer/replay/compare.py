@@ -81,8 +81,7 @@ class Comparison:
     def __init__(self, other: str, values: bool = True, dtype_of: Callable[[Any], Any] = lambda d: d,
                  device_of: Callable[[Any], Any] = lambda d: d, scalar_dtype: Any = None,
                  rtol: Optional[float] = None, atol: Optional[float] = None,
-                 bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = (),
-                 overflow: bool = False) -> None:
+                 bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = ()) -> None:
         import torch
 
         self.other, self.values, self.dtype_of, self.device_of = other, values, dtype_of, device_of
@@ -90,9 +89,6 @@ class Comparison:
         self.unjudged = unjudged  # leaves not compared (check.WORKSPACE_OUTPUTS)
         self.scalar_dtype = scalar_dtype or torch.float64
         self.rtol, self.atol = rtol, atol
-        # the inputs hold values at the ends of their dtype (Filled(..., 3.4e38)): where an element is
-        # infinite or NaN on either side, or near the top of a's dtype, it overflowed, as it may; not counted
-        self.overflow = overflow
         self.errors: List[Errors] = []  # of every numeric leaf compared by value
 
     def __call__(self, a: Any, b: Any, where: str) -> None:
@@ -143,10 +139,8 @@ class Comparison:
         if b.device not in (a.device, self.device_of(a.device)):  # (a device the line names is kept)
             raise Mismatch(f"{where}: on {a.device}, on {b.device} on the {self.other} side")
         if self.values:
-            dtype = a.dtype  # the tolerance is that of a's dtype, even where a's overflows are excused
-            if self.overflow and (a.is_floating_point() or a.is_complex()):
-                a = excuse_overflow(a, b)
-            elif a.is_floating_point() and b.is_floating_point() and b.dtype != a.dtype:
+            dtype = a.dtype  # (the tolerance of its own dtype, after rounded_to_infinity widens it)
+            if a.is_floating_point() and b.is_floating_point() and b.dtype != a.dtype:
                 a = rounded_to_infinity(a, b)
             bound = self.bounds.get(where)
             if bound is not None:
@@ -156,19 +150,6 @@ class Comparison:
             rtol = rtol if self.rtol is None else self.rtol
             atol = atol if self.atol is None else self.atol
             self.errors.append(measure(a, b, rtol, atol, where))
-
-
-def excuse_overflow(a: Any, b: Any) -> Any:
-    """a, in the wider of both dtypes, holding b's value wherever either
-    is not finite or b is near the top of a's dtype: an overflow on the
-    way, in a narrower dtype than b's or in another order of summing (inf
-    - inf is NaN where inf + x - inf is inf), which may leave anything."""
-    import torch
-
-    near_top = torch.finfo(a.dtype).max / 16
-    common = torch.promote_types(a.dtype, b.dtype)
-    a, b = a.detach().cpu().to(common), b.detach().cpu().to(common)
-    return torch.where(~a.isfinite() | ~b.isfinite() | (b.abs() >= near_top), b, a)
 
 
 def rounded_to_infinity(a: Any, b: Any) -> Any:
