@@ -217,6 +217,8 @@ def test_filled_tensors_hold_their_value_in_the_recorded_dtype():
     'torch.ops.aten.scaled_dot_product_attention.default(Tensor([2, 2, 6, 8], "float32"), '
     'Filled(Tensor([2, 2, 6, 8], "float32"), 3.4028234663852886e+38), '
     'Filled(Tensor([2, 2, 6, 8], "float32"), -3.4028234663852886e+38))',  # overflows on the way in float32
+    'torch.ops.aten.mm.default(Filled(Tensor([16, 32], "bfloat16"), 5.877471754111438e-39), '
+    'Filled(Tensor([32, 16], "bfloat16", stride=[1, 32]), inf))',  # a subnormal flushed: 0 * inf
 ])
 def test_torch_kernels_on_fuzzed_inputs_are_judged_right(line):
     r = replay_one(Config("c", 1, line), ReplayOptions(check="float64"))

@@ -317,7 +317,8 @@ def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
 
 def holds_extremes(args: list, kwargs: dict) -> bool:
     """Whether the line fills a floating tensor with a finite value at the
-    ends of its dtype (Filled(..., 3.4e38), at least half its largest), or
+    ends of its dtype (Filled(..., 3.4e38): at least half its largest; or
+    at most its smallest normal, which kernels may flush to zero), or
     holds a finite float scalar beyond float32's range (1e308): a narrower dtype then overflows where float64 does not, as
     it must, and another order of summing overflows otherwise."""
     import math
@@ -333,7 +334,8 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
         if not isinstance(value, (int, float)) or not isinstance(dtype, torch.dtype) or not (
                 dtype.is_floating_point or dtype.is_complex):
             return False
-        return math.isfinite(value) and abs(value) >= torch.finfo(dtype).max / 2
+        info = torch.finfo(dtype)
+        return math.isfinite(value) and (abs(value) >= info.max / 2 or 0 < abs(value) <= info.tiny)
 
     def huge(v: Any) -> bool:  # a finite float scalar no narrower dtype holds (1e308)
         return isinstance(v, float) and math.isfinite(v) and abs(v) >= 2.0 ** 128
