@@ -27,11 +27,14 @@ from ..dialect import PyTorchDialect
 from ..replay import pool, user_code
 from ..replay.configs import Config, Status, read_configs, read_value_ranges, ranges_beside
 from ..replay.options import ReplayOptions
-from .findings import RUN, Finding, Findings, classify
+from .findings import RUN, Finding, Findings, classify, replace_file
 from .mutate import KINDS, Line, Mutation, NotApplicable, apply, propose, shrinks, smaller
 
 STATE = "campaign.json"
 WORKER_LOG = "workers.log"  # what the workers print
+# What a worker replays under each check before its first case: a replacement worker's first step would
+# otherwise pay for lazy imports and initialization, and on a loaded machine pass --timeout.
+WARM_UP = 'torch.add(Tensor([2, 3], "float32", stride=[1, 2]), Tensor([2, 3], "float32"))'
 ORACLES = ("crash", "hang", "error", "float64", "layout", "repeat")  # the default --oracle
 CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
 MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
@@ -117,6 +120,8 @@ def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: str
 
     user_code.load(options.imports, options.libraries)
     resolver = Resolver()
+    for check in (None, *checks):  # torch's and the judges' lazy start-up, before any case's step is timed
+        replay_one(Config("<warm-up>", 0, WARM_UP), replace(options, check=check), resolver)
     for text, profiles in pool.tasks(conn):
         config = Config("<fuzz case>", 0, text)
         mine = replace(options, ranges={text: profiles})
@@ -211,9 +216,7 @@ class Campaign:
 
     def save(self) -> None:
         self.findings.save()
-        from .findings import _replace
-
-        _replace(os.path.join(self.s.out, STATE), json.dumps(self.state(), indent=1) + "\n")
+        replace_file(os.path.join(self.s.out, STATE), json.dumps(self.state(), indent=1) + "\n")
         self.saved = time.monotonic()
 
     def now(self) -> float:
@@ -309,11 +312,11 @@ class Campaign:
         if isinstance(event, pool.TimedOut):
             index = self.seed_index[id(case.seed)]
             self.timeouts[index] = self.timeouts.get(index, 0) + 1
+        outcome = classify(case.seed.line.api, event)
         if isinstance(event, pool.TimedOut) and case.minimizing is None and not case.confirming and \
-                classify(case.seed.line.api, event).signature not in self.findings.by_signature:
+                outcome.signature not in self.findings.by_signature:
             self.confirm.append(replace(case, confirming=True))  # (same key: it finishes when that does)
             return
-        outcome = classify(case.seed.line.api, event)
         if case.minimizing is not None:
             m = self.minimizers.get(case.minimizing)
             same = outcome.signature == case.minimizing

@@ -183,9 +183,9 @@ class Findings:
     def save(self) -> None:
         """Every file, each replaced whole."""
         findings = sorted(self, key=lambda f: f.case)
-        _replace(os.path.join(self.directory, FINDINGS),
+        replace_file(os.path.join(self.directory, FINDINGS),
                  "".join(json.dumps(asdict(f), ensure_ascii=False) + "\n" for f in findings))
-        _replace(os.path.join(self.directory, REPRODUCERS), "".join(f.line + "\n" for f in findings))
+        replace_file(os.path.join(self.directory, REPRODUCERS), "".join(f.line + "\n" for f in findings))
         ranges = [(f.line, sorted(self.profiles[f.line].items())) for f in findings if self.profiles.get(f.line)]
         target = os.path.join(self.directory, RANGES)
         if not ranges:
@@ -200,7 +200,7 @@ class Findings:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _replace(path: str, text: str) -> None:
+def replace_file(path: str, text: str) -> None:
     """`path` holding `text`, or as it was: written aside, then renamed."""
     aside = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp")
     with open(aside, "w", encoding="utf-8") as f:

@@ -144,7 +144,9 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
         mine = run_side(config, api, args, kwargs, options, resolver, Side("replay", options.device), watch=True)
         theirs, other, note = _reference_side(config, api, args, kwargs, options, resolver, other)
         bounds = None
-        if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random:
+        extremes = holds_extremes(args, kwargs)  # (then no value is compared: no bound needed)
+        if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random \
+                and not extremes:
             from .error_model import bounds as error_bounds
 
             def rerun(perturb: Any) -> Any:
@@ -157,13 +159,13 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
             except Exception as e:  # noqa: BLE001 - what ran once runs again; if not, said
                 raise SideError(f"on the {other.label} side (its error model's probes)", e) from e
         if options.check == "layout" and options.rtol is None and options.atol is None and not mine.random \
-                and judge_repeat(mine, theirs).status != Status.OK:  # (bitwise equal: no bound needed)
+                and not extremes and judge_repeat(mine, theirs).status != Status.OK:  # (bitwise equal: no bound needed)
             bounds = layout_bounds(config, api, args, kwargs, options, resolver, mine)
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
     else:
         verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api),
-                        overflow=holds_extremes(args, kwargs))
+                        overflow=extremes)
     if note:
         verdict.message = "; ".join(filter(None, [note, verdict.message]))
     return verdict
