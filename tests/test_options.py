@@ -180,13 +180,15 @@ def test_every_option_of_the_command_line_is_the_tracer_s():
 
     parser = argparse.ArgumentParser()
     add_run_flags(parser.add_argument)
-    assert from_run_flags(parser.parse_args([])) == TracerOptions(levels=[1])
+    # run labels its set by default, with the program's name
+    assert from_run_flags(parser.parse_args([])) == TracerOptions(levels=[1], label=True)
     given = from_run_flags(parser.parse_args(
-        ["-o", "d", "--levels", "0,3", "--merge", "--stack", "full", "--include", "a.*", "--include", "b",
+        ["--label", "bert base", "-o", "d", "--levels", "0,3", "--merge", "--stack", "full", "--include", "a.*", "--include", "b",
          "--no-stream-trace", "--show-device", "--nesting", "all", "--value-ranges", "--snapshot-interval", "0.5",
          "--trace-limit", "64M", "--disable-torch-api-list"]))
     assert given == TracerOptions(
-        "d", [0, 3], True, True, "full", True, include_apis=["a.*", "b"], stream_trace=False, show_device=True,
+        "d", [0, 3], True, True, "full", True, label="bert base", include_apis=["a.*", "b"], stream_trace=False,
+        show_device=True,
         nesting="all", value_ranges=True, snapshot_interval=0.5, trace_limit=64 << 20)
     with pytest.raises(SystemExit):
         parser.parse_args(["--trace-limit", "lots"])

@@ -146,9 +146,13 @@ Aggregator::CountsAndLinesResult Aggregator::CountsAndLines() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::unordered_map<ApiId, uint64_t> counts;
     configs.reserve(configs_.size());
+    result.config_counts.reserve(configs_.size());
     for (const auto& [key, config] : configs_) {
-      counts[config->api] += config->count.load(std::memory_order_relaxed);
+      // read once: the API's sum and the config's own count are the same number
+      uint64_t count = config->count.load(std::memory_order_relaxed);
+      counts[config->api] += count;
       configs.push_back(config.get());
+      result.config_counts.push_back(count);
     }
     result.api_counts.reserve(api_order_.size());
     for (ApiId api : api_order_) result.api_counts.push_back({api, counts[api]});

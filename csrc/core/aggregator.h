@@ -110,9 +110,11 @@ class Aggregator {
   std::vector<std::string> ConfigLines() const { return CountsAndLines().config_lines; }
   // Both at one moment: while calls are still recorded, the API of every
   // line is among the counts.
+  // config_counts[i] is the calls of config_lines[i], read with api_counts.
   struct CountsAndLinesResult {
     std::vector<ApiCount> api_counts;
     std::vector<std::string> config_lines;
+    std::vector<uint64_t> config_counts;
   };
   CountsAndLinesResult CountsAndLines() const;
   // Per API that has stacks: its stacks in first-seen order.

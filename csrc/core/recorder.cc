@@ -23,14 +23,19 @@ struct FirstError {
 }  // namespace
 
 std::span<const OutputFile, kNumOutputFiles> OutputFiles() {
+  constexpr auto trace = [](const TraceOptions& o) { return o.stream_trace; };
+  constexpr auto stacks = [](const TraceOptions& o) { return o.record_stack; };
+  constexpr auto ranges = [](const TraceOptions& o) { return o.value_ranges; };
+  constexpr auto labelled = [](const TraceOptions& o) { return !o.label.empty(); };
   static constexpr OutputFile kFiles[kNumOutputFiles] = {
-      {"api_trace", ".yaml", &TraceOptions::stream_trace, "stream_trace", nullptr},
-      {"api_trace", ".txt", &TraceOptions::stream_trace, "stream_trace", nullptr},
+      {"api_trace", ".yaml", trace, "stream_trace", nullptr},
+      {"api_trace", ".txt", trace, "stream_trace", nullptr},
       {"api_apis", ".txt", nullptr, "", &WriteApis},
       {"api_configs", ".yaml", nullptr, "", &WriteConfigs},
       {"api_statistics", ".yaml", nullptr, "", &WriteStatistics},
-      {"api_stacks", ".yaml", &TraceOptions::record_stack, "record_stack", &WriteStacks},
-      {"api_value_ranges", ".yaml", &TraceOptions::value_ranges, "value_ranges", &WriteValueRanges},
+      {"api_stacks", ".yaml", stacks, "record_stack", &WriteStacks},
+      {"api_value_ranges", ".yaml", ranges, "value_ranges", &WriteValueRanges},
+      {"api_config_sources", ".yaml", labelled, "label", &WriteConfigSources},
   };
   return std::span<const OutputFile, kNumOutputFiles>(kFiles);
 }
@@ -44,7 +49,7 @@ Status WriteSummaryFiles(const Summary& summary, const TraceOptions& options, st
                          std::string_view suffix) {
   FirstError error;
   for (const OutputFile& file : OutputFiles()) {
-    if (file.summary && (!file.wanted || options.*file.wanted)) {
+    if (file.summary && (!file.wanted || file.wanted(options))) {
       error.Keep(ReplaceFile(file.Path(dir, suffix), Render(file.summary, summary)));
     }
   }
@@ -227,7 +232,9 @@ Status Recorder::Snapshot() {
   if (forked_) return Status::OK();
   FirstError error;
   for (auto& set : sets_) {
-    error.Keep(WriteSummaryFiles(Summarize(*set->agg), options_, options_.output_path, set->suffix));
+    Summary summary = Summarize(*set->agg);
+    summary.label = options_.label;
+    error.Keep(WriteSummaryFiles(summary, options_, options_.output_path, set->suffix));
   }
   return error.status;
 }

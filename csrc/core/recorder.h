@@ -45,14 +45,24 @@ namespace api_tracer {
 // summary files with their writers; each with the option that asks for it.
 struct OutputFile {
   std::string_view stem, ext;
-  bool TraceOptions::*wanted;  // nullptr: always written
+  bool (*wanted)(const TraceOptions&);  // nullptr: always written
   std::string_view option;     // the name of that option ("": always written)
   SummaryWriter summary;       // nullptr: a trace file
 
   // DIR/STEM[SUFFIX].EXT, the suffix being "" (merged) or "_level_N".
   std::string Path(std::string_view dir, std::string_view suffix) const;
 };
-enum OutputFileIndex { kTraceYaml, kTraceTxt, kApis, kConfigs, kStatistics, kStacks, kValueRanges, kNumOutputFiles };
+enum OutputFileIndex {
+  kTraceYaml,
+  kTraceTxt,
+  kApis,
+  kConfigs,
+  kStatistics,
+  kStacks,
+  kValueRanges,
+  kConfigSources,
+  kNumOutputFiles
+};
 std::span<const OutputFile, kNumOutputFiles> OutputFiles();
 
 // Writes the summary files of `summary` that `options` asks for, each

@@ -269,9 +269,10 @@ bool ParseTraceLimitNote(std::string_view line, uint64_t* limit, uint64_t* dropp
 
 Summary Summarize(const Aggregator& agg) {
   Summary s;
-  auto [api_counts, config_lines] = agg.CountsAndLines();
+  auto [api_counts, config_lines, config_counts] = agg.CountsAndLines();
   for (const auto& c : api_counts) s.api_counts.emplace_back(agg.apis().Name(c.api), c.count);
   s.config_lines = std::move(config_lines);
+  s.config_counts = std::move(config_counts);
   for (auto& [api, stacks] : agg.Stacks()) s.stacks.emplace_back(agg.apis().Name(api), std::move(stacks));
   s.value_profiles = agg.ValueProfiles();
   return s;
@@ -290,6 +291,55 @@ void WriteApis(const Summary& s, std::ostream& out) {
 }
 
 void WriteConfigs(const Summary& s, std::ostream& out) { WriteSortedUnique(s.config_lines, out); }
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          *out += "\\u00";
+          out->push_back(kHex[u >> 4]);
+          out->push_back(kHex[u & 15]);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void WriteConfigSources(const Summary& s, std::ostream& out) {
+  std::vector<size_t> order(s.config_lines.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.config_lines[a] < s.config_lines[b]; });
+  auto calls = [&](size_t i) { return i < s.config_counts.size() ? s.config_counts[i] : 0; };
+  uint64_t total = 0;
+  for (size_t i = 0; i < s.config_lines.size(); ++i) total += calls(i);
+  std::string label, line;
+  AppendJsonString(s.label, &label);
+  out << "labels:\n- {\"label\": " << label << ", \"calls\": " << total << "}\n";
+  out << (order.empty() ? "configs: []\n" : "configs:\n");
+  for (size_t k = 0; k < order.size();) {
+    const std::string& config = s.config_lines[order[k]];
+    uint64_t n = 0;
+    for (; k < order.size() && s.config_lines[order[k]] == config; ++k) n += calls(order[k]);
+    line = "- {\"config\": ";
+    AppendJsonString(config, &line);
+    line += ", \"calls\": " + std::to_string(n) + ", \"sources\": 1, \"from\": {" + label + ": " +
+            std::to_string(n) + "}}\n";
+    out << line;
+  }
+}
 
 void WriteStatistics(const Summary& s, std::ostream& out) {
   std::vector<std::pair<std::string, uint64_t>> counts = s.api_counts;

@@ -134,6 +134,8 @@ bool ParseTraceLimitNote(std::string_view line, uint64_t* limit, uint64_t* dropp
 struct Summary {
   std::vector<std::pair<std::string, uint64_t>> api_counts;  // first-seen order
   std::vector<std::string> config_lines;                     // any order, duplicates allowed
+  std::vector<uint64_t> config_counts;                       // the calls of each config line, where known
+  std::string label;                                         // the set's source (api_config_sources.yaml)
   std::vector<std::pair<std::string, std::vector<Stack>>> stacks;
   // Per config line, its arguments' value profiles (a line may come more
   // than once: the writer merges).
@@ -149,6 +151,17 @@ std::string Render(SummaryWriter write, const Summary& s);
 void WriteApis(const Summary& s, std::ostream& out);
 // api_configs.yaml: the distinct config lines, byte-wise sorted, one a line.
 void WriteConfigs(const Summary& s, std::ostream& out);
+// api_config_sources.yaml (with a label): YAML a record a line, each a JSON
+// object. `labels:` the set's sources with their calls (here the one
+// label); `configs:` per config line (byte-wise sorted, duplicates added) its
+// calls, its number of sources and those sources with their calls:
+//   labels:
+//   - {"label": "resnet", "calls": 12}
+//   configs:
+//   - {"config": "torch.add(...)", "calls": 12, "sources": 1, "from": {"resnet": 12}}
+void WriteConfigSources(const Summary& s, std::ostream& out);
+// A string as JSON writes it (json.dumps(s, ensure_ascii=False)), appended.
+void AppendJsonString(std::string_view s, std::string* out);
 // api_statistics.yaml: totals, then "api: count (pp.pp%)" by count
 // descending, ties in first-seen order.
 void WriteStatistics(const Summary& s, std::ostream& out);

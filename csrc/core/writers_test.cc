@@ -104,6 +104,37 @@ TEST_F(WritersTest, ApisAndConfigsAreSortedBytewise) {
   EXPECT_EQ(configs.str(), "torch.Tensor.sum(1)\ntorch.add(1)\ntorch.add(2)\ntorch.zeros(10)\n");
 }
 
+TEST_F(WritersTest, ConfigSourcesCountEachLineUnderTheLabel) {
+  Call("torch.zeros", 10, 3);
+  Call("torch.add", 2);
+  Call("torch.add", 1, 2);
+  Summary s = Summarize(agg_);
+  s.label = "m\"1";
+  std::ostringstream out;
+  WriteConfigSources(s, out);
+  EXPECT_EQ(out.str(),
+            "labels:\n"
+            "- {\"label\": \"m\\\"1\", \"calls\": 6}\n"
+            "configs:\n"
+            "- {\"config\": \"torch.add(1)\", \"calls\": 2, \"sources\": 1, \"from\": {\"m\\\"1\": 2}}\n"
+            "- {\"config\": \"torch.add(2)\", \"calls\": 1, \"sources\": 1, \"from\": {\"m\\\"1\": 1}}\n"
+            "- {\"config\": \"torch.zeros(10)\", \"calls\": 3, \"sources\": 1, \"from\": {\"m\\\"1\": 3}}\n");
+}
+
+TEST_F(WritersTest, ConfigSourcesOfNothingAreAnEmptyList) {
+  Summary s = Summarize(agg_);
+  s.label = "job";
+  std::ostringstream out;
+  WriteConfigSources(s, out);
+  EXPECT_EQ(out.str(), "labels:\n- {\"label\": \"job\", \"calls\": 0}\nconfigs: []\n");
+}
+
+TEST(JsonString, EscapesAsJsonDumps) {
+  std::string out;
+  AppendJsonString("a\"b\\c\n\x01\x7f\xc3\xa9", &out);
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\\u007f\xc3\xa9\"");
+}
+
 TEST_F(WritersTest, EmptySetWritesEmptySummaries) {
   std::ostringstream apis, stats, stacks;
   WriteApis(Summarize(agg_), apis);

@@ -163,7 +163,9 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
                   const std::vector<std::string>& config_lines,
                   const std::optional<std::vector<std::pair<std::string, std::vector<Stack>>>>& stacks,
                   const std::optional<std::vector<std::pair<std::string, Aggregator::PathProfiles>>>& value_ranges) {
-  Summary s{api_counts, config_lines, {}, {}};
+  Summary s;
+  s.api_counts = api_counts;
+  s.config_lines = config_lines;
   if (stacks) s.stacks = *stacks;
   if (value_ranges) s.value_profiles = *value_ranges;
   TraceOptions asked;  // the optional files: those given data

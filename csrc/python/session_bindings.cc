@@ -72,6 +72,7 @@ void BindOptions(pybind11::module_& m) {
       .def_readwrite("show_requires_grad", &TraceOptions::show_requires_grad)
       .def_readwrite("snapshot_interval", &TraceOptions::snapshot_interval)
       .def_readwrite("trace_limit", &TraceOptions::trace_limit)
+      .def_readwrite("label", &TraceOptions::label)
       .def_readwrite("include_apis", &TraceOptions::include_apis)
       .def_readwrite("exclude_apis", &TraceOptions::exclude_apis);
 }

@@ -24,6 +24,10 @@ struct Options {
   bool show_requires_grad = false;  // config lines also show requires_grad=True
   double snapshot_interval = 30;    // seconds between snapshots of the summary files (0: at stop only)
   unsigned long long trace_limit = 1ull << 30;  // bytes of api_trace.* (0: no limit)
+  // The name of the set's source (a model, a test, a job): with one, the set
+  // also has api_config_sources.yaml, per config its calls under this name,
+  // which api-tracer merge keeps per source. Empty: no such file.
+  std::string label;
   std::vector<std::string> include_apis;  // glob patterns; empty: every operator
   std::vector<std::string> exclude_apis;
 };

@@ -71,6 +71,7 @@ class TraceOptions:
     show_requires_grad: bool
     snapshot_interval: float
     trace_limit: int
+    label: str
     include_apis: List[str]
     exclude_apis: List[str]
     def __init__(self) -> None: ...

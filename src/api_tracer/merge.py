@@ -21,7 +21,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _C
 from .errors import InputError, UsageError, warn
-from .filesets import (COUNT_MAX, FileSet, api_of, find_sets, group_by_suffix, has_trace, read_configs, read_stacks,
+from .sources import SOURCES, lacking_sources, merge_sources, say_lacking
+from .filesets import (COUNT_MAX, FileSet, Statistics, api_of, find_sets, group_by_suffix, has_trace, read_configs, read_stacks,
                        read_trace, read_value_profiles, shown, statistics_of, trace_limit_note)
 
 
@@ -37,11 +38,18 @@ class _Group:
     stacks: Optional[List[Tuple[str, List[List[str]]]]] = None
     profiles: Optional[List[Tuple[str, List[Tuple[str, Any]]]]] = None
     traced: bool = False
+    # Every set has api_config_sources.yaml: the configs and their sources
+    # are merged as a stream (sources.py) from these statistics, not read.
+    sourced: Optional[List[Tuple[FileSet, Statistics]]] = None
 
 
 def _read_group(suffix: str, sets: List[FileSet]) -> _Group:
     g = _Group(suffix, sets)
     total = 0
+    if not lacking_sources(sets):
+        g.sourced = []
+    else:
+        say_lacking(sets, suffix)
     for s in sets:
         stats = statistics_of(s)
         for api, n in stats.counts:
@@ -52,7 +60,10 @@ def _read_group(suffix: str, sets: List[FileSet]) -> _Group:
         total += stats.total
         if total > COUNT_MAX:
             raise InputError(stats.path, "the sets' calls add up past 2^64 - 1, more than the writers hold", 2)
-        g.configs.update(read_configs(s, stats))
+        if g.sourced is not None:
+            g.sourced.append((s, stats))
+        else:
+            g.configs.update(read_configs(s, stats))
     merged_stacks: Optional[Dict[str, List[List[str]]]] = None
     for s in sets:
         stacks = read_stacks(s)
@@ -127,6 +138,23 @@ def _write_trace(g: _Group, out: str, staged: List[Tuple[str, str]]) -> None:
                 pass
 
 
+def _write_sources(g: _Group, out: str, staged: List[Tuple[str, str]]) -> int:
+    """The group's configs and sources, merged as a stream into temporary
+    files beside the merged set's (added to `staged`); the number of configs."""
+    assert g.sourced is not None
+    merged = FileSet(out, g.suffix)
+    paths = [merged.path("api_configs.yaml"), merged.path(SOURCES)]
+    # not the writers' own temporary name: write_summary writes (an empty)
+    # api_configs.yaml through it before this one is put in place
+    temporary = [_temporary(path) + ".merged" for path in paths]
+    staged.extend(zip(temporary, paths))
+    try:
+        with open(temporary[0], "wb") as configs, open(temporary[1], "wb") as sources:
+            return merge_sources(g.sourced, configs, sources)
+    except OSError as e:
+        raise InputError(out, f"cannot write the merged set: {e.strerror or e}") from None
+
+
 def check_output_directory(out: str) -> None:
     """That `out` is a directory that can be written, or can be made: what
     can be known before the work."""
@@ -172,6 +200,8 @@ def merge_found(sets: List[FileSet], out: str) -> str:
     done = False
     try:
         for g in groups:
+            if g.sourced is not None:
+                _write_sources(g, out, staged)
             if g.traced:
                 _write_trace(g, out, staged)
         report = []

@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import os
 import re
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _C
@@ -68,6 +69,32 @@ def check_include(name: str, value: Any) -> Optional[List[str]]:
     if patterns is not None and not patterns:
         raise ValueError(f"{name}=[] would record no API: give None to record every API, or the patterns to keep")
     return patterns
+
+
+def program_name() -> str:
+    """The running program's name, as a label: its script's file name
+    (a package's directory for its __main__.py), else "python"."""
+    path = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-") else ""
+    name = os.path.basename(path)
+    if name == "__main__.py":
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return name or "python"
+
+
+LABEL_MAX = 256  # characters of a label
+
+
+def check_label(name: str, value: Any) -> Optional[str]:
+    """None (no api_config_sources.yaml), True (the program's name) or a
+    label: printable text, one line, at most LABEL_MAX characters."""
+    if value is True:
+        return program_name()
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or not value.isprintable() or len(value) > LABEL_MAX:
+        raise ValueError(f"{name} must be None, True (the program's name) or printable text of 1 to {LABEL_MAX} "
+                         f"characters, not {value!r}")
+    return value
 
 
 def one_of(choices: Sequence[str]) -> Callable[[str, Any], str]:
@@ -183,6 +210,10 @@ class TracerOptions:
         False, "level 0 wraps everything a full scan of torch found, not the public API list", check_bool,
         native=None)
     _: dataclasses.KW_ONLY
+    label: Optional[Union[str, bool]] = option(
+        None, "the name of the set's source (a model, a test, a job), kept per config in api_config_sources.yaml "
+        "(default: the program's name)", check_label, native=lambda label: label or "", flags=("--label",),
+        default=True, metavar="NAME")
     include_apis: Optional[List[str]] = option(
         None, "API-name pattern to record (repeatable; default: all)", check_include, flags=("--include",),
         native=lambda patterns: patterns or [],

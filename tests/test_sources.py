@@ -1,0 +1,178 @@
+"""Where configs came from: api_config_sources.yaml as the tracer writes
+it, as merge keeps it, and as damaged files are refused."""
+from __future__ import annotations
+
+import collections
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from api_tracer import APITracer
+from api_tracer.cli import main
+from api_tracer.sources import MAX_LISTED
+
+SOURCES = "api_config_sources.yaml"
+
+
+def trace(directory: Path, label, calls) -> Path:
+    """A level-1 set of `calls` (functions of x) under `label`."""
+    x = torch.ones(2, 3)
+    with APITracer(output_path=str(directory), levels=[1], merge_output=True, label=label):
+        for call in calls:
+            call(x)
+    return directory
+
+
+def sources(directory: Path) -> dict:
+    return yaml.safe_load((directory / SOURCES).read_text())
+
+
+def by_config(directory: Path) -> dict:
+    return {e["config"]: e for e in sources(directory)["configs"]}
+
+
+ADD = lambda x: torch.add(x, x)  # noqa: E731
+MUL = lambda x: torch.mul(x, 2)  # noqa: E731
+SUM = lambda x: torch.sum(x)  # noqa: E731
+
+
+def test_a_labelled_set_counts_each_config_as_its_trace_does(tmp_path):
+    d = trace(tmp_path / "a", "bert", [ADD, ADD, MUL, ADD, SUM])
+    in_trace = collections.Counter((d / "api_trace.txt").read_text().splitlines())
+    data = sources(d)
+    assert data["labels"] == [{"label": "bert", "calls": 5}]
+    assert {e["config"]: e["calls"] for e in data["configs"]} == in_trace
+    assert all(e["sources"] == 1 and e["from"] == {"bert": e["calls"]} for e in data["configs"])
+    assert [e["config"] for e in data["configs"]] == (d / "api_configs.yaml").read_text().splitlines()
+
+
+def test_no_label_no_file_and_run_labels_by_the_program(tmp_path):
+    assert not (trace(tmp_path / "a", None, [ADD]) / SOURCES).exists()
+    script = tmp_path / "train_model.py"
+    script.write_text("import torch\ntorch.add(torch.ones(2), 1)\n")
+    assert main(["run", "--merge", "-o", str(tmp_path / "r"), str(script)]) == 0
+    assert sources(tmp_path / "r")["labels"][0]["label"] == "train_model.py"
+    with pytest.raises(ValueError, match="label"):
+        APITracer(output_path=str(tmp_path / "x"), label="two\nlines")
+
+
+def test_merge_keeps_every_source_with_its_calls(tmp_path, capsys):
+    a = trace(tmp_path / "in" / "a", "bert", [ADD, ADD, MUL])
+    b = trace(tmp_path / "in" / "b", "gpt", [ADD, SUM, SUM])
+    assert main(["merge", str(tmp_path / "in"), "-o", str(tmp_path / "m")]) == 0
+    merged = by_config(tmp_path / "m")
+    expected = collections.defaultdict(collections.Counter)
+    for d, label in ((a, "bert"), (b, "gpt")):
+        for line in (d / "api_trace.txt").read_text().splitlines():
+            expected[line][label] += 1
+    assert set(merged) == set(expected)
+    for config, counts in expected.items():
+        assert merged[config]["from"] == dict(counts) and merged[config]["sources"] == len(counts)
+        assert merged[config]["calls"] == sum(counts.values())
+    assert sorted(merged) == (tmp_path / "m" / "api_configs.yaml").read_text().splitlines()
+    # one set merged alone is the same file, byte for byte: the C++ and the merge's writers agree
+    assert main(["merge", str(a), "-o", str(tmp_path / "alone")]) == 0
+    assert (tmp_path / "alone" / SOURCES).read_bytes() == (a / SOURCES).read_bytes()
+
+
+def test_sources_beyond_the_bound_are_counted_and_shared_ones_bounded(tmp_path):
+    labels = [f"model{i}" for i in range(MAX_LISTED + 2)]
+    for i, label in enumerate(labels):  # model{i} calls add i + 1 times
+        trace(tmp_path / "in" / label, label, [ADD] * (i + 1))
+    assert main(["merge", str(tmp_path / "in"), "-o", str(tmp_path / "m")]) == 0
+    (entry,) = [e for e in sources(tmp_path / "m")["configs"] if e["config"].startswith("torch.add")]
+    assert entry["sources"] == len(labels) and "at_most" not in entry
+    assert entry["from"] == {label: i + 1 for i, label in enumerate(labels)
+                             if i >= len(labels) - MAX_LISTED}
+    # merged again with one of its own sources: how many distinct ones is no longer known exactly
+    assert main(["merge", str(tmp_path / "m"), str(tmp_path / "in" / "model0"), "-o", str(tmp_path / "m2")]) == 0
+    (again,) = [e for e in sources(tmp_path / "m2")["configs"] if e["config"].startswith("torch.add")]
+    assert again["at_most"] is True and again["sources"] == len(labels) + 1
+    # with a new source instead, it is
+    trace(tmp_path / "new", "other", [ADD])
+    assert main(["merge", str(tmp_path / "m"), str(tmp_path / "new"), "-o", str(tmp_path / "m3")]) == 0
+    (more,) = [e for e in sources(tmp_path / "m3")["configs"] if e["config"].startswith("torch.add")]
+    assert more["sources"] == len(labels) + 1 and "at_most" not in more
+
+
+def test_a_set_without_label_merges_without_sources_and_says_so(tmp_path, capsys):
+    trace(tmp_path / "in" / "a", "bert", [ADD])
+    trace(tmp_path / "in" / "b", None, [MUL])
+    assert main(["merge", str(tmp_path / "in"), "-o", str(tmp_path / "m")]) == 0
+    assert "no api_config_sources.yaml (traced without a label)" in capsys.readouterr().err
+    assert not (tmp_path / "m" / SOURCES).exists()
+    assert len((tmp_path / "m" / "api_configs.yaml").read_text().splitlines()) == 2
+
+
+def _edit_line(n: int, old: str, new: str):
+    def edit(text: str) -> str:
+        lines = text.split("\n")
+        assert old in lines[n - 1], (old, lines[n - 1])
+        lines[n - 1] = lines[n - 1].replace(old, new, 1)
+        return "\n".join(lines)
+    return edit
+
+
+# (damage, the line named, a part of the message); line 4 is the first config
+DAMAGE = {
+    "calls_not_adding_up": (_edit_line(4, '"calls": 1,', '"calls": 2,'), 4, "calls: 2, but its 1 sources made 1"),
+    "a_source_not_among_the_labels": (_edit_line(4, '"from": {"bert"', '"from": {"gpt"'), 4, "not among the labels"),
+    "not_json": (_edit_line(4, '"calls":', '"calls"'), 4, "not a record as the tracer writes it"),
+    "a_key_twice": (_edit_line(4, '"sources": 1,', '"sources": 1, "sources": 1,'), 4, "a key given twice"),
+    "nan_calls": (_edit_line(4, '"calls": 1,', '"calls": NaN,'), 4, "NaN is not a count"),
+    "negative_calls": (_edit_line(4, '"calls": 1,', '"calls": -1,'), 4, "a whole number from 1"),
+    "a_bool_for_calls": (_edit_line(4, '"calls": 1,', '"calls": true,'), 4, "a whole number from 1"),
+    "huge_calls": (_edit_line(4, '"calls": 1,', f'"calls": {2 ** 64},'), 4, "2^64 - 1"),
+    "another_field": (_edit_line(4, '"sources": 1,', '"sources": 1, "x": 1,'), 4, "a record has the fields"),
+    "deep_nesting": (_edit_line(4, '"from": {', '"from": ' + "[" * 100000), 4, "not a record"),
+    "labels_not_adding_up": (_edit_line(2, '"calls": 3}', '"calls": 4}'), 3, "add up to 3, the labels' to 4"),
+    "crlf": (lambda t: t.replace("\n", "\r\n"), 1, "a carriage return"),
+    "cut": (lambda t: t[:-5], 6, "ends inside a line"),
+    "no_configs_head": (lambda t: t.replace("configs:\n", ""), 3, "a record has the fields label, calls, not config"),
+    "no_labels_head": (lambda t: t.replace("labels:\n", ""), 1, "expected 'labels:'"),
+    "only_labels": (lambda t: t[:t.index("configs:")], None, "no 'configs:' after the labels"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_damaged_sources_are_refused_by_path_and_line_and_out_is_untouched(tmp_path, capsys, how):
+    d = trace(tmp_path / "in" / "a", "bert", [ADD, MUL, SUM])
+    path = d / SOURCES
+    edit, line, message = DAMAGE[how]
+    text = path.read_text()
+    assert text.count("\n") == 6
+    path.write_bytes(edit(text).encode())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["merge", str(d), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    where = f"{path}:{line}" if line else f"{path}: "
+    assert err.startswith(f"api-tracer: {where}") and message in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_files_of_two_sets_are_not_merged_as_one(tmp_path, capsys):
+    a = trace(tmp_path / "a", "bert", [ADD, MUL])
+    b = trace(tmp_path / "b", "bert", [ADD, ADD, SUM])
+    shutil.copy(b / SOURCES, a / SOURCES)  # counts of another set
+    assert main(["merge", str(a), "-o", str(tmp_path / "m")]) == 2
+    assert "differs from" in capsys.readouterr().err
+    shutil.copy(b / "api_configs.yaml", a / "api_configs.yaml")  # both of another set, statistics not
+    assert main(["merge", str(a), "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"api-tracer: {a / SOURCES}: ") and "the files are not of one set" in err
+
+
+def test_configs_out_of_order_are_refused(tmp_path, capsys):
+    d = trace(tmp_path / "a", "bert", [ADD, MUL, SUM])
+    for name, first in ((SOURCES, 3), ("api_configs.yaml", 0)):  # the same swap in both files
+        lines = (d / name).read_text().splitlines(keepends=True)
+        lines[first], lines[first + 1] = lines[first + 1], lines[first]
+        (d / name).write_text("".join(lines))
+    assert main(["merge", str(d), "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"api-tracer: {d / SOURCES}:5: the config is out of order (after line 4)"), err
