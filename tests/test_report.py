@@ -221,7 +221,7 @@ def test_report_of_a_trace_and_a_profile(traces, profile, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"wrote {out} (")
     page = out.read_text()
-    assert page.count('<button type="button" data-group="views"') == 3  # level 1, level 2, the profile
+    assert page.count('<button type="button" data-group="views"') == 4  # level 1, level 2, the profile, coverage
     assert "profile: Sequential" in page and "torch.ops.aten.add.Tensor" in page
 
 

@@ -92,6 +92,27 @@ class FrameworkDialect:
         """The APIs level 0 wraps (full: everything a full scan found)."""
         return []
 
+    def api_group(self, api: str) -> str:
+        """The module `api` belongs to, as `api-tracer coverage` groups
+        names: its dotted name up to the first part that starts with a
+        capital letter, a class (whose constructor and methods go with the
+        module that holds it: `torch.nn.Linear.forward` is torch.nn's),
+        else its dotted name without its last part."""
+        parts = api.split(".")
+        cls = next((i for i, part in enumerate(parts) if i and part[:1].isupper()), len(parts) - 1)
+        return ".".join(parts[:cls]) or api
+
+    def operators(self) -> List[str]:
+        """Every operator the framework's dispatcher has registered in this
+        process, each named as the traces name its calls (levels 2 and 3);
+        none for a framework without one."""
+        return []
+
+    def operator_namespace(self, api: str) -> Optional[str]:
+        """The namespace of an operator, given its name as the traces write
+        it; None for a name that is not an operator's."""
+        return None
+
     def default_exclude(self) -> List[str]:
         """API-name patterns left out unless the user says otherwise."""
         return []
@@ -333,6 +354,32 @@ class PyTorchDialect(FrameworkDialect):
     def api_list(self, full: bool = False) -> List[str]:
         name = "torch_api_list_full.yaml" if full else "torch_api_list.yaml"
         return read_api_list(API_LIST_DIR / name)
+
+    OPERATORS = "torch.ops."  # how the traces' operator names begin: torch.ops.NAMESPACE.NAME.OVERLOAD
+
+    def api_group(self, api: str) -> str:
+        # Tensor methods are a namespace of their own (a third of the API
+        # list); an operator's name is its namespace's (torch.ops.aten).
+        if api.startswith("torch.Tensor."):
+            return "torch.Tensor"
+        namespace = self.operator_namespace(api)
+        return self.OPERATORS + namespace if namespace else super().api_group(api)
+
+    def operators(self) -> List[str]:
+        import torch
+
+        names = []
+        for qualified in torch._C._dispatch_get_all_op_names():  # "aten::add.Tensor", "aten::addmm"
+            namespace, _, rest = qualified.partition("::")
+            name, _, overload = rest.partition(".")
+            names.append(f"{self.OPERATORS}{namespace}.{name}.{overload or 'default'}")
+        return sorted(names)
+
+    def operator_namespace(self, api: str) -> Optional[str]:
+        if not api.startswith(self.OPERATORS):
+            return None
+        namespace = api[len(self.OPERATORS):].partition(".")[0]
+        return namespace or None
 
     def default_exclude(self) -> List[str]:
         # Property getters and setters (tensor.shape, .requires_grad, .grad)

@@ -378,6 +378,47 @@ def read_lines(path: str) -> Iterator[str]:
             yield line
 
 
+# -- API names (api_apis.txt) ----------------------------------------------------------------
+
+
+def checked_api_name(path: str, name: str, line: int) -> str:
+    """`name` if it is an API name a config line can begin with: not empty,
+    printable (checked_api), without a '(' (which ends a line's API); an
+    InputError naming path:line else."""
+    if not name:
+        raise InputError(path, "an empty line: not an API name", line)
+    checked_api(path, name, line)
+    if "(" in name:
+        raise InputError(path, f"{shown(name[:80])}: not an API name (a '(' ends the API of a config line)", line)
+    return name
+
+
+def read_api_names(s: FileSet) -> Iterator[str]:
+    """The names of the set's api_apis.txt, read a chunk at a time (what is
+    held is a chunk, not the file), each checked: UTF-8, an API name
+    (checked_api_name), after the one before it in byte-wise order (the
+    tracer writes them sorted, each once), the file ending with a newline.
+    An InputError naming path:line at the first that is not."""
+    path = s.path("api_apis.txt")
+    if not s.has("api_apis.txt"):
+        raise InputError(path, "no such file: a file set has one beside its api_statistics file")
+    previous = None
+    with open_regular(path) as f:
+        for lineno, text, rest in _chunks(path, f):
+            if text is None:
+                if rest:
+                    raise InputError(path, "ends inside a line: the file was cut", lineno)
+                return
+            for i, name in enumerate(text.split("\n")[:-1]):
+                checked_api_name(path, name, lineno + i)
+                if previous is not None and name <= previous:
+                    what = "again" if name == previous else f"after {shown(previous[:80])}"
+                    raise InputError(path, f"{shown(name[:80])} {what}: the tracer writes the names sorted, each "
+                                     "once", lineno + i)
+                previous = name
+                yield name
+
+
 # -- YAML summaries (stacks, value profiles) -------------------------------------------------
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
