@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional
 
 from ..filesets import FileSet, read_value_profiles
+from ..operator_inputs import is_operator_inputs, read_said
 
 
 @dataclass
@@ -120,11 +121,18 @@ def first_line(e: BaseException) -> str:
 def read_configs(path: str) -> List[Config]:
     """The distinct config lines of a file, each with the line it was first
     on. A line that is not UTF-8 is kept (as its text with the bad bytes
-    escaped), with the error and the column of its first bad byte."""
+    escaped), with the error and the column of its first bad byte.
+
+    A file in PyTorch's operator-inputs format (operator_inputs.py: its
+    first line that is neither blank nor a comment starts with
+    `Operator: `) gives the config line of each input line, with that
+    line's number; a line that breaks the format raises InputError."""
     seen = set()
     configs = []
     with open(path, "rb") as f:
         data = f.read()
+    if is_operator_inputs(data):
+        return [Config(path, e.line, e.config) for e in read_said(path, data)]
     for lineno, raw in enumerate(data.splitlines(), 1):  # the line ends text mode knows: \n, \r, \r\n
         error, column = "", 0
         try:
