@@ -7,11 +7,12 @@ entry point; inert unless one of its options is given).
     pytest --api-fuzz FILE [--api-fuzz-time S] [--api-fuzz-out DIR] [--api-fuzz-oracle LIST]
            [--api-replay-import MODULE]... [-n 4]
 
---api-trace traces the suite into one merged file set in DIR. With
---api-trace-per-test each test also gets a set of its own, DIR/tests/NAME
-(DIR/tests-index.yaml maps NAME to the test id), and
-DIR/api_config_tests.yaml says which tests made each config (the first by
-id, as many as api_stacks.yaml keeps stacks per API). Under pytest-xdist
+--api-trace traces the suite into one merged file set in DIR, labelled
+"pytest ROOTDIR" (its api_config_sources.yaml). With --api-trace-per-test
+each test also gets a set of its own, DIR/tests/NAME (DIR/tests-index.yaml
+maps NAME to the test id), labelled by the test id, so that the session's
+api_config_sources.yaml says which tests made each config, with their
+calls (the calls outside any test under OUTSIDE_TESTS). Under pytest-xdist
 each worker writes its own set in DIR/workers/ID and the session's set is
 their merge.
 
@@ -42,7 +43,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
-TESTS_FILE = "api_config_tests.yaml"
+OUTSIDE_TESTS = "(outside tests)"  # the label of the calls between tests, with --api-trace-per-test
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -130,9 +131,10 @@ class Trace:
     calls), and goes on as a new piece once that one stops; close() makes
     the pieces one set in `target`."""
 
-    def __init__(self, session: "TraceSession", target: Optional[str]) -> None:
+    def __init__(self, session: "TraceSession", target: Optional[str], label: str) -> None:
         self.session = session
         self.target = target
+        self.label = label
         self.pieces: List[str] = []
         self.tracer: Any = None
         self.closed = False
@@ -147,7 +149,7 @@ class Trace:
         piece = self.session.new_piece()
         self.pieces.append(piece)
         self.thread, self.modes_below = threading.get_ident(), _mode_stacks()
-        self.tracer = APITracer(output_path=piece, levels=self.session.levels, merge_output=True)
+        self.tracer = APITracer(output_path=piece, levels=self.session.levels, merge_output=True, label=self.label)
         self.tracer.give_way(self._resume).start()
 
     def _resume(self) -> None:
@@ -197,6 +199,7 @@ class TraceSession:
         self.workers = os.path.join(self.root, "workers")
         self.dir = os.path.join(self.workers, worker["workerid"]) if worker else self.root
         self.pieces = os.path.join(self.dir, "pieces")
+        self.label = f"pytest {os.path.basename(str(config.rootpath))}"  # the session's, without --api-trace-per-test
         self.trace: Any = None
         self.tests: Dict[str, str] = {}  # directory name -> test id
         self._pieces_made = 0
@@ -205,9 +208,9 @@ class TraceSession:
         self._pieces_made += 1
         return os.path.join(self.pieces, str(self._pieces_made))
 
-    def _trace(self, target: Optional[str]) -> None:
+    def _trace(self, target: Optional[str], label: str) -> None:
         self._close()
-        self.trace = Trace(self, target)
+        self.trace = Trace(self, target, label)
 
     def _close(self) -> None:
         trace, self.trace = self.trace, None
@@ -219,7 +222,7 @@ class TraceSession:
             shutil.rmtree(self.root, ignore_errors=True)  # the run's own directory, made anew
         if self.controller:
             return
-        self._trace(None if self.per_test else self.dir)
+        self._trace(None, OUTSIDE_TESTS) if self.per_test else self._trace(self.dir, self.label)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Iterator[None]:
@@ -235,11 +238,11 @@ class TraceSession:
             return
         name = test_dir_name(item.nodeid)
         self.tests[name] = item.nodeid
-        self._trace(os.path.join(self.root, "tests", name))
+        self._trace(os.path.join(self.root, "tests", name), item.nodeid)
         try:
             yield
         finally:
-            self._trace(None)  # the calls between tests
+            self._trace(None, OUTSIDE_TESTS)  # the calls between tests
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Iterator[None]:
@@ -260,7 +263,6 @@ class TraceSession:
                 merge_found(_sets_in(workers), self.root)
                 tests = {name: nodeid for w in workers for name, nodeid in read_index(w).items()}
                 write_index(self.root, tests)
-                write_config_tests(self.root, _config_tests(self.root, tests))
             return
         self._close()
         if not self.per_test:
@@ -271,7 +273,6 @@ class TraceSession:
         merge_found(_sets_in(between + tests_dirs), self.dir)
         shutil.rmtree(self.pieces, ignore_errors=True)
         write_index(self.dir, self.tests)
-        write_config_tests(self.dir, _config_tests(self.root, self.tests))
 
 
 def _mode_stacks() -> tuple:
@@ -288,17 +289,6 @@ def _sets_in(directories: List[str]) -> List[Any]:
 
     wanted = set(directories)
     return [s for s in find_sets(directories) if s.directory in wanted]
-
-
-def _config_tests(root: str, tests: Dict[str, str]) -> Dict[str, List[str]]:
-    """Per config line, the ids of the tests whose sets (ROOT/tests/NAME) hold it."""
-    from api_tracer.filesets import read_lines
-
-    made: Dict[str, List[str]] = {}
-    for s in _sets_in([os.path.join(root, "tests", name) for name in tests]):
-        for line in read_lines(s.path("api_configs.yaml")):
-            made.setdefault(line, []).append(tests[os.path.basename(s.directory)])
-    return made
 
 
 INDEX = "tests-index.yaml"  # in a process's set: its tests' directory names -> ids
@@ -320,20 +310,6 @@ def write_index(directory: str, tests: Dict[str, str]) -> None:
     if tests:
         with open(os.path.join(directory, INDEX), "w", encoding="utf-8") as f:
             yaml.safe_dump(dict(sorted(tests.items())), f, width=1 << 20)
-
-
-def write_config_tests(directory: str, made: Dict[str, List[str]]) -> None:
-    """api_config_tests.yaml: per config line (sorted), the first tests (by
-    id) that made it, as many as api_stacks.yaml keeps stacks."""
-    import yaml
-
-    from api_tracer import _C
-
-    if not made:
-        return
-    entries = [{"config": line, "tests": sorted(set(ids))[:_C.MAX_STACKS]} for line, ids in sorted(made.items())]
-    with open(os.path.join(directory, TESTS_FILE), "w", encoding="utf-8") as f:
-        yaml.safe_dump(entries, f, width=1 << 20, sort_keys=False)
 
 
 # -- configs as tests -------------------------------------------------------------

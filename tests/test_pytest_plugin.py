@@ -66,11 +66,20 @@ def config_counts(out):
     return counts
 
 
+def made_by(out):
+    """config line -> the tests that made it, from the session's api_config_sources.yaml
+    (the calls outside tests left out)."""
+    data = yaml.safe_load((out / "api_config_sources.yaml").read_text())
+    return {e["config"]: sorted(set(e["from"]) - {"(outside tests)"}) for e in data["configs"]}
+
+
 def test_a_suite_is_traced_into_one_set_whatever_its_tests_do(pytester):
     out = run_suite(pytester)
     assert config_counts(out) == CALLS  # the session fixture once; failing, skipped, erroring tests too
     assert set(read_set(out)["api_configs.yaml"].splitlines()) == set(CALLS)
     assert not (out / "tests").exists()
+    sources = yaml.safe_load((out / "api_config_sources.yaml").read_text())
+    assert sources["labels"] == [{"label": f"pytest {pytester.path.name}", "calls": sum(CALLS.values())}]
 
 
 def test_per_test_sets_say_which_tests_made_each_config(pytester):
@@ -84,9 +93,12 @@ def test_per_test_sets_say_which_tests_made_each_config(pytester):
     assert by_test["test_suite.py::test_param[5]"] == ["torch.ones(5)"]
     assert by_test["test_suite.py::test_passes"] == ["torch.eye(3)", 'torch.add(Tensor([3, 3], "float32"), 1)']
     assert by_test["test_suite.py::test_errors"] == ["torch.full((2,), 7.0)"]
-    made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
+    made = made_by(out)
     assert made["torch.ones(2)"] == ["test_suite.py::test_param[2]"]
     assert made["torch.zeros(4)"] == ["test_suite.py::test_skipped"]
+    # with the calls of each, which add up to the trace's
+    entries = yaml.safe_load((out / "api_config_sources.yaml").read_text())["configs"]
+    assert {e["config"]: e["calls"] for e in entries} == config_counts(out)
     assert not (out / "pieces").exists()
 
 
@@ -100,7 +112,7 @@ def test_xdist_workers_write_their_own_sets_and_the_session_merges_them(pytester
     counts = config_counts(out)
     assert counts.pop("torch.eye(3)") in (1, 2) and counts == {k: v for k, v in CALLS.items() if k != "torch.eye(3)"}
     if per_test:
-        made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
+        made = made_by(out)
         assert made["torch.ones(5)"] == ["test_suite.py::test_param[5]"]
 
 
@@ -153,7 +165,7 @@ def test_a_test_that_runs_its_own_tracer_passes_and_the_plugin_resumes_after(pyt
     out = pytester.path / "out"
     assert config_counts(out) == {"torch.ones(1)": 1, "torch.ones(3)": 1, "torch.ones(4)": 1}
     if per_test:
-        made = {e["config"]: e["tests"] for e in yaml.safe_load((out / "api_config_tests.yaml").read_text())}
+        made = made_by(out)
         assert made == {"torch.ones(1)": ["test_own.py::test_runs_a_tracer_of_its_own"],
                         "torch.ones(3)": ["test_own.py::test_runs_a_tracer_of_its_own"],
                         "torch.ones(4)": ["test_own.py::test_after_them"]}

@@ -3,6 +3,7 @@ it, as merge keeps it, and as damaged files are refused."""
 from __future__ import annotations
 
 import collections
+import json
 import shutil
 from pathlib import Path
 
@@ -122,9 +123,9 @@ DAMAGE = {
     "a_source_not_among_the_labels": (_edit_line(4, '"from": {"bert"', '"from": {"gpt"'), 4, "not among the labels"),
     "not_json": (_edit_line(4, '"calls":', '"calls"'), 4, "not a record as the tracer writes it"),
     "a_key_twice": (_edit_line(4, '"sources": 1,', '"sources": 1, "sources": 1,'), 4, "a key given twice"),
-    "nan_calls": (_edit_line(4, '"calls": 1,', '"calls": NaN,'), 4, "NaN is not a count"),
-    "negative_calls": (_edit_line(4, '"calls": 1,', '"calls": -1,'), 4, "a whole number from 1"),
-    "a_bool_for_calls": (_edit_line(4, '"calls": 1,', '"calls": true,'), 4, "a whole number from 1"),
+    "nan_calls": (_edit_line(4, '"calls": 1,', '"calls": NaN,'), 4, "not a value of the format"),
+    "negative_calls": (_edit_line(4, '"calls": 1,', '"calls": -1,'), 4, "a count is 0 or more"),
+    "a_bool_for_calls": (_edit_line(4, '"calls": 1,', '"calls": true,'), 4, "calls must be a whole number from 1"),
     "huge_calls": (_edit_line(4, '"calls": 1,', f'"calls": {2 ** 64},'), 4, "2^64 - 1"),
     "another_field": (_edit_line(4, '"sources": 1,', '"sources": 1, "x": 1,'), 4, "a record has the fields"),
     "deep_nesting": (_edit_line(4, '"from": {', '"from": ' + "[" * 100000), 4, "not a record"),
@@ -176,3 +177,91 @@ def test_configs_out_of_order_are_refused(tmp_path, capsys):
     assert main(["merge", str(d), "-o", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"api-tracer: {d / SOURCES}:5: the config is out of order (after line 4)"), err
+
+
+# -- diff ---------------------------------------------------------------------------------------
+
+
+def diff_json(capsys, a: Path, b: Path, *flags: str):
+    code = main(["diff", str(a), str(b), "--json", *flags])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return code, [r for r in lines if r["kind"] != "summary"], [r for r in lines if r["kind"] == "summary"]
+
+
+def test_diff_says_what_is_new_gone_and_counted_otherwise(tmp_path, capsys):
+    a = trace(tmp_path / "a", "v1", [ADD, ADD, MUL])
+    b = trace(tmp_path / "b", "v2", [ADD, SUM, SUM, SUM])
+    code, records, summary = diff_json(capsys, a, b)
+    assert code == 0
+    before = collections.Counter((a / "api_trace.txt").read_text().splitlines())
+    after = collections.Counter((b / "api_trace.txt").read_text().splitlines())
+    want = {("new", c, None, after[c]) for c in after if c not in before}
+    want |= {("gone", c, before[c], None) for c in before if c not in after}
+    want |= {("changed", c, before[c], after[c]) for c in before if c in after and before[c] != after[c]}
+    got = {(r["kind"], r["name"], r["a"], r["b"]) for r in records if r["what"] == "configs"}
+    assert got == want and len(want) == 3
+    apis = {(r["kind"], r["name"]) for r in records if r["what"] == "apis"}
+    assert apis == {("new", "torch.sum"), ("gone", "torch.mul"), ("changed", "torch.add")}
+    assert {s["what"]: (s["in_a"], s["in_b"], s["new"], s["gone"], s["changed"]) for s in summary} == {
+        "apis": (2, 2, 1, 1, 1), "configs": (2, 2, 1, 1, 1)}
+    # the text says the same, and --fail-on turns it into the exit status
+    assert main(["diff", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "configs: 1 new, 1 gone, 1 changed (A has 2, B 2)" in text
+    assert "changed torch.add(Tensor([2, 3], \"float32\"), Tensor([2, 3], \"float32\"))  (2 -> 1 calls)" in text
+    for fail_on in ("new", "gone", "any"):
+        assert main(["diff", str(a), str(b), "--fail-on", fail_on]) == 1
+    assert main(["diff", str(a), str(a), "--fail-on", "any"]) == 0
+    capsys.readouterr()
+
+
+def test_diff_of_unlabelled_sets_knows_new_and_gone_only(tmp_path, capsys):
+    a = trace(tmp_path / "a", None, [ADD, ADD])
+    b = trace(tmp_path / "b", None, [ADD, MUL])
+    code, records, summary = diff_json(capsys, a, b, "--fail-on", "gone")
+    assert code == 0
+    assert [(r["what"], r["kind"]) for r in records] == [("apis", "changed"), ("apis", "new"), ("configs", "new")]
+    assert [s["counted"] for s in summary] == [True, False]
+
+
+def test_diff_refuses_what_it_cannot_compare(tmp_path, capsys):
+    a = trace(tmp_path / "a", "x", [ADD])
+    trace(tmp_path / "two" / "1", "x", [ADD])
+    trace(tmp_path / "two" / "2", "x", [MUL])
+    assert main(["diff", str(a), str(tmp_path / "two")]) == 2
+    assert "holds 2 sets of merged levels" in capsys.readouterr().err
+    lines = (a / SOURCES).read_text().splitlines(keepends=True)
+    (a / SOURCES).write_text("".join(lines[:3]) + lines[3].replace('"calls": 1', '"calls": x'))
+    assert main(["diff", str(a), str(a)]) == 2
+    assert capsys.readouterr().err.startswith(f"api-tracer: {a / SOURCES}:4")
+
+
+# -- stats and report ------------------------------------------------------------------------
+
+
+def test_stats_and_report_say_where_configs_came_from(tmp_path, capsys):
+    trace(tmp_path / "in" / "a", "bert", [ADD, ADD, MUL])
+    trace(tmp_path / "in" / "b", "gpt", [ADD, SUM])
+    trace(tmp_path / "in" / "c", "t5", [ADD])
+    assert main(["merge", str(tmp_path / "in"), "-o", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    assert main(["stats", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "sources: 3: bert (3 calls), gpt (2 calls), t5 (1 calls)" in out
+    assert "configs by their number of sources: 1: 2, 2-3: 1 (2 of 3 from one source only)" in out
+    add = 'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"))'
+    assert [line.split()[:2] for line in out.splitlines() if line.endswith(add)] == [["3", "4"]]
+    # the report: the sources, and a diff's pane
+    b = trace(tmp_path / "b", "bert", [ADD, SUM])
+    diff_file = tmp_path / "d.jsonl"
+    assert main(["diff", str(tmp_path / "in" / "a"), str(b), "--json"]) == 0
+    diff_file.write_text(capsys.readouterr().out)
+    page = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "m"), str(diff_file), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "Where the configs came from" in html and "3 sources; 2 of 3 configs from one source only" in html
+    assert "diff: d.jsonl" in html and "torch.sum(Tensor([2, 3], &quot;float32&quot;))" in html
+    # a diff cut before its summary lines is refused
+    diff_file.write_text("\n".join(diff_file.read_text().splitlines()[:1]) + "\n")
+    assert main(["report", str(diff_file), "-o", str(page)]) == 2
+    assert "no summary line: the diff was cut" in capsys.readouterr().err

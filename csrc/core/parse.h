@@ -7,6 +7,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -29,6 +31,9 @@ struct ParseOptions {
 
 // Parses a whole line (surrounding white space allowed) into `out`.
 Status ParseCall(std::string_view line, Call* out, const ParseOptions& options = {});
+
+// Appends the code point `cp` (at most 0x10FFFF) as UTF-8.
+void AppendUtf8(uint32_t cp, std::string* out);
 
 // Parses a single value, e.g. "Tensor([2], \"int64\")" or "(1+2j)".
 Status ParseValue(std::string_view text, Value* out, const ParseOptions& options = {});

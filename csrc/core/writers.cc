@@ -14,6 +14,7 @@
 
 #include "core/format.h"
 #include "core/per_thread.h"
+#include "core/sources.h"
 #include "core/string_hash.h"
 #include "core/yaml.h"
 
@@ -325,20 +326,19 @@ void WriteConfigSources(const Summary& s, std::ostream& out) {
   auto calls = [&](size_t i) { return i < s.config_counts.size() ? s.config_counts[i] : 0; };
   uint64_t total = 0;
   for (size_t i = 0; i < s.config_lines.size(); ++i) total += calls(i);
-  std::string label, line;
-  AppendJsonString(s.label, &label);
-  out << "labels:\n- {\"label\": " << label << ", \"calls\": " << total << "}\n";
-  out << (order.empty() ? "configs: []\n" : "configs:\n");
+  std::string text;
+  AppendLabels({{s.label, total}}, &text);
+  text += order.empty() ? "configs: []\n" : "configs:\n";
+  SourceEntry e;
+  e.sources = 1;
   for (size_t k = 0; k < order.size();) {
-    const std::string& config = s.config_lines[order[k]];
-    uint64_t n = 0;
-    for (; k < order.size() && s.config_lines[order[k]] == config; ++k) n += calls(order[k]);
-    line = "- {\"config\": ";
-    AppendJsonString(config, &line);
-    line += ", \"calls\": " + std::to_string(n) + ", \"sources\": 1, \"from\": {" + label + ": " +
-            std::to_string(n) + "}}\n";
-    out << line;
+    e.config = s.config_lines[order[k]];
+    e.calls = 0;
+    for (; k < order.size() && s.config_lines[order[k]] == e.config; ++k) e.calls += calls(order[k]);
+    e.top = {{s.label, e.calls}};
+    AppendSourceEntry(e, &text);
   }
+  out << text;
 }
 
 void WriteStatistics(const Summary& s, std::ostream& out) {

@@ -10,6 +10,7 @@
 
 #include "core/format.h"
 #include "core/parse.h"
+#include "core/sources.h"
 #include "core/recorder.h"
 #include "core/writers.h"
 #include "python/bindings.h"
@@ -174,9 +175,68 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
   RaiseIfError(WriteSummaryFiles(s, asked, dir, suffix));
 }
 
+// A core FileError as ValueError(message, path, line, column): the Python
+// side (sources.py) makes it an InputError naming path:line:column.
+[[noreturn]] void RaiseFileError(const FileError& e) {
+  pybind11::tuple args = pybind11::make_tuple(e.message, e.path, e.line, e.column);
+  PyErr_SetObject(PyExc_ValueError, args.ptr());
+  throw pybind11::error_already_set();
+}
+
+pybind11::tuple EntryTuple(const SourcesReader& r, const SourceEntry& e) {
+  pybind11::tuple top(e.top.size());
+  for (size_t i = 0; i < e.top.size(); ++i) top[i] = pybind11::make_tuple(e.top[i].first, e.top[i].second);
+  return pybind11::make_tuple(r.line(), e.config, e.calls, e.sources, top, e.at_most);
+}
+
+void InitSourcesBindings(pybind11::module_& m) {
+  pybind11::class_<SourcesReader>(m, "SourcesReader",
+                                  "api_config_sources.yaml read a record at a time, each checked (core/sources.h).")
+      .def(pybind11::init([](const std::string& path) {
+             std::unique_ptr<SourcesReader> r;
+             if (FileError e = SourcesReader::Open(path, &r); !e.ok()) RaiseFileError(e);
+             return r;
+           }),
+           pybind11::arg("path"))
+      .def_property_readonly("labels", [](const SourcesReader& r) { return r.labels(); })
+      .def("__iter__", [](SourcesReader& r) -> SourcesReader& { return r; })
+      .def("__next__", [](SourcesReader& r) {
+        SourceEntry e;
+        if (r.Next(&e)) return EntryTuple(r, e);
+        if (!r.error().ok()) RaiseFileError(r.error());
+        throw pybind11::stop_iteration();
+      });
+  m.def(
+      "merge_sources",
+      [](const std::vector<std::pair<std::string, std::string>>& pairs, const std::string& configs_path,
+         const std::string& sources_path) {
+        std::vector<MergeInput> inputs;
+        for (const auto& [sources, configs] : pairs) inputs.push_back({sources, configs});
+        ParseOptions options = PythonParseOptions();
+        std::unique_ptr<FileSink> configs_out, sources_out;
+        RaiseIfError(FileSink::Create(configs_path, &configs_out));
+        RaiseIfError(FileSink::Create(sources_path, &sources_out));
+        MergeResult result;
+        FileError error;
+        {
+          pybind11::gil_scoped_release release;
+          error = MergeSources(inputs, configs_out.get(), sources_out.get(), options, &result);
+        }
+        if (!error.ok()) RaiseFileError(error);
+        RaiseIfError(configs_out->Close());
+        RaiseIfError(sources_out->Close());
+        return pybind11::make_tuple(result.configs, result.api_calls);
+      },
+      pybind11::arg("inputs"), pybind11::arg("configs_out"), pybind11::arg("sources_out"),
+      "Merges sets' api_config_sources.yaml and api_configs.yaml ((sources, configs) paths per set) into the two "
+      "files; (distinct configs, per input its calls per API). ValueError(message, path, line, column) for bad "
+      "input.");
+}
+
 }  // namespace
 
 void InitConfigBindings(pybind11::module_& m) {
+  InitSourcesBindings(m);
   GetIntMaxStrDigits() =
       pybind11::getattr(pybind11::module_::import("sys"), "get_int_max_str_digits", pybind11::none());
   m.def(

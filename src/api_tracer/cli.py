@@ -1,4 +1,4 @@
-"""The command line: api-tracer run | merge | replay | fuzz | stats | report.
+"""The command line: api-tracer run | merge | replay | fuzz | stats | coverage | report.
 
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
@@ -10,12 +10,15 @@
     api-tracer fuzz CONFIGS... [-o DIR] [--time SECONDS | --budget N] [--jobs N] [--seed S]
                     [--mutate shape,dtype,layout,value,scalar] [--oracle crash,hang,error,float64,layout,repeat,...]
                     [--import MODULE]... [--load-library PATH]... [--timeout SECONDS] [--max-bytes B] [--resume]
+    api-tracer diff A B [--json] [--fail-on new|gone|any] [--limit N]
     api-tracer stats DIR
+    api-tracer coverage DIR... [--list FILE] [--json] [--untouched] [--top N]
     api-tracer report [DIR] [PROFILE.json] [REPLAY.jsonl] -o report.html
+    api-tracer export --format operator-inputs CONFIGS -o FILE
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
-are printed as `api-tracer: ...` with exit code 2 (a file merge, stats or
-report cannot read or write as `api-tracer: PATH[:LINE]: what is wrong`;
+are printed as `api-tracer: ...` with exit code 2 (a file merge, stats,
+coverage or report cannot read or write as `api-tracer: PATH[:LINE]: what is wrong`;
 what they repaired as `api-tracer: warning: ...`); `run` exits as the
 traced program does.
 """
@@ -25,11 +28,13 @@ import argparse
 import sys
 from typing import Any, List, Optional, Set, Tuple
 
+from .diff import FAIL_ON as DIFF_FAIL_ON
 from .errors import UsageError
 from .options import add_run_flags, byte_count, seconds
 
 
-READING_COMMANDS = ("merge", "stats", "report")  # their bad input is `api-tracer: PATH[:LINE]: ...`, exit 2
+# Their bad input is `api-tracer: PATH[:LINE]: ...`, exit 2.
+READING_COMMANDS = ("merge", "diff", "stats", "coverage", "report", "export")
 
 
 def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
@@ -94,15 +99,40 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     add_fuzz_flags(sub.add_parser("fuzz", help="mutate config lines into cases and find crashes, hangs, unclean "
                                               "errors and wrong results"))
 
+    diff = sub.add_parser("diff", help="what changed between two traces: APIs and configs new, gone, or called "
+                                       "a different number of times")
+    diff.add_argument("a", metavar="A", help="the trace before (a directory of file sets, one per level)")
+    diff.add_argument("b", metavar="B", help="the trace after")
+    diff.add_argument("--json", action="store_true",
+                      help="every difference as a JSON object a line, then a summary line")
+    diff.add_argument("--fail-on", choices=DIFF_FAIL_ON,
+                      help="exit with 1 where there are differences of this kind (any: changed counts too)")
+    diff.add_argument("--limit", type=int, default=20, help="how many of each kind the text lists (default 20)")
+
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")
     stats.add_argument("--top", type=int, default=20, help="how many APIs to list (default 20)")
 
+    coverage = sub.add_parser("coverage", help="which APIs of the API list, and which operators, traces touch")
+    coverage.add_argument("dirs", nargs="+", metavar="DIR", help="directories holding file sets (searched recursively)")
+    coverage.add_argument("--list", dest="list_path", metavar="FILE",
+                          help="the API names to cover, one a line (default: the dialect's API list)")
+    coverage.add_argument("--json", action="store_true", help="everything, every name included, as JSON")
+    coverage.add_argument("--untouched", action="store_true", help="list the names never touched, per group")
+    coverage.add_argument("--top", type=int, metavar="N",
+                          help="the N largest groups of each table, and N names of each list (default: all)")
+
     report = sub.add_parser("report", help="one self-contained HTML file of traces, profiles and replay reports")
     report.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="a trace directory (its file sets, searched recursively), a profile's JSON "
-                             "(Profile.export_json) or a replay report (replay -o REPORT.jsonl)")
+                             "(Profile.export_json), a replay report (replay -o REPORT.jsonl), a fuzz campaign "
+                             "or a diff (diff --json > DIFF.jsonl)")
     report.add_argument("-o", "--output", required=True, help="the HTML file to write")
+
+    from .export import add_flags as add_export_flags
+
+    add_export_flags(sub.add_parser("export", help="write config lines in another tool's format (PyTorch's "
+                                                   "operator inputs)"))
     return parser, run_value_options
 
 
@@ -151,22 +181,36 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .fuzz.command import fuzz_command
 
             return fuzz_command(args)
+        if args.command == "diff":
+            from .diff import diff_command
+
+            return diff_command(args)
         if args.command == "stats":
             from .stats import stats_table
 
             print(stats_table(args.dir, args.top), end="")
+            return 0
+        if args.command == "coverage":
+            from .coverage import coverage_command
+
+            print(coverage_command(args.dirs, args.list_path, args.json, args.untouched, args.top), end="")
             return 0
         if args.command == "report":
             from .report import report_command
 
             print(report_command(args.inputs, args.output))
             return 0
+        if args.command == "export":
+            from .export import export_command
+
+            print(export_command(args))
+            return 0
         raise AssertionError(f"unhandled command {args.command!r}")  # the parser allows no other
     except UsageError as e:
         print(f"api-tracer: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        # merge, stats and report name a file they cannot read or write
+        # merge, stats, coverage and report name a file they cannot read or write
         # themselves (filesets.py); one they did not foresee is said the
         # same way, not as a traceback.
         if args.command not in READING_COMMANDS:

@@ -4,7 +4,10 @@ Sets are found under the directories (recursively) and merged per level
 suffix: counts add, configs and APIs deduplicate, statistics, stacks (up to
 3 distinct per API) and value profiles merge, and the traces are joined in
 the order the sets were found. The summary files are written by the same
-C++ writers as the tracer's.
+C++ writers as the tracer's. Where every set has api_config_sources.yaml
+(traced with a label), the configs and their sources are merged by the C++
+core as a stream (sources.py): a k-way merge of the sets' sorted files,
+whose memory grows with the number of sets, not of configs.
 
 Every input file is checked as it is read (filesets.py): a file that is not
 as the tracer writes it stops the merge with `PATH[:LINE]: what is wrong`,
@@ -149,10 +152,9 @@ def _write_sources(g: _Group, out: str, staged: List[Tuple[str, str]]) -> int:
     temporary = [_temporary(path) + ".merged" for path in paths]
     staged.extend(zip(temporary, paths))
     try:
-        with open(temporary[0], "wb") as configs, open(temporary[1], "wb") as sources:
-            return merge_sources(g.sourced, configs, sources)
-    except OSError as e:
-        raise InputError(out, f"cannot write the merged set: {e.strerror or e}") from None
+        return merge_sources(g.sourced, temporary[0], temporary[1])
+    except OSError as e:  # "writing PATH failed: why", from the C++ writers
+        raise InputError(out, f"cannot write the merged set: {e}") from None
 
 
 def check_output_directory(out: str) -> None:

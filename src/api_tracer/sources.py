@@ -19,26 +19,23 @@ a merge cannot know how many distinct sources a config has (its inputs
 shared a source that neither listed), the record says `"at_most": true`
 and `sources` is an upper bound.
 
-The C++ writer (csrc/core/writers.cc, WriteConfigSources) writes a traced
-set's file; `SourcesWriter` here writes a merged one, byte for byte in the
-same form (a test holds the two together).
+The file is read, written and merged by the C++ core (csrc/core/sources.h);
+this module is its Python face.
 """
 from __future__ import annotations
 
 import heapq
-import itertools
-import json
 import os
 import resource
-from typing import Any, BinaryIO, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import _C
 from .errors import InputError, warn
-from .filesets import COUNT_MAX, OUTPUT_FILES, FileSet, Statistics, api_of, open_regular, parse_config, shown
+from .filesets import COUNT_MAX, OUTPUT_FILES, FileSet, Statistics, shown
 
 SOURCES = "api_config_sources.yaml"
 assert SOURCES in OUTPUT_FILES, "the C++ recorder's file table names it"
-MAX_LISTED = _C.MAX_STACKS  # sources listed per config
+MAX_LISTED = _C.MAX_STACKS  # sources listed per config (core/sources.h's kMaxListed)
 
 
 class Entry(NamedTuple):
@@ -56,184 +53,40 @@ def ranked(counts: Dict[str, int]) -> Tuple[Tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-# -- writing ----------------------------------------------------------------------------------
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def labels_text(labels: Dict[str, int]) -> str:
-    """The file's head: `labels:` and a record per label, sorted."""
-    return "labels:\n" + "".join(f'- {{"label": {_json(label)}, "calls": {calls}}}\n'
-                                 for label, calls in sorted(labels.items()))
-
-
-def entry_text(e: Entry) -> str:
-    """The record line of a config, as the C++ writer writes it."""
-    at_most = ', "at_most": true' if e.at_most else ""
-    listed = ", ".join(f"{_json(label)}: {n}" for label, n in e.top)
-    return (f'- {{"config": {_json(e.config)}, "calls": {e.calls}, "sources": {e.sources}{at_most}, '
-            f'"from": {{{listed}}}}}\n')
-
-
 # -- reading ----------------------------------------------------------------------------------
 
 
-def _unique_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        raise ValueError("a key given twice")
-    return d
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a count")
-
-
-def _count(path: str, value: Any, what: str, line: int, least: int = 0) -> int:
-    if type(value) is not int or not least <= value <= COUNT_MAX:  # noqa: E721 - not a bool
-        raise InputError(path, f"{what} must be a whole number from {least} to 2^64 - 1, not {shown(repr(value))}",
-                         line)
-    return value
+def input_error(e: ValueError) -> InputError:
+    """The C++ reader's ValueError(message, path, line, column) as an InputError."""
+    message, path, line, column = e.args
+    return InputError(path, message, line or None, column or None)
 
 
 class SourcesFile:
     """A set's api_config_sources.yaml, open: its labels read and checked,
-    its configs read by entries() as a stream, each checked as it comes."""
+    its configs read by entries() as a stream, each checked as it comes by
+    the C++ reader (csrc/core/sources.h): sorted, its sources among the
+    labels and ranked, its counts adding up; at the end, the configs' calls
+    add up to the labels'. Bad input is an InputError naming path:line."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._f: BinaryIO = open_regular(path)
-        self._lines = enumerate(self._f, start=1)
-        self.labels: Dict[str, int] = {}
-        self._configs_head = 0
         try:
-            self._read_labels()
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        self._f.close()
-
-    def _next(self) -> Optional[Tuple[int, str]]:
-        """The next line (its number, its text without the newline); None at the end."""
-        try:
-            lineno, raw = next(self._lines)
-        except StopIteration:
-            return None
-        except OSError as e:
-            raise InputError(self.path, f"cannot read: {e.strerror or e}") from None
-        if not raw.endswith(b"\n"):
-            raise InputError(self.path, "ends inside a line: the file was cut", lineno)
-        if raw.endswith(b"\r\n"):
-            raise InputError(self.path, "a carriage return: the tracer writes none (the file's line endings were "
-                             "changed)", lineno)
-        try:
-            text = raw[:-1].decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(self.path, f"not UTF-8: byte 0x{raw[e.start]:02x} ({e.reason})", lineno) from None
-        return lineno, text
-
-    def _record(self, lineno: int, text: str, keys: Tuple[str, ...], optional: Tuple[str, ...] = ()) -> Dict[str, Any]:
-        if not (text.startswith("- {") and text.endswith("}")):
-            raise InputError(self.path, f"expected a record '- {{...}}', not {shown(text[:60])}", lineno)
-        try:
-            record = json.loads(text[2:], object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-        except json.JSONDecodeError as e:
-            raise InputError(self.path, f"not a record as the tracer writes it: {e.msg}", lineno, e.colno + 2) from None
-        except (ValueError, RecursionError) as e:
-            raise InputError(self.path, f"not a record as the tracer writes it: {e}", lineno) from None
-        if not (set(keys) <= set(record) <= set(keys + optional)):
-            raise InputError(self.path, f"a record has the fields {', '.join(keys)}"
-                             f"{' (and ' + ', '.join(optional) + ')' if optional else ''}, not "
-                             f"{', '.join(map(str, record))}", lineno)
-        return record
-
-    def _read_labels(self) -> None:
-        first = self._next()
-        if first is None:
-            raise InputError(self.path, "empty: the tracer writes at least 'labels:' and a label here; the file "
-                             "was cut")
-        if first[1] != "labels:":
-            raise InputError(self.path, f"expected 'labels:', not {shown(first[1][:60])}", first[0])
-        while True:
-            got = self._next()
-            if got is None:
-                raise InputError(self.path, "no 'configs:' after the labels: the file was cut")
-            lineno, text = got
-            if text in ("configs:", "configs: []"):
-                self._configs_head = lineno
-                self._no_configs = text == "configs: []"
-                break
-            record = self._record(lineno, text, ("label", "calls"))
-            label = record["label"]
-            if not isinstance(label, str) or not label or not label.isprintable():
-                raise InputError(self.path, f"a label is printable text, not {shown(repr(label))}", lineno)
-            if label in self.labels:
-                raise InputError(self.path, f"the label {label!r} is listed twice", lineno)
-            self.labels[label] = _count(self.path, record["calls"], "calls", lineno)
-        if not self.labels:
-            raise InputError(self.path, "no label: a set with this file has at least one source", 1)
+            self._reader = _C.SourcesReader(path)
+        except ValueError as e:
+            raise input_error(e) from None
+        self.labels: Dict[str, int] = dict(self._reader.labels)
 
     def entries(self) -> Iterator[Tuple[int, Entry]]:
-        """Each config's entry with its line, checked: sorted, its sources
-        among the labels and ranked, its counts adding up; at the end, the
-        configs' calls add up to the labels'."""
-        previous, previous_line, total = "", 0, 0
-        listed: Dict[str, int] = dict.fromkeys(self.labels, 0)
-        while True:
-            got = self._next()
-            if got is None:
-                break
-            lineno, text = got
-            if self._no_configs:
-                raise InputError(self.path, "a line after 'configs: []'", lineno)
-            e = self._entry(lineno, text)
-            if e.config <= previous:
-                how = "twice" if e.config == previous else "out of order"
-                raise InputError(self.path, f"the config is {how} (after line {previous_line}): the tracer writes "
-                                 "them byte-wise sorted, once each", lineno)
-            for label, n in e.top:
-                listed[label] += n
-            previous, previous_line = e.config, lineno
-            total += e.calls
-            yield lineno, e
-        for label, n in listed.items():
-            if n > self.labels[label]:
-                raise InputError(self.path, f"the configs list {n} calls from {label!r}, more than its "
-                                 f"{self.labels[label]} calls", self._configs_head)
-        if total != sum(self.labels.values()):
-            raise InputError(self.path, f"the configs' calls add up to {total}, the labels' to "
-                             f"{sum(self.labels.values())}", self._configs_head)
+        """Each config's entry with its line."""
+        try:
+            for lineno, config, calls, sources, top, at_most in self._reader:
+                yield lineno, Entry(config, calls, sources, top, at_most)
+        except ValueError as e:
+            raise input_error(e) from None
 
-    def _entry(self, lineno: int, text: str) -> Entry:
-        r = self._record(lineno, text, ("config", "calls", "sources", "from"), ("at_most",))
-        config = r["config"]
-        if not isinstance(config, str) or not config:
-            raise InputError(self.path, f"a config is a config line, not {shown(repr(config))[:60]}", lineno)
-        calls = _count(self.path, r["calls"], "calls", lineno, least=1)
-        sources = _count(self.path, r["sources"], "sources", lineno, least=1)
-        at_most = r.get("at_most", False)
-        if at_most is not True and "at_most" in r:
-            raise InputError(self.path, "at_most is written only as true", lineno)
-        top = r["from"]
-        if not isinstance(top, dict) or not 1 <= len(top) <= min(sources, MAX_LISTED):
-            raise InputError(self.path, f"from lists 1 to {min(sources, MAX_LISTED)} sources (of its {sources}) "
-                             "with their calls", lineno)
-        for label, n in top.items():
-            if label not in self.labels:
-                raise InputError(self.path, f"from names {shown(label)!r}, which is not among the labels", lineno)
-            _count(self.path, n, f"the calls from {label!r}", lineno, least=1)
-        entry = Entry(config, calls, sources, tuple(top.items()), at_most)
-        if entry.top != ranked(top):
-            raise InputError(self.path, "from lists its sources by calls, most first, ties by label", lineno)
-        unlisted, made = sources - len(top), sum(top.values())
-        if made > calls or (not at_most and (made + unlisted > calls if unlisted else made != calls)):
-            raise InputError(self.path, f"calls: {calls}, but its {sources} sources made "
-                             f"{sum(top.values())}{' and more' if unlisted else ''}", lineno)
-        return entry
+    def close(self) -> None:
+        self._reader = None
 
 
 def sources_path(s: FileSet) -> Optional[str]:
@@ -258,101 +111,75 @@ def config_calls(config_file: str) -> Optional[Dict[str, int]]:
         f.close()
 
 
+class Provenance(NamedTuple):
+    """What a set's api_config_sources.yaml says, in sum (stats, report)."""
+
+    labels: List[Tuple[str, int]]  # the sources by calls, most first
+    configs: int
+    only_one: int  # configs that one source made
+    histogram: List[Tuple[str, int]]  # configs per number of sources: ("1", n), ("2-3", n), ...
+    widest: List[Entry]  # the configs of the most sources, most first (at most `top`)
+
+
+BUCKETS = ((1, 1), (2, 3), (4, 9), (10, 99), (100, COUNT_MAX))  # numbers of sources a histogram bar counts
+
+
+def provenance(path: str, top: int = 10) -> Provenance:
+    """The sum of a set's api_config_sources.yaml, read as a stream."""
+    f = SourcesFile(path)
+    histogram = [0] * len(BUCKETS)
+    widest: List[Tuple[int, int, Entry]] = []  # a heap of the `top` configs of the most sources
+    configs = 0
+    try:
+        for lineno, e in f.entries():
+            configs += 1
+            histogram[next(i for i, (lo, hi) in enumerate(BUCKETS) if lo <= e.sources <= hi)] += 1
+            item = (e.sources, -lineno, e)
+            if len(widest) < top:
+                heapq.heappush(widest, item)
+            elif item[:2] > widest[0][:2]:
+                heapq.heapreplace(widest, item)
+    finally:
+        f.close()
+    names = [str(lo) if lo == hi else f"{lo}-{hi}" if hi < COUNT_MAX else f"{lo}+" for lo, hi in BUCKETS]
+    return Provenance(list(ranked(f.labels)), configs, histogram[0], list(zip(names, histogram)),
+                      [e for *_, e in sorted(widest, key=lambda item: item[:2], reverse=True)])
+
+
 # -- merging ----------------------------------------------------------------------------------
 
 
-def _combine(entries: List[Entry], disjoint: bool) -> Entry:
-    """One config's entries from several sets, as one: calls added, the
-    sources listed added per label and ranked, their number counted."""
-    if len(entries) == 1:
-        return entries[0]
-    counts: Dict[str, int] = {}
-    for e in entries:
-        for label, n in e.top:
-            counts[label] = counts.get(label, 0) + n
-    complete = all(e.sources == len(e.top) and not e.at_most for e in entries)
-    if complete:  # every source of every set is listed: count them
-        sources, at_most = len(counts), False
-    else:  # sets of different sources add up; sets sharing one may count it twice
-        sources, at_most = sum(e.sources for e in entries), not disjoint or any(e.at_most for e in entries)
-    top = ranked(counts)[:MAX_LISTED]
-    return Entry(entries[0].config, sum(e.calls for e in entries), sources, top, at_most)
-
-
-class _Input:
-    """One set's stream for the merge: its configs from api_config_sources.yaml,
-    the set's api_configs.yaml read beside them (the two hold the same lines),
-    and its statistics held against their calls."""
-
-    def __init__(self, s: FileSet, stats: Statistics) -> None:
-        self.set, self.stats = s, stats
-        self.file = SourcesFile(s.path(SOURCES))
-
-    def stream(self, index: int) -> Iterator[Tuple[str, int, int, Entry]]:
-        configs_path = self.set.path("api_configs.yaml")
-        calls: Dict[str, int] = {}
-        with open_regular(configs_path) as configs:
-            lines = enumerate(configs, start=1)
-            for lineno, e in self.file.entries():
-                n, raw = next(lines, (0, b""))
-                if raw.rstrip(b"\n") != e.config.encode("utf-8"):
-                    raise InputError(configs_path, f"differs from {self.file.path}:{lineno} (the configs there): "
-                                     "the two are written together and hold the same lines", n or None)
-                api = api_of(e.config)
-                calls[api] = calls.get(api, 0) + e.calls
-                yield e.config, index, lineno, e
-            n, raw = next(lines, (0, b""))
-            if n:
-                raise InputError(configs_path, f"a config past the last of {self.file.path}: the two are written "
-                                 "together and hold the same lines", n)
-        self.file.close()
-        counted = dict(self.stats.counts)
-        for api, n in calls.items():
-            if counted.get(api) != n:
-                where = f" ({self.stats.path}:{self.stats.lines[api]})" if api in counted else ""
-                raise InputError(self.file.path, f"{shown(api)}: its configs' calls add up to {n}, but "
-                                 f"{self.stats.path} counts {counted.get(api, 0)}{where}: the files are not of one "
-                                 "set")
-        missing = [api for api in counted if api not in calls]
-        if missing:
-            raise InputError(self.file.path, f"no config of {shown(missing[0])}, which {self.stats.path}:"
-                             f"{self.stats.lines[missing[0]]} counts: the files are not of one set")
-
-
-def merge_sources(sets: List[Tuple[FileSet, Statistics]], configs_out: BinaryIO, sources_out: BinaryIO) -> int:
-    """Merges the sets' config lines and sources, a config at a time (a
-    k-way merge of their sorted files: memory grows with the number of sets,
-    not of configs), into the merged set's api_configs.yaml and
-    api_config_sources.yaml; the number of distinct configs. Each distinct
-    line is parsed once (filesets.parse_config)."""
+def merge_sources(sets: List[Tuple[FileSet, Statistics]], configs_out: str, sources_out: str) -> int:
+    """Merges the sets' config lines and sources, a config at a time, into
+    the files `configs_out` (api_configs.yaml) and `sources_out`
+    (api_config_sources.yaml); the number of distinct configs. The C++ merge
+    (csrc/core/sources.h) reads every set's two files side by side (a k-way
+    merge of sorted files: memory grows with the number of sets, not of
+    configs) and checks each distinct line once; each set's calls per API
+    are then held against its statistics."""
     _allow_open_files(2 * len(sets) + 64)
-    inputs: List[_Input] = []
     try:
-        for s, stats in sets:
-            inputs.append(_Input(s, stats))
-        labels: Dict[str, int] = {}
-        for i in inputs:
-            for label, n in i.file.labels.items():
-                labels[label] = labels.get(label, 0) + n
-        disjoint = len(labels) == sum(len(i.file.labels) for i in inputs)
-        sources_out.write(labels_text(labels).encode("utf-8"))
-        merged = heapq.merge(*(i.stream(k) for k, i in enumerate(inputs)))
-        distinct = 0
-        for config, group in itertools.groupby(merged, key=lambda item: item[0]):
-            items = list(group)
-            _, index, lineno, _ = items[0]
-            parse_config(config, inputs[index].file.path, lineno)
-            if distinct == 0:
-                sources_out.write(b"configs:\n")
-            distinct += 1
-            configs_out.write(config.encode("utf-8") + b"\n")
-            sources_out.write(entry_text(_combine([e for *_, e in items], disjoint)).encode("utf-8"))
-        if distinct == 0:
-            sources_out.write(b"configs: []\n")
-        return distinct
-    finally:
-        for i in inputs:
-            i.file.close()
+        distinct, api_calls = _C.merge_sources([(s.path(SOURCES), s.path("api_configs.yaml")) for s, _ in sets],
+                                               configs_out, sources_out)
+    except ValueError as e:
+        raise input_error(e) from None
+    for (s, stats), calls in zip(sets, api_calls):
+        _check_statistics(s.path(SOURCES), stats, dict(calls))
+    return distinct
+
+
+def _check_statistics(path: str, stats: Statistics, calls: Dict[str, int]) -> None:
+    """That a set's configs' calls per API are its statistics' counts."""
+    counted = dict(stats.counts)
+    for api, n in sorted(calls.items()):
+        if counted.get(api) != n:
+            where = f" ({stats.path}:{stats.lines[api]})" if api in counted else ""
+            raise InputError(path, f"{shown(api)}: its configs' calls add up to {n}, but {stats.path} counts "
+                             f"{counted.get(api, 0)}{where}: the files are not of one set")
+    missing = [api for api in counted if api not in calls]
+    if missing:
+        raise InputError(path, f"no config of {shown(missing[0])}, which {stats.path}:{stats.lines[missing[0]]} "
+                         "counts: the files are not of one set")
 
 
 def _allow_open_files(n: int) -> None:

@@ -13,11 +13,26 @@ from . import _C
 from .errors import InputError, UsageError
 from .filesets import (api_of, find_sets, has_trace, open_regular, read_configs, shown, statistics_of,
                        trace_limit_note)
+from .sources import Provenance, provenance, sources_path
 from .text_table import format_table
 
 
 def _level_table(calls: Counter) -> str:
     return format_table(["level", "calls"], [[str(k), str(v)] for k, v in sorted(calls.items())])
+
+
+def _provenance_text(p: Provenance) -> str:
+    """Where the configs came from: the sources, how many made each config."""
+    shown_labels = ", ".join(f"{shown(label)} ({calls} calls)" for label, calls in p.labels[:5])
+    more = f" and {len(p.labels) - 5} more" if len(p.labels) > 5 else ""
+    lines = [f"sources: {len(p.labels)}: {shown_labels}{more}\n",
+             f"configs by their number of sources: "
+             + ", ".join(f"{name}: {n}" for name, n in p.histogram if n) + f" ({p.only_one} of {p.configs} "
+             "from one source only)\n"]
+    if len(p.labels) > 1:
+        rows = [[("<=" if e.at_most else "") + str(e.sources), str(e.calls), e.config] for e in p.widest]
+        lines.append(format_table(["sources", "calls", "config of the most sources"], rows))
+    return "".join(lines)
 
 
 def stats_table(directory: str, top: int = 20) -> str:
@@ -41,6 +56,9 @@ def stats_table(directory: str, top: int = 20) -> str:
         rows = [[api, str(n), f"{100.0 * n / total:.2f}%" if total else "-", str(configs.get(api, 0))]
                 for api, n in counts[:top]]
         out.append(format_table(["API", "calls", "share", "configs"], rows))
+        sourced = sources_path(s)
+        if sourced:
+            out.append(_provenance_text(provenance(sourced, top=min(top, 5))))
         note = trace_limit_note(s)
         if note:
             out.append(f"trace_limit ({note[0]} bytes) reached: {note[1]} calls are counted here but not in "

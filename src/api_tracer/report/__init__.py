@@ -8,7 +8,12 @@ a Profile's raw()) gives its module tree as an icicle and a table; a
 replay report (the JSON lines of `api-tracer replay -o`) gives its
 verdicts per API, its mismatches by how far they exceed their measure, and
 the configs that did not run; a fuzz campaign (its directory, or its
-findings.jsonl) gives what it ran and its findings with their reproducers.
+findings.jsonl) gives what it ran and its findings with their reproducers;
+a diff (the JSON lines of `api-tracer diff --json`) gives its differences
+by kind and in a table.
+Each trace directory also gives a coverage pane (coverage.py): per module
+of the API list, and per namespace of the registered operators, the share
+touched as a table with a bar, and the names touched and never touched.
 
 The page needs nothing at view time: its charts are SVG drawn here, its
 style and its one script (report.js, about a hundred lines of plain
@@ -23,11 +28,14 @@ import os
 import stat
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..coverage import CoverageReport, coverage_of
 from ..errors import InputError, UsageError
-from ..filesets import open_regular
+from ..filesets import find_sets, open_regular
 from .page import esc, page, switch
 from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
 from ..fuzz.findings import FINDINGS
+from .coverage_html import coverage_pane
+from .diff_html import diff_pane, is_diff, read_diff
 from .fuzz_html import fuzz_pane, is_findings, read_findings
 from .profile_html import is_profile, profile_pane
 from .replay_html import is_replay_report, read_replay_report, replay_pane
@@ -39,13 +47,18 @@ TITLE = "api_tracer report"
 
 def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
            replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
-           campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = ()) -> str:
+           campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
+           diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> str:
     """The report's HTML: a pane per view of each trace directory, one per
     (name, Profile.raw() data) profile, one per (name, results) replay
-    report, and one per (name, findings, campaign state) fuzz campaign."""
+    report, one per (name, findings, campaign state) fuzz campaign, one per
+    (name, lines) diff, and last the coverage of each trace directory
+    (coverage.py)."""
     panes: List[Tuple[str, str, str]] = []
+    coverages: List[Tuple[str, CoverageReport]] = []
     for directory in trace_dirs:
-        views = trace_views(directory)
+        sets = find_sets([directory])
+        views = trace_views(directory, sets)
         if not views:
             raise UsageError(f"report: no file set (api_statistics*.yaml) under {directory}")
         prefix = f"{os.path.basename(os.path.normpath(directory))}: " if len(trace_dirs) > 1 else ""
@@ -53,6 +66,7 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
             view.title = prefix + view.title
             pane = f"p{len(panes)}"
             panes.append((pane, view.title, view_pane(view, pane)))
+        coverages.append((prefix + "coverage", coverage_of(sets)))
     for name, data in profiles:
         pane = f"p{len(panes)}"
         try:
@@ -68,8 +82,15 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
     for name, findings, state in campaigns:
         pane = f"p{len(panes)}"
         panes.append((pane, f"fuzz: {os.path.basename(os.path.normpath(name))}", fuzz_pane(name, findings, state, pane)))
+    for name, lines in diffs:
+        pane = f"p{len(panes)}"
+        panes.append((pane, f"diff: {os.path.basename(name)}", diff_pane(name, lines, pane)))
+    for title, coverage in coverages:
+        pane = f"p{len(panes)}"
+        panes.append((pane, title, coverage_pane(coverage, title, pane)))
     sources = ([f"trace {d}" for d in trace_dirs] + [f"profile {n}" for n, _ in profiles]
-               + [f"replay report {n}" for n, _ in replays] + [f"fuzz campaign {n}" for n, _, _ in campaigns])
+               + [f"replay report {n}" for n, _ in replays] + [f"fuzz campaign {n}" for n, _, _ in campaigns]
+               + [f"diff {n}" for n, _ in diffs])
     subtitle = esc("From " + ", ".join(sources) + ".")
     return page(TITLE, subtitle, switch("views", panes))
 
@@ -141,10 +162,11 @@ def _write(path: str, data: bytes) -> None:
 def write_report(path: str, trace_dirs: Sequence[str] = (),
                  profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
                  replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
-                 campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = ()) -> int:
+                 campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
+                 diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> int:
     """Writes the page (an OSError where it cannot be written); its size in
     bytes."""
-    data = render(trace_dirs, profiles, replays, campaigns).encode("utf-8")
+    data = render(trace_dirs, profiles, replays, campaigns, diffs).encode("utf-8")
     _write(path, data)
     return len(data)
 
@@ -185,10 +207,11 @@ def read_campaign(directory: str) -> Tuple[str, List[Dict[str, Any]], Dict[str, 
 
 def report_command(inputs: Sequence[str], output: str) -> str:
     """`api-tracer report`: each input is a trace directory, a profile's
-    JSON file or a replay report (JSON lines). Returns what it wrote, for
+    JSON file, a replay report, a fuzz campaign's findings or a diff (JSON
+    lines). Returns what it wrote, for
     the command to say."""
     check_output(output)
-    trace_dirs, profiles, replays, campaigns = [], [], [], []
+    trace_dirs, profiles, replays, campaigns, diffs = [], [], [], [], []
     for item in inputs:
         if os.path.isdir(item) and os.path.isfile(os.path.join(item, CAMPAIGN_STATE)):
             campaigns.append(read_campaign(item))
@@ -201,12 +224,14 @@ def report_command(inputs: Sequence[str], output: str) -> str:
                 replays.append((item, read_replay_report(item, raw)))
             elif is_findings(first):
                 campaigns.append((item, read_findings(item, raw), {}))
+            elif is_diff(first):
+                diffs.append((item, read_diff(item, raw)))
             else:
                 profiles.append((item, read_profile(item, raw)))
         else:
             raise UsageError(f"report: {item} is neither a directory nor a file")
     try:
-        size = write_report(output, trace_dirs, profiles, replays, campaigns)
+        size = write_report(output, trace_dirs, profiles, replays, campaigns, diffs)
     except OSError as e:
         raise InputError(output, f"cannot write: {e.strerror or e}") from None
     return f"wrote {output} ({size:,} bytes)"

@@ -73,6 +73,34 @@ def api_details(view: View, pane: str) -> str:
     return "".join(out)
 
 
+def provenance_section(view: View, pane: str) -> str:
+    """Where the configs came from: the sources by calls, the configs by
+    their number of sources, and the configs of the most sources."""
+    p = view.provenance
+    if p is None:
+        return ""
+    labels = sortable_table(f"{pane}-sources", [Column("source"), Column("calls", numeric=True)],
+                            [[text(label), number(calls, f"{calls:,}")] for label, calls in p.labels], noun="sources")
+    spread = bar_chart([(f"{name} source{'' if name == '1' else 's'}", n,
+                         f"{counted(n, 'config')} made by {name} source{'' if name == '1' else 's'}")
+                        for name, n in p.histogram])
+    widest = ""
+    if len(p.labels) > 1:
+        rows = "".join(tag("tr", tag("td", esc(("at most " if e.at_most else "") + f"{e.sources:,}"), cls="num")
+                               + tag("td", esc(f"{e.calls:,}"), cls="num")
+                               + tag("td", esc(", ".join(f"{label} ({n:,})" for label, n in e.top)))
+                               + tag("td", tag("code", esc(e.config))))
+                       for e in p.widest)
+        head = tag("tr", tag("th", "sources", cls="num") + tag("th", "calls", cls="num") + tag("th", "first sources")
+                   + tag("th", "config"))
+        widest = (tag("h4", f"The {len(p.widest)} configs of the most sources")
+                  + tag("table", tag("thead", head) + tag("tbody", rows)))
+    return (tag("h3", "Where the configs came from")
+            + tag("p", esc(f"{counted(len(p.labels), 'source')}; {p.only_one:,} of {counted(p.configs, 'config')} "
+                           "from one source only"), cls="sub")
+            + labels + tag("h4", "Configs by their number of sources") + spread + widest)
+
+
 def view_pane(view: View, pane: str) -> str:
     """A view's markup; `pane` is its element id, the prefix of its ids."""
     counts = (f"{counted(len(view.apis), 'API')}, {counted(view.calls, 'call')}, {counted(view.configs, 'config')}"
@@ -85,6 +113,7 @@ def view_pane(view: View, pane: str) -> str:
             + "".join(note(esc(n)) for n in view.notes)
             + tag("h3", esc(chart_title)) + bars
             + tag("h3", "APIs") + api_table(view, pane)
+            + provenance_section(view, pane)
             + tag("h3", "Configs, tensor arguments and stacks per API")
             + note("Configs by calls" if view.counted else "Configs as written (api_configs.yaml)")
             + api_details(view, pane))

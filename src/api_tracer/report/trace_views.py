@@ -16,7 +16,11 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 from .. import _C
 from ..filesets import (FileSet, api_of, find_sets, has_trace, read_configs, read_stacks, read_trace, statistics_of,
                         trace_limit_note)
+from ..sources import Provenance, config_calls, provenance, sources_path
 from ..values import Call, TensorSpec
+
+
+PROVENANCE_TOP = 50  # the configs of the most sources a view lists
 
 
 @dataclass
@@ -42,8 +46,9 @@ class Api:
 class View:
     title: str
     apis: List[Api]  # by calls, most first
-    counted: bool  # configs counted from the trace
+    counted: bool  # configs counted (from the trace, or the set's api_config_sources.yaml)
     notes: List[str] = field(default_factory=list)
+    provenance: Optional[Provenance] = None  # where the configs came from (api_config_sources.yaml)
 
     @property
     def calls(self) -> int:
@@ -120,6 +125,8 @@ def set_views(s: FileSet, name: str) -> List[View]:
         if cut:
             notes.append(f"trace_limit ({cut[0]} bytes) cut api_trace{s.suffix}.txt: config counts are of the "
                          f"calls written; the {cut[1]} calls after are in the API totals only.")
+    elif sources_path(s):
+        line_calls = Counter(config_calls(s.path("api_configs.yaml")))
     else:
         what = (f"the trace is not read (one of api_trace{s.suffix}.txt and .yaml is missing)"
                 if s.has("api_trace.txt") or s.has("api_trace.yaml") else
@@ -127,6 +134,9 @@ def set_views(s: FileSet, name: str) -> List[View]:
         notes.append(f"{what}: calls are counted per API, not per config; shapes count configs, not calls.")
     level = f"level {s.level}" if s.level is not None else ""
     views = [build_view(title(level), stats.counts, configs, line_calls, stacks, notes)]
+    sourced = sources_path(s)
+    if sourced:
+        views[0].provenance = provenance(sourced, top=PROVENANCE_TOP)
     if s.level is None and line_calls is not None:
         if len(per_level) > 1:
             views[0].title = title("all levels")
@@ -141,11 +151,11 @@ def set_views(s: FileSet, name: str) -> List[View]:
     return views
 
 
-def trace_views(directory: str) -> List[View]:
-    """The views of every file set under `directory`, named by the set's
-    folder relative to it."""
+def trace_views(directory: str, sets: Optional[List[FileSet]] = None) -> List[View]:
+    """The views of every file set under `directory` (`sets`, where they
+    were found already), named by the set's folder relative to it."""
     views = []
-    for s in find_sets([directory]):
+    for s in find_sets([directory]) if sets is None else sets:
         name = os.path.relpath(s.directory, directory)
         views += set_views(s, "" if name == os.curdir else name)
     return views
