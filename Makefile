@@ -52,6 +52,7 @@ bench: build
 	$(PY) bench/bench_first_sight.py
 	$(PY) bench/bench_surface.py --why
 	$(PY) bench/bench_fuzz.py --out /tmp/api-tracer-fuzz-bench
+	$(PY) bench/bench_merge.py
 
 # Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
 api-lists: build
