@@ -199,7 +199,8 @@ class TraceSession:
         self.workers = os.path.join(self.root, "workers")
         self.dir = os.path.join(self.workers, worker["workerid"]) if worker else self.root
         self.pieces = os.path.join(self.dir, "pieces")
-        self.label = f"pytest {os.path.basename(str(config.rootpath))}"  # the session's, without --api-trace-per-test
+        # the session's label, without --api-trace-per-test
+        self.label = f"pytest {os.path.basename(str(config.rootpath))}"[:256]
         self.trace: Any = None
         self.tests: Dict[str, str] = {}  # directory name -> test id
         self._pieces_made = 0
@@ -238,7 +239,9 @@ class TraceSession:
             return
         name = test_dir_name(item.nodeid)
         self.tests[name] = item.nodeid
-        self._trace(os.path.join(self.root, "tests", name), item.nodeid)
+        from api_tracer.options import as_label
+
+        self._trace(os.path.join(self.root, "tests", name), as_label(item.nodeid))
         try:
             yield
         finally:

@@ -247,3 +247,15 @@ def test_a_users_operators_are_loaded_by_the_option_and_judged(pytester):
 def test_the_plugin_is_inert_without_its_options(pytester):
     pytester.makepyfile(test_plain="def test_x():\n    import sys\n    assert 'torch' not in sys.modules\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_test_id_too_long_for_a_label_is_shortened_not_an_error(pytester):
+    pytester.makepyfile(test_long='import pytest, torch\n\n'
+                        '@pytest.mark.parametrize("v", [1, 2], ids=["x" * 3000, "x" * 2999 + "y"])\n'
+                        'def test_p(v):\n    torch.ones(v)\n')
+    result = pytester.runpytest_subprocess("--api-trace", "out", "--api-trace-per-test", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    labels = [entry["label"] for entry in yaml.safe_load(
+        (pytester.path / "out" / "api_config_sources.yaml").read_text())["labels"]]
+    tests = [label for label in labels if label.startswith("test_long.py::test_p[")]
+    assert len(tests) == 2 and all(len(label) == 256 for label in tests)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import collections
 import json
+import os
+import subprocess
+import sys
 import shutil
 from pathlib import Path
 
@@ -91,7 +94,7 @@ def test_sources_beyond_the_bound_are_counted_and_shared_ones_bounded(tmp_path):
     # merged again with one of its own sources: how many distinct ones is no longer known exactly
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "in" / "model0"), "-o", str(tmp_path / "m2")]) == 0
     (again,) = [e for e in sources(tmp_path / "m2")["configs"] if e["config"].startswith("torch.add")]
-    assert again["at_most"] is True and again["sources"] == len(labels) + 1
+    assert again["at_most"] is True and again["sources"] == len(labels)  # the bound: no more than the labels
     # with a new source instead, it is
     trace(tmp_path / "new", "other", [ADD])
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "new"), "-o", str(tmp_path / "m3")]) == 0
@@ -134,6 +137,15 @@ DAMAGE = {
     "cut": (lambda t: t[:-5], 6, "ends inside a line"),
     "no_configs_head": (lambda t: t.replace("configs:\n", ""), 3, "a record has the fields label, calls, not config"),
     "no_labels_head": (lambda t: t.replace("labels:\n", ""), 1, "expected 'labels:'"),
+    "sources_beyond_the_labels": (_edit_line(4, '"sources": 1,', '"sources": 2,'), 4, "more than the 1 labels"),
+    "sources_beyond_them_at_most": (_edit_line(4, '"sources": 1,', f'"sources": {2 ** 63}, "at_most": true,'), 4,
+                                    "more than the 1 labels"),
+    "a_config_without_its_api": (_edit_line(4, '"config": "torch', '"config": "(torch'), 4, "no API before"),
+    "a_config_with_a_newline": (_edit_line(4, '"config": "torch', '"config": "\\ntorch'), 4, "control character"),
+    "many_keys": (_edit_line(4, '"sources": 1,', "".join(f'"k{i}": 1, ' for i in range(200000)) + '"sources": 1,'),
+                  4, "more fields than a record has"),
+    "configs_head_without_configs": (lambda t: t[:t.index("configs:\n") + len("configs:\n")], 3,
+                                     "'configs:' with no config after it"),
     "only_labels": (lambda t: t[:t.index("configs:")], None, "no 'configs:' after the labels"),
 }
 
@@ -265,3 +277,89 @@ def test_stats_and_report_say_where_configs_came_from(tmp_path, capsys):
     diff_file.write_text("\n".join(diff_file.read_text().splitlines()[:1]) + "\n")
     assert main(["report", str(diff_file), "-o", str(page)]) == 2
     assert "no summary line: the diff was cut" in capsys.readouterr().err
+
+
+def _labelled_set(directory: Path, labels: dict, records: list) -> Path:
+    """A set of level-1 configs `records` ((config, calls, sources, from)),
+    its statistics and configs file made to agree with them."""
+    directory.mkdir(parents=True)
+    head = "".join(f'- {{"label": "{k}", "calls": {v}}}\n' for k, v in labels.items())
+    body = "".join(f'- {{"config": {json.dumps(c)}, "calls": {n}, "sources": {k}, "from": {json.dumps(f)}}}\n'
+                   for c, n, k, f in records)
+    (directory / SOURCES).write_text(f"labels:\n{head}configs:\n{body}")
+    (directory / "api_configs.yaml").write_text("".join(c + "\n" for c, *_ in records))
+    per_api = collections.Counter()
+    for c, n, *_ in records:
+        per_api[c[:c.index("(")]] += n
+    total = sum(per_api.values())
+    (directory / "api_statistics.yaml").write_text(f"Total APIs: {len(per_api)}\nTotal API calls: {total}\n\n" + "".join(
+        f"{api}: {n} ({100.0 * n / total:.2f}%)\n" for api, n in per_api.most_common()))
+    (directory / "api_apis.txt").write_text("".join(api + "\n" for api in sorted(per_api)))
+    return directory
+
+
+@pytest.mark.parametrize("labels,record,message", [
+    ({"a": 10}, ("f(1)", 10, 5, {"a": 2}), "more than the 1 labels"),
+    ({x: 2 for x in "abcde"}, ("f(1)", 10, 5, {"a": 6}), "from lists 1 of its 5 sources: the first 3 are listed"),
+    ({"a": 1, "b": 9}, ("f(1)", 10, 2, {"a": 1}), "from lists 1 of its 2 sources"),
+    ({x: 5 for x in "abcd"}, ("f(1)", 20, 4, {"a": 2, "b": 2, "c": 2}), "each at most as many as the last listed"),
+])
+def test_records_that_cannot_be_are_refused(tmp_path, capsys, labels, record, message):
+    d = _labelled_set(tmp_path / "s", labels, [record])
+    assert main(["merge", str(d), "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"api-tracer: {d / SOURCES}:") and message in err, err
+
+
+def test_labels_out_of_order_are_refused(tmp_path, capsys):
+    d = _labelled_set(tmp_path / "s", {"b": 1, "a": 1}, [("f(1)", 2, 2, {"a": 1, "b": 1})])
+    assert main(["diff", str(d), str(d)]) == 2
+    assert f"{d / SOURCES}:3: the labels are out of order" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("what", ["fifo", "directory", "dev_zero"])
+def test_a_configs_file_that_is_not_a_file_is_refused_not_waited_on(tmp_path, what):
+    d = trace(tmp_path / "a", "m", [ADD])
+    configs = d / "api_configs.yaml"
+    configs.unlink()
+    if what == "fifo":
+        os.mkfifo(configs)
+    elif what == "directory":
+        configs.mkdir()
+    else:
+        configs.symlink_to("/dev/zero")
+    done = subprocess.run([sys.executable, "-m", "api_tracer", "merge", str(d), "-o", str(tmp_path / "m")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"{configs}: " in done.stderr and "not a regular file" in done.stderr, done.stderr
+
+
+def test_shared_sources_never_count_past_the_labels(tmp_path):
+    labels = {x: 2 for x in "abcde"}
+    record = ("f(1)", 10, 5, {"a": 2, "b": 2, "c": 2})
+    _labelled_set(tmp_path / "in" / "x", labels, [record])
+    _labelled_set(tmp_path / "in" / "y", labels, [record])
+    assert main(["merge", str(tmp_path / "in"), "-o", str(tmp_path / "m")]) == 0
+    (entry,) = sources(tmp_path / "m")["configs"]
+    assert entry["at_most"] is True and entry["sources"] == 5 and entry["calls"] == 20
+    assert main(["merge", str(tmp_path / "m"), str(tmp_path / "m"), "-o", str(tmp_path / "m2")]) == 0
+    assert sources(tmp_path / "m2")["configs"][0]["sources"] == 5
+
+
+def test_a_programs_name_is_made_a_label(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["/x/a\tb.py"])
+    trace(tmp_path / "a", True, [ADD])
+    assert sources(tmp_path / "a")["labels"][0]["label"] == "a?b.py"
+    assert main(["merge", str(tmp_path / "a"), "-o", str(tmp_path / "m")]) == 0
+
+
+def test_diff_counts_a_level_only_one_side_has(tmp_path, capsys):
+    x = torch.ones(2)
+    for name, levels in (("a", [1]), ("b", [1, 2])):
+        with APITracer(output_path=str(tmp_path / name), levels=levels, label=name):
+            torch.add(x, 1)
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on", "new"]) == 1
+    assert "== level 2: only in B" in capsys.readouterr().out
+    assert main(["diff", str(tmp_path / "b"), str(tmp_path / "a"), "--fail-on", "new"]) == 0
+    assert main(["diff", str(tmp_path / "b"), str(tmp_path / "a"), "--fail-on", "gone"]) == 1
+    with pytest.raises(SystemExit):  # argparse: a bad value of a flag
+        main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--limit", "-1"])

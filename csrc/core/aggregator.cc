@@ -151,6 +151,9 @@ Aggregator::CountsAndLinesResult Aggregator::CountsAndLines() const {
       // read once: the API's sum and the config's own count are the same number
       uint64_t count = config->count.load(std::memory_order_relaxed);
       counts[config->api] += count;
+      // a config made but not counted yet (Record counts it after the
+      // lock): in the next snapshot, with its first call
+      if (count == 0) continue;
       configs.push_back(config.get());
       result.config_counts.push_back(count);
     }

@@ -1,5 +1,7 @@
 #include "core/recorder.h"
 
+#include "core/sources.h"
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -136,6 +138,10 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
   }
   if (!(options.snapshot_interval >= 0)) {
     return Status::InvalidArgument("snapshot_interval must be at least 0 seconds");
+  }
+  if (!options.label.empty() && !IsLabel(options.label)) {
+    return Status::InvalidArgument("label must be text without control characters, of at most " +
+                                   std::to_string(kMaxLabel) + " characters");
   }
   std::error_code ec;
   std::filesystem::create_directories(options.output_path, ec);

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "core/string_hash.h"
 #include "core/value.h"
@@ -20,6 +19,7 @@ namespace api_tracer {
 namespace {
 
 constexpr uint64_t kCountMax = UINT64_MAX;
+constexpr size_t kMaxFields = 5;  // config, calls, sources, at_most, from
 
 std::string Shown(std::string_view s, size_t max = 60) {
   std::string out(s.substr(0, max));
@@ -88,6 +88,7 @@ class RecordParser {
       JValue v;
       if (!Value(&v)) return false;
       fields->emplace_back(std::move(key), std::move(v));
+      if (fields->size() > kMaxFields) return Fail("more fields than a record has");
     } while (Eat(','));
     return Expect('}') && End();
   }
@@ -236,6 +237,7 @@ class RecordParser {
           if (kv.first == key) return Fail("a key given twice");
         }
         v->counts.emplace_back(std::move(key), n);
+        if (v->counts.size() > kMaxListed) return Fail("more sources than a record lists");
       } while (Eat(','));
       return Expect('}');
     }
@@ -259,10 +261,16 @@ const JValue* Field(const std::vector<std::pair<std::string, JValue>>& fields, s
 std::string FieldNames(const std::vector<std::pair<std::string, JValue>>& fields) {
   std::string out;
   for (const auto& f : fields) out += (out.empty() ? "" : ", ") + Shown(f.first, 30);
-  return out;
+  return out;  // at most kMaxFields + 1 names: the parser stops past them
 }
 
 }  // namespace
+
+bool IsLabel(std::string_view s) {
+  size_t chars = 0;
+  for (char c : s) chars += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return chars >= 1 && chars <= kMaxLabel && !HasControl(s) && BadUtf8(s) == std::string_view::npos;
+}
 
 void Rank(SourceCounts* counts) {
   std::sort(counts->begin(), counts->end(),
@@ -294,20 +302,33 @@ void AppendSourceEntry(const SourceEntry& e, std::string* out) {
 
 // -- reading ------------------------------------------------------------------------------
 
-FileError SourcesReader::Open(const std::string& path, std::unique_ptr<SourcesReader>* out) {
+namespace {
+// `path` opened for reading if it is a regular file: opened without blocking
+// and checked once open, so that a FIFO (or /dev/zero, a directory) in its
+// place is refused rather than waited on or read without end.
+FileError OpenRegular(const std::string& path, std::FILE** out) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return {path, 0, 0, errno == ENOENT ? "no such file" : std::strerror(errno)};
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool dir = S_ISDIR(st.st_mode);
     ::close(fd);
-    return {path, 0, 0, "not a regular file: only regular files are read"};
+    return {path, 0, 0, dir ? "a directory, not a regular file: only regular files are read"
+                            : "not a regular file: only regular files are read"};
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  std::FILE* f = ::fdopen(fd, "rb");
-  if (!f) {
+  *out = ::fdopen(fd, "rb");
+  if (!*out) {
     ::close(fd);
     return {path, 0, 0, std::strerror(errno)};
   }
+  return {};
+}
+}  // namespace
+
+FileError SourcesReader::Open(const std::string& path, std::unique_ptr<SourcesReader>* out) {
+  std::FILE* f = nullptr;
+  if (FileError e = OpenRegular(path, &f); !e.ok()) return e;
   std::unique_ptr<SourcesReader> r(new SourcesReader(path, f));
   if (!r->ReadLabels()) return r->error_;
   *out = std::move(r);
@@ -390,7 +411,6 @@ bool SourcesReader::ReadLabels() {
     return Fail("empty: the tracer writes at least 'labels:' and a label here; the file was cut");
   }
   if (text != "labels:") return Fail("expected 'labels:', not " + Shown(text));
-  std::unordered_set<std::string, StringHash, std::equal_to<>> seen;
   while (true) {
     if (!ReadLine(&text)) {
       if (!error_.ok()) return false;
@@ -408,11 +428,16 @@ bool SourcesReader::ReadLabels() {
     if (!ReadRecord(text, {"label", "calls"}, {}, &fields, &error, &column)) return Fail(error, column);
     const JValue* label = Field(fields, "label");
     const JValue* calls = Field(fields, "calls");
-    if (label->kind != JValue::kString || label->text.empty() || HasControl(label->text)) {
-      return Fail("a label is text without control characters, not empty");
+    if (label->kind != JValue::kString || !IsLabel(label->text)) {
+      return Fail("a label is text without control characters, of 1 to " + std::to_string(kMaxLabel) +
+                  " characters");
     }
     if (calls->kind != JValue::kCount) return Fail(CountError("calls", 0));
-    if (!seen.insert(label->text).second) return Fail("the label '" + Shown(label->text) + "' is listed twice");
+    if (!labels_.empty() && label->text <= labels_.back().first) {
+      return Fail(label->text == labels_.back().first ? "the label '" + Shown(label->text) + "' is listed twice"
+                                                     : "the labels are out of order: the tracer writes them sorted");
+    }
+    label_index_.emplace(label->text, labels_.size());
     labels_.emplace_back(label->text, calls->count);
   }
   if (labels_.empty()) {
@@ -438,6 +463,9 @@ bool SourcesReader::Next(SourceEntry* e) {
                     "', more than its " + std::to_string(labels_[i].second) + " calls");
       }
     }
+    if (!empty_configs_ && line_ == configs_line_) {
+      return Fail("'configs:' with no config after it: the tracer writes 'configs: []'");
+    }
     if (total_ != labelled) {
       line_ = configs_line_;
       return Fail("the configs' calls add up to " + std::to_string(total_) + ", the labels' to " +
@@ -457,7 +485,8 @@ bool SourcesReader::Next(SourceEntry* e) {
   const JValue* sources = Field(fields, "sources");
   const JValue* from = Field(fields, "from");
   const JValue* at_most = Field(fields, "at_most");
-  if (config->kind != JValue::kString || config->text.empty()) return Fail("a config is a config line");
+  if (config->kind != JValue::kString) return Fail("a config is a config line");
+  if (FileError shape = CheckConfigShape(config->text); !shape.ok()) return Fail(shape.message);
   if (calls->kind != JValue::kCount || calls->count < 1) return Fail(CountError("calls", 1));
   if (sources->kind != JValue::kCount || sources->count < 1) return Fail(CountError("sources", 1));
   if (at_most && at_most->kind != JValue::kTrue) return Fail("at_most is written only as true");
@@ -468,21 +497,33 @@ bool SourcesReader::Next(SourceEntry* e) {
   }
   uint64_t made = 0;
   for (const auto& [label, n] : from->counts) {
-    auto it = std::find_if(labels_.begin(), labels_.end(), [&](const auto& l) { return l.first == label; });
-    if (it == labels_.end()) return Fail("from names '" + Shown(label) + "', which is not among the labels");
+    auto it = label_index_.find(label);
+    if (it == label_index_.end()) return Fail("from names '" + Shown(label) + "', which is not among the labels");
     if (n < 1) return Fail(CountError("the calls from '" + Shown(label) + "'", 1));
-    listed_[it - labels_.begin()] += n;
+    listed_[it->second] += n;
     made += n;
     if (made < n) return Fail("from lists more calls than 2^64 - 1");
   }
   SourceCounts ranked = from->counts;
   Rank(&ranked);
   if (ranked != from->counts) return Fail("from lists its sources by calls, most first, ties by label");
+  if (sources->count > labels_.size()) {
+    return Fail("sources: " + std::to_string(sources->count) + ", more than the " + std::to_string(labels_.size()) +
+                " labels");
+  }
   uint64_t unlisted = sources->count - from->counts.size();
-  bool adds_up = unlisted ? made + unlisted <= calls->count && made + unlisted > made : made == calls->count;
+  if (!at_most && from->counts.size() != most) {
+    return Fail("from lists " + std::to_string(from->counts.size()) + " of its " + std::to_string(sources->count) +
+                " sources: the first " + std::to_string(most) + " are listed");
+  }
+  // each unlisted source made at least 1 call, and at most the last listed one's
+  uint64_t least = from->counts.back().second;
+  uint64_t rest = calls->count - std::min(made, calls->count);  // what the unlisted made
+  bool adds_up = unlisted ? rest >= unlisted && (rest - 1) / unlisted + 1 <= least : made == calls->count;
   if (made > calls->count || (!at_most && !adds_up)) {
     return Fail("calls: " + std::to_string(calls->count) + ", but its " + std::to_string(sources->count) +
-                " sources made " + std::to_string(made) + (unlisted ? " and more" : ""));
+                " sources made " + std::to_string(made) + (unlisted ? " and more, each at most as many as the last "
+                                                                      "listed" : ""));
   }
   if (config->text <= previous_ && configs_line_ + 1 < line_) {
     return Fail(std::string("the config is ") + (config->text == previous_ ? "twice" : "out of order") +
@@ -501,7 +542,7 @@ bool SourcesReader::Next(SourceEntry* e) {
 
 // -- checking a config line -------------------------------------------------------------------
 
-FileError CheckConfigLine(std::string_view line, const ParseOptions& options) {
+FileError CheckConfigShape(std::string_view line) {
   for (size_t i = 0; i < line.size(); ++i) {
     auto c = static_cast<unsigned char>(line[i]);
     if (c < 0x20 || c == 0x7f) {
@@ -511,6 +552,12 @@ FileError CheckConfigLine(std::string_view line, const ParseOptions& options) {
   size_t open = line.find('(');
   if (open == std::string_view::npos) return {"", 0, 0, "not a config line: no '(' after its API"};
   if (open == 0) return {"", 0, 1, "not a config line: no API before its '('"};
+  return {};
+}
+
+FileError CheckConfigLine(std::string_view line, const ParseOptions& options) {
+  if (FileError shape = CheckConfigShape(line); !shape.ok()) return shape;
+  size_t open = line.find('(');
   std::string call = "f" + std::string(line.substr(open));
   Call parsed;
   Status st = ParseCall(call, &parsed, options);
@@ -545,6 +592,7 @@ struct Input {
     if (!reader->error().ok()) return reader->error();
     errno = 0;
     ssize_t n = ::getline(&buf, &cap, configs);
+    if (n < 0 && std::ferror(configs)) return {configs_path, 0, 0, std::string("cannot read: ") + std::strerror(errno)};
     if (n >= 0) ++configs_line;
     std::string_view line = n > 0 ? std::string_view(buf, static_cast<size_t>(n) - 1) : std::string_view();
     if (!live) {
@@ -554,8 +602,13 @@ struct Input {
       }
       return {};
     }
-    if (n <= 0 || buf[n - 1] != '\n' || line != entry.config) {
-      return {configs_path, n >= 0 ? configs_line : 0, 0,
+    if (n < 0) {
+      return {configs_path, 0, 0, "ends before the config of " + reader->path() + ":" +
+                                      std::to_string(reader->line()) +
+                                      ": the two are written together and hold the same lines"};
+    }
+    if (buf[n - 1] != '\n' || line != entry.config) {
+      return {configs_path, configs_line, 0,
               "differs from " + reader->path() + ":" + std::to_string(reader->line()) +
                   " (the configs there): the two are written together and hold the same lines"};
     }
@@ -593,14 +646,13 @@ FileError MergeSources(const std::vector<MergeInput>& inputs, Sink* configs_out,
   for (const MergeInput& m : inputs) {
     auto input = std::make_unique<Input>();
     if (FileError e = SourcesReader::Open(m.sources, &input->reader); !e.ok()) return e;
-    int fd = ::open(m.configs.c_str(), O_RDONLY | O_CLOEXEC);
-    input->configs = fd < 0 ? nullptr : ::fdopen(fd, "rb");
-    if (!input->configs) {
-      if (fd >= 0) ::close(fd);
-      return {m.configs, 0, 0, errno == ENOENT ? "no such file" : std::strerror(errno)};
-    }
+    if (FileError e = OpenRegular(m.configs, &input->configs); !e.ok()) return e;
     input->configs_path = m.configs;
-    for (const auto& [label, calls] : input->reader->labels()) labels[label] += calls;
+    for (const auto& [label, calls] : input->reader->labels()) {
+      uint64_t& sum = labels[label];
+      if (sum + calls < sum) return {m.sources, 0, 0, "the calls of '" + Shown(label) + "' add up past 2^64 - 1"};
+      sum += calls;
+    }
     labelled += input->reader->labels().size();
     in.push_back(std::move(input));
   }
@@ -649,15 +701,19 @@ FileError MergeSources(const std::vector<MergeInput>& inputs, Sink* configs_out,
       uint64_t sum_sources = 0;
       for (size_t i : group) {
         const SourceEntry& e = in[i]->entry;
+        if (merged.calls + e.calls < merged.calls) {
+          return {in[i]->reader->path(), in[i]->reader->line(), 0, "the calls of this config add up past 2^64 - 1"};
+        }
         merged.calls += e.calls;
-        sum_sources += e.sources;
+        sum_sources = std::min<uint64_t>(sum_sources + std::min<uint64_t>(e.sources, head.size()), head.size());
         complete = complete && e.sources == e.top.size() && !e.at_most;
         at_most = at_most || e.at_most;
         for (const auto& [label, n] : e.top) counts[label] += n;
       }
       merged.top.assign(counts.begin(), counts.end());
       Rank(&merged.top);
-      merged.sources = complete ? merged.top.size() : sum_sources;
+      // no more sources than labels, however the inputs overlap
+      merged.sources = complete ? merged.top.size() : std::max<uint64_t>(sum_sources, merged.top.size());
       merged.at_most = !complete && at_most;
       if (merged.top.size() > kMaxListed) merged.top.resize(kMaxListed);
     }

@@ -25,15 +25,24 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
+#include "core/aggregator.h"
 #include "core/file.h"
 #include "core/parse.h"
+#include "core/string_hash.h"
 
 namespace api_tracer {
 
 // Sources listed per config: as many as api_stacks.yaml keeps stacks.
-inline constexpr size_t kMaxListed = 3;
+inline constexpr size_t kMaxListed = Aggregator::kMaxStacks;
+// Characters of a label, at most: a key of `from`, which YAML readers bound
+// (1,024 characters with its quoting). options.py's LABEL_MAX is this.
+inline constexpr size_t kMaxLabel = 256;
+// Whether `s` is a label: UTF-8 text without control characters, 1 to
+// kMaxLabel characters.
+bool IsLabel(std::string_view s);
 
 // The calls of each source (a label), in a record's order.
 using SourceCounts = std::vector<std::pair<std::string, uint64_t>>;
@@ -90,12 +99,16 @@ class SourcesReader {
   size_t line_ = 0, configs_line_ = 0;
   bool empty_configs_ = false, done_ = false;
   SourceCounts labels_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> label_index_;
   std::vector<uint64_t> listed_;  // per label, the calls the configs list for it
   std::string previous_;
   uint64_t total_ = 0;
   FileError error_;
 };
 
+// Checks what every reader of the file checks of a config line: no control
+// character, an API name before its '('.
+FileError CheckConfigShape(std::string_view line);
 // Checks a config line as a consumer reads it: no control character, an API
 // name before its '(', arguments the parser reads (the API set aside, so
 // that any dialect's name reads). Empty message: fine; column 1-based.

@@ -131,3 +131,19 @@ TEST_F(SourcesTest, MergeRefusesALineThatDoesNotParse) {
 
 }  // namespace
 }  // namespace api_tracer
+
+namespace api_tracer {
+namespace {
+
+TEST(Labels, AreTextWithoutControlsOfBoundedLength) {
+  EXPECT_TRUE(IsLabel("bert base"));
+  EXPECT_TRUE(IsLabel(std::string(kMaxLabel - 1, 'x') + "\xc3\xa9"));  // characters, not bytes
+  EXPECT_FALSE(IsLabel(std::string(kMaxLabel + 1, 'x')));
+  EXPECT_FALSE(IsLabel(""));
+  EXPECT_FALSE(IsLabel("a\tb"));
+  EXPECT_FALSE(IsLabel("a\xc2\x85"));  // NEL, a C1 control
+  EXPECT_FALSE(IsLabel("a\xff"));
+}
+
+}  // namespace
+}  // namespace api_tracer

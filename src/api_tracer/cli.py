@@ -30,7 +30,7 @@ from typing import Any, List, Optional, Set, Tuple
 
 from .diff import FAIL_ON as DIFF_FAIL_ON
 from .errors import UsageError
-from .options import add_run_flags, byte_count, seconds
+from .options import add_run_flags, byte_count, count, seconds
 
 
 # Their bad input is `api-tracer: PATH[:LINE]: ...`, exit 2.
@@ -107,7 +107,7 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
                       help="every difference as a JSON object a line, then a summary line")
     diff.add_argument("--fail-on", choices=DIFF_FAIL_ON,
                       help="exit with 1 where there are differences of this kind (any: changed counts too)")
-    diff.add_argument("--limit", type=int, default=20, help="how many of each kind the text lists (default 20)")
+    diff.add_argument("--limit", type=count, default=20, help="how many of each kind the text lists (default 20)")
 
     stats = sub.add_parser("stats", help="summarize a file set as a table")
     stats.add_argument("dir", help="a directory holding one or more file sets")

@@ -115,7 +115,7 @@ class Sink:
 
     def __init__(self, limit: int, out: Optional[TextIO]) -> None:
         self.limit, self.out = limit, out
-        self.tallies: List[Tuple[str, str, Tally]] = []  # (set, "apis" | "configs" | "only in DIR", tally)
+        self.tallies: List[Tuple[str, str, Tally]] = []  # (set, "level" | "apis" | "configs", tally)
 
     def section(self, where: str, what: str) -> Tally:
         tally = Tally(self.limit)
@@ -165,9 +165,10 @@ def diff(a_dir: str, b_dir: str, sink: Sink) -> None:
             raise UsageError(f"diff: no file set (api_statistics*.yaml) under {top}")
     for suffix in sorted(set(groups_a) | set(groups_b)):
         where = suffix[1:].replace("_", " ") if suffix else "merged levels"
-        if suffix not in groups_a or suffix not in groups_b:
-            only = a_dir if suffix in groups_a else b_dir
-            sink.section(where, f"only in {only}")
+        if suffix not in groups_a or suffix not in groups_b:  # a level new in B, or gone from it
+            side = (where, None)
+            sink.add(sink.section(where, "level"), where, "level", where, side if suffix in groups_a else None,
+                     side if suffix in groups_b else None)
             continue
         diff_sets(_one_set(a_dir, groups_a[suffix], suffix), _one_set(b_dir, groups_b[suffix], suffix), where, sink)
 
@@ -175,15 +176,14 @@ def diff(a_dir: str, b_dir: str, sink: Sink) -> None:
 def changed(sink: Sink, fail_on: str) -> bool:
     """Whether the differences are of the kind --fail-on names."""
     kinds = KINDS if fail_on == "any" else (fail_on,)
-    return any(t.counts[k] for _, _, t in sink.tallies for k in kinds) or (
-        fail_on == "any" and any(what.startswith("only in") for _, what, _ in sink.tallies))
+    return any(t.counts[k] for _, _, t in sink.tallies for k in kinds)
 
 
 def text(a_dir: str, b_dir: str, sink: Sink) -> str:
     out = [f"diff {a_dir} -> {b_dir}\n"]
     for where, what, t in sink.tallies:
-        if what.startswith("only in"):
-            out.append(f"== {where}: {what}\n")
+        if what == "level":
+            out.append(f"== {where}: only in {'B' if t.counts['new'] else 'A'}\n")
             continue
         said = ", ".join(f"{t.counts[k]} {k}" for k in KINDS)
         unknown = "" if t.counted else " (calls not known: a set traced without a label)"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import os
 import re
 import sys
@@ -81,14 +82,25 @@ def program_name() -> str:
     return name or "python"
 
 
-LABEL_MAX = 256  # characters of a label
+LABEL_MAX = _C.MAX_LABEL  # characters of a label (core/sources.h: a key YAML readers bound)
+
+
+def as_label(text: str) -> str:
+    """`text` made a label: what is not printable as '?', and at most
+    LABEL_MAX characters (a longer one ends with a hash of the whole, so
+    that two long names stay two labels)."""
+    label = "".join(c if c.isprintable() else "?" for c in text) or "?"
+    if len(label) > LABEL_MAX:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        label = f"{label[:LABEL_MAX - 17]}~{digest}"
+    return label
 
 
 def check_label(name: str, value: Any) -> Optional[str]:
     """None (no api_config_sources.yaml), True (the program's name) or a
     label: printable text, one line, at most LABEL_MAX characters."""
     if value is True:
-        return program_name()
+        return as_label(program_name())
     if value is None:
         return None
     if not isinstance(value, str) or not value or not value.isprintable() or len(value) > LABEL_MAX:
@@ -139,6 +151,13 @@ def byte_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a number of bytes (e.g. 1048576, 512M, 1G), not {text!r}")
     number, unit = match.groups()
     return int(float(number) * 1024 ** " KMGTP".index(unit.upper() or " "))
+
+
+def count(text: str) -> int:
+    """A whole number, 0 or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), not {text!r}")
+    return int(text)
 
 
 def seconds(text: str) -> float:
