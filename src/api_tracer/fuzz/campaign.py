@@ -41,7 +41,7 @@ MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang:
 HANG_TRIES = 2
 # A case past --timeout runs again with this many times it: a hang only if it times out again (a large
 # case under the float64 check's probes is slow, not hung). Once a hang of its API is known, another
-# timeout of it (a minimization candidate's too) counts as that one.
+# drawn case's timeout counts as that one; a minimization candidate's is always run again.
 CONFIRM_FACTOR = 4
 
 
@@ -313,8 +313,12 @@ class Campaign:
             index = self.seed_index[id(case.seed)]
             self.timeouts[index] = self.timeouts.get(index, 0) + 1
         outcome = classify(case.seed.line.api, event)
-        if isinstance(event, pool.TimedOut) and case.minimizing is None and not case.confirming and \
-                outcome.signature not in self.findings.by_signature:
+        # A timeout counts once the case times out again, CONFIRM_FACTOR times as long: a new hang's, and
+        # any minimization candidate's (on a loaded machine a candidate can be slow: it would shrink a
+        # hang to a line that does not hang, or keep a crash from shrinking).
+        unconfirmed = isinstance(event, pool.TimedOut) and not case.confirming and (
+            case.minimizing is not None or outcome.signature not in self.findings.by_signature)
+        if unconfirmed:
             self.confirm.append(replace(case, confirming=True))  # (same key: it finishes when that does)
             return
         if case.minimizing is not None:
