@@ -104,7 +104,7 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     diff.add_argument("a", metavar="A", help="the trace before (a directory of file sets, one per level)")
     diff.add_argument("b", metavar="B", help="the trace after")
     diff.add_argument("--json", action="store_true",
-                      help="every difference as a JSON object a line, then a summary line")
+                      help="every difference as a JSON object a line, then a summary line per section")
     diff.add_argument("--fail-on", choices=DIFF_FAIL_ON,
                       help="exit with 1 where there are differences of this kind (any: changed counts too)")
     diff.add_argument("--limit", type=count, default=20, help="how many of each kind the text lists (default 20)")

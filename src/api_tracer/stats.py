@@ -30,8 +30,8 @@ def _provenance_text(p: Provenance) -> str:
              + ", ".join(f"{name}: {n}" for name, n in p.histogram if n) + f" ({p.only_one} of {p.configs} "
              "from one source only)\n"]
     if len(p.labels) > 1:
-        rows = [[("<=" if e.at_most else "") + str(e.sources), str(e.calls), e.config] for e in p.widest]
-        lines.append(format_table(["sources", "calls", "config of the most sources"], rows))
+        rows = [[e.config, ("<=" if e.at_most else "") + str(e.sources), str(e.calls)] for e in p.widest]
+        lines.append(format_table(["config of the most sources", "sources", "calls"], rows))
     return "".join(lines)
 
 
