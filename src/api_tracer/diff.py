@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
 from .errors import InputError, UsageError
-from .filesets import FileSet, find_sets, group_by_suffix, open_regular, shown, statistics_of
+from .filesets import FileSet, find_sets, group_by_suffix, shown, sorted_lines, statistics_of
 from .sources import SOURCES, SourcesFile, sources_path
 
 KINDS = ("new", "gone", "changed")  # what a difference is
@@ -33,20 +33,7 @@ FAIL_ON = ("new", "gone", "any")  # --fail-on: which differences make the exit s
 
 def _plain_configs(path: str) -> Iterator[Tuple[str, Optional[int]]]:
     """api_configs.yaml's lines, checked sorted (calls unknown: None)."""
-    previous = None
-    with open_regular(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.endswith(b"\n"):
-                raise InputError(path, "ends inside a line: the file was cut", lineno)
-            try:
-                line = raw[:-1].decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(path, f"not UTF-8: byte 0x{raw[e.start]:02x} ({e.reason})", lineno) from None
-            if previous is not None and line <= previous:
-                raise InputError(path, "a config out of order or twice: the tracer writes them byte-wise sorted, "
-                                 "once each", lineno)
-            previous = line
-            yield line, None
+    return ((line, None) for line in sorted_lines(path, "config lines"))
 
 
 def _sourced_configs(path: str) -> Iterator[Tuple[str, Optional[int]]]:
@@ -190,8 +177,9 @@ def text(a_dir: str, b_dir: str, sink: Sink) -> str:
         out.append(f"== {where}: {what}: {said} (A has {t.total_a}, B {t.total_b}){unknown}\n")
         for kind in KINDS:
             for name, a, b in t.first[kind]:
-                calls = {"new": f"{b} calls", "gone": f"{a} calls", "changed": f"{a} -> {b} calls"}[kind]
-                out.append(f"  {kind:<7} {shown(name)}" + ("\n" if calls.startswith("None") else f"  ({calls})\n"))
+                calls = {"new": (b,), "gone": (a,), "changed": (a, b)}[kind]
+                said = "" if None in calls else f"  ({' -> '.join(map(str, calls))} calls)"
+                out.append(f"  {kind:<7} {shown(name)}{said}\n")
             more = t.counts[kind] - len(t.first[kind])
             if more:
                 out.append(f"  ... and {more} more {kind} (--limit, or --json for all)\n")

@@ -19,7 +19,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import yaml
 
@@ -402,6 +402,15 @@ def read_api_names(s: FileSet) -> Iterator[str]:
     path = s.path("api_apis.txt")
     if not s.has("api_apis.txt"):
         raise InputError(path, "no such file: a file set has one beside its api_statistics file")
+    return sorted_lines(path, "names", checked_api_name)
+
+
+def sorted_lines(path: str, noun: str, check: Optional[Callable[[str, str, int], Any]] = None) -> Iterator[str]:
+    """The lines of a file the tracer writes sorted, each once (api_apis.txt,
+    api_configs.yaml), read a chunk at a time, each checked: UTF-8, `check`
+    (path, line, its number), after the one before it in byte-wise order,
+    the file ending with a newline. An InputError naming path:line at the
+    first that is not."""
     previous = None
     with open_regular(path) as f:
         for lineno, text, rest in _chunks(path, f):
@@ -409,14 +418,15 @@ def read_api_names(s: FileSet) -> Iterator[str]:
                 if rest:
                     raise InputError(path, "ends inside a line: the file was cut", lineno)
                 return
-            for i, name in enumerate(text.split("\n")[:-1]):
-                checked_api_name(path, name, lineno + i)
-                if previous is not None and name <= previous:
-                    what = "again" if name == previous else f"after {shown(previous[:80])}"
-                    raise InputError(path, f"{shown(name[:80])} {what}: the tracer writes the names sorted, each "
+            for i, line in enumerate(text.split("\n")[:-1]):
+                if check is not None:
+                    check(path, line, lineno + i)
+                if previous is not None and line <= previous:
+                    what = "again" if line == previous else f"after {shown(previous[:80])}"
+                    raise InputError(path, f"{shown(line[:80])} {what}: the tracer writes the {noun} sorted, each "
                                      "once", lineno + i)
-                previous = name
-                yield name
+                previous = line
+                yield line
 
 
 # -- YAML summaries (stacks, value profiles) -------------------------------------------------

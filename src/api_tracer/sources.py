@@ -94,21 +94,23 @@ def sources_path(s: FileSet) -> Optional[str]:
     return s.path(SOURCES) if s.has(SOURCES) else None
 
 
+def calls_of(path: str) -> Dict[str, int]:
+    """Per config line of an api_config_sources.yaml, its calls."""
+    f = SourcesFile(path)
+    try:
+        return {e.config: e.calls for _, e in f.entries()}
+    finally:
+        f.close()
+
+
 def config_calls(config_file: str) -> Optional[Dict[str, int]]:
     """Per config line, its calls, for the set that `config_file` (its
     api_configs.yaml, api_trace.txt, ...) belongs to: from the set's
     api_config_sources.yaml; None where the set has none."""
     directory, name = os.path.split(config_file)
     stem = os.path.splitext(name)[0]
-    s = FileSet(directory, stem[stem.index("_level_"):] if "_level_" in stem else "")
-    path = sources_path(s)
-    if path is None:
-        return None
-    f = SourcesFile(path)
-    try:
-        return {e.config: e.calls for _, e in f.entries()}
-    finally:
-        f.close()
+    path = sources_path(FileSet(directory, stem[stem.index("_level_"):] if "_level_" in stem else ""))
+    return None if path is None else calls_of(path)
 
 
 class Provenance(NamedTuple):

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 from .. import _C
 from ..filesets import (FileSet, api_of, find_sets, has_trace, read_configs, read_stacks, read_trace, statistics_of,
                         trace_limit_note)
-from ..sources import Provenance, config_calls, provenance, sources_path
+from ..sources import Provenance, calls_of, provenance, sources_path
 from ..values import Call, TensorSpec
 
 
@@ -116,6 +116,7 @@ def set_views(s: FileSet, name: str) -> List[View]:
     line_calls: Optional[Counter] = None
     per_level: Dict[int, Counter] = {}
     cut = trace_limit_note(s)
+    sourced = sources_path(s)
     if has_trace(s):
         line_calls = Counter()
         for record in read_trace(s, "not counted in the report", said=notes):
@@ -125,8 +126,8 @@ def set_views(s: FileSet, name: str) -> List[View]:
         if cut:
             notes.append(f"trace_limit ({cut[0]} bytes) cut api_trace{s.suffix}.txt: config counts are of the "
                          f"calls written; the {cut[1]} calls after are in the API totals only.")
-    elif sources_path(s):
-        line_calls = Counter(config_calls(s.path("api_configs.yaml")))
+    elif sourced:
+        line_calls = Counter(calls_of(sourced))
     else:
         what = (f"the trace is not read (one of api_trace{s.suffix}.txt and .yaml is missing)"
                 if s.has("api_trace.txt") or s.has("api_trace.yaml") else
@@ -134,7 +135,6 @@ def set_views(s: FileSet, name: str) -> List[View]:
         notes.append(f"{what}: calls are counted per API, not per config; shapes count configs, not calls.")
     level = f"level {s.level}" if s.level is not None else ""
     views = [build_view(title(level), stats.counts, configs, line_calls, stacks, notes)]
-    sourced = sources_path(s)
     if sourced:
         views[0].provenance = provenance(sourced, top=PROVENANCE_TOP)
     if s.level is None and line_calls is not None:
