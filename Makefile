@@ -53,10 +53,12 @@ bench: build
 	$(PY) bench/bench_surface.py --why
 	$(PY) bench/bench_fuzz.py --out /tmp/api-tracer-fuzz-bench
 	$(PY) bench/bench_merge.py
+	$(PY) bench/bench_paddle.py
 
-# Regenerates src/api_tracer/api_list/*.yaml from the installed torch.
+# Regenerates src/api_tracer/api_list/*.yaml from the installed torch and paddle.
 api-lists: build
 	$(PY) -m api_tracer.api_list
+	$(PY) -m api_tracer.api_list --dialect paddle
 
 clean:
 	rm -rf $(BUILD) $(BUILD).log src/api_tracer/_C*.so src/api_tracer/_build_info.py .venv/.installed

@@ -63,6 +63,25 @@ class PythonLogger:
         self.txt.write(line + "\n")
 
 
+class PaddleLogger(PythonLogger):
+    """The same, for Paddle's tensors: the fields the paddle dialect reads
+    (shape, dtype, strides where not contiguous, stop_gradient, place)."""
+
+    def value(self, v):
+        import paddle
+
+        if isinstance(v, paddle.Tensor):
+            shape = list(v.shape)
+            text = f'Tensor({shape}, "{str(v.dtype)[7:]}"'
+            if not v.is_contiguous():
+                text += f", stride={list(v.strides)}"
+            if not v.stop_gradient:
+                text += ", requires_grad=True"
+            record = {"type": "paddle.Tensor", "shape": shape, "dtype": str(v.dtype), "place": str(v.place)}
+            return text + ")", record
+        return super().value(v)
+
+
 class LoggerFunctionMode(TorchFunctionMode):
     def __init__(self):
         super().__init__()
@@ -89,10 +108,10 @@ class PythonSetattr:
     else the wrapper records the outermost call of a thread, as level 0
     does."""
 
-    def __init__(self, logger=None):
+    def __init__(self, logger=None, dialect=None):
         from api_tracer.dialect import PyTorchDialect
 
-        dialect = PyTorchDialect()
+        dialect = dialect or PyTorchDialect()
         self.targets, _ = dialect.setattr_targets(dialect.api_list())
         self.log = logger
         self.depth = threading.local()

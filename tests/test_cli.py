@@ -80,6 +80,14 @@ def test_run_a_module(tmp_path):
                      'torch.ops.aten.zeros.default([5], device=torch.device("cpu"), pin_memory=False)']
 
 
+def test_run_traces_the_dialect_s_levels_when_not_told(tmp_path):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    assert cli("run", "-o", "out", "prog.py", cwd=tmp_path).returncode == 0
+    # torch: level 1 (torch.add seen by the function mode, written as level 1's files)
+    assert (tmp_path / "out" / "api_configs_level_1.yaml").exists()
+    assert not (tmp_path / "out" / "api_configs_level_0.yaml").exists()
+
+
 def test_bad_options_name_what_is_wrong(tmp_path):
     (tmp_path / "prog.py").write_text("pass\n")
     r = cli("run", "--levels", "7", "prog.py", cwd=tmp_path)

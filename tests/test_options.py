@@ -180,8 +180,10 @@ def test_every_option_of_the_command_line_is_the_tracer_s():
 
     parser = argparse.ArgumentParser()
     add_run_flags(parser.add_argument)
-    # run labels its set by default, with the program's name
-    assert from_run_flags(parser.parse_args([])) == TracerOptions(levels=[1], label=True)
+    # run labels its set by default, with the program's name; --levels not
+    # given is not given (run takes the dialect's: PyTorchDialect.run_levels)
+    assert parser.parse_args([]).levels is None
+    assert from_run_flags(parser.parse_args([])) == TracerOptions(label=True)
     given = from_run_flags(parser.parse_args(
         ["--label", "bert base", "-o", "d", "--levels", "0,3", "--merge", "--stack", "full", "--include", "a.*", "--include", "b",
          "--no-stream-trace", "--show-device", "--nesting", "all", "--value-ranges", "--snapshot-interval", "0.5",

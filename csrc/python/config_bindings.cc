@@ -149,7 +149,7 @@ pybind11::tuple ParseCallToPython(const pybind11::str& line) {
 std::string FormatFromPython(const std::string& api, pybind11::tuple args, pybind11::dict kwargs,
                              pybind11::object classify, pybind11::object tensor_type_name,
                              bool show_device, bool show_requires_grad) {
-  Converter converter(classify.ptr(), tensor_type_name.ptr());
+  Converter converter(classify.ptr(), tensor_type_name.ptr(), false, false, show_device);
   KeyWriter key;
   converter.WriteCall(0, CallArgs::Tuple(args.ptr(), kwargs.ptr()), &key);
   ApiId unused;
@@ -291,7 +291,39 @@ void InitConfigBindings(pybind11::module_& m) {
   pybind11::enum_<RuleKind>(m, "Rule", "How a dialect's classify() says a type's values are written (convert.h).")
       .value("opaque", RuleKind::kOpaque)
       .value("replace", RuleKind::kReplace)
-      .value("instance", RuleKind::kInstance);
+      .value("instance", RuleKind::kInstance)
+      .value("tensor", RuleKind::kTensor);
+  pybind11::class_<TensorReader>(m, "TensorReader",
+                                 "How a framework other than torch exposes its tensors' fields (convert.h).")
+      .def(pybind11::init([](const std::string& shape, const std::string& dtype, const pybind11::dict& dtypes,
+                             pybind11::object dtype_name, std::optional<std::string> stride,
+                             std::optional<std::string> requires_grad, bool grad_negated, pybind11::object device,
+                             pybind11::object values) {
+             auto attr = [](const std::string& name) { return Steal(PyUnicode_InternFromString(name.c_str())); };
+             auto callable = [](pybind11::object fn, const char* what) {
+               if (fn.is_none()) return pybind11::object();
+               if (!PyCallable_Check(fn.ptr())) throw pybind11::type_error(std::string(what) + " must be callable or None");
+               return fn;
+             };
+             TensorReader r;
+             r.shape = attr(shape);
+             r.dtype = attr(dtype);
+             for (auto [k, v] : dtypes) r.dtypes.emplace(Borrow(k.ptr()), v.cast<std::string>());
+             r.dtype_name = callable(dtype_name, "dtype_name");
+             if (stride) r.stride = attr(*stride);
+             if (requires_grad) r.requires_grad = attr(*requires_grad);
+             r.grad_negated = grad_negated;
+             r.device = callable(device, "device");
+             r.values = callable(values, "values");
+             return r;
+           }),
+           pybind11::kw_only(), pybind11::arg("shape"), pybind11::arg("dtype"), pybind11::arg("dtypes"),
+           pybind11::arg("dtype_name") = pybind11::none(), pybind11::arg("stride") = pybind11::none(),
+           pybind11::arg("requires_grad") = pybind11::none(), pybind11::arg("grad_negated") = false,
+           pybind11::arg("device") = pybind11::none(), pybind11::arg("values") = pybind11::none(),
+           "shape, dtype: attribute names; dtypes: dtype object -> name; dtype_name(dtype) for others; stride, "
+           "requires_grad: attribute names (grad_negated: the attribute says the opposite); device(tensor) -> "
+           "str, asked where devices are shown; values(tensor) -> an int64 or float64 buffer, for value profiles.");
   m.def("parse_call", &ParseCallToPython, pybind11::arg("line"),
         "Parses a config line into (api, args, kwargs); ValueError(message, column) if malformed.");
   m.def(

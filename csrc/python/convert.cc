@@ -123,11 +123,13 @@ void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec) {
 Converter* ActiveConverter() { return g_active; }
 void SetActiveConverter(Converter* c) { g_active = c; }
 
-Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges, bool float_ranges)
+Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges, bool float_ranges,
+                     bool devices)
     : classify_(Borrow(classify)),
       tensor_type_name_(Borrow(tensor_type_name)),
       value_ranges_(value_ranges),
-      float_ranges_(float_ranges) {}
+      float_ranges_(float_ranges),
+      devices_(devices) {}
 
 void Converter::WriteCall(ApiId api, const CallArgs& call, KeyWriter* w) {
   w->BeginCall(api, call.nargs);
@@ -270,6 +272,8 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
     }
     case RuleKind::kInstance:
       return WriteInstance(obj, rule, w, depth);
+    case RuleKind::kTensor:
+      return WriteForeignTensor(obj, *rule.reader, w);
   }
 }
 
@@ -284,6 +288,87 @@ void Converter::WriteTensor(PyObject* obj, KeyWriter* w) {
   if (type != reinterpret_cast<PyTypeObject*>(THPVariableClass)) fields.subclass = SubclassName(type);
   w->Tensor(fields);
   if (value_ranges_ && IsProfiledDtype(fields.dtype, float_ranges_)) w->AddProfile(aten::ReadValueProfile(tensor));
+}
+
+namespace {
+
+// The profile of the values a TensorReader's `values` callable gives: a
+// C-contiguous buffer of int64 ("q", "l") or float64 ("d"); none for another.
+ValueProfile BufferProfile(PyObject* values) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return {};
+  }
+  ValueProfile p;
+  std::string_view format = view.format ? view.format : "B";
+  if (!format.empty() && (format[0] == '<' || format[0] == '=' || format[0] == '@')) format.remove_prefix(1);
+  auto n = static_cast<size_t>(view.itemsize ? view.len / view.itemsize : 0);
+  if ((format == "q" || format == "l") && view.itemsize == 8) {
+    p = ValueProfile::Of({static_cast<const int64_t*>(view.buf), n});
+  } else if (format == "d" && view.itemsize == 8) {
+    p = ValueProfile::OfFloats(std::span<const double>(static_cast<const double*>(view.buf), n));
+  }
+  PyBuffer_Release(&view);
+  return p;
+}
+
+}  // namespace
+
+void Converter::WriteForeignTensor(PyObject* obj, const TensorReader& reader, KeyWriter* w) {
+  static thread_local std::vector<int64_t> shape, stride;
+  pybind11::object dims = Steal(PyObject_GetAttr(obj, reader.shape.ptr()));
+  pybind11::object dtype = Steal(PyObject_GetAttr(obj, reader.dtype.ptr()));
+  if (!dims || !dtype || !ReadInts(dims.ptr(), &shape)) {
+    PyErr_Clear();
+    return WriteOpaque(Py_TYPE(obj), w);
+  }
+  TensorFields fields;
+  fields.shape = shape;
+  std::string named;  // a dtype the table does not hold, as dtype_name says
+  if (auto it = reader.dtypes.find(dtype.ptr()); it != reader.dtypes.end()) {
+    fields.dtype = it->second;
+  } else {
+    pybind11::object r = reader.dtype_name ? CallDialect(reader.dtype_name.ptr(), dtype.ptr()) : pybind11::object();
+    if (!r || !PyUnicode_Check(r.ptr())) {
+      PyErr_Clear();
+      return WriteOpaque(Py_TYPE(obj), w);
+    }
+    named = Utf8(r.ptr());
+    fields.dtype = named;
+  }
+  if (reader.stride) {
+    pybind11::object s = Steal(PyObject_GetAttr(obj, reader.stride.ptr()));
+    if (s && ReadInts(s.ptr(), &stride) && stride.size() == shape.size()) {
+      // Contiguous (as torch counts it: a size-1 dimension's stride is free) writes none.
+      int64_t expected = 1;
+      bool contiguous = true;
+      for (size_t i = shape.size(); i-- > 0;) {
+        if (shape[i] != 1 && stride[i] != expected) contiguous = false;
+        expected *= shape[i];
+      }
+      if (!contiguous && expected != 0) fields.stride = stride;
+    }
+    PyErr_Clear();
+  }
+  if (reader.requires_grad) {
+    pybind11::object g = Steal(PyObject_GetAttr(obj, reader.requires_grad.ptr()));
+    if (g) fields.requires_grad = (g.ptr() == Py_True) != reader.grad_negated;
+    PyErr_Clear();
+  }
+  std::string device = "cpu";
+  if (devices_ && reader.device) {
+    pybind11::object d = CallDialect(reader.device.ptr(), obj);
+    if (d && PyUnicode_Check(d.ptr())) device = Utf8(d.ptr());
+    PyErr_Clear();
+  }
+  fields.device = device;
+  w->Tensor(fields);
+  if (value_ranges_ && reader.values && IsProfiledDtype(fields.dtype, float_ranges_)) {
+    pybind11::object values = CallDialect(reader.values.ptr(), obj);
+    PyErr_Clear();
+    w->AddProfile(values ? BufferProfile(values.ptr()) : ValueProfile{});
+  }
 }
 
 void Converter::WriteOpaque(PyTypeObject* type, KeyWriter* w) {
@@ -314,10 +399,17 @@ const Converter::TypeRule& Converter::Rule(PyTypeObject* type) {
     auto kind = pybind11::handle(PyTuple_GET_ITEM(r, 0)).cast<RuleKind>();
     PyObject* payload = PyTuple_GET_ITEM(r, 1);
     PyObject* placeholder = size >= 3 ? PyTuple_GET_ITEM(r, 2) : nullptr;
-    rule.modes = size == 4 && kind == RuleKind::kInstance && PyTuple_GET_ITEM(r, 3) == Py_True;
+    PyObject* modes = size == 4 && kind == RuleKind::kInstance ? PyTuple_GET_ITEM(r, 3) : nullptr;
+    rule.modes = modes == Py_True || (modes && PyUnicode_Check(modes));
+    static PyObject* const kModules = PyUnicode_InternFromString("_modules");
+    rule.children = Borrow(modes && PyUnicode_Check(modes) ? modes : kModules);
     if (kind == RuleKind::kOpaque && PyUnicode_Check(payload) && !placeholder) {
       rule.name = Utf8(payload);
-    } else if (kind != RuleKind::kOpaque && PyCallable_Check(payload) &&
+    } else if (kind == RuleKind::kTensor && !placeholder && pybind11::isinstance<TensorReader>(payload)) {
+      rule.kind = kind;
+      rule.fn = Borrow(payload);
+      rule.reader = &pybind11::handle(payload).cast<const TensorReader&>();
+    } else if (kind != RuleKind::kTensor && kind != RuleKind::kOpaque && PyCallable_Check(payload) &&
                (!placeholder || (kind == RuleKind::kInstance && PyUnicode_Check(placeholder)))) {
       rule.kind = kind;
       rule.fn = Borrow(payload);
@@ -384,8 +476,8 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
 
 namespace {
 
-// The training flags of a torch.nn.Module and of its submodules (its
-// `_modules`, depth first), hashed: read from the modules' __dict__, no
+// The training flags of a module (torch.nn.Module, paddle.nn.Layer) and
+// of its submodules (the dict `children_attr` names, depth first), hashed: read from the modules' __dict__, no
 // Python code runs.
 uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -393,18 +485,17 @@ uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
-uint64_t ModuleModes(PyObject* module, int depth = 0) {
+uint64_t ModuleModes(PyObject* module, PyObject* children_attr, int depth = 0) {
   static PyObject* const kTraining = PyUnicode_InternFromString("training");
-  static PyObject* const kModules = PyUnicode_InternFromString("_modules");
   PyObject** dict = _PyObject_GetDictPtr(module);
   if (!dict || !*dict || depth > kMaxDepth) return 0;
   uint64_t h = Mix(PyDict_GetItemWithError(*dict, kTraining) == Py_True ? 1 : 2);
-  PyObject* children = PyDict_GetItemWithError(*dict, kModules);
+  PyObject* children = PyDict_GetItemWithError(*dict, children_attr);
   if (children && PyDict_Check(children)) {
     Py_ssize_t pos = 0;
     PyObject *key, *child;
     while (PyDict_Next(children, &pos, &key, &child)) {
-      h = Mix(h * 31 + (child == Py_None ? 3 : ModuleModes(child, depth + 1)));
+      h = Mix(h * 31 + (child == Py_None ? 3 : ModuleModes(child, children_attr, depth + 1)));
     }
   }
   PyErr_Clear();
@@ -431,7 +522,7 @@ std::optional<std::string> WrapsPlaceholder(PyObject* r, const std::string& plac
 }  // namespace
 
 void Converter::WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth) {
-  uint64_t modes = rule.modes ? ModuleModes(obj) : 0;
+  uint64_t modes = rule.modes ? ModuleModes(obj, rule.children.ptr()) : 0;
   auto it = instances_.find(obj);
   if (it != instances_.end() && it->second.described && it->second.modes == modes) {
     return w->Raw(it->second.encoded);

@@ -19,7 +19,13 @@
 //                             True the object is a torch.nn.Module whose
 //                             written form also depends on the `training`
 //                             flags of its submodules: it is computed again
-//                             when they change (model.eval()).
+//                             when they change (model.eval()); `modes`
+//                             may name the attribute holding the children
+//                             (a dict) where it is not `_modules`.
+//   (Rule.tensor, reader)  -> a tensor of another framework, read by the
+//                             TensorReader `reader` through the type's
+//                             C-level attributes, with no Python frame
+//                             (TensorReader below)
 // and the answer is cached per type. Values built by the dialect use the
 // classes of api_tracer.values (Call, Symbol, TensorSpec), read natively too.
 //
@@ -37,7 +43,24 @@
 namespace api_tracer::python {
 
 // How the values of a type are written (see above).
-enum class RuleKind { kOpaque, kReplace, kInstance };
+enum class RuleKind { kOpaque, kReplace, kInstance, kTensor };
+
+// How a framework other than torch exposes its tensors' fields, named by a
+// dialect (Rule.tensor): attributes read with the C API (a C-level getter
+// costs a few tens of nanoseconds, no Python frame), so that such a tensor
+// is written as natively as torch's are.
+struct TensorReader {
+  pybind11::object shape;            // attribute: a sequence of ints
+  pybind11::object dtype;            // attribute: the dtype object,
+  ObjectMap<std::string> dtypes;     //   named by this table ("float32")
+  pybind11::object dtype_name;       //   or, for one not in it, by this callable (null: Opaque)
+  pybind11::object stride;           // attribute: a sequence of ints, written where not contiguous (null: none)
+  pybind11::object requires_grad;    // attribute: a bool (null: never)
+  bool grad_negated = false;         //   that says the opposite (Paddle's stop_gradient)
+  pybind11::object device;           // callable(tensor) -> str, asked only where devices are shown (null: "cpu")
+  pybind11::object values;           // callable(tensor) -> a C-contiguous int64 or float64 buffer of
+                                     //   its values, asked only for value profiles (null: none)
+};
 
 // A call's arguments as CPython hands them over: either a vectorcall
 // (args[0..nargs) positional, then the values named by kwnames), or a tuple
@@ -72,7 +95,10 @@ class Converter {
   // names a tensor subclass (e.g. "torch.nn.Parameter"). Either may be
   // nullptr. With `value_ranges`, integer and bool tensors also get their
   // ValueProfile; with `float_ranges` too, floating ones (IsProfiledDtype).
-  Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges = false, bool float_ranges = false);
+  // `devices`: the session shows devices (only then does a TensorReader's
+  // device callable run).
+  Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges = false, bool float_ranges = false,
+            bool devices = false);
   Converter(const Converter&) = delete;
   Converter& operator=(const Converter&) = delete;
 
@@ -91,8 +117,10 @@ class Converter {
   struct TypeRule {
     RuleKind kind;
     std::string name;     // kOpaque; kInstance: the placeholder's call name ("" if none)
-    pybind11::object fn;  // kReplace, kInstance
-    bool modes = false;   // kInstance: a module, whose training flags count
+    pybind11::object fn;  // kReplace, kInstance; kTensor: the TensorReader
+    bool modes = false;   // kInstance: a module, whose training flags count,
+    pybind11::object children;  // its children's attribute (interned str)
+    const TensorReader* reader = nullptr;  // kTensor: fn's
   };
   struct Instance {
     std::string construction;  // the constructor call level 0 saw making it, encoded ("": none)
@@ -104,6 +132,7 @@ class Converter {
 
   const TypeRule& Rule(PyTypeObject* type);
   void WriteTensor(PyObject* obj, KeyWriter* w);
+  void WriteForeignTensor(PyObject* obj, const TensorReader& reader, KeyWriter* w);
   void WriteOpaque(PyTypeObject* type, KeyWriter* w);
   void WriteValueObject(PyObject* obj, KeyWriter* w, int depth);
   void WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth);
@@ -117,6 +146,7 @@ class Converter {
   const pybind11::object tensor_type_name_;
   const bool value_ranges_;
   const bool float_ranges_;
+  const bool devices_;
   ObjectMap<TypeRule> rules_;          // by type
   ObjectMap<std::string> subclasses_;  // by tensor subclass
   std::unordered_map<PyObject*, Instance> instances_;  // an entry goes when its object dies

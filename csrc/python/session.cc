@@ -67,7 +67,7 @@ Session::Session(const DialectHooks& dialect, std::unique_ptr<Recorder> recorder
       merges_(recorder_->options().merge_output && recorder_->options().levels.size() > 1),
       filter_(recorder_->options().include_apis, recorder_->options().exclude_apis),
       converter_(dialect.classify, dialect.tensor_type_name, recorder_->options().value_ranges,
-                 recorder_->options().float_profiles()),
+                 recorder_->options().float_profiles(), recorder_->options().show_device),
       resolve_(Borrow(dialect.resolve)) {
   const TraceOptions& options = recorder_->options();
   for (int level : options.levels) levels_[level] = true;

@@ -129,7 +129,14 @@ class Rule:
     opaque: Rule
     replace: Rule
     instance: Rule
+    tensor: Rule
     __members__: Dict[str, Rule]
+
+class TensorReader:
+    def __init__(self, *, shape: str, dtype: str, dtypes: Dict[Any, str],
+                 dtype_name: Optional[Callable[[Any], str]] = ..., stride: Optional[str] = ...,
+                 requires_grad: Optional[str] = ..., grad_negated: bool = ...,
+                 device: Optional[Callable[[Any], str]] = ..., values: Optional[Callable[[Any], Any]] = ...) -> None: ...
 
 def set_value_types(call: type, symbol: type, tensor_spec: type, /) -> None: ...
 def parse_call(line: str) -> Tuple[str, List[Any], Dict[str, Any]]: ...

@@ -3,7 +3,7 @@
     api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
-    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G]
+    api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G] [--dialect paddle]
                        [--import MODULE]... [--load-library PATH]...
                        [--check float64|device:DEVICE|compile|repeat|layout [--backward] [--rtol R] [--atol A]]
                        [-o REPORT.jsonl] [--junit REPORT.xml]
@@ -30,6 +30,7 @@ from typing import Any, List, Optional, Set, Tuple
 
 from .diff import FAIL_ON as DIFF_FAIL_ON
 from .errors import UsageError
+from .dialect import DIALECTS
 from .options import add_run_flags, byte_count, count, seconds
 
 
@@ -53,6 +54,8 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
             run_value_options.update(action.option_strings)
 
     add_run_flags(run_option)
+    run_option("--dialect", choices=sorted(DIALECTS), default="torch",
+               help="the framework the program uses, whose API level 0 wraps (default: torch)")
     run_option("--follow-children", action="store_true",
                help="trace the processes the program starts too, each into DIR/rank-N or DIR/pid-N")
     run_option("-m", dest="module", help="run a module as a script (like python -m); what follows is its")
@@ -80,6 +83,8 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     replay.add_argument("--junit", help="a JUnit XML report")
     replay.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    replay.add_argument("--dialect", choices=("torch", "paddle"),
+                        help="the framework of FILE's lines (default: read from their API names)")
     replay.add_argument("--max-bytes", type=byte_count, help="skip configs whose tensor arguments need more (8G, 512M, "
                                                         "...; default half the free memory of --device)")
     replay.add_argument("--allow-unsafe", action="store_true",

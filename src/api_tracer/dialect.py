@@ -92,6 +92,11 @@ class FrameworkDialect:
         """The APIs level 0 wraps (full: everything a full scan found)."""
         return []
 
+    def run_levels(self) -> List[int]:
+        """The levels `api-tracer run` traces when not told: the lowest the
+        dialect offers."""
+        return [min(self.hook_classes())]
+
     def api_group(self, api: str) -> str:
         """The module `api` belongs to, as `api-tracer coverage` groups
         names: its dotted name up to the first part that starts with a
@@ -157,6 +162,51 @@ class FrameworkDialect:
 
     def tensor_type_name(self, tp: type) -> str:
         return public_name(tp)
+
+    def _python_rule(self, tp: type, name: str) -> Optional[Rule]:
+        """The rule of a type of Python's or numpy's (named `name`), which
+        every framework writes alike; None for another type."""
+        np = sys.modules.get("numpy")
+        if np is not None:
+            if issubclass(tp, np.ndarray):
+                return (_C.Rule.replace, lambda a: Call("numpy.ndarray", list(a.shape), str(a.dtype)))
+            if issubclass(tp, np.generic):
+                numpy_name = f"numpy.{tp.__name__}"
+                return (_C.Rule.replace, lambda x: Call(numpy_name, x.item()))
+        if issubclass(tp, enum.Enum):
+            return (_C.Rule.replace, lambda e: Symbol(f"{name}.{e.name}"))
+        if issubclass(tp, tuple):
+            fields = getattr(tp, "_fields", None)
+            if fields is None and hasattr(tp, "n_fields"):  # a structseq (torch.return_types)
+                fields = getattr(tp, "__match_args__", None)
+            if fields is not None:  # a namedtuple or a structseq
+                return (_C.Rule.replace, lambda t: Call(name, **dict(zip(fields, t))))
+            return (_C.Rule.replace, tuple)
+        for base in (bool, int, float, complex, str, list, dict):
+            if issubclass(tp, base):
+                return (_C.Rule.replace, base)
+        if issubclass(tp, type):
+            return (_C.Rule.replace, lambda c: Symbol(public_name(c)))
+        if issubclass(tp, types.ModuleType):
+            return (_C.Rule.replace, lambda m: Symbol(m.__name__))
+        return None
+
+    def _callable_rule(self, tp: type, more: Tuple[type, ...] = ()) -> Optional[Rule]:
+        """Callables (functions, methods, partials, and the framework's
+        `more`) as Callable("their API name"); None for another type."""
+        if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                           types.MethodDescriptorType, types.WrapperDescriptorType, functools.partial) + more):
+            # "instance": worked out once per callable, not per call
+            return (_C.Rule.instance, lambda f: Call("Callable", self._callable_name(f)))
+        return None
+
+    def _callable_name(self, f: Any) -> str:
+        if isinstance(f, functools.partial):
+            return self._callable_name(f.func)
+        name = self.api_name(f)
+        if name:
+            return name
+        return public_name(f)
 
     def on_start(self, levels: List[int]) -> Callable[[], None]:
         """Called when tracing starts, before the hooks are installed; returns
@@ -351,6 +401,11 @@ class PyTorchDialect(FrameworkDialect):
     def hook_classes(self) -> Dict[int, type]:
         return {hook.level: hook for hook in (SetattrHook, TorchFunctionHook, TorchDispatchHook, NativeHook)}
 
+    def run_levels(self) -> List[int]:
+        # level 1: every torch function a program calls, its own wrappers'
+        # calls of them included, without a list
+        return [int(_C.Level.torch_function)]
+
     def api_list(self, full: bool = False) -> List[str]:
         name = "torch_api_list_full.yaml" if full else "torch_api_list.yaml"
         return read_api_list(API_LIST_DIR / name)
@@ -542,53 +597,21 @@ class PyTorchDialect(FrameworkDialect):
             return (_C.Rule.instance, self.describe_module, MODULE_PLACEHOLDER, True)
         if issubclass(tp, torch.optim.Optimizer):
             return (_C.Rule.replace, self.describe_optimizer)
-        np = sys.modules.get("numpy")
-        if np is not None:
-            if issubclass(tp, np.ndarray):
-                return (_C.Rule.replace, lambda a: Call("numpy.ndarray", list(a.shape), str(a.dtype)))
-            if issubclass(tp, np.generic):
-                numpy_name = f"numpy.{tp.__name__}"
-                return (_C.Rule.replace, lambda x: Call(numpy_name, x.item()))
         if tp in (torch.SymInt, torch.SymFloat, torch.SymBool):
             sym_name = f"torch.{tp.__name__}"
             return (_C.Rule.replace, lambda s: Call(sym_name, str(s)))
         name = public_name(tp)
-        if issubclass(tp, enum.Enum):
-            return (_C.Rule.replace, lambda e: Symbol(f"{name}.{e.name}"))
-        if issubclass(tp, tuple):
-            fields = getattr(tp, "_fields", None)
-            if fields is None and hasattr(tp, "n_fields"):  # a structseq (torch.return_types)
-                fields = getattr(tp, "__match_args__", None)
-            if fields is not None:  # a namedtuple or a structseq
-                return (_C.Rule.replace, lambda t: Call(name, **dict(zip(fields, t))))
-            return (_C.Rule.replace, tuple)
-        for base in (bool, int, float, complex, str, list, dict):
-            if issubclass(tp, base):
-                return (_C.Rule.replace, base)
-        if issubclass(tp, type):
-            return (_C.Rule.replace, lambda c: Symbol(public_name(c)))
-        if issubclass(tp, types.ModuleType):
-            return (_C.Rule.replace, lambda m: Symbol(m.__name__))
+        python_rule = self._python_rule(tp, name)
+        if python_rule is not None:
+            return python_rule
         if name.startswith("torch.") and isinstance(getattr(tp, "__members__", None), dict) and \
                 hasattr(tp, "name"):  # an enum of torch's C++ (pybind11): its member
             return (_C.Rule.replace, lambda e: Symbol(f"{name}.{e.name}"))
         if name.startswith("torch.") and dataclasses.is_dataclass(tp):  # torch's options and the like
             init = [f.name for f in dataclasses.fields(tp) if f.init]
             return (_C.Rule.replace, lambda d: Call(name, **{f: getattr(d, f) for f in init}))
-        if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                           types.MethodDescriptorType, types.WrapperDescriptorType,
-                           functools.partial, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-            # "instance": worked out once per callable, not per call
-            return (_C.Rule.instance, lambda f: Call("Callable", self._callable_name(f)))
-        return (_C.Rule.opaque, name)
-
-    def _callable_name(self, f: Any) -> str:
-        if isinstance(f, functools.partial):
-            return self._callable_name(f.func)
-        name = self.api_name(f)
-        if name:
-            return name
-        return public_name(f)
+        return self._callable_rule(tp, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or \
+            (_C.Rule.opaque, name)
 
     # -- modules and optimizers ----------------------------------------------
 
@@ -694,3 +717,20 @@ def _warn_of_dispatch_mode_issue(name: str, issues: Dict[str, str]) -> None:
             frame, level = frame.f_back, level + 1
         warnings.warn(f"api_tracer: under level 2's dispatch mode torch computes {name} otherwise: {issues[name]} "
                       "(a torch issue: README.md, 'Known torch issues')", RuntimeWarning, stacklevel=level)
+
+
+# The dialects known by name (APITracer(dialect=NAME), the command line's
+# --dialect): name -> "module:class", imported on first use, so that no
+# framework is imported before it is asked for.
+DIALECTS: Dict[str, str] = {"torch": "api_tracer.dialect:PyTorchDialect",
+                            "paddle": "api_tracer.paddle_dialect:PaddleDialect"}
+
+
+def dialect_named(name: str) -> FrameworkDialect:
+    """A new instance of the dialect `name` (a key of DIALECTS)."""
+    if name not in DIALECTS:
+        raise ValueError(f"dialect must be one of {sorted(DIALECTS)}, not {name!r}")
+    module, _, cls = DIALECTS[name].partition(":")
+    import importlib
+
+    return getattr(importlib.import_module(module), cls)()

@@ -27,6 +27,7 @@ the work. Pass the class in ``APITracer(levels=[..., MyHook])``.
 from __future__ import annotations
 
 import abc
+import inspect
 import types
 from collections import defaultdict
 from dataclasses import dataclass
@@ -172,6 +173,8 @@ class SetattrHook(TracingHook):
         if not _C.allows(api):
             return
         inner = raw.fget if kind == "property" else raw.__func__ if kind in ("staticmethod", "classmethod") else raw
+        if kind == "constructor":
+            inner = _binding_function(inner)
         if id(inner) in done or self._in_place(inner, api, owners if kind == "constructor" else None):
             done.add(id(inner))
             return
@@ -212,6 +215,19 @@ class SetattrHook(TracingHook):
             return False
         self.undo_with(lambda: _C.unpatch(fn))
         return True
+
+
+def _binding_function(fn: Any) -> Any:
+    """The function whose parameters the calls of `fn` bind: where `fn` is a
+    decorator's wrapper that takes only ``*args, **kwargs`` and hands them
+    on to the function it wraps (``functools.wraps``' ``__wrapped__``), that
+    function, as far down as such wrappers go. (A constructor is recorded
+    from its parameters, ``self`` first: Paddle decorates layers'
+    ``__init__`` so.)"""
+    while isinstance(fn, types.FunctionType) and fn.__code__.co_argcount == 0 and \
+            fn.__code__.co_flags & inspect.CO_VARARGS and isinstance(getattr(fn, "__wrapped__", None), types.FunctionType):
+        fn = fn.__wrapped__
+    return fn
 
 
 class _ModeHook(TracingHook):

@@ -217,7 +217,7 @@ class TracerOptions:
         native=lambda path: os.path.abspath(os.fsdecode(path)), flags=("-o", "--output"), metavar="DIR")
     levels: Any = option(
         0, "comma-separated levels: 0 setattr, 1 torch function mode, 2 dispatch mode, 3 native observer",
-        check_levels, native=None, type=level_list, default=[1], metavar="1,2")
+        check_levels, native=None, type=level_list, default=None, metavar="1,2")
     merge_output: bool = option(
         False, "one file set for all levels", check_bool, flags=("--merge",))
     record_stack: bool = option(False, "write api_stacks.yaml", check_bool, flags=())
@@ -330,6 +330,8 @@ def from_run_flags(args: argparse.Namespace) -> TracerOptions:
     for f in fields():
         if f.name in vars(args):
             value = getattr(args, f.name)
+            if value is None and spec(f).flag_options.get("default", ...) is None:
+                continue  # not given, and the flag has no default of its own: APITracer's
             from_flag = spec(f).from_flag
             values.update(from_flag(value) if from_flag else {f.name: value})
     return TracerOptions(**values)

@@ -18,6 +18,7 @@ import types
 from typing import Any, Callable, Dict, Optional
 
 from .errors import UsageError
+from .dialect import dialect_named
 from .options import from_run_flags
 from .signals import write_files_when_terminated
 
@@ -71,7 +72,9 @@ def run_program(args: Any) -> int:
 
     program = _program(args)
     try:
-        options = from_run_flags(args).asdict()
+        if args.levels is None:  # the dialect's
+            args.levels = dialect_named(args.dialect).run_levels()
+        options = dict(from_run_flags(args).asdict(), dialect=args.dialect)
         tracer = APITracer(**options)
     except ValueError as e:
         raise UsageError(f"run: {e}") from None

@@ -20,14 +20,13 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _C
-from .dialect import FrameworkDialect, PyTorchDialect
+from .dialect import DIALECTS, FrameworkDialect, dialect_named
 from .filesets import OUTPUT_FILES
 from .hooks import TracingHook
 from .module_tree import ModuleHooks, ModuleTree
 from .options import TracerOptions, fields, spec
 
 
-_DIALECTS = {"torch": PyTorchDialect}
 _lock = threading.Lock()
 _running: Optional["APITracer"] = None
 
@@ -52,11 +51,11 @@ class APITracer:
                  **kwargs: Any) -> None:
         if isinstance(dialect, FrameworkDialect):
             self.dialect = dialect
-        elif isinstance(dialect, str) and dialect in _DIALECTS:
-            self.dialect = _DIALECTS[dialect]()
+        elif isinstance(dialect, str) and dialect in DIALECTS:
+            self.dialect = dialect_named(dialect)
         else:
             raise ValueError(
-                f"dialect must be one of {sorted(_DIALECTS)} or a FrameworkDialect instance, not {dialect!r}"
+                f"dialect must be one of {sorted(DIALECTS)} or a FrameworkDialect instance, not {dialect!r}"
             )
         self.options = TracerOptions(*args, **kwargs)
         self.hook_classes = self._check_levels(self.options.levels)
