@@ -1,6 +1,6 @@
 """The command line: api-tracer run | merge | replay | fuzz | stats | coverage | report.
 
-    api-tracer run [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
+    api-tracer run [--dialect paddle] [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
     api-tracer merge DIR... -o OUT
     api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G] [--dialect paddle]
@@ -14,7 +14,7 @@
     api-tracer stats DIR
     api-tracer coverage DIR... [--list FILE] [--json] [--untouched] [--top N]
     api-tracer report [DIR] [PROFILE.json] [REPLAY.jsonl] -o report.html
-    api-tracer export --format operator-inputs CONFIGS -o FILE
+    api-tracer export --format operator-inputs|paddleapitest CONFIGS -o FILE
 
 Also `python -m api_tracer ...`. Errors in the command line or its inputs
 are printed as `api-tracer: ...` with exit code 2 (a file merge, stats,
@@ -137,7 +137,7 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     from .export import add_flags as add_export_flags
 
     add_export_flags(sub.add_parser("export", help="write config lines in another tool's format (PyTorch's "
-                                                   "operator inputs)"))
+                                                   "operator inputs, PaddleAPITest's config lines)"))
     return parser, run_value_options
 
 

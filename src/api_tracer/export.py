@@ -5,45 +5,72 @@ CONFIGS is any file replay reads (a set's api_configs.yaml or
 api_trace.txt, an operator-inputs file); each distinct config line is
 written once with its calls: from the set's api_config_sources.yaml where
 it has one, else as often as the line is in CONFIGS (api_trace.txt repeats
-them), or the counts an operator-inputs file gives. The lines the format
+them), or the counts an operator-inputs file gives (a format without
+counts, PaddleAPITest's, writes each line once). The lines the format
 cannot carry are left out and said in one warning, by kind. FILE is
 written beside its place and renamed into it, so it is never half written.
+
+The formats (FORMATS): PyTorch's operator inputs (operator_inputs.py) and
+PaddleAPITest's config lines (paddleapitest.py).
 """
 from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Tuple
 
 from .errors import InputError, UsageError, warn
 from .filesets import open_regular
 from .operator_inputs import OPERATOR, UNREADABLE, LeftOut, is_operator_inputs, read_said, write_operator_inputs
+from .paddleapitest import apis, write_paddleapitest
 from .replay.configs import Config, read_configs
 from .sources import config_calls
 
-FORMATS = ("operator-inputs",)  # PyTorch's operator benchmarks' (operator_inputs.py)
+
+class Format(NamedTuple):
+    write: Callable[[Iterable[Tuple[int, str, int]], LeftOut], Tuple[str, LeftOut]]
+    holds: Callable[[str], str]  # what a written text holds: "3 operators"
+    help: str
+
+
+def _operators(text: str) -> str:
+    return f"{sum(1 for line in text.splitlines() if line.startswith(OPERATOR))} operators"
+
+
+def _apis(text: str) -> str:
+    return f"{len(apis(text))} APIs"
+
+
+FORMATS: Dict[str, Format] = {
+    "operator-inputs": Format(  # PyTorch's operator benchmarks' (operator_inputs.py)
+        write_operator_inputs, _operators,
+        "the operator benchmarks' files of PyTorch (operator_inp_utils.py), tritonbench's and BackendBench's; "
+        "aten operators only"),
+    "paddleapitest": Format(  # PaddleAPITest's config files (paddleapitest.py)
+        write_paddleapitest, _apis,
+        "PaddleAPITest's config files (tester/api_config/config_analyzer.py reads them); Paddle APIs only"),
+}
 
 
 def add_flags(p: Any) -> None:
     p.add_argument("configs", metavar="CONFIGS", help="a file of config lines (any file replay reads)")
-    p.add_argument("--format", required=True, choices=FORMATS,
-                   help="operator-inputs: the operator benchmarks' files of PyTorch (operator_inp_utils.py), "
-                        "tritonbench's and BackendBench's; aten operators only")
+    p.add_argument("--format", required=True, choices=list(FORMATS),
+                   help="; ".join(f"{name}: {f.help}" for name, f in FORMATS.items()))
     p.add_argument("-o", "--output", required=True, help="the file to write")
 
 
 def export_command(args: Any) -> str:
     """Writes the file; returns what was written, as a line to print."""
+    form = FORMATS[args.format]
     _check_paths(args.configs, args.output)
     configs, left_out = counted_configs(args.configs)
     total = len(configs) + left_out.total
-    text, left_out = write_operator_inputs(configs, left_out)
+    text, left_out = form.write(configs, left_out)
     write_atomically(args.output, text)
     if left_out:
         warn(f"export: {args.configs}: left out {left_out.total} of {total} config lines, which the "
              f"{args.format} format cannot carry: {left_out.describe()}")
-    operators = sum(1 for line in text.splitlines() if line.startswith(OPERATOR))
-    return f"export: {total - left_out.total} config lines of {operators} operators written to {args.output}"
+    return f"export: {total - left_out.total} config lines of {form.holds(text)} written to {args.output}"
 
 
 def _check_paths(configs: str, output: str) -> None:
