@@ -83,7 +83,7 @@ def build_parser() -> Tuple[argparse.ArgumentParser, Set[str]]:
     replay.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     replay.add_argument("--junit", help="a JUnit XML report")
     replay.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    replay.add_argument("--dialect", choices=("torch", "paddle"),
+    replay.add_argument("--dialect", choices=sorted(DIALECTS),
                         help="the framework of FILE's lines (default: read from their API names)")
     replay.add_argument("--max-bytes", type=byte_count, help="skip configs whose tensor arguments need more (8G, 512M, "
                                                         "...; default half the free memory of --device)")

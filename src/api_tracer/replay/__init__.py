@@ -32,12 +32,19 @@ In process, a fatal signal still kills the process, but first CrashNote has
 it say which config died and how far the replay got, and append that
 config's line to the report, whose lines are written as results come.
 
+Paddle's config files replay the same way, by Paddle (frameworks.py reads
+a file's framework from its names, or --dialect gives it): names walked
+from `paddle`, Paddle's own policy, the arguments drawn as torch's are and
+made Paddle's, the outputs made torch's again for the same judge
+(paddle_replay.py, paddle_policy.py, paddle_preconditions.py).
+
 The parts, one module each: configs.py (a line and its Result), options.py
 (ReplayOptions, what a run's configs share), policy.py, resolve.py (names
 to torch's objects), builder.py and memory.py (a line to a call), side.py
 (a call made, and its gradients), check.py and compare.py (--check), run.py
-(in process, or a pool of workers), report.py, command.py; retrace.py is
-the tests' round trip. docs/design.md says more of each.
+(in process, or a pool of workers), report.py, command.py; frameworks.py
+and the paddle_*.py modules for Paddle's files; retrace.py is the tests'
+round trip. docs/design.md says more of each.
 """
 from __future__ import annotations
 

@@ -9,10 +9,11 @@ from typing import Any, List
 from ..errors import UsageError
 from .check import reference
 from .configs import Result, Status, first_line, ranges_beside, read_configs, read_value_ranges
+from .frameworks import MixedFile, file_framework
 from .memory import available_bytes
 from .options import ReplayOptions
 from .report import JsonlReport, JunitReport, Progress, summary
-from .run import DEFAULT_TIMEOUT, run_in_process, run_isolated
+from .run import DEFAULT_TIMEOUT, quiet_imports, run_in_process, run_isolated
 from . import user_code
 
 
@@ -40,6 +41,19 @@ def check_flags(args: Any) -> None:
     for flag, value in (("--rtol", args.rtol), ("--atol", args.atol)):
         if value is not None and not value >= 0:
             raise UsageError(f"replay: {flag} must be at least 0")
+
+
+def check_paddle_flags(args: Any) -> None:
+    """What Paddle's replay does not take (paddle_replay.unsupported): a
+    UsageError before any config runs."""
+    from .paddle_replay import CHECKS
+
+    if args.device != "cpu":
+        raise UsageError(f"replay: --device {args.device}: Paddle's configs replay on the CPU")
+    if args.check and args.check not in CHECKS:
+        raise UsageError(f"replay: --check {args.check}: Paddle's configs are checked by {' or '.join(CHECKS)}")
+    if args.backward:
+        raise UsageError("replay: --backward: Paddle's configs are judged by their outputs only")
 
 
 def check_writable(path: str, flag: str) -> None:
@@ -82,6 +96,12 @@ def replay_command(args: Any) -> int:
         configs = read_configs(args.file)
     except OSError as e:
         raise UsageError(f"replay: {args.file}: {e.strerror}") from None
+    try:
+        dialect = file_framework(configs, getattr(args, "dialect", None))
+    except MixedFile as e:
+        raise UsageError(f"replay: {e}") from None
+    if dialect == "paddle":
+        check_paddle_flags(args)
     ranges_path = args.value_ranges or ranges_beside(args.file)
     try:
         ranges = read_value_ranges(ranges_path)
@@ -104,8 +124,9 @@ def replay_command(args: Any) -> int:
     options = ReplayOptions(device=args.device, ranges=ranges, seed=args.seed, allow_unsafe=args.allow_unsafe,
                             max_bytes=args.max_bytes, check=args.check, backward=args.backward, rtol=args.rtol,
                             atol=args.atol, imports=tuple(args.imports or ()),
-                            libraries=tuple(args.libraries or ()))
+                            libraries=tuple(args.libraries or ()), dialect=dialect)
     try:  # here first: a module that does not import is said before any config runs
+        quiet_imports(options)
         user_code.load(options.imports, options.libraries)
     except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
         raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
@@ -127,7 +148,7 @@ def replay_command(args: Any) -> int:
     except OSError as e:  # the report could not be written (a full disk): said, not a traceback
         raise UsageError(f"replay: -o {args.report}: {e.strerror or e}") from None
     progress.finish()
-    print(summary(results, args.allow_unsafe, args.check, user_code.loaded()), end="")
+    print(summary(results, args.allow_unsafe, args.check, user_code.loaded(), dialect), end="")
     if junit:
         try:
             junit.write(results)

@@ -1,6 +1,6 @@
 """How a replay runs: `ReplayOptions`, one object for what every config of
 a run shares (the device, the value ranges, the seed, the policy switch,
-the byte limit, and what --check compares against), handed whole from the
+the byte limit, what --check compares against, the framework), handed whole from the
 command line to the runs, the workers and the checks."""
 from __future__ import annotations
 
@@ -21,3 +21,4 @@ class ReplayOptions:
     atol: Optional[float] = None
     imports: Tuple[str, ...] = ()  # the user's modules loaded into each replaying process (user_code.py)
     libraries: Tuple[str, ...] = ()  # the user's shared libraries, likewise
+    dialect: Optional[str] = None  # the framework, "torch" or "paddle" (None: each line's API says; frameworks.py)

@@ -38,14 +38,15 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def summary(results: List[Result], allow_unsafe: bool = False, check: Optional[str] = None, loaded: str = "") -> str:
+def summary(results: List[Result], allow_unsafe: bool = False, check: Optional[str] = None, loaded: str = "",
+            framework: str = "torch") -> str:
     counts = {s: sum(r.status == s for r in results) for s in counted(check)}
     against = f" (checked against {check})" if check else ""
     lines = [f"{len(results)} configs{against}: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
     if loaded:
         lines.append(f"  {loaded}")
     if allow_unsafe:
-        lines.append("  --allow-unsafe: the replay policy was off; any torch callable a line names was called")
+        lines.append(f"  --allow-unsafe: the replay policy was off; any {framework} callable a line names was called")
     for r in results:
         if r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID):
             where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == Status.INVALID else "")

@@ -10,7 +10,9 @@ from .configs import Invalid, Skip
 
 
 class Resolver:
-    """Names to objects, inside torch only."""
+    """Names to objects, inside torch only (Paddle's: paddle_replay.PaddleResolver)."""
+
+    framework = "torch"  # whose configs it resolves (frameworks.py)
 
     def __init__(self) -> None:
         import torch

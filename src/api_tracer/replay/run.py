@@ -17,6 +17,7 @@ from ..filesets import api_of
 from .builder import parse
 from .check import Verdict, check
 from .configs import BuildError, Config, Invalid, Result, SideError, Skip, Status, first_line
+from .frameworks import line_framework, resolver_for
 from .options import ReplayOptions
 from .resolve import Resolver
 from .side import Side, run_side
@@ -25,13 +26,15 @@ from . import pool, user_code
 
 def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
                resolver: Optional[Resolver] = None) -> Result:
-    """Replays `config` in this process: what came of it, and how long it took."""
+    """Replays `config` in this process: what came of it, and how long it
+    took; by the framework its file's (options.dialect) or its API's
+    (frameworks.py), `resolver` used where it is that framework's."""
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
     verdict: Optional[Verdict] = None
     try:
         api, args, kwargs = parse(config)
-        resolver = resolver or Resolver()
+        resolver = resolver_for(line_framework(api, options), resolver)
         if options.check:
             verdict = check(config, api, args, kwargs, options, resolver)
             status, message = verdict.status, verdict.message
@@ -94,9 +97,19 @@ def outside_domain(message: str) -> str:
 
 # -- running many -------------------------------------------------------------
 
+def quiet_imports(options: ReplayOptions) -> None:
+    """Paddle imported first for a Paddle file, without its import's
+    warning (that ccache is missing), which the user's code would print."""
+    if options.dialect == "paddle":
+        from .paddle_import import paddle_module
+
+        paddle_module()
+
+
 def _worker(conn: Any, options: ReplayOptions) -> None:
     """Replays the configs sent on `conn`, one at a time (pool.py); the
     user's code (--import, --load-library) is loaded first."""
+    quiet_imports(options)
     user_code.load(options.imports, options.libraries)
     resolver = Resolver()
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
@@ -154,6 +167,7 @@ def run_in_process(configs: List[Config], options: ReplayOptions, on_result: Cal
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
     `report_fd` (CrashNote)."""
+    quiet_imports(options)
     user_code.load(options.imports, options.libraries)
     resolver = Resolver()
     results = []

@@ -96,11 +96,14 @@ def run_side(config: Config, api: str, args: list, kwargs: dict, options: Replay
     so, and none has a gradient. `watch` notes the random operators that
     run. What the call allocates on its way is bounded (memory.bounded):
     past that, Skip. Raises Invalid, Skip, BuildError or what the call
-    raises."""
-    limit = byte_limit(options.max_bytes, side.device)
+    raises. A Paddle config (a resolver of Paddle's) runs on Paddle's side
+    (PaddleResolver.run_side), bounded alike."""
+    paddle = getattr(resolver, "framework", "torch") == "paddle"
+    limit = byte_limit(options.max_bytes, "cpu" if paddle else side.device)
+    run = getattr(resolver, "run_side", _run_side_retrying)  # (another framework's resolver says how its side runs)
     with bounded(limit) as working:
         try:
-            return _run_side_retrying(config, api, args, kwargs, options, resolver, side, watch)
+            return run(config, api, args, kwargs, options, resolver, side, watch)
         except Exception as e:
             if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
                 raise

@@ -3,14 +3,16 @@
 plugin's --api-replay-import / --api-replay-load-library). Loading is the
 user's explicit act, on the command line; a config file can never ask for
 it. The operator namespaces the loaded code registers are then allowed by
-the policy, private operators and all: they are the user's own."""
+the policy, private operators and all: they are the user's own; so are,
+for Paddle's configs, the functions of the modules imported."""
 from __future__ import annotations
 
 import importlib
-from typing import FrozenSet, Iterable, List, Set
+from typing import FrozenSet, Iterable, List, Set, Tuple
 
 _loaded: List[str] = []  # what this process loaded, as the summary says it
 _namespaces: Set[str] = set()  # the operator namespaces it registered
+_modules: List[str] = []  # the modules it imported (--import), whose functions Paddle's replay may call
 
 
 def _operator_namespaces() -> Set[str]:
@@ -37,12 +39,20 @@ def load(imports: Iterable[str], libraries: Iterable[str]) -> None:
         else:
             importlib.import_module(what)
             _loaded.append(f"--import {what}")
+            _modules.append(what)
     _namespaces.update(_operator_namespaces() - before)
 
 
 def namespaces() -> FrozenSet[str]:
     """The operator namespaces the user's loaded code registered."""
     return frozenset(_namespaces)
+
+
+def modules() -> Tuple[str, ...]:
+    """The modules the user's --import loaded into this process: a Paddle
+    config may name their functions (`mymodule.matmul(...)`: the user's
+    own APIs, see paddle_replay.py)."""
+    return tuple(_modules)
 
 
 def loaded() -> str:
