@@ -39,8 +39,11 @@ def test_a_traced_paddle_program_prints_and_ends_as_untraced(tmp_path, untraced,
     assert traced == untraced
     configs = next(out.glob("api_configs*.yaml")).read_text().splitlines()
     # the APIs of every kind the program calls: functions, layers built and
-    # called, Tensor methods, optimizers
-    for start in ("paddle.nn.functional.cross_entropy(", "paddle.nn.Conv2D(", "paddle.nn.Linear.forward(",
+    # called, Tensor methods, optimizers; a model's construction, and its
+    # layers (made inside it, not configs of their own) written as the
+    # constructor calls that made them
+    for start in ("paddle.nn.functional.cross_entropy(", "paddle.vision.models.ResNet(",
+                  "paddle.nn.Conv2D.forward(paddle.nn.Conv2D(3, 64, 7, ", "paddle.nn.Linear.forward(",
                   "paddle.nn.TransformerEncoder.forward(", "paddle.Tensor.backward(", "paddle.optimizer.AdamW(",
                   "paddle.optimizer.Momentum(", "paddle.randint("):
         assert any(line.startswith(start) for line in configs), start

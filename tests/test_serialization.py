@@ -1,6 +1,7 @@
 """Every kind of argument is written faithfully, and never makes the tracer raise."""
 import collections
 import enum
+import functools
 
 import numpy as np
 import pytest
@@ -76,6 +77,11 @@ CASES = [
     ((torch.relu, torch.Tensor.add, torch.ops.aten.add.Tensor, float),
      'Callable("torch.relu"), Callable("torch.Tensor.add"), Callable("torch.ops.aten.add.Tensor"), float'),
     ((Thing(), object(), b"raw"), f'Opaque("{__name__}.Thing"), Opaque("object"), Opaque("bytes")'),
+    # a partial is the call that binds its arguments, its callable by its public name
+    ((functools.partial(nn.modules.batchnorm.BatchNorm2d, eps=0.001), functools.partial(torch.relu),
+      functools.partial(torch.nn.functional.dropout, p=0.3)),
+     'functools.partial(torch.nn.BatchNorm2d, eps=0.001), functools.partial(Callable("torch.relu")), '
+     'functools.partial(Callable("torch.nn.functional.dropout"), p=0.3)'),
     (("a \"q\" \\ \n\t", "é"), '"a \\"q\\" \\\\ \\n\\t", "é"'),
 ]
 

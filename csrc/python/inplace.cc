@@ -409,6 +409,33 @@ class BoundCall {
   pybind11::object kwnames_;
 };
 
+// The construction call of the object an exact constructor of `h` makes,
+// encoded into the thread's CodeFrame `token`, to be remembered when the
+// constructor returns (Leave).
+void Construction(const CodeHook* h, Session* s, ApiId api, const BoundCall& call, PyObject* made, size_t token) {
+  Suspend suspend;
+  KeyWriter key;
+  s->converter().WriteObject(s->ApiName(api), call.args(), &key);
+  CodeFrame& frame = CurrentThread().code_frames[token];
+  frame.made = made;
+  frame.construction = std::string(key.view());
+  frame.epoch = h->epoch;
+}
+
+// A construction inside a recorded call (a layer that a recorded
+// constructor builds, its sublayers): not a config of its own, but
+// remembered, so that a config that later holds the object writes the
+// call that made it rather than a placeholder.
+void Remember(const CodeHook* h, PyObject* const* args, Py_ssize_t n, size_t token) {
+  ApiId api = h->api;
+  bool exact = false;
+  if (n == 0 || !Owner(h, args[0], &api, &exact) || !exact) return;
+  Session* s = Session::Active();
+  Session::Pin pin(s);
+  BoundCall call(h, args, 1);
+  Construction(h, s, api, call, args[0], token);
+}
+
 PyObject* CodeHookCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* /*kwnames*/) {
   auto* h = reinterpret_cast<CodeHook*>(self);
   HookThreadState& ts = CurrentThread();
@@ -421,7 +448,11 @@ PyObject* CodeHookCall(PyObject* self, PyObject* const* args, size_t nargsf, PyO
   ts.code_frames.emplace_back();
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   int expected = h->argcount + h->kwonly + h->varargs + h->varkw;
-  if (n != expected || !RecordsNow(h->level, h->epoch)) return answer;
+  if (n != expected) return answer;
+  if (!RecordsNow(h->level, h->epoch)) {
+    if (h->owners && !h->quiet && RecordsOutside(h->level, h->epoch)) Remember(h, args, n, token);
+    return answer;
+  }
   CodeFrame& entered = ts.code_frames.back();
   if (h->quiet) {  // open, as a recorded call is, so that nothing inside is recorded
     entered.level = h->level;
@@ -438,15 +469,8 @@ PyObject* CodeHookCall(PyObject* self, PyObject* const* args, size_t nargsf, PyO
   BoundCall call(h, args, constructor ? 1 : 0);
   s->Record(h->level, api, call.args());
   // (Calls the converter made of instrumented functions have left again.)
+  if (constructor && exact) Construction(h, s, api, call, args[0], token);
   CodeFrame& frame = ts.code_frames[token];
-  if (constructor && exact) {
-    Suspend suspend;
-    KeyWriter key;
-    s->converter().WriteObject(s->ApiName(api), call.args(), &key);
-    frame.made = args[0];
-    frame.construction = std::string(key.view());
-    frame.epoch = h->epoch;
-  }
   frame.level = h->level;
   frame.outer_call = ts.open_call;
   ++ts.depth[h->level];

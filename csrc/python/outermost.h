@@ -22,6 +22,13 @@ inline bool RecordsNow(int level, uint64_t epoch) {
   return s && s->epoch() == epoch && !SuspendRecording::Active() && CurrentThread().depth[level] == 0;
 }
 
+// Whether a call at `level` would be recorded but for the recorded call it
+// is inside: a construction there is remembered, not recorded.
+inline bool RecordsOutside(int level, uint64_t epoch) {
+  Session* s = Session::Active();
+  return s && s->epoch() == epoch && !SuspendRecording::Active() && CurrentThread().depth[level] > 0;
+}
+
 // Marks the thread as inside a recorded call of `callable` at `level`, from
 // Enter() to Leave().
 class OpenCall {

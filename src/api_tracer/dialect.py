@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from .hooks import NativeHook, PatchTarget, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from . import _C
 from . import objects
-from .values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
+from .values import EVAL_MODE, MODULE_PLACEHOLDER, PARTIAL, Call, Symbol
 
 # What classify() answers, as the converter (csrc/python/convert.h) reads it:
 # (kind, payload), or (Rule.instance, fn, placeholder).
@@ -192,17 +192,20 @@ class FrameworkDialect:
         return None
 
     def _callable_rule(self, tp: type, more: Tuple[type, ...] = ()) -> Optional[Rule]:
-        """Callables (functions, methods, partials, and the framework's
-        `more`) as Callable("their API name"); None for another type."""
+        """Callables (functions, methods, and the framework's `more`) as
+        Callable("their API name"); a partial as the call that binds its
+        arguments, functools.partial(its callable, *args, **keywords) (a
+        class as its name, another callable as Callable(...)); None for
+        another type."""
+        if issubclass(tp, functools.partial):
+            return (_C.Rule.instance, lambda f: Call(PARTIAL, f.func, *f.args, **f.keywords))
         if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                           types.MethodDescriptorType, types.WrapperDescriptorType, functools.partial) + more):
+                           types.MethodDescriptorType, types.WrapperDescriptorType) + more):
             # "instance": worked out once per callable, not per call
             return (_C.Rule.instance, lambda f: Call("Callable", self._callable_name(f)))
         return None
 
     def _callable_name(self, f: Any) -> str:
-        if isinstance(f, functools.partial):
-            return self._callable_name(f.func)
         name = self.api_name(f)
         if name:
             return name

@@ -119,6 +119,12 @@ EVAL_MODE = "Eval"
 # replay builds it, the value held in the recorded dtype.
 FILLED = "Filled"
 
+# A callable with arguments bound: functools.partial(paddle.nn.BatchNorm2D,
+# epsilon=0.001) (a layer's norm_layer), its first argument the callable (a
+# class, or Callable("...")) and the rest what is bound; replay builds it
+# so, the callable through its policy like any other name.
+PARTIAL = "functools.partial"
+
 
 class Call:
     """``name(*args, **kwargs)`` as a value: a constructor call or a placeholder.

@@ -16,7 +16,7 @@ import sys
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 HERE = Path(__file__).resolve().parent
 FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType)
@@ -219,6 +219,14 @@ class PaddleLists(ApiLists):
     TENSOR_MODULES = ("paddle.tensor.", "paddle.base.dygraph.generated_tensor_methods_patch",
                       "paddle.audio.functional.window")
     OPTIMIZER_METHODS = ("step", "clear_grad", "zero_grad")
+    # paddle.vision's layers, beside paddle.nn's: the models' classes and
+    # their blocks (paddle.vision.models.resnet.BasicBlock), which a model
+    # holds, and ConvNormActivation. Not the other layers of paddle.vision.ops
+    # (RoIAlign, DeformConv2D...), whose kernels take boxes and indices that
+    # replay has not reviewed; nor the model functions (resnet18(pretrained=True)
+    # downloads weights).
+    LAYER_PACKAGES = ("paddle.vision.models",)
+    LAYER_CLASSES = ("paddle.vision.ops.ConvNormActivation",)
     # Modules a full scan does not import, beside paddle_names.SKIP_PREFIXES'
     # (whose names level 0 leaves alone anyway).
     SCAN_SKIP = ("paddle.tensorrt", "paddle.hapi.static_flops")
@@ -248,6 +256,31 @@ class PaddleLists(ApiLists):
                 names.add(f"paddle.Tensor.{name}")
         return names
 
+    def _layers(self) -> Iterator[Tuple[str, Any]]:
+        """The layer classes of the default list, each under a name that
+        reaches it: paddle.nn's, then LAYER_PACKAGES' (each class of the
+        package and of its public modules, under the module that defines
+        it, and under the package where it exports it), then LAYER_CLASSES."""
+        paddle = self._paddle()
+
+        def layers(module: types.ModuleType, own: bool) -> Iterator[Tuple[str, Any]]:
+            for name, cls in vars(module).items():
+                if _public(name) and isinstance(cls, type) and issubclass(cls, paddle.nn.Layer) \
+                        and (not own or cls.__module__ == module.__name__):
+                    yield f"{module.__name__}.{name}", cls
+
+        yield from layers(paddle.nn, own=False)
+        for package_name in self.LAYER_PACKAGES:
+            package = importlib.import_module(package_name)
+            yield from ((api, cls) for api, cls in layers(package, own=False)
+                        if cls.__module__.startswith(package_name + "."))
+            for info in pkgutil.iter_modules(package.__path__, package_name + "."):
+                if _public(info.name.rpartition(".")[2]):
+                    yield from layers(importlib.import_module(info.name), own=True)
+        for api in self.LAYER_CLASSES:
+            module, _, name = api.rpartition(".")
+            yield api, getattr(importlib.import_module(module), name)
+
     def default(self) -> List[str]:
         paddle = self._paddle()
         names = _functions("paddle") | self._tensor_methods()
@@ -255,12 +288,10 @@ class PaddleLists(ApiLists):
                   and isinstance(obj, FUNCTION_TYPES) and (obj.__module__ or "").startswith(self.TENSOR_MODULES)}
         for ns in self.FUNCTION_NAMESPACES:
             names |= _functions(ns)
-        for name in dir(paddle.nn):
-            cls = getattr(paddle.nn, name)
-            if _public(name) and isinstance(cls, type) and issubclass(cls, paddle.nn.Layer):
-                names.add(f"paddle.nn.{name}")  # (the base, paddle.nn.Layer, is skipped)
-                if "forward" in vars(cls) and cls is not paddle.nn.Layer:  # (the base's raises)
-                    names.add(f"paddle.nn.{name}.forward")
+        for api, cls in self._layers():
+            names.add(api)  # (the base, paddle.nn.Layer, is skipped)
+            if api.startswith("paddle.nn.") and "forward" in vars(cls) and cls is not paddle.nn.Layer:
+                names.add(f"{api}.forward")  # (the base's raises)
         for name in dir(paddle.optimizer):
             cls = getattr(paddle.optimizer, name)
             if _public(name) and isinstance(cls, type) and issubclass(cls, paddle.optimizer.Optimizer):

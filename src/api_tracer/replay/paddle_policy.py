@@ -31,6 +31,8 @@ import fnmatch
 import functools
 from typing import Any, Dict, FrozenSet, Optional, Tuple
 
+from .paddle_import import paddle_module
+
 # Classes replay constructs to rebuild argument values (besides the
 # initializers and regularizers: value_classes()).
 VALUE_CONSTRUCTORS = ("paddle.CPUPlace", "paddle.CUDAPlace", "paddle.CUDAPinnedPlace", "paddle.XPUPlace",
@@ -38,6 +40,8 @@ VALUE_CONSTRUCTORS = ("paddle.CPUPlace", "paddle.CUDAPlace", "paddle.CUDAPinnedP
 
 # Calls that change state replay restores after each config.
 SCOPED_STATE = ("paddle.set_grad_enabled",)
+
+DOWNLOADS = "downloads files and runs the code it fetches (hub), or downloads datasets and pretrained weights"
 
 # What the API list holds but replay must not call, by family: reason ->
 # patterns (fnmatch; a pattern also covers the names below it, as a
@@ -48,9 +52,8 @@ DENIED: Dict[str, Tuple[str, ...]] = {
         "paddle.framework.save", "paddle.framework.load", "paddle.framework.io", "paddle.onnx",
         "paddle.inference", "paddle.sysconfig", "paddle.audio.load", "paddle.audio.save", "paddle.audio.info",
         "paddle.audio.backends", "paddle.vision.image_load"),
-    "downloads files and runs the code it fetches (hub), or downloads datasets and pretrained weights": (
-        "paddle.hub", "paddle.dataset", "paddle.vision.datasets", "paddle.text.datasets", "paddle.audio.datasets",
-        "paddle.vision.models.[a-z]*"),
+    DOWNLOADS: (
+        "paddle.hub", "paddle.dataset", "paddle.vision.datasets", "paddle.text.datasets", "paddle.audio.datasets"),
     "trains, saves and loads whole models, writing logs and checkpoints (hapi)": (
         "paddle.Model", "paddle.hapi", "paddle.callbacks"),
     "loads, builds or imports code (paddle.utils: cpp_extension compiles, try_import imports any module; "
@@ -84,12 +87,42 @@ DENIED: Dict[str, Tuple[str, ...]] = {
 
 
 def denied(name: str) -> Optional[str]:
-    """The reason DENIED gives for `name`, if it does."""
+    """The reason DENIED gives for `name`, if it does; DOWNLOADS for the
+    model functions of paddle.vision.models (model_functions)."""
     for reason, patterns in DENIED.items():
         for pattern in patterns:
             if fnmatch.fnmatchcase(name, pattern) or name.startswith(pattern + "."):
                 return reason
+    if name.startswith(VISION_MODELS + ".") and name in model_functions():
+        return DOWNLOADS
     return None
+
+
+VISION_MODELS = "paddle.vision.models"
+
+
+@functools.lru_cache(maxsize=None)
+def model_functions() -> FrozenSet[str]:
+    """The functions of paddle.vision.models that take `pretrained`, at its
+    top and in its modules (resnet18, paddle.vision.models.resnet.resnet18,
+    ...): pretrained=True downloads weights. Its layer classes (ResNet,
+    resnet.BasicBlock) are computing APIs of the list. Read from Paddle,
+    as the list is."""
+    import importlib
+    import inspect
+    import pkgutil
+    import types
+
+    paddle_module()
+    package = importlib.import_module(VISION_MODELS)
+    found = set()
+    for module in [package] + [importlib.import_module(info.name)
+                               for info in pkgutil.iter_modules(package.__path__, VISION_MODELS + ".")]:
+        if isinstance(module, types.ModuleType):
+            found.update(f"{module.__name__}.{name}" for name, value in vars(module).items()
+                         if isinstance(value, types.FunctionType) and not name.startswith("_")
+                         and "pretrained" in inspect.signature(value).parameters)
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,8 +130,6 @@ def value_classes() -> FrozenSet[str]:
     """Paddle's initializers (paddle.nn.initializer.Constant, ...) and
     regularizers (paddle.regularizer.L2Decay): values the tracer writes as
     their constructor calls (in ParamAttr), which replay builds."""
-    from .paddle_import import paddle_module
-
     paddle = paddle_module()
     found = set(VALUE_CONSTRUCTORS)
     for prefix, module, base in (("paddle.nn.initializer", paddle.nn.initializer, paddle.nn.initializer.Initializer),
