@@ -5,7 +5,7 @@ tests/judge_sets.py (torch's own kernels, which are right, and the
 operators of tests/planted_defects.py, which are not), side by side in one
 run.
 
-    python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final] [--pairs] [--cost N] [--workloads]
+    python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final,sizes,sizes_final] [--pairs] [--cost N] [--workloads]
 
 Per split and judge: the false alarms among torch's kernels and the defects
 caught. With --pairs, also every fixed (rtol, atol) pair of a grid, to see
@@ -111,7 +111,7 @@ def workloads() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--splits", default="tuning,held_out,validation,fresh,final",
+    parser.add_argument("--splits", default=",".join(CORRECT),
                         help="the sets' splits to judge (comma-separated; '' for none)")
     parser.add_argument("--pairs", action="store_true", help="also a grid of fixed rtol/atol pairs")
     parser.add_argument("--cost", type=int, default=0, metavar="N", help="time per config, best of N rounds")

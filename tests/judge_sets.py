@@ -18,6 +18,8 @@ sign draw cancelling by chance, the coefficients an interpolation computes
 from its scale): so all four count as tuned on. "final" was written with
 the model fixed and judged once, as it came: it is the held-out measure
 (bench/bench_judge.py reports every split; tests/test_judge.py holds them).
+"sizes" and "sizes_final" are the same pair for interpolation to a given
+size, which the model learned later (see there).
 Lines are (config, backward): backward lines are judged with --backward."""
 from typing import Dict, List, Tuple
 
@@ -292,4 +294,57 @@ DEFECTS["final"] = [
     (f"torch.ops.defects.group_norm_groups.default({T((2, 16, 5, 5), 'float16')})", False),
     (f"torch.ops.defects.argmax_first.default({T((10, 30), 'float32')})", False),
     (f"torch.ops.defects.erf_poly.default({T((4096,), 'float32')})", False),
+]
+
+
+# Interpolation to a given size: torch's kernels compute their coordinates'
+# scale from the sizes in the result's precision, as they do from a float
+# scale factor, and their weights err by that rounding times the
+# coordinates' size. "sizes": the four lines that showed it (false alarms
+# of 1.3x to 1.8x), then six written before the model learned it and
+# judged after, whose two gradients failed once more (the weights' error
+# reaches a gradient through the cotangents): tuned on, all. Larger sizes
+# (100 to 224) had failed by 13x to 17x. "sizes_final": written with the
+# model fixed, judged once.
+CORRECT["sizes"] = [
+    (f'torch.nn.functional.interpolate({T((1, 3, 8, 8), "float32")}, size=[13, 13], mode="bilinear")', False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 8, 8), "float32")}, size=[13, 13], mode="bilinear", '
+     'align_corners=True)', False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 16, 16), "float32")}, size=[7, 7], mode="bicubic")', False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 16), "float32")}, size=[37], mode="linear")', False),
+    (f'torch.nn.functional.interpolate({T((1, 2, 5, 5, 5), "float32")}, size=[7, 9, 6], mode="trilinear")', False),
+    (f'torch.nn.functional.interpolate({T((2, 3, 12, 12), "float32")}, size=[5, 11], mode="bilinear")', True),
+    (f'torch.nn.functional.interpolate({T((1, 4, 9, 9), "float32")}, size=[20, 14], mode="bicubic", '
+     'align_corners=True)', False),
+    (f'torch.nn.functional.interpolate({T((2, 3, 21), "float32")}, size=[50], mode="linear", align_corners=True)',
+     True),
+    (f'torch.nn.Upsample.forward(torch.nn.Upsample(size=[11, 11], mode="bilinear"), {T((1, 3, 6, 6), "float32")})',
+     False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 8, 8), "float16")}, size=[13, 13], mode="bilinear")', False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 100, 100), "float32")}, size=[224, 224], mode="bilinear")', True),
+    (f'torch.nn.functional.interpolate({T((1, 3, 300), "float32")}, size=[77], mode="linear")', True),
+]
+CORRECT["sizes_final"] = [
+    (f'torch.nn.functional.interpolate({T((2, 8, 37, 53), "float32")}, size=[96, 128], mode="bilinear")', True),
+    (f'torch.nn.functional.interpolate({T((1, 3, 50, 50), "float32")}, size=[131, 77], mode="bicubic")', False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 97, 97), "float32")}, size=[31, 31], mode="area")', False),
+    (f'torch.nn.functional.interpolate({T((1, 2, 17, 19, 23), "float32")}, size=[40, 9, 30], mode="trilinear", '
+     'align_corners=True)', True),
+    (f'torch.nn.functional.interpolate({T((4, 2, 1000), "float32")}, size=[333], mode="linear")', True),
+    # (written as torch.nn.UpsamplingBilinear2d, which replay's policy refuses, deprecated: it was not judged;
+    # this line, its equal, was judged once after)
+    (f'torch.nn.Upsample.forward(torch.nn.Upsample(size=[64, 64], mode="bilinear", align_corners=True), '
+     f'{T((1, 3, 45, 45), "float32")})', False),
+    (f'torch.nn.functional.grid_sample({T((1, 3, 64, 64), "float32")}, {T((1, 40, 40, 2), "float32")}, '
+     'align_corners=False)', False),
+    (f'torch.nn.functional.interpolate({T((1, 3, 40, 40), "bfloat16")}, size=[97, 97], mode="bilinear")', False),
+]
+DEFECTS["sizes"] = [
+    (f'torch.ops.defects.interpolate_half_scale.default({T((1, 3, 7, 7), "float32")}, [13, 13])', False),
+    (f'torch.ops.defects.interpolate_row_nearest.default({T((1, 3, 8, 8), "float32")}, [13, 13])', False),
+]
+DEFECTS["sizes_final"] = [
+    (f'torch.ops.defects.interpolate_bicubic_as_bilinear.default({T((1, 3, 30, 30), "float32")}, [71, 71])',
+     False),
+    (f'torch.ops.defects.interpolate_half_scale.default({T((2, 4, 45, 61), "float32")}, [100, 150])', False),
 ]

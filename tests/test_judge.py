@@ -31,7 +31,7 @@ def judge(lines):
 @pytest.mark.parametrize("split", sorted(CORRECT))
 def test_torch_kernels_are_never_a_false_alarm(split):
     results = judge(CORRECT[split])
-    assert len(results) == len(CORRECT[split]) >= 35
+    assert len(results) == len(CORRECT[split]) >= (8 if split.startswith("sizes") else 35)
     wrong = [(line, r.status, r.message) for line, r in results if r.status != "ok"]
     assert not wrong, wrong
     assert all(r.measure == "error model" and r.excess < 1 for _, r in results)
@@ -40,7 +40,7 @@ def test_torch_kernels_are_never_a_false_alarm(split):
 @pytest.mark.parametrize("split", sorted(DEFECTS))
 def test_planted_defects_are_mismatches_but_the_known_misses(split):
     results = judge(DEFECTS[split])
-    assert len(results) == len(DEFECTS[split]) >= 6
+    assert len(results) == len(DEFECTS[split]) >= (2 if split.startswith("sizes") else 6)
     missed = {line for line, r in results if r.status != "mismatch"}
     expected = {line for line, _ in DEFECTS[split] if line in KNOWN_MISSES}
     assert missed == expected, (missed - expected, expected - missed)
@@ -132,3 +132,27 @@ def test_the_embedding_bags_workspace_outputs_are_not_compared_and_it_says_so():
                               "the kernel's choosing)")
     line = 'torch.ops.aten.max.dim(Tensor([40, 8], "float32"), 1)'  # an operator's other outputs are compared
     assert "not compared" not in replay_one(Config("x", 1, line), ReplayOptions(check="float64")).message
+
+
+def test_a_module_of_modules_is_judged_with_its_submodules_roundings(monkeypatch):
+    """A Sequential's output (and gradients) carry each submodule's
+    rounding, which what follows may amplify: the error model allows them
+    (error_model.Sublayers, by forward hooks on the float64 side's
+    submodules). A leaf module has none to allow."""
+    from api_tracer.replay import error_model
+
+    x = 'Tensor([32, 64], "float32", requires_grad=True)'
+    composite = (f"torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), "
+                 f"torch.nn.Linear(64, 64), torch.nn.Softmax(-1)), {x})")
+    leaf = f"torch.nn.Linear.forward(torch.nn.Linear(64, 64), {x})"
+
+    def excess(line, backward):
+        r = replay_one(Config("x", 1, line), ReplayOptions(check="float64", backward=backward))
+        assert (r.status, r.measure) == ("ok", "error model"), r
+        return r.excess
+
+    with_layers = {(line, b): excess(line, b) for line in (composite, leaf) for b in (False, True)}
+    monkeypatch.setattr(error_model, "C_LAYERS", 0.0)
+    without = {(line, b): excess(line, b) for line in (composite, leaf) for b in (False, True)}
+    assert all(without[composite, b] > with_layers[composite, b] for b in (False, True)), (without, with_layers)
+    assert all(without[leaf, b] == with_layers[leaf, b] for b in (False, True))

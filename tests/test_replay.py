@@ -590,3 +590,19 @@ def test_views_into_a_larger_storage_are_rebuilt_there(tmp_path, level):
     _, _, (built, *_), _ = prepare(configs[0], ReplayOptions(), Resolver())
     assert (built.storage_offset(), built.untyped_storage().nbytes(), built.is_contiguous()) == (5, 80, True)
     assert [why for _, why in roundtrip(configs, level)] == ["", ""]
+
+
+def test_a_partial_is_built_with_its_arguments_bound():
+    """functools.partial(callable, ...) (how the tracer writes a partial) is
+    built so: the bound slope reaches the layer's activation; its callable
+    goes through the policy."""
+    layer = ("torch.nn.TransformerEncoderLayer.forward(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, "
+             'activation=functools.partial(Callable("torch.nn.functional.leaky_relu"), negative_slope={})), '
+             'Tensor([3, 5, 8], "float32"))')
+    from api_tracer.replay import prepare
+
+    _, _, args, _ = prepare(Config("x", 1, layer.format(0.2)))
+    assert args[0].activation.keywords == {"negative_slope": 0.2}
+    assert replay_one(Config("x", 1, layer.format(0.2)), ReplayOptions(check="float64")).status == "ok"
+    r = replay_one(Config("x", 1, 'torch.add(functools.partial(Callable("torch.save"), "/tmp/x"), 1)'))
+    assert r.status == "invalid" and "torch.save is refused" in r.message, r.message

@@ -195,6 +195,23 @@ def sigmoid_half(x):
     return 1 / (1 + paddle.exp(-x.astype("float16")).astype("float32"))
 
 
+class HalfInputSoftmax(paddle.nn.Layer):
+    """A layer of the user's with a precision defect: float32 inputs
+    rounded to float16 before a softmax."""
+
+    def forward(self, x):
+        if x.dtype == paddle.float32:
+            x = x.astype("float16").astype("float32")
+        return F.softmax(x, -1)
+
+
+class Softmax(paddle.nn.Layer):
+    """Its correct twin."""
+
+    def forward(self, x):
+        return F.softmax(x, -1)
+
+
 def T(shape, dtype="float32"):
     return f'Tensor({list(shape)}, "{dtype}")'
 
@@ -350,6 +367,22 @@ def test_planted_defects_are_mismatches(split):
     assert all(r.status == "ok" and r.measure == "error model" for line, r in results if line in missed)
 
 
+def test_a_layer_of_layers_is_judged_with_its_sublayers_roundings(monkeypatch):
+    """A Sequential's output carries each sublayer's rounding, which what
+    follows may amplify: the error model allows them (error_model.Sublayers,
+    normwise). A correct composite passes with room to spare, and a defect
+    in one of its layers is still found."""
+    from api_tracer.replay import error_model
+
+    good = f"paddle.nn.Sequential.forward(paddle.nn.Sequential(paddle.nn.Linear(64, 64), {ME}.Softmax()), {T((32, 64))})"
+    bad = good.replace(f"{ME}.Softmax()", f"{ME}.HalfInputSoftmax()")
+    results = dict(judge([good, bad]))
+    assert results[good].status == "ok", results[good].message
+    assert results[bad].status == "mismatch" and results[bad].excess > 5, results[bad].message
+    monkeypatch.setattr(error_model, "C_LAYERS", 0.0)
+    assert dict(judge([good]))[good].excess > results[good].excess  # (the term is there, and counts)
+
+
 def test_a_paddle_float64_reference_holds_the_very_same_numbers():
     """Each side builds its values from the seed, drawn as torch's replay
     draws them: the float32 side's inputs are the float64 side's, rounded."""
@@ -376,17 +409,17 @@ def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
         f"paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), {T((3, 4))})": "ok",
         f"paddle.nn.Dropout.forward(Eval(paddle.nn.Dropout(p=0.5)), {T((10,))})": "ok",
         f"paddle.cast({T((2, 3), 'int64')}, paddle.float32)": "ok",
-        f"paddle.to_tensor([1.0, 2.0], place=paddle.CPUPlace())": "ok",
+        "paddle.to_tensor([1.0, 2.0], place=paddle.CPUPlace())": "ok",
         f"paddle.matmul({T((3, 4))}, {T((5, 2))})": "failed",  # shapes that do not multiply
         f'paddle.nn.Linear.forward(Module("paddle.nn.Linear"), {T((3, 4))})': "skipped",
         f'paddle.nn.Linear.forward(Module("mypkg.Net"), {T((3, 4))})': "skipped",
-        f'paddle.add(Opaque("T"), 1)': "skipped",
+        'paddle.add(Opaque("T"), 1)': "skipped",
         f"paddle.no_such_function({T((3,))})": "invalid",  # (not in the allow-list)
         f"paddle.save({T((3,))}, 'x.pdparams')": "invalid",
         f'torch.add({T((3,))}, 1)': "invalid",
         'os.system("touch PWNED")': "invalid",
         f"paddle.Tensor.__class__({T((3,))})": "invalid",
-        f"paddle.os.system('touch PWNED')": "invalid",
+        "paddle.os.system('touch PWNED')": "invalid",
         f"paddle.add({T((3,))}, Callable('builtins.exec'))": "invalid",
         "paddle.add(": "invalid",
     }
@@ -482,7 +515,7 @@ def test_check_outputs_of_every_dtype_are_converted_and_compared():
     ]
     results = judge(lines)
     assert [(line, r.status, r.compared) for line, r in results] == [(line, "ok", "values") for line in lines]
-    r = replay(f"paddle.nn.Linear(4, 5)", check="repeat")  # a layer returned: its state_dict
+    r = replay("paddle.nn.Linear(4, 5)", check="repeat")  # a layer returned: its state_dict
     assert (r.status, sorted(r.hashes)) == ("ok", ["output['bias']", "output['weight']"]), r
     values, indices = to_torch(paddle.topk(paddle.to_tensor([[1.0, 3.0, 2.0]]), 2))
     assert indices.dtype == torch.int64 and indices.tolist() == [[1, 2]] and values.dtype == torch.float32
@@ -640,16 +673,43 @@ def test_tracing_a_paddle_replay_gives_back_the_config():
              f"paddle.nn.functional.conv2d({T((1, 3, 8, 8))}, {T((4, 3, 3, 3))}, padding=1)",
              f"paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), {T((3, 4))})",
              f"paddle.cast({T((2, 3), 'int64')}, paddle.float32)",
-             f'paddle.matmul(Tensor([3, 4], "float32", stride=[1, 3]), {T((4, 2))})']
+             f'paddle.matmul(Tensor([3, 4], "float32", stride=[1, 3]), {T((4, 2))})',
+             # a block of paddle.vision, its norm layer a partial (MobileNetV3's)
+             "paddle.nn.Sequential.forward(paddle.vision.ops.ConvNormActivation(3, 8, norm_layer=functools.partial("
+             f"paddle.nn.BatchNorm2D, epsilon=0.001, momentum=0.99)), {T((1, 3, 8, 8))})"]
     problems = [(c.text, why) for c, why in roundtrip([Config("x", i, l) for i, l in enumerate(lines)], 0) if why]
     assert problems == []
+
+
+def test_a_partial_binds_its_arguments_and_its_callable_goes_through_the_policy():
+    bound = ("paddle.nn.Sequential.forward(paddle.vision.ops.ConvNormActivation(3, 8, norm_layer=functools.partial("
+             f"paddle.nn.BatchNorm2D, epsilon={{}})), {T((2, 3, 8, 8))})")
+    # the bound epsilon reaches the layer: 100 is not 1e-5 (the outputs differ)
+    from api_tracer.replay.paddle_replay import prepare
+
+    _, _, args, _ = prepare(Config("x", 1, bound.format(100.0)), PADDLE, PaddleResolver())
+    assert args[0][1]._epsilon == 100.0
+    assert replay(bound.format(100.0), check="float64").status == "ok"
+    for line, why in [
+        ('paddle.add(functools.partial(Callable("paddle.save"), path="/tmp/x"), 1)',
+         "paddle.save is refused: it reads or writes"),
+        ('paddle.add(functools.partial(paddle.save, path="/tmp/x"), 1)', "'paddle.save' is not a paddle constant"),
+        ('paddle.add(functools.partial(Callable("os.system"), "true"), 1)', "os.system is refused"),
+        ('paddle.add(functools.partial(3), 1)', "takes a callable first"),
+    ]:
+        r = replay(line)
+        assert r.status == "invalid" and why in r.message, (line, r.message)
 
 
 def test_the_configs_of_a_real_paddle_program_replay_pass_the_check_and_trace_back(tmp_path):
     """tests/programs/paddle_models.py (ResNet-18, MobileNetV2, a Transformer
     encoder: training steps, then evaluation) traced by the Paddle dialect:
-    every config replays, passes --check float64 and traces back to itself,
-    but those holding a layer the tracer writes by its class only."""
+    every config replays, passes --check float64 and traces back to itself.
+    paddle.vision's blocks are written as their constructor calls (the
+    blocks of a model, made inside its recorded construction, too), and a
+    Sequential of MobileNetV2's blocks in training mode, whose batch norms
+    over two samples blow its sublayers' roundings up to 1, is judged with
+    them (error_model.Sublayers)."""
     out = tmp_path / "trace"
     traced = subprocess.run([sys.executable, "-m", "api_tracer", "run", "--dialect", "paddle", "-o", str(out),
                              "paddle_models.py"], cwd=os.path.join(HERE, "programs"), capture_output=True, text=True,
@@ -657,11 +717,9 @@ def test_the_configs_of_a_real_paddle_program_replay_pass_the_check_and_trace_ba
     assert traced.returncode == 0, traced.stderr
     configs = read_configs(str(next(out.glob("api_configs*.yaml"))))
     results = run_in_process(configs, ReplayOptions(check="float64"), lambda r: None)
-    assert len(results) >= 150
-    not_ok = [(r.config, r.status, r.message) for r in results if r.status != "ok"]
-    assert all(r.status == "skipped" and 'is Module("paddle.' in r.message for r in results if r.status != "ok"), \
-        not_ok
-    assert len(not_ok) <= 0.15 * len(results), not_ok
+    assert len(results) >= 100
+    assert [(r.config, r.status, r.message) for r in results if r.status != "ok"] == []
     assert sum(r.compared == "values" for r in results) >= 100
+    assert any("paddle.vision.models.mobilenetv2.InvertedResidual(" in c.text for c in configs)
     replayable = [c for c, r in zip(configs, results) if r.status == "ok"]
     assert [(c.text, why) for c, why in roundtrip(replayable, 0) if why] == []

@@ -4,14 +4,16 @@ checks every name (the policy) and tensor description (sizes, bytes) before
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
-from ..values import EVAL_MODE, FILLED, MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
+from ..values import EVAL_MODE, FILLED, MODULE_PLACEHOLDER, PARTIAL, Call, Symbol, TensorSpec
 from .configs import BuildError, Config, Invalid, Skip
+from .error_model import Sublayers
 from .memory import byte_limit, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
 from .policy import refusal
@@ -66,7 +68,7 @@ class Builder:
                 self.resolve(_callable_name(leaf))
             elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
                 self.numpy_scalar(leaf.name)
-            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED) \
+            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED, PARTIAL) \
                     and not leaf.name.startswith("numpy."):
                 self.allowed(leaf.name)
 
@@ -284,21 +286,47 @@ class Builder:
                                            torch.zeros(channels, dtype=torch.int64), axis, dtype)
         return t.to(self.device)
 
+    def partial(self, c: Call, path: str) -> Any:
+        """functools.partial(callable, *args, **kwargs): its callable (a
+        class the policy allows, or Callable(...), resolved through it)
+        with the rest bound."""
+        if not c.args or not isinstance(c.args[0], (Symbol, Call)):
+            raise Invalid(f"{PARTIAL}(...) takes a callable first: a class, or Callable(\"name\")",
+                          self.line.find(PARTIAL) + 1)
+        func = self.build(c.args[0], f"{path}.args[0]")
+        if not callable(func):
+            raise Invalid(f"{PARTIAL}(...) takes a callable first, not {c.args[0]!r}", self.line.find(PARTIAL) + 1)
+        args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args[1:], 1)]
+        return functools.partial(func, *args, **{k: self.build(v, f"{path}.{k}") for k, v in c.kwargs.items()})
+
+    LAYER = "module"  # what the framework calls a layer, in messages
+
+    def layer_type(self) -> type:
+        """The framework's base class of layers (what Eval(...) holds)."""
+        return self.r.torch.nn.Module
+
+    def placeholder(self, c: Call, path: str) -> str:
+        """Why a placeholder `c` at `path` skips the config."""
+        return placeholder_reason(c, path)
+
     def call(self, c: Call, path: str) -> Any:
-        torch = self.r.torch
         name = c.name
         if name in ("Opaque", MODULE_PLACEHOLDER):
-            raise Skip(placeholder_reason(c, path))
+            raise Skip(self.placeholder(c, path))
         if name == "Callable":
             return self.resolve(_callable_name(c))
+        if name == PARTIAL:
+            return self.partial(c, path)
         if name == EVAL_MODE:
             if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], Call):
-                raise Invalid(f"{EVAL_MODE}(...) takes one module's constructor call", self.line.find(EVAL_MODE) + 1)
-            module = self.build(c.args[0], f"{path}.args[0]")
-            if not isinstance(module, torch.nn.Module):
-                raise Invalid(f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a module",
+                raise Invalid(f"{EVAL_MODE}(...) takes one {self.LAYER}'s constructor call",
                               self.line.find(EVAL_MODE) + 1)
-            return module.eval()
+            layer = self.build(c.args[0], f"{path}.args[0]")
+            if not isinstance(layer, self.layer_type()):
+                raise Invalid(f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a {self.LAYER}",
+                              self.line.find(EVAL_MODE) + 1)
+            layer.eval()
+            return layer
         if name == FILLED:
             if len(c.args) != 2 or c.kwargs or not isinstance(c.args[0], TensorSpec) \
                     or not isinstance(c.args[1], (bool, int, float, complex)):
@@ -317,18 +345,52 @@ class Builder:
             return self.numpy_scalar(name)(*args)
         target = self.resolve(name)
         if self.r.constructible(target):
-            if isinstance(target, type) and issubclass(target, torch.nn.Module):
-                self.charge(module_bytes(target, args, kwargs, self.cast), f"its arguments (with {name}(...))")
-            value = target(*args, **kwargs)
-            if isinstance(value, torch.nn.Module):
-                value = value.to(self.device)._apply(lambda t: t.to(self.cast(t.dtype)))
-                if self.perturb is not None:
-                    with torch.no_grad():
-                        for key, t in (*value.named_parameters(), *value.named_buffers()):
-                            if t.is_floating_point() or t.is_complex():
-                                self.perturb(f"{path}.{key}", t.view(-1) if t.is_contiguous() else t)
-            return value
+            return self.construct(target, name, args, kwargs, path)
         raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+
+    def construct(self, target: Any, name: str, args: list, kwargs: dict, path: str) -> Any:
+        """A value made by calling `target` (a module: charged against the
+        byte limit, moved and cast as this side's values are, its floating
+        parameters and buffers handed to `perturb`, and itself where it
+        holds modules)."""
+        torch = self.r.torch
+        if isinstance(target, type) and issubclass(target, torch.nn.Module):
+            self.charge(module_bytes(target, args, kwargs, self.cast), f"its arguments (with {name}(...))")
+        value = target(*args, **kwargs)
+        if isinstance(value, torch.nn.Module):
+            value = value.to(self.device)._apply(lambda t: t.to(self.cast(t.dtype)))
+            if self.perturb is not None:
+                with torch.no_grad():
+                    for key, t in (*value.named_parameters(), *value.named_buffers()):
+                        if t.is_floating_point() or t.is_complex():
+                            self.perturb(f"{path}.{key}", t.view(-1) if t.is_contiguous() else t)
+                if next(value.children(), None) is not None:
+                    self.perturb(path, Sublayers(functools.partial(round_module_outputs, value)))
+        return value
+
+
+def round_module_outputs(module: Any, relative: float, seed: int) -> None:
+    """Sublayers.round_outputs for a torch module: a forward hook on each
+    of its submodules moves their floating outputs' elements by `relative`
+    at random signs (error_model.py)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def rounded(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor) or not (t.is_floating_point() or t.is_complex()):
+            return t
+        signs = torch.randint(0, 2, t.shape, generator=gen).to(t.device, torch.float64 if t.is_complex() else t.dtype)
+        return t * (1 + relative * (2 * signs - 1))
+
+    def hook(_module: Any, _inputs: Any, output: Any) -> Any:
+        if isinstance(output, (tuple, list)):
+            return type(output)(rounded(o) for o in output)
+        return rounded(output)
+
+    for sub in module.modules():
+        if sub is not module:
+            sub.register_forward_hook(hook)
 
 
 def module_bytes(cls: type, args: list, kwargs: dict, cast: Callable[[Any], Any]) -> int:

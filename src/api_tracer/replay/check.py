@@ -153,7 +153,7 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
                 return run_side(config, api, args, kwargs, options, resolver, replace(other, perturb=perturb))
 
             try:
-                bounds = error_bounds(rerun, mine, theirs, options.seed)
+                bounds = error_bounds(rerun, mine, theirs, options.seed, api)
             except Skip as e:  # a probe past --max-bytes, say
                 raise Skip(f"on the {other.label} side (its error model's probes): {e}") from e
             except Exception as e:  # noqa: BLE001 - what ran once runs again; if not, said
@@ -222,7 +222,8 @@ def layout_bounds(config: Config, api: str, args: list, kwargs: dict, options: R
     try:
         exact = run_side(config, api, args, kwargs, options, resolver, wide)
         made = error_bounds(lambda perturb: run_side(config, api, args, kwargs, options, resolver,
-                                                     replace(wide, perturb=perturb)), mine, exact, options.seed)
+                                                     replace(wide, perturb=perturb)), mine, exact, options.seed,
+                            api)
     except Exception:  # noqa: BLE001 - no float64 kernel, a probe past --max-bytes: the tolerance holds
         return None
     return {where: replace(b, allowed=2 * b.allowed, measure="error model (both sides)") for where, b in made.items()}

@@ -44,16 +44,35 @@ element the model allows
   input's shape) its own input's magnitude, at u_in = u_acc (GELU of a
   negative input: x * (1 + erf(x)) near 0 in float32; of inputs broadcast
   to its shape, their largest magnitude); for another output
-  of a call with float scalars, the largest input's magnitude at u_in = u
-  (a kernel computes coefficients from them in its own precision, an
-  interpolation's weights from its scale, torch's bfloat16 bicubic
-  upsampling in bfloat16: an input the exact weights leave out by a
-  weight of 0 comes in by a weight of u); for a gradient, made from what
+  of a call with float scalars, or of a resampling (SIZED: an
+  interpolation to a given size, a grid sample), the largest input's
+  magnitude at u_in = u (a kernel computes coefficients from them in its
+  own precision, an interpolation's weights from its scale or from the
+  sizes, torch's bfloat16 bicubic upsampling in bfloat16: an input the
+  exact weights leave out by a weight of 0 comes in by a weight of u);
+  for a resampling, times its largest input dimension, the size of the
+  coordinates its weights are computed from (each weight errs by u times
+  it), and for its gradient, that times the outputs per input element plus
+  one (the cotangents it adds up are at most 1); for a gradient, made from what
   the forward saved in the result's dtype (a tanh's output, which
   1 - tanh^2 reads), the largest input's at u_in = u, and u_kept = u;
   else X = 0: the input-sized intermediates of the rest are in D and S,
   measured in the output's own units (a softmax of inputs of size 3 is of
   size 1/n, and so are its errors).
+
+A call of a layer that holds layers (a Sequential, a whole model) rounds
+at every sublayer's output, and what follows may amplify those roundings
+far more than it amplifies its own inputs' (a batch norm in training mode
+over two samples turns a difference at the rounding's size into one of
+size 1; a ReLU6 after it keeps it). So for such a call the reference is
+run again with each sublayer's output moved by u at random signs
+(ROUNDING_DRAWS draws, the framework's own forward hooks: `Sublayers`),
+and the largest move L of any element of the output is allowed to each
+(normwise: where a rounding flips a sign that a later layer blows up, a
+few draws flip a few of the elements the real roundings flip, not the
+same ones):
+
+  + C_LAYERS * L                                 its sublayers' roundings, propagated
 
 A defect of the size kernels really have (an accumulation in a narrower
 type, a wrong epsilon, a dropped term, an approximated transcendental, a
@@ -67,6 +86,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -74,12 +94,19 @@ U = 2.0 ** -30  # the inputs' relative move of the probes (far above float64's r
 C_OUT = 4.0  # roundings of the result itself
 C_ACC = 8.0  # the accumulated roundings: standard deviations of their random walk, with room
 C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded once
+C_LAYERS = 2.0  # a composite layer's roundings at its sublayers' outputs, as they propagate
 SIGN_DRAWS = 4  # draws of random signs that S is the largest response of
+ROUNDING_DRAWS = 2  # draws of its sublayers' roundings that L is the largest move of
 PROBES = 2  # input tensors whose fan-in is measured (the largest)
 ALONE_PROBES = 4  # input tensors moved one at a time, for S (the largest)
 ALONE_FAN_IN = 4.0  # ... for outputs of at most this fan-in (elementwise ones, their inputs' storage larger)
 
 NAME = "error model"
+
+# APIs whose kernels compute their coefficients from the sizes (or a grid)
+# in the result's precision: interpolation and resampling, torch's and
+# Paddle's, as functions, layers and operators.
+SIZED = re.compile(r"interpolate|upsample|Upsample|grid_sample|affine_grid")
 
 
 def accumulation_roundoff(dtype: Any) -> float:
@@ -112,34 +139,62 @@ class Bound:
 
 
 # Called by the builder with each floating tensor it makes (changed in
-# place) and each float scalar of the line (its value returned, changed or not).
+# place), each float scalar of the line (its value returned, changed or
+# not) and each layer it makes that holds layers (as Sublayers).
 Perturb = Callable[[str, Any], Any]
 RunSide = Callable[[Perturb], Any]  # the reference side run with a perturbation -> its Outcome
 
 
+@dataclass
+class Sublayers:
+    """A layer the builder made that holds layers, as a Perturb sees it:
+    round_outputs(relative, seed) makes each of its sublayers' floating
+    outputs move by `relative` at random signs (drawn from `seed`), by the
+    framework's forward hooks, as a rounding at each would."""
+
+    round_outputs: Callable[[float, int], None]
+
+
 def _tensors(change: Callable[[str, Any], None]) -> Perturb:
-    """A Perturb that changes tensors by `change` and leaves scalars be."""
+    """A Perturb that changes tensors by `change` and leaves scalars and
+    layers be."""
     def perturb(path: str, v: Any) -> Any:
-        if not isinstance(v, float):
+        if not isinstance(v, (float, Sublayers)):
             change(path, v)
         return v
     return perturb
 
 
-def _scale(seen: List[Tuple[str, int, Any]], scalars: List[str]) -> Perturb:
+def _rounded(relative: float, seed: int) -> Perturb:
+    """Each composite layer's sublayers' outputs moved by `relative` at
+    random signs; the inputs left be."""
+    def perturb(path: str, v: Any) -> Any:
+        if isinstance(v, Sublayers):
+            v.round_outputs(relative, seed)
+        return v
+    return perturb
+
+
+def _scale(seen: List[Tuple[str, int, Any]], scalars: List[str], layered: List[str], spans: List[int]) -> Perturb:
     """Every floating input tensor scaled by 1 + U, and noted first in
     `seen`: its path, its storage's number of elements and its elements'
-    magnitudes in its own order (non-finite ones as 0); the paths of nonzero float scalars noted in
-    `scalars`."""
+    magnitudes in its own order (non-finite ones as 0), and its largest
+    dimension in `spans`; the paths of nonzero float scalars noted in
+    `scalars`, and those of layers holding layers in `layered`."""
     import torch
 
     def perturb(path: str, v: Any) -> Any:
+        if isinstance(v, Sublayers):
+            layered.append(path)
+            return v
         if isinstance(v, float):
             if v and math.isfinite(v):
                 scalars.append(path)
             return v
         # the elements' magnitudes in the tensor's own order (the builder hands its storage, and the tensor)
-        magnitude = getattr(v, "logical", v).detach().abs().to(torch.float64).reshape(-1)
+        logical = getattr(v, "logical", v)
+        spans.append(max(logical.shape, default=1))
+        magnitude = logical.detach().abs().to(torch.float64).reshape(-1)
         seen.append((path, v.numel(), torch.where(magnitude.isfinite(), magnitude, 0.0)))
         v.mul_(1 + U)
         return v
@@ -196,9 +251,10 @@ def _moved(a: Any, b: Any) -> Any:
     return torch.where((a == b) | (a.isnan() & b.isnan()), 0.0, d)
 
 
-def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
+def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Dict[str, Bound]:
     """Per floating leaf of `mine`, its Bound: from the reference `theirs`
-    and the reference run again with its inputs moved (see the module)."""
+    and the reference run again with its inputs moved (see the module);
+    `api`, the call's, says whether it resamples (SIZED)."""
     import torch
 
     from .compare import _plain
@@ -206,7 +262,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
     mine_leaves, ref = leaves(mine), leaves(theirs)
     sizes: List[Tuple[str, int, Any]] = []
     scalar_paths: List[str] = []
-    scaled = leaves(run(_scale(sizes, scalar_paths)))
+    layered: List[str] = []
+    spans: List[int] = []
+    scaled = leaves(run(_scale(sizes, scalar_paths, layered, spans)))
     signed = [leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)]
     # each input tensor moved alone: the sum of their responses is what the terms of an element add up to
     # where they cancel, with no draw of signs left to chance (a + alpha * b near 0, for an elementwise op)
@@ -217,6 +275,16 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
     for path, numel, _ in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
         if numel:
             probed.append((numel, leaves(run(_one(path, picker.randrange(numel))))))
+    # a resampling's coordinates, up to the largest input dimension, are
+    # computed in the result's precision: their weights err by u times it
+    span = max(spans, default=1) if SIZED.search(api) else 0
+    outputs = max((o.numel() for k, o in mine_leaves.items() if not k.startswith("the gradient of ")), default=0)
+    rounded = []
+    if layered:  # each sublayer's output rounded, at the unit roundoff of the least precise result
+        u_most = max((unit_roundoff(y.dtype) or 0.0 for y in mine_leaves.values()), default=0.0)
+        if getattr(mine, "precision", None) is not None:
+            u_most = max(u_most, unit_roundoff(mine.precision) or 0.0)
+        rounded = [leaves(run(_rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS)]
     out: Dict[str, Bound] = {}
     for where, y in mine_leaves.items():
         r = ref.get(where)
@@ -244,16 +312,21 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int) -> Dict[str, Bound]:
         u_acc = accumulation_roundoff(y.dtype)
         if gradient:  # made from what the forward saved, rounded to u: the largest input's size
             inputs, u_in = largest_input, u_out
+            if span:  # and a resampling's weights, each erring by u * span, times the cotangents (at most 1)
+                inputs += span * (outputs / max(r.numel(), 1) + 1)
         else:  # rounded on the way in what kernels compute in
             own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if fan_in <= 1.5 else []
             # an elementwise output of inputs broadcast to it (fewer elements than it): their largest
             broadcast = not own and fan_in <= 1.5 and any(0 < m.numel() < r.numel() for _, _, m in sizes)
-            inputs = (torch.stack(own).amax(0) if own else largest_input if scalar_paths or broadcast else 0.0)
+            inputs = (torch.stack(own).amax(0) if own else largest_input * max(span, 1) if scalar_paths or broadcast
+                      or span else 0.0)
             u_in = u_acc if own or broadcast else u_out
         rounding = C_OUT * (u_out * magnitude + u_in * inputs)
         kept = u_out if gradient else 0.0
         # (underflow: each of the fan-in's terms may lose up to tiny, flushed to zero as subnormal)
         allowed = (rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s
                    + C_OUT * tiny * fan_in)
+        if rounded and all(where in o for o in rounded) and r.numel():
+            allowed = allowed + C_LAYERS * float(torch.stack([_moved(o[where], r) for o in rounded]).max())
         out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
     return out

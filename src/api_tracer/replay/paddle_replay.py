@@ -28,14 +28,16 @@ repeat."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sys
 import types
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-from ..values import EVAL_MODE, FILLED, MODULE_PLACEHOLDER, Call, Symbol, TensorSpec
-from .builder import BUILTIN_TYPES, Builder, _arguments, _callable_name, parse
+from ..values import Call, Symbol, TensorSpec
+from .builder import BUILTIN_TYPES, Builder, _arguments, parse
 from .configs import Config, Invalid, Skip
+from .error_model import Sublayers
 from .paddle_import import paddle_module
 from .memory import byte_limit
 from .options import ReplayOptions
@@ -325,43 +327,19 @@ class PaddleBuilder(Builder):
             raise Skip(f"a {spec.dtype} tensor argument: Paddle has no such dtype")
         return to_paddle(super().tensor(spec, path, fill))
 
-    def call(self, c: Call, path: str) -> Any:
-        paddle = self.r.paddle
-        name = c.name
-        if name in ("Opaque", MODULE_PLACEHOLDER):
-            raise Skip(placeholder_reason(c, path))
-        if name == "Callable":
-            return self.resolve(_callable_name(c))
-        if name == EVAL_MODE:
-            if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], Call):
-                raise Invalid(f"{EVAL_MODE}(...) takes one layer's constructor call", self.line.find(EVAL_MODE) + 1)
-            layer = self.build(c.args[0], f"{path}.args[0]")
-            if not isinstance(layer, paddle.nn.Layer):
-                raise Invalid(f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a layer",
-                              self.line.find(EVAL_MODE) + 1)
-            layer.eval()
-            return layer
-        if name == FILLED:
-            if len(c.args) != 2 or c.kwargs or not isinstance(c.args[0], TensorSpec) \
-                    or not isinstance(c.args[1], (bool, int, float, complex)):
-                raise Invalid(f"{FILLED}(...) takes a tensor's description and the value of its elements",
-                              self.line.find(FILLED) + 1)
-            return self.tensor(c.args[0], f"{path}.args[0]", fill=c.args[1])
-        args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args)]
-        kwargs = {k: self.build(v, f"{path}.{k}") for k, v in c.kwargs.items()}
-        if name == "numpy.ndarray":
-            import numpy as np
+    LAYER = "layer"
 
-            return np.zeros(args[0], dtype=np.dtype(args[1]))
-        if name.startswith("numpy."):
-            return self.numpy_scalar(name)(*args)
-        target = self.resolve(name)
-        if self.r.constructible(target):
-            value = target(*args, **kwargs)
-            if isinstance(value, paddle.nn.Layer):
-                self.layer(value, path)
-            return value
-        raise Skip(f"argument {name}(...) is not one this replay rebuilds")
+    def layer_type(self) -> type:
+        return self.r.paddle.nn.Layer
+
+    def placeholder(self, c: Call, path: str) -> str:
+        return placeholder_reason(c, path)
+
+    def construct(self, target: Any, name: str, args: list, kwargs: dict, path: str) -> Any:
+        value = target(*args, **kwargs)
+        if isinstance(value, self.r.paddle.nn.Layer):
+            self.layer(value, path)
+        return value
 
     def layer(self, layer: Any, path: str) -> None:
         """A layer made (its parameters drawn by Paddle's generator, in their
@@ -383,6 +361,32 @@ class PaddleBuilder(Builder):
                     values = tensor_to_torch(t)
                     self.perturb(f"{path}.{key}", values.view(-1))
                     t.set_value(_from_numpy(values.contiguous(), dtype_name(t.dtype)))
+        if layer.sublayers():
+            self.perturb(path, Sublayers(functools.partial(round_layer_outputs, layer)))
+
+
+def round_layer_outputs(layer: Any, relative: float, seed: int) -> None:
+    """Sublayers.round_outputs for a Paddle layer: a forward post-hook on
+    each of its sublayers moves their floating outputs' elements by
+    `relative` at random signs (numpy's, not Paddle's generator)."""
+    import numpy as np
+
+    paddle = paddle_module()
+    draw = np.random.default_rng(seed)
+
+    def rounded(t: Any) -> Any:
+        if not isinstance(t, paddle.Tensor) or dtype_name(t.dtype) not in FLOATING + COMPLEX:
+            return t
+        signs = draw.integers(0, 2, size=list(t.shape)).astype("float64") * 2 - 1
+        return t * paddle.to_tensor(1 + relative * signs, dtype=t.real().dtype if t.is_complex() else t.dtype)
+
+    def hook(_layer: Any, _inputs: Any, output: Any) -> Any:
+        if isinstance(output, (tuple, list)):
+            return type(output)(rounded(o) for o in output)
+        return rounded(output)
+
+    for sub in layer.sublayers():
+        sub.register_forward_post_hook(hook)
 
 
 def placeholder_reason(c: Call, path: str) -> str:
