@@ -34,7 +34,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_per_variant, command_line  # noqa: E402
+from common import WORKLOADS, best_per_variant, best_time, command_line  # noqa: E402
 from python_logger import (FloorDispatchMode, FloorFunctionMode, LoggerDispatchMode,  # noqa: E402
                            LoggerFunctionMode, PythonLogger, PythonSetattr)
 
@@ -44,7 +44,6 @@ torch.set_num_threads(1)
 # The CPU time of this thread: what the tracer costs the program, and far
 # steadier than wall time on a machine shared with other work. Each variant
 # takes its fastest round: noise only ever adds time.
-CLOCK = time.thread_time
 
 
 def count_calls(level, work):
@@ -83,16 +82,8 @@ VARIANTS = ("untraced", "floor", "python logger", "api_tracer")
 
 def measure_here(workload, n, level, variant, rounds):
     """The best of `rounds` timings of one variant, in this process."""
-    work = WORKLOADS[workload]
     with tempfile.TemporaryDirectory() as tmp:
-        with make_variant(variant, level, tmp):
-            work(max(1, n // 10))  # warm up under the variant
-            best = float("inf")
-            for _ in range(rounds):
-                t0 = CLOCK()
-                work(n)
-                best = min(best, CLOCK() - t0)
-    return best
+        return best_time(WORKLOADS[workload], n, rounds, make_variant(variant, level, tmp))
 
 
 def measure(workload, n, level, rounds, repeats):

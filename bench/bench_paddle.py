@@ -22,19 +22,17 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 
 import paddle
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_per_variant, command_line  # noqa: E402
+from common import best_per_variant, best_time, command_line  # noqa: E402
 from python_logger import PaddleLogger, PythonSetattr  # noqa: E402
 
 from api_tracer import APITracer  # noqa: E402
 from api_tracer.paddle_dialect import PaddleDialect  # noqa: E402
 
 paddle.set_num_threads(1) if hasattr(paddle, "set_num_threads") else None
-CLOCK = time.thread_time
 
 
 def tiny_ops(n):
@@ -106,16 +104,8 @@ def count_calls(work):
 
 
 def measure_here(workload, n, variant, rounds):
-    work = WORKLOADS[workload]
     with tempfile.TemporaryDirectory() as tmp:
-        with make_variant(variant, tmp):
-            work(max(1, n // 10))
-            best = float("inf")
-            for _ in range(rounds):
-                t0 = CLOCK()
-                work(n)
-                best = min(best, CLOCK() - t0)
-    return best
+        return best_time(WORKLOADS[workload], n, rounds, make_variant(variant, tmp))
 
 
 def report(workload, n, rounds, repeats):

@@ -54,6 +54,22 @@ def cnn(n: int) -> None:
 WORKLOADS = {"tiny": tiny_ops, "cnn": cnn}
 
 
+def best_time(work, n: int, rounds: int, variant) -> float:
+    """The best thread CPU time of `rounds` runs of work(n) inside the
+    context manager `variant` (a tracer, a logger, nothing), after a warm-up
+    run of a tenth of n under it."""
+    import time
+
+    with variant:
+        work(max(1, n // 10))
+        best = float("inf")
+        for _ in range(rounds):
+            t0 = time.thread_time()
+            work(n)
+            best = min(best, time.thread_time() - t0)
+    return best
+
+
 def _in_fresh_process(script: str, payload: list) -> str:
     """The last line `python script --one PAYLOAD` printed."""
     out = subprocess.run([sys.executable, script, "--one", json.dumps(payload)], capture_output=True, text=True,

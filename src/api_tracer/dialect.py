@@ -141,10 +141,22 @@ class FrameworkDialect:
         return None
 
     def api_name(self, func: Any) -> Optional[str]:
-        """The API name of a callable a mode hands over; None to ignore it."""
+        """The API name of a callable a mode hands over (or a value names):
+        the namespace of _namespaces() that exports it under its name, else
+        its module and qualified name; None to ignore it."""
+        short = getattr(func, "__name__", None)
+        for prefix, ns in self._namespaces():
+            if short and getattr(ns, short, None) is func:
+                return f"{prefix}.{short}"
         module = getattr(func, "__module__", None)
         qualname = getattr(func, "__qualname__", None)
         return f"{module}.{qualname}" if module and qualname else None
+
+    @staticmethod
+    def _namespaces() -> Tuple[Tuple[str, Any], ...]:
+        """(dotted name, module) of the namespaces whose functions api_name
+        names by them, first first (none here)."""
+        return ()
 
     def classify(self, tp: type) -> Rule:
         """How values of `tp` are written (see csrc/python/convert.h); asked
@@ -556,12 +568,7 @@ class PyTorchDialect(FrameworkDialect):
             name = None
         if name:
             return name
-        # Not in torch's table: the namespace that exports it under its name.
-        short = getattr(func, "__name__", None)
-        for prefix, ns in self._namespaces():
-            if short and getattr(ns, short, None) is func:
-                return f"{prefix}.{short}"
-        return super().api_name(func)
+        return super().api_name(func)  # not in torch's table: the namespace that exports it
 
     @staticmethod
     @functools.lru_cache(maxsize=None)

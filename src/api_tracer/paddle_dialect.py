@@ -138,13 +138,6 @@ class PaddleDialect(FrameworkDialect):
         placeholder = Call(MODULE_PLACEHOLDER, name)
         return placeholder if modes.pop() else Call(EVAL_MODE, placeholder)
 
-    def api_name(self, func: Any) -> Optional[str]:
-        short = getattr(func, "__name__", None)
-        for prefix, ns in self._namespaces():
-            if short and getattr(ns, short, None) is func:
-                return f"{prefix}.{short}"
-        return super().api_name(func)
-
     @staticmethod
     @functools.lru_cache(maxsize=None)
     def _namespaces() -> Tuple[Tuple[str, Any], ...]:

@@ -23,6 +23,10 @@ from .resolve import Resolver
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 
 
+# APIs whose first tensor must require grad to be called at all.
+NEEDS_GRAD = {"torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
+
+
 class Builder:
     """Config values to Python objects. `cast`, when given, maps the dtype
     of every floating or complex value made (tensors, modules' parameters
@@ -299,7 +303,22 @@ class Builder:
         args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args[1:], 1)]
         return functools.partial(func, *args, **{k: self.build(v, f"{path}.{k}") for k, v in c.kwargs.items()})
 
+    NEEDS_GRAD = NEEDS_GRAD  # APIs whose first tensor must require grad to be called at all
+
+    def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
+        """What is wrong with the built arguments of a call whose kernel
+        would not check them (preconditions.py); "" where nothing is."""
+        return check_call(api, func, args, kwargs)
+
+    def built(self, func: Any, args: list, kwargs: dict) -> None:
+        """The arguments built: what the outputs will take is charged too
+        (output_bytes, where it can be known)."""
+        outputs = output_bytes(func, args, kwargs)
+        if outputs:
+            self.charge(outputs, "its arguments and outputs")
+
     LAYER = "module"  # what the framework calls a layer, in messages
+    WRITTEN = ("torch.nn",)  # the namespaces whose layers the tracer writes as their constructor calls
 
     def layer_type(self) -> type:
         """The framework's base class of layers (what Eval(...) holds)."""
@@ -307,7 +326,7 @@ class Builder:
 
     def placeholder(self, c: Call, path: str) -> str:
         """Why a placeholder `c` at `path` skips the config."""
-        return placeholder_reason(c, path)
+        return placeholder_reason(c, path, self.LAYER, self.WRITTEN)
 
     def call(self, c: Call, path: str) -> Any:
         name = c.name
@@ -494,16 +513,22 @@ def meet_sum(values: Any, profile: Any, gen: Any) -> None:
 PLACEHOLDERS = ("Opaque", MODULE_PLACEHOLDER, "torch.SymInt", "torch.SymFloat", "torch.SymBool")
 
 
-def placeholder_reason(c: Call, path: str) -> str:
-    """Why replay skips a config with the placeholder `c` at `path`."""
+def placeholder_reason(c: Call, path: str, layer: str = "module", written: Tuple[str, ...] = ("torch.nn",)) -> str:
+    """Why replay skips a config with the placeholder `c` at `path`: a
+    `layer` (the framework's word) of one of the namespaces whose layers
+    the tracer writes as their constructor calls (`written`), or another."""
     what = c.args[0] if len(c.args) == 1 and isinstance(c.args[0], str) else ""
-    written = f'{c.name}("{what}")' if what else repr(c)
+    shown = f'{c.name}("{what}")' if what else repr(c)
     if c.name == "Opaque":
-        return f"{path} is {written}: the tracer wrote this value by its type only, it cannot be rebuilt"
-    if what.startswith("torch.nn."):
-        return (f"{path} is {written}: the tracer could not read this torch.nn module's constructor arguments "
+        return f"{path} is {shown}: the tracer wrote this value by its type only, it cannot be rebuilt"
+    namespace = next((n for n in written if what.startswith(n + ".")), None)
+    if namespace:
+        return (f"{path} is {shown}: the tracer could not read this {namespace} {layer}'s constructor arguments "
                 "back, it cannot be rebuilt")
-    return (f"{path} is {written}, a module of the program's own: only torch.nn's modules are written as their "
+    framework = written[0].split(".")[0]
+    whose = f"of {framework}'s, outside {' and '.join(written)}:" if what.startswith(framework + ".") else \
+        "of the program's own:"
+    return (f"{path} is {shown}, a {layer} {whose} only {' and '.join(written)}'s {layer}s are written as their "
             "constructor calls, it cannot be rebuilt")
 
 
@@ -544,8 +569,6 @@ def _callable_name(c: Call) -> str:
     return c.args[0]
 
 
-# APIs whose first tensor must require grad to be called at all.
-NEEDS_GRAD = {"torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"}
 
 
 def parse(config: Config) -> Tuple[str, list, dict]:
@@ -559,19 +582,22 @@ def parse(config: Config) -> Tuple[str, list, dict]:
 
 
 def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
-          cast: Optional[Callable[[Any], Any]] = None,
-          perturb: Optional[Callable[[str, Any], None]] = None) -> Tuple[Callable, list, dict]:
-    """The callable `api` names and the arguments, built on options.device
-    from options.seed (floating values cast, if `cast`: see Builder);
-    raises Invalid, Skip or BuildError. Every name of the line passes the
-    policy (unless options.allow_unsafe) and every tensor's description is
-    checked before anything is built. The tensors may need
+          cast: Optional[Callable[[Any], Any]] = None, perturb: Optional[Callable[[str, Any], None]] = None,
+          kind: type = None, device: Optional[str] = None) -> Tuple[Callable, list, dict]:
+    """The callable `api` names and the arguments, built on `device`
+    (options.device) from options.seed (floating values cast, if `cast`:
+    see Builder) by a Builder of `kind` (Builder; PaddleBuilder for
+    Paddle's); raises Invalid, Skip or BuildError. Every name of the line
+    passes the policy (unless options.allow_unsafe) and every tensor's
+    description is checked before anything is built, the built arguments
+    then by the builder's preconditions. The tensors may need
     options.max_bytes in all (None: half of available_bytes(device) now)."""
     import torch
 
-    b = Builder(resolver, options.device, options.ranges.get(config.text, {}),
-                torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe, cast=cast,
-                perturb=perturb)
+    device = device or options.device
+    b = (kind or Builder)(resolver, device, options.ranges.get(config.text, {}),
+                          torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe,
+                          cast=cast, perturb=perturb)
     b.input_dtypes = {leaf.dtype for _, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)}
     func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):
@@ -579,18 +605,15 @@ def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     if isinstance(func, type) and not resolver.constructible(func):
         raise Skip(f"{api} is a class this replay does not construct")
     b.check_names(args, kwargs)
-    limit = byte_limit(options.max_bytes, options.device)
-    b.check_tensors(args, kwargs, limit)
-    b.requires_grad = api in NEEDS_GRAD
+    b.check_tensors(args, kwargs, byte_limit(options.max_bytes, device))
+    b.requires_grad = api in b.NEEDS_GRAD
     built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
     if b.safe:
-        why = check_call(api, func, built_args, built_kwargs)
+        why = b.preconditions(api, func, built_args, built_kwargs)
         if why:
             raise Invalid(why, 1)
-    outputs = output_bytes(func, built_args, built_kwargs)
-    if outputs:
-        b.charge(outputs, "its arguments and outputs")
+    b.built(func, built_args, built_kwargs)
     return func, built_args, built_kwargs
 
 

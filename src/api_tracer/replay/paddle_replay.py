@@ -34,12 +34,12 @@ import sys
 import types
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-from ..values import Call, Symbol, TensorSpec
-from .builder import BUILTIN_TYPES, Builder, _arguments, parse
+from ..values import Symbol, TensorSpec
+from .builder import BUILTIN_TYPES, Builder, parse
+from .builder import build as builder_build
 from .configs import Config, Invalid, Skip
 from .error_model import Sublayers
 from .paddle_import import paddle_module
-from .memory import byte_limit
 from .options import ReplayOptions
 
 # Paddle's dtypes a config names ("float32"; the contract's list), as
@@ -328,12 +328,19 @@ class PaddleBuilder(Builder):
         return to_paddle(super().tensor(spec, path, fill))
 
     LAYER = "layer"
+    WRITTEN = ("paddle.nn", "paddle.vision")
+    NEEDS_GRAD = NEEDS_GRAD
+
+    def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
+        from .paddle_preconditions import check_call
+
+        return check_call(api, func, args, kwargs)
+
+    def built(self, func: Any, args: list, kwargs: dict) -> None:
+        """(Paddle has no meta device to size the outputs on.)"""
 
     def layer_type(self) -> type:
         return self.r.paddle.nn.Layer
-
-    def placeholder(self, c: Call, path: str) -> str:
-        return placeholder_reason(c, path)
 
     def construct(self, target: Any, name: str, args: list, kwargs: dict, path: str) -> Any:
         value = target(*args, **kwargs)
@@ -389,48 +396,11 @@ def round_layer_outputs(layer: Any, relative: float, seed: int) -> None:
         sub.register_forward_post_hook(hook)
 
 
-def placeholder_reason(c: Call, path: str) -> str:
-    """Why replay skips a Paddle config with the placeholder `c` at `path`."""
-    what = c.args[0] if len(c.args) == 1 and isinstance(c.args[0], str) else ""
-    written = f'{c.name}("{what}")' if what else repr(c)
-    if c.name == "Opaque":
-        return f"{path} is {written}: the tracer wrote this value by its type only, it cannot be rebuilt"
-    if what.startswith("paddle.nn."):
-        return (f"{path} is {written}: the tracer could not read this paddle.nn layer's constructor arguments "
-                "back, it cannot be rebuilt")
-    whose = "one of Paddle's outside paddle.nn" if what.startswith("paddle.") else "of the program's own"
-    return (f"{path} is {written}, a layer {whose}: only paddle.nn's layers are written as their constructor "
-            "calls, it cannot be rebuilt")
-
-
 def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: PaddleResolver,
           cast: Optional[Callable[[Any], Any]] = None,
           perturb: Optional[Callable[[str, Any], None]] = None) -> Tuple[Callable, list, dict]:
-    """builder.build, for Paddle: the callable and the arguments, on the
-    CPU, every name through Paddle's policy (unless options.allow_unsafe)
-    and every tensor's description checked before anything is built, the
-    built arguments then as paddle_preconditions.py checks them."""
-    import torch
-
-    b = PaddleBuilder(resolver, "cpu", options.ranges.get(config.text, {}),
-                      torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe,
-                      cast=cast, perturb=perturb)
-    b.input_dtypes = {leaf.dtype for _, leaf in _arguments(args, kwargs) if isinstance(leaf, TensorSpec)}
-    func = b.resolve(api)
-    if isinstance(func, type) and not resolver.constructible(func):
-        raise Skip(f"{api} is a class this replay does not construct")
-    b.check_names(args, kwargs)
-    b.check_tensors(args, kwargs, byte_limit(options.max_bytes, "cpu"))
-    b.requires_grad = api in NEEDS_GRAD
-    built_args = [b.build(a, f"args[{i}]") for i, a in enumerate(args)]
-    built_kwargs = {k: b.build(v, f"kwargs.{k}") for k, v in kwargs.items()}
-    if b.safe:
-        from .paddle_preconditions import check_call
-
-        why = check_call(api, func, built_args, built_kwargs)
-        if why:
-            raise Invalid(why, 1)
-    return func, built_args, built_kwargs
+    """builder.build, for Paddle: by a PaddleBuilder, on the CPU."""
+    return builder_build(config, api, args, kwargs, options, resolver, cast, perturb, PaddleBuilder, "cpu")
 
 
 def prepare(config: Config, options: ReplayOptions, resolver: PaddleResolver) -> Tuple[str, Callable, list, dict]:
