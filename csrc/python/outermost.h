@@ -16,18 +16,20 @@
 
 namespace api_tracer::python {
 
-// Whether a level-0 call of a hook armed in session `epoch` is recorded now.
-inline bool RecordsNow(int level, uint64_t epoch) {
+// Whether the session a hook was armed in (`epoch`) is the active one, and
+// recording is not suspended (the converter's own calls).
+inline bool Armed(uint64_t epoch) {
   Session* s = Session::Active();
-  return s && s->epoch() == epoch && !SuspendRecording::Active() && CurrentThread().depth[level] == 0;
+  return s && s->epoch() == epoch && !SuspendRecording::Active();
 }
+
+// Whether a level-0 call of a hook armed in session `epoch` is recorded now:
+// armed, and outside any recorded call at its level.
+inline bool RecordsNow(int level, uint64_t epoch) { return Armed(epoch) && CurrentThread().depth[level] == 0; }
 
 // Whether a call at `level` would be recorded but for the recorded call it
 // is inside: a construction there is remembered, not recorded.
-inline bool RecordsOutside(int level, uint64_t epoch) {
-  Session* s = Session::Active();
-  return s && s->epoch() == epoch && !SuspendRecording::Active() && CurrentThread().depth[level] > 0;
-}
+inline bool RecordsOutside(int level, uint64_t epoch) { return Armed(epoch) && CurrentThread().depth[level] > 0; }
 
 // Marks the thread as inside a recorded call of `callable` at `level`, from
 // Enter() to Leave().

@@ -33,6 +33,10 @@ class Builder:
     and buffers) to the dtype it is made in; the values are drawn in the
     recorded dtype first, so a cast side holds the very same numbers."""
 
+    NEEDS_GRAD = NEEDS_GRAD  # APIs whose first tensor must require grad to be called at all
+    LAYER = "module"  # what the framework calls a layer, in messages
+    WRITTEN = ("torch.nn",)  # the namespaces whose layers the tracer writes as their constructor calls
+
     def __init__(self, resolver: Resolver, device: str, ranges: Dict[str, Any], generator: Any,
                  line: str, safe: bool = True, cast: Optional[Callable[[Any], Any]] = None,
                  perturb: Optional[Callable[[str, Any], None]] = None) -> None:
@@ -303,8 +307,6 @@ class Builder:
         args = [self.build(a, f"{path}.args[{i}]") for i, a in enumerate(c.args[1:], 1)]
         return functools.partial(func, *args, **{k: self.build(v, f"{path}.{k}") for k, v in c.kwargs.items()})
 
-    NEEDS_GRAD = NEEDS_GRAD  # APIs whose first tensor must require grad to be called at all
-
     def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
         """What is wrong with the built arguments of a call whose kernel
         would not check them (preconditions.py); "" where nothing is."""
@@ -316,9 +318,6 @@ class Builder:
         outputs = output_bytes(func, args, kwargs)
         if outputs:
             self.charge(outputs, "its arguments and outputs")
-
-    LAYER = "module"  # what the framework calls a layer, in messages
-    WRITTEN = ("torch.nn",)  # the namespaces whose layers the tracer writes as their constructor calls
 
     def layer_type(self) -> type:
         """The framework's base class of layers (what Eval(...) holds)."""
@@ -567,8 +566,6 @@ def _callable_name(c: Call) -> str:
     if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], str):
         raise Invalid("Callable(...) takes one name, as a string", 1)
     return c.args[0]
-
-
 
 
 def parse(config: Config) -> Tuple[str, list, dict]:

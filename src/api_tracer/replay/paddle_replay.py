@@ -283,6 +283,10 @@ def least_precise(args: list, kwargs: dict) -> Any:
 class PaddleBuilder(Builder):
     """Builder, for Paddle's configs (see the module)."""
 
+    NEEDS_GRAD = NEEDS_GRAD
+    LAYER = "layer"
+    WRITTEN = ("paddle.nn", "paddle.vision")
+
     def allowed(self, name: str, obj: Any = None) -> None:
         from .paddle_policy import refusal
 
@@ -326,10 +330,6 @@ class PaddleBuilder(Builder):
         if spec.dtype not in DTYPES:
             raise Skip(f"a {spec.dtype} tensor argument: Paddle has no such dtype")
         return to_paddle(super().tensor(spec, path, fill))
-
-    LAYER = "layer"
-    WRITTEN = ("paddle.nn", "paddle.vision")
-    NEEDS_GRAD = NEEDS_GRAD
 
     def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
         from .paddle_preconditions import check_call
