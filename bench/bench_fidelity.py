@@ -43,8 +43,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from workloads import FIDELITY_WORKLOADS, training_step  # noqa: E402
 
 from api_tracer import APITracer  # noqa: E402
-from api_tracer.replay import (Config, ReplayOptions, ranges_beside, read_configs, read_value_ranges,  # noqa: E402
-                               replay_one, roundtrip, run_in_process)
+from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
+from api_tracer.formats.configs import ranges_beside, read_config_file
+from api_tracer.formats.summaries import read_value_ranges
 
 
 # -- held out: transformers models and a torch.nn model that no test uses -----
@@ -140,7 +141,7 @@ def measure(name: str, level: int) -> Dict:
         with APITracer(output_path=out, levels=level, merge_output=True, value_ranges=True):
             step()
         path = os.path.join(out, "api_configs.yaml")
-        configs = read_configs(path)
+        configs = read_config_file(path)
         ranges = read_value_ranges(ranges_beside(path))
     results = run_in_process(configs, ReplayOptions(ranges=ranges), lambda r: None)
     statuses = Counter(str(r.status) for r in results)

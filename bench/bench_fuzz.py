@@ -34,7 +34,7 @@ def trace_workloads(out: str) -> str:
     from workloads import FIDELITY_WORKLOADS
 
     from api_tracer import APITracer
-    from api_tracer.merge import merge_sets
+    from api_tracer.corpus.merge import merge_sets
 
     sets = os.path.join(out, "traces")
     for name, make in {**FIDELITY_WORKLOADS, **HELD_OUT}.items():

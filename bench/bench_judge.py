@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from judge_sets import CORRECT, DEFECTS, KNOWN_MISSES  # noqa: E402
 
 from api_tracer.replay import Config, ReplayOptions, run_in_process  # noqa: E402
-from api_tracer.replay import error_model  # noqa: E402
+from api_tracer.replay.judge import error_model  # noqa: E402
 
 IMPORTS = ("planted_defects",)
 
@@ -71,7 +71,8 @@ def workloads() -> None:
     from workloads import FIDELITY_WORKLOADS  # noqa: E402
 
     from api_tracer import APITracer
-    from api_tracer.replay import ranges_beside, read_configs, read_value_ranges
+    from api_tracer.formats.configs import ranges_beside, read_config_file
+    from api_tracer.formats.summaries import read_value_ranges
 
     statuses = ("ok", "mismatch", "vacuous", "failed", "skipped", "invalid")
     print(f"\n{'model':16} {'level':>5} {'configs':>7}   --check float64 --backward: "
@@ -86,7 +87,7 @@ def workloads() -> None:
                 with APITracer(output_path=out, levels=level, merge_output=True, value_ranges=True):
                     step()
                 path = os.path.join(out, "api_configs.yaml")
-                configs, ranges = read_configs(path), read_value_ranges(ranges_beside(path))
+                configs, ranges = read_config_file(path), read_value_ranges(ranges_beside(path))
             row = []
             for judge_name, model in (("rtol/atol", False), ("error model", True)):
                 bounds = error_model.bounds

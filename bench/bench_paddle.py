@@ -30,7 +30,7 @@ from common import best_per_variant, best_time, command_line  # noqa: E402
 from python_logger import PaddleLogger, PythonSetattr  # noqa: E402
 
 from api_tracer import APITracer  # noqa: E402
-from api_tracer.paddle_dialect import PaddleDialect  # noqa: E402
+from api_tracer.frameworks.paddle.dialect import PaddleDialect  # noqa: E402
 
 paddle.set_num_threads(1) if hasattr(paddle, "set_num_threads") else None
 

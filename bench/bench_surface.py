@@ -49,14 +49,16 @@ import time
 import warnings
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import ReplayOptions, ranges_beside, read_configs, read_value_ranges, roundtrip, run_in_process
-from api_tracer.replay.configs import first_line
+from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
+from api_tracer.formats.configs import ranges_beside, read_config_file
+from api_tracer.formats.summaries import read_value_ranges
+from api_tracer.replay.results import first_line
 
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "complex64": torch.complex64, "bool": torch.bool}
 SEED = 0
@@ -174,7 +176,7 @@ def measure(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, lev
     with tempfile.TemporaryDirectory() as out:
         returned, raised = traced_run(chosen, dtype, n, level, out)
         path = os.path.join(out, "api_configs.yaml")
-        configs = read_configs(path) if os.path.exists(path) else []
+        configs = read_config_file(path) if os.path.exists(path) else []
         ranges = read_value_ranges(ranges_beside(path)) if configs else {}
     options = ReplayOptions(ranges=ranges)
     results = run_in_process(configs, options, lambda r: None)

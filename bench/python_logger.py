@@ -109,7 +109,7 @@ class PythonSetattr:
     does."""
 
     def __init__(self, logger=None, dialect=None):
-        from api_tracer.dialect import PyTorchDialect
+        from api_tracer.frameworks.torch.dialect import PyTorchDialect
 
         dialect = dialect or PyTorchDialect()
         self.targets, _ = dialect.setattr_targets(dialect.api_list())

@@ -1,6 +1,8 @@
-"""The package's structure: no import cycles, a _C.pyi that matches the
-extension, a layout in docs/design.md that names every file. Each reads the
-sources, so none of them can go stale unnoticed."""
+"""The package's structure: no import cycles, imports that go down the
+layers docs/design.md's map states and never into another framework's
+folder, files of a size one can read, a _C.pyi that matches the extension,
+a layout in docs/design.md that names every file. Each reads the sources,
+so none of them can go stale unnoticed."""
 from __future__ import annotations
 
 import ast
@@ -12,13 +14,15 @@ from typing import Dict, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "api_tracer"
+PLUGIN = ROOT / "src" / "pytest_api_tracer"
 
 
 # -- import cycles ---------------------------------------------------------------
 
 
 def module_name(path: Path) -> str:
-    """api_tracer.x.y for src/api_tracer/x/y.py (the package for __init__.py)."""
+    """api_tracer.x.y for src/api_tracer/x/y.py (the package for __init__.py);
+    likewise for the pytest plugin's package."""
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -48,7 +52,7 @@ def imported_modules(path: Path, modules: Set[str]) -> Set[str]:
 
 
 def import_graph() -> Dict[str, Set[str]]:
-    paths = sorted(PACKAGE.rglob("*.py"))
+    paths = sorted(PACKAGE.rglob("*.py")) + sorted(PLUGIN.rglob("*.py"))
     modules = {module_name(p) for p in paths}
     return {module_name(p): imported_modules(p, modules) for p in paths}
 
@@ -78,9 +82,9 @@ def find_cycle(graph: Dict[str, Set[str]]) -> Optional[List[str]]:
 
 def test_import_graph_sees_the_imports():
     graph = import_graph()
-    assert "api_tracer.tracer" in graph["api_tracer"]  # from .tracer import APITracer
-    assert "api_tracer.dialect" in graph["api_tracer.api_list.generate"]  # from api_tracer.dialect import ...
-    assert "api_tracer.follow" in graph["api_tracer._child.sitecustomize"]  # inside an `if`
+    assert "api_tracer.trace.tracer" in graph["api_tracer"]  # from .tracer import APITracer
+    assert "api_tracer.frameworks.dialect" in graph["api_tracer.frameworks.api_lists"]  # from api_tracer.frameworks.dialect import ...
+    assert "api_tracer.trace.follow" in graph["api_tracer.trace._child.sitecustomize"]  # inside an `if`
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
@@ -88,6 +92,110 @@ def test_import_graph_sees_the_imports():
 def test_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+# -- the layers, and the frameworks' folders ------------------------------------
+
+# docs/design.md's map: lowest first; a module imports from its own layer and
+# the ones below, never above. Patterns of module names (fnmatch), the first
+# that matches a module placing it; frameworks' modules by their role.
+LAYERS: List[Tuple[str, ...]] = [
+    ("api_tracer.errors", "api_tracer.flags", "api_tracer.values", "api_tracer.config", "api_tracer.extension",
+     "api_tracer._build_info", "api_tracer.util", "api_tracer.util.*"),
+    ("api_tracer.trace", "api_tracer.trace.options", "api_tracer.trace.instrument", "api_tracer.trace.hooks",
+     "api_tracer.trace.module_tree", "api_tracer.trace.eager", "api_tracer.trace.signals"),
+    ("api_tracer.frameworks", "api_tracer.frameworks.dialect", "api_tracer.frameworks.api_lists",
+     "api_tracer.frameworks.*.dialect", "api_tracer.frameworks.*.names", "api_tracer.frameworks.*.objects",
+     "api_tracer.frameworks.*.api_list", "api_tracer.frameworks.torch", "api_tracer.frameworks.paddle"),
+    ("api_tracer.formats", "api_tracer.formats.*", "api_tracer.frameworks.*.operator_inputs*",
+     "api_tracer.frameworks.*.paddleapitest"),
+    ("api_tracer.trace.tracer", "api_tracer.trace.follow", "api_tracer.trace._child.*", "api_tracer.corpus",
+     "api_tracer.corpus.*"),
+    ("api_tracer.replay.results", "api_tracer.replay.options", "api_tracer.replay.framework",
+     "api_tracer.replay.resolve", "api_tracer.replay.draw", "api_tracer.replay.memory", "api_tracer.replay.builder",
+     "api_tracer.replay.side", "api_tracer.replay.user_code", "api_tracer.replay.pool", "api_tracer.replay.output",
+     "api_tracer.frameworks.*.replay", "api_tracer.frameworks.*.resolve", "api_tracer.frameworks.*.policy",
+     "api_tracer.frameworks.*.preconditions", "api_tracer.frameworks.*.side"),
+    ("api_tracer.replay.judge", "api_tracer.replay.judge.*"),
+    ("api_tracer.replay", "api_tracer.replay.run", "api_tracer.replay.retrace"),
+    ("api_tracer.fuzz", "api_tracer.fuzz.*"),
+    ("api_tracer.report", "api_tracer.report.*"),
+    ("api_tracer", "api_tracer.__main__", "api_tracer.api_list", "api_tracer.profile", "api_tracer.cli",
+     "api_tracer.cli.*", "pytest_api_tracer", "pytest_api_tracer.*"),
+]
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: the first of LAYERS with a pattern it matches."""
+    for i, patterns in enumerate(LAYERS):
+        if any(fnmatch.fnmatchcase(module, p) for p in patterns):
+            return i
+    raise AssertionError(f"{module}: in no layer of LAYERS (docs/design.md's map): place it")
+
+
+def test_every_module_is_in_a_layer():
+    assert [m for m in import_graph() if not _placed(m)] == []
+    assert layer_of("api_tracer.frameworks.torch.replay") > layer_of("api_tracer.frameworks.torch.dialect")
+    assert layer_of("api_tracer.replay.run") > layer_of("api_tracer.replay.judge.check") > \
+        layer_of("api_tracer.replay.builder")
+
+
+def _placed(module: str) -> bool:
+    try:
+        layer_of(module)
+    except AssertionError:
+        return False
+    return True
+
+
+def test_imports_go_down_the_layers():
+    upward = [f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+              for m, imports in sorted(import_graph().items()) for t in sorted(imports) if layer_of(t) > layer_of(m)]
+    assert not upward, "\n".join(upward)
+
+
+def framework_of_module(module: str) -> Optional[str]:
+    """The framework whose folder holds `module`, if one does."""
+    parts = module.split(".")
+    folder = parts[2] if len(parts) > 2 and parts[:2] == ["api_tracer", "frameworks"] else None
+    return folder if folder and (PACKAGE / "frameworks" / folder).is_dir() else None
+
+
+def test_a_frameworks_folder_is_imported_by_itself_alone():
+    """Nothing outside a framework's folder imports from it (the generic
+    stages ask the registry, frameworks/__init__.py, which names each part
+    as a string); no framework imports another's."""
+    leaks = []
+    for m, imports in sorted(import_graph().items()):
+        for t in sorted(imports):
+            owner = framework_of_module(t)
+            if owner and framework_of_module(m) != owner and m != "api_tracer":  # (the public names' facade)
+                leaks.append(f"{m} imports {t}")
+    assert not leaks, "\n".join(leaks)
+
+
+def test_the_registry_names_every_frameworks_folder():
+    from api_tracer.frameworks import FRAMEWORKS, framework
+
+    folders = sorted(p.name for p in (PACKAGE / "frameworks").iterdir() if (p / "__init__.py").is_file())
+    assert folders == sorted(FRAMEWORKS)
+    for name in FRAMEWORKS:
+        f = framework(name)
+        for where in (f.dialect, f.api_lists, f.replay, *f.reads, *(e.write for e in f.exports.values())):
+            assert where.startswith(f"api_tracer.frameworks.{name}."), where
+
+
+# -- files of one concept ------------------------------------------------------
+
+MAX_LINES = 600  # a file longer than this is several files (the issue of the tree as a map)
+
+
+def test_no_file_is_longer_than_a_reader_holds():
+    sources = [p for top in ("src", "csrc", "include") for p in sorted((ROOT / top).rglob("*"))
+               if p.suffix in (".py", ".cc", ".h") and "__pycache__" not in p.parts]
+    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in sources
+            for n in [p.read_text(encoding="utf-8").count("\n")] if n > MAX_LINES]
+    assert not long, "\n".join(long)
 
 
 # -- _C.pyi ---------------------------------------------------------------------
@@ -256,7 +364,7 @@ def test_stub_parameters_checks_what_it_must():
 # -- docs/design.md's layout ----------------------------------------------------
 
 DESIGN = ROOT / "docs" / "design.md"
-LAID_OUT = ("csrc", "include", "src/api_tracer")  # the folders whose every file the layout names
+LAID_OUT = ("csrc", "include", "src/api_tracer", "src/pytest_api_tracer")  # the folders whose every file the layout names
 
 
 def layout_entries(text: str) -> Dict[str, str]:
@@ -278,7 +386,7 @@ def layout_entries(text: str) -> Dict[str, str]:
 
 def laid_out_files() -> List[str]:
     """Every file of LAID_OUT, less what the build makes (_C*.so, caches)."""
-    files = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "src").glob("*.py"))]  # beside the package
+    files = []
     for top in LAID_OUT:
         for path in sorted((ROOT / top).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
@@ -300,5 +408,6 @@ def test_design_layout_reads_what_it_must():
            "  `format.h` (a continuation line)\n- `*_test.cc`: tests\n\n## Next\n- `later.h`: not the layout\n"
     assert set(layout_entries(text)) == {"csrc/core/key.h", "csrc/core/key.cc", "csrc/core/*_test.cc"}
     files = laid_out_files()
-    assert "csrc/core/key.h" in files and "src/api_tracer/cli.py" in files and "include/api_tracer/tracer.h" in files
+    assert "csrc/core/key.h" in files and "src/api_tracer/cli/__init__.py" in files and \
+        "include/api_tracer/tracer.h" in files and "src/pytest_api_tracer/options.py" in files
     assert not any(f.endswith(".so") for f in files)

@@ -4,13 +4,15 @@
 #include <limits>
 
 #include "core/per_thread.h"
+#include "core/value_path.h"
 #include "core/yaml.h"
 
 namespace api_tracer {
 namespace {
 
-// The paths of a call's profiled tensors (IsProfiledDtype), in the order a
-// converter writes them (depth first, positional before keyword arguments).
+// The paths of a call's profiled tensors (IsProfiledDtype; value_path.h),
+// in the order a converter writes them (depth first, positional before
+// keyword arguments).
 void CollectProfilePaths(const Value& v, const std::string& path, bool floats, std::vector<std::string>* out) {
   API_TRACER_HANDLES_VALUE_KINDS(15);
   using K = Value::Kind;
@@ -21,25 +23,25 @@ void CollectProfilePaths(const Value& v, const std::string& path, bool floats, s
     case K::kList:
     case K::kTuple:
       for (size_t i = 0; i < v.items().size(); ++i) {
-        CollectProfilePaths(v.items()[i], path + "[" + std::to_string(i) + "]", floats, out);
+        CollectProfilePaths(v.items()[i], ItemPath(path, i), floats, out);
       }
       return;
     case K::kDict:
       for (size_t i = 0; i + 1 < v.items().size(); i += 2) {
         std::string key;
         FormatValue(v.items()[i], {}, &key);
-        CollectProfilePaths(v.items()[i], path + ".keys[" + std::to_string(i / 2) + "]", floats, out);
-        CollectProfilePaths(v.items()[i + 1], path + "[" + key + "]", floats, out);
+        CollectProfilePaths(v.items()[i], KeyPath(path, i / 2), floats, out);
+        CollectProfilePaths(v.items()[i + 1], ValuePath(path, key), floats, out);
       }
       return;
     case K::kSlice:
     case K::kObject: {
       size_t npos = v.kind() == K::kObject ? v.positional_count() : v.items().size();
       for (size_t i = 0; i < npos; ++i) {
-        CollectProfilePaths(v.items()[i], path + ".args[" + std::to_string(i) + "]", floats, out);
+        CollectProfilePaths(v.items()[i], CallArgumentPath(path, i), floats, out);
       }
       for (size_t i = 0; i < v.keywords().size(); ++i) {
-        CollectProfilePaths(v.items()[npos + i], path + "." + v.keywords()[i], floats, out);
+        CollectProfilePaths(v.items()[npos + i], CallKeywordPath(path, v.keywords()[i]), floats, out);
       }
       return;
     }
@@ -110,9 +112,9 @@ void Aggregator::Render(const Config& config) const {
   if (value_profiles_) {
     std::vector<std::string>& paths = config.text.profile_paths;
     for (size_t i = 0; i < call.args.size(); ++i) {
-      CollectProfilePaths(call.args[i], "args[" + std::to_string(i) + "]", float_profiles_, &paths);
+      CollectProfilePaths(call.args[i], ArgumentPath(i), float_profiles_, &paths);
     }
-    for (const auto& [name, value] : call.kwargs) CollectProfilePaths(value, "kwargs." + name, float_profiles_, &paths);
+    for (const auto& [name, value] : call.kwargs) CollectProfilePaths(value, KeywordPath(name), float_profiles_, &paths);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,6 +81,27 @@ Status ReplaceFile(const std::string& path, std::string_view content) {
   if (err) {
     ::unlink(temp.c_str());
     return Failed("writing", path, err);
+  }
+  return Status::OK();
+}
+
+Status OpenRegularFile(const std::string& path, std::FILE** out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::IOError(errno == ENOENT ? "no such file" : std::strerror(errno)).At(path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    return Status::IOError(dir ? "a directory, not a regular file: only regular files are read"
+                               : "not a regular file: only regular files are read")
+        .At(path);
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  *out = ::fdopen(fd, "rb");
+  if (!*out) {
+    int error = errno;
+    ::close(fd);
+    return Status::IOError(std::strerror(error)).At(path);
   }
   return Status::OK();
 }

@@ -4,6 +4,7 @@
 // - Sink: where a stream of bytes goes (a trace file; a string in tests).
 // - FileSink: a Sink on a file written with write(2), no buffering of its
 //   own (the trace writer hands it whole chunks).
+// - OpenRegularFile: a file to read, refused unless it is a regular one.
 // - ReplaceFile: writes a whole file atomically (a temporary file beside it,
 //   then rename), so that a process killed at any moment leaves the file
 //   either as it was or as it is now: never empty, never half-written. A
@@ -15,6 +16,7 @@
 // holds its lock around it); ReplaceFile may be called from any thread.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,5 +61,11 @@ std::string TemporaryOf(const std::string& path);
 // Removes the temporary file of `path` a killed process may have left
 // (none there is no error).
 void RemoveStaleTemporary(const std::string& path);
+
+// `path` opened for reading, if it is a regular file: opened without
+// blocking and checked once open, so that a FIFO (or /dev/zero, a
+// directory) in its place is refused rather than waited on or read without
+// end. An error names the file (Status::At).
+Status OpenRegularFile(const std::string& path, std::FILE** out);
 
 }  // namespace api_tracer

@@ -55,13 +55,6 @@ struct SourceEntry {
   bool at_most = false;
 };
 
-// What is wrong with which file where; empty `message`: nothing.
-struct FileError {
-  std::string path;
-  size_t line = 0, column = 0;  // 0: not known
-  std::string message;
-  bool ok() const { return message.empty(); }
-};
 
 // The file's head (labels, sorted by the caller) and a config's record line.
 void AppendLabels(const SourceCounts& labels, std::string* out);
@@ -72,7 +65,7 @@ void Rank(SourceCounts* counts);
 class SourcesReader {
  public:
   // Opens `path` (a regular file only) and reads its labels.
-  static FileError Open(const std::string& path, std::unique_ptr<SourcesReader>* out);
+  static Status Open(const std::string& path, std::unique_ptr<SourcesReader>* out);
   ~SourcesReader();
   SourcesReader(const SourcesReader&) = delete;
   SourcesReader& operator=(const SourcesReader&) = delete;
@@ -82,7 +75,7 @@ class SourcesReader {
   // The next config into `e`, checked; false at the end of the file (where
   // the totals are checked too) or on an error (then error() says it).
   bool Next(SourceEntry* e);
-  const FileError& error() const { return error_; }
+  const Status& error() const { return error_; }
   size_t line() const { return line_; }  // the line of the entry Next gave
   const std::string& path() const { return path_; }
 
@@ -103,16 +96,16 @@ class SourcesReader {
   std::vector<uint64_t> listed_;  // per label, the calls the configs list for it
   std::string previous_;
   uint64_t total_ = 0;
-  FileError error_;
+  Status error_;
 };
 
 // Checks what every reader of the file checks of a config line: no control
 // character, an API name before its '('.
-FileError CheckConfigShape(std::string_view line);
+Status CheckConfigShape(std::string_view line);
 // Checks a config line as a consumer reads it: no control character, an API
 // name before its '(', arguments the parser reads (the API set aside, so
-// that any dialect's name reads). Empty message: fine; column 1-based.
-FileError CheckConfigLine(std::string_view line, const ParseOptions& options);
+// that any dialect's name reads). A ParseError says the column (1-based).
+Status CheckConfigLine(std::string_view line, const ParseOptions& options);
 
 struct MergeInput {
   std::string sources;  // the set's api_config_sources.yaml
@@ -130,7 +123,7 @@ struct MergeResult {
 // config added per label and ranked, their number counted (an upper bound,
 // at_most, where inputs that share a label both had sources beyond those
 // listed). Each distinct line is checked once (CheckConfigLine).
-FileError MergeSources(const std::vector<MergeInput>& inputs, Sink* configs_out, Sink* sources_out,
-                       const ParseOptions& options, MergeResult* result);
+Status MergeSources(const std::vector<MergeInput>& inputs, Sink* configs_out, Sink* sources_out,
+                    const ParseOptions& options, MergeResult* result);
 
 }  // namespace api_tracer

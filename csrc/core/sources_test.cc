@@ -49,14 +49,14 @@ class SourcesTest : public ::testing::Test {
   // The error reading `text` gives, as "LINE:COLUMN: message" ("" if none).
   std::string ReadError(const std::string& text) {
     std::unique_ptr<SourcesReader> r;
-    FileError e = SourcesReader::Open(Write("f.yaml", text), &r);
+    Status e = SourcesReader::Open(Write("f.yaml", text), &r);
     if (e.ok()) {
       SourceEntry entry;
       while (r->Next(&entry)) {
       }
       e = r->error();
     }
-    return e.ok() ? "" : std::to_string(e.line) + ":" + std::to_string(e.column) + ": " + e.message;
+    return e.ok() ? "" : std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " + e.message();
   }
 
   std::filesystem::path dir_;
@@ -78,7 +78,7 @@ TEST_F(SourcesTest, ReadsWhatItWrites) {
   ASSERT_TRUE(r->Next(&e));
   EXPECT_EQ(e.config, "g(\"\\u00e9\")");
   EXPECT_FALSE(r->Next(&e));
-  EXPECT_TRUE(r->error().ok()) << r->error().message;
+  EXPECT_TRUE(r->error().ok()) << r->error().message();
 }
 
 TEST_F(SourcesTest, RefusesDamageByLineAndColumn) {
@@ -107,8 +107,8 @@ TEST_F(SourcesTest, MergeAddsCallsAndRanksSources) {
   MergeInput b = Set("b", "b", {{"f(1)", 5}, {"h(1)", 1}});
   StringSink configs, sources;
   MergeResult result;
-  FileError e = MergeSources({a, b}, &configs, &sources, {}, &result);
-  ASSERT_TRUE(e.ok()) << e.message;
+  Status e = MergeSources({a, b}, &configs, &sources, {}, &result);
+  ASSERT_TRUE(e.ok()) << e.message();
   EXPECT_EQ(configs.data, "f(1)\ng(1)\nh(1)\n");
   EXPECT_EQ(sources.data,
             "labels:\n- {\"label\": \"a\", \"calls\": 3}\n- {\"label\": \"b\", \"calls\": 6}\nconfigs:\n"
@@ -123,9 +123,9 @@ TEST_F(SourcesTest, MergeRefusesALineThatDoesNotParse) {
   MergeInput a = Set("a", "a", {{"f(1, [)", 2}});
   StringSink configs, sources;
   MergeResult result;
-  FileError e = MergeSources({a}, &configs, &sources, {}, &result);
-  EXPECT_EQ(e.path, a.sources);
-  EXPECT_EQ(e.line, 4u);
+  Status e = MergeSources({a}, &configs, &sources, {}, &result);
+  EXPECT_EQ(e.path(), a.sources);
+  EXPECT_EQ(e.line(), 4u);
   EXPECT_FALSE(e.ok());
 }
 

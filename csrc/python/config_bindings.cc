@@ -175,13 +175,6 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
   RaiseIfError(WriteSummaryFiles(s, asked, dir, suffix));
 }
 
-// A core FileError as ValueError(message, path, line, column): the Python
-// side (sources.py) makes it an InputError naming path:line:column.
-[[noreturn]] void RaiseFileError(const FileError& e) {
-  pybind11::tuple args = pybind11::make_tuple(e.message, e.path, e.line, e.column);
-  PyErr_SetObject(PyExc_ValueError, args.ptr());
-  throw pybind11::error_already_set();
-}
 
 pybind11::tuple EntryTuple(const SourcesReader& r, const SourceEntry& e) {
   pybind11::tuple top(e.top.size());
@@ -194,7 +187,7 @@ void InitSourcesBindings(pybind11::module_& m) {
                                   "api_config_sources.yaml read a record at a time, each checked (core/sources.h).")
       .def(pybind11::init([](const std::string& path) {
              std::unique_ptr<SourcesReader> r;
-             if (FileError e = SourcesReader::Open(path, &r); !e.ok()) RaiseFileError(e);
+             RaiseIfError(SourcesReader::Open(path, &r));
              return r;
            }),
            pybind11::arg("path"))
@@ -203,7 +196,7 @@ void InitSourcesBindings(pybind11::module_& m) {
       .def("__next__", [](SourcesReader& r) {
         SourceEntry e;
         if (r.Next(&e)) return EntryTuple(r, e);
-        if (!r.error().ok()) RaiseFileError(r.error());
+        RaiseIfError(r.error());
         throw pybind11::stop_iteration();
       });
   m.def(
@@ -217,19 +210,19 @@ void InitSourcesBindings(pybind11::module_& m) {
         RaiseIfError(FileSink::Create(configs_path, &configs_out));
         RaiseIfError(FileSink::Create(sources_path, &sources_out));
         MergeResult result;
-        FileError error;
+        Status error;
         {
           pybind11::gil_scoped_release release;
           error = MergeSources(inputs, configs_out.get(), sources_out.get(), options, &result);
         }
-        if (!error.ok()) RaiseFileError(error);
+        RaiseIfError(error);
         RaiseIfError(configs_out->Close());
         RaiseIfError(sources_out->Close());
         return pybind11::make_tuple(result.configs, result.api_calls);
       },
       pybind11::arg("inputs"), pybind11::arg("configs_out"), pybind11::arg("sources_out"),
       "Merges sets' api_config_sources.yaml and api_configs.yaml ((sources, configs) paths per set) into the two "
-      "files; (distinct configs, per input its calls per API). ValueError(message, path, line, column) for bad "
+      "files; (distinct configs, per input its calls per API). An InputError naming the file and line for bad "
       "input.");
 }
 
@@ -325,7 +318,7 @@ void InitConfigBindings(pybind11::module_& m) {
            "requires_grad: attribute names (grad_negated: the attribute says the opposite); device(tensor) -> "
            "str, asked where devices are shown; values(tensor) -> an int64 or float64 buffer, for value profiles.");
   m.def("parse_call", &ParseCallToPython, pybind11::arg("line"),
-        "Parses a config line into (api, args, kwargs); ValueError(message, column) if malformed.");
+        "Parses a config line into (api, args, kwargs); ConfigSyntaxError(message, column) if malformed.");
   m.def(
       "parse_value",
       [](const pybind11::str& text) {

@@ -525,7 +525,7 @@ void Converter::WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w,
   uint64_t modes = rule.modes ? ModuleModes(obj, rule.children.ptr()) : 0;
   auto it = instances_.find(obj);
   if (it != instances_.end() && it->second.described && it->second.modes == modes) {
-    return w->Raw(it->second.encoded);
+    return WriteEncoded(it->second.encoded, it->second.profiles, w);
   }
   pybind11::object r = CallDialect(rule.fn.ptr(), obj);
   PyErr_Clear();
@@ -545,23 +545,35 @@ void Converter::WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w,
     if (wrapper) local.BeginObject(*wrapper, 1, 0);
     local.Raw(it->second.construction);
     it->second.encoded = std::string(local.view());
+    it->second.profiles = it->second.construction_profiles;
     it->second.described = true;
     it->second.modes = modes;
-    return w->Raw(it->second.encoded);
+    return WriteEncoded(it->second.encoded, it->second.profiles, w);
   }
   if (!r) return WriteOpaque(Py_TYPE(obj), w);
   KeyWriter local;
   Write(r.ptr(), &local, depth + 1);
-  w->Raw(local.view());
+  WriteEncoded(local.view(), local.profiles(), w);
   if (Instance* entry = Entry(obj)) {
     entry->encoded = std::string(local.view());
+    entry->profiles = local.profiles();
     entry->described = true;
     entry->modes = modes;
   }
 }
 
-void Converter::RememberConstruction(PyObject* obj, std::string encoded) {
-  if (Instance* entry = Entry(obj)) entry->construction = std::move(encoded);
+void Converter::WriteEncoded(std::string_view encoded, const std::vector<ValueProfile>& profiles, KeyWriter* w) {
+  // The profiles go with the bytes, in their order: the aggregator pairs a
+  // call's profiles with its profiled tensors' paths by their order.
+  w->Raw(encoded);
+  for (const ValueProfile& p : profiles) w->AddProfile(p);
+}
+
+void Converter::RememberConstruction(PyObject* obj, std::string encoded, std::vector<ValueProfile> profiles) {
+  if (Instance* entry = Entry(obj)) {
+    entry->construction = std::move(encoded);
+    entry->construction_profiles = std::move(profiles);
+  }
 }
 
 Converter::Instance* Converter::Entry(PyObject* obj) {

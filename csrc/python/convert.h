@@ -109,7 +109,7 @@ class Converter {
 
   // Keeps the constructor call that made `obj` (level 0 saw it), encoded:
   // what stands for `obj` where the instance rule's fn cannot describe it.
-  void RememberConstruction(PyObject* obj, std::string encoded);
+  void RememberConstruction(PyObject* obj, std::string encoded, std::vector<ValueProfile> profiles);
   // Drops an instance entry; called by the weakref callback.
   void ForgetInstance(PyObject* obj);
 
@@ -124,7 +124,9 @@ class Converter {
   };
   struct Instance {
     std::string construction;  // the constructor call level 0 saw making it, encoded ("": none)
+    std::vector<ValueProfile> construction_profiles;  // the value profiles of the tensors it holds
     std::string encoded;       // what it is written as, once described
+    std::vector<ValueProfile> profiles;  // ... and the value profiles of its tensors then, in their order
     bool described = false;
     uint64_t modes = 0;        // the training flags it was described with (TypeRule::modes)
     pybind11::object weakref;  // its callback forgets the entry
@@ -134,6 +136,8 @@ class Converter {
   void WriteTensor(PyObject* obj, KeyWriter* w);
   void WriteForeignTensor(PyObject* obj, const TensorReader& reader, KeyWriter* w);
   void WriteOpaque(PyTypeObject* type, KeyWriter* w);
+  // Bytes encoded before (a described instance) and the profiles of their tensors.
+  void WriteEncoded(std::string_view encoded, const std::vector<ValueProfile>& profiles, KeyWriter* w);
   void WriteValueObject(PyObject* obj, KeyWriter* w, int depth);
   void WriteInstance(PyObject* obj, const TypeRule& rule, KeyWriter* w, int depth);
   // The entry of `obj`, made (with the weak reference that forgets it) on

@@ -9,6 +9,7 @@
 #include "aten/ivalue_key.h"
 #include "aten/observer.h"
 #include "python/outermost.h"
+#include "python/pytype.h"
 #include "python/session.h"
 
 namespace api_tracer::python {
@@ -37,7 +38,7 @@ void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
   Suspend suspend;
   KeyWriter key;
   s->converter().WriteObject(s->ApiName(w->api), call.DropFirst(), &key);
-  s->converter().RememberConstruction(self, std::string(key.view()));
+  s->converter().RememberConstruction(self, std::string(key.view()), key.profiles());
 }
 
 PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -246,19 +247,15 @@ PyMethodDef kHandlers[] = {
 
 }  // namespace
 
-bool InitHooks(PyObject* module) {
-  WrapperType.tp_name = "api_tracer._C.ApiWrapper";
-  WrapperType.tp_basicsize = sizeof(Wrapper);
-  WrapperType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
-  WrapperType.tp_doc = "ApiWrapper(original, api, level, *, binds=False, owner=None): records calls of "
-                       "`original` as `api` at `level`; with `owner` (a class) it wraps the class's "
-                       "__init__ and records constructions.";
+void InitHooks(pybind11::module_& m) {
+  InitVectorcallType(&WrapperType, "api_tracer._C.ApiWrapper", sizeof(Wrapper), offsetof(Wrapper, vectorcall),
+                     "ApiWrapper(original, api, level, *, binds=False, owner=None): records calls of `original` "
+                     "as `api` at `level`; with `owner` (a class) it wraps the class's __init__ and records "
+                     "constructions.", true);
   WrapperType.tp_new = WrapperNew;
   WrapperType.tp_dealloc = WrapperDealloc;
   WrapperType.tp_traverse = WrapperTraverse;
   WrapperType.tp_clear = WrapperClear;
-  WrapperType.tp_call = PyVectorcall_Call;
-  WrapperType.tp_vectorcall_offset = offsetof(Wrapper, vectorcall);
   WrapperType.tp_descr_get = WrapperGet;
   WrapperType.tp_getattro = WrapperGetAttr;
   WrapperType.tp_repr = WrapperRepr;
@@ -266,11 +263,8 @@ bool InitHooks(PyObject* module) {
   WrapperType.tp_richcompare = WrapperRichCompare;
   WrapperType.tp_getset = kWrapperGetSet;
   WrapperType.tp_weaklistoffset = offsetof(Wrapper, weaklist);
-  if (PyType_Ready(&WrapperType) < 0) return false;
-  if (PyModule_AddObjectRef(module, "ApiWrapper", reinterpret_cast<PyObject*>(&WrapperType)) < 0) {
-    return false;
-  }
-  return PyModule_AddFunctions(module, kHandlers) == 0;
+  AddType(m, "ApiWrapper", &WrapperType);
+  if (PyModule_AddFunctions(m.ptr(), kHandlers) != 0) throw pybind11::error_already_set();
 }
 
 }  // namespace api_tracer::python

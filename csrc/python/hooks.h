@@ -18,11 +18,12 @@
 #pragma once
 
 #include <Python.h>
+#include <pybind11/pybind11.h>
 
 namespace api_tracer::python {
 
-// Adds ApiWrapper and the two handlers to `module`; false on error.
-bool InitHooks(PyObject* module);
+// Adds ApiWrapper and the two handlers to `m`.
+void InitHooks(pybind11::module_& m);
 
 // tp_getattro of a callable standing in for `wrapped` (__name__, __doc__,
 // __module__, ...): its own attributes, else the wrapped callable's.

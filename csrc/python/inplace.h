@@ -16,7 +16,7 @@
 //   Python function: its code is replaced by an instrumented copy
 //       (api_tracer/instrument.py) that calls its CodeHook with its
 //       parameters on entry, and the hook's `leave` or `unwind` on its way
-//       out (a return, an exception); the function keeps its identity,
+//       out (a return, an exception): code_hook.h; the function keeps its identity,
 //       signature, source and frames. A Python function's arguments are
 //       seen bound, so they are written in one spelling: the parameters
 //       without a default positionally, the others by keyword where they are
@@ -30,11 +30,12 @@
 #pragma once
 
 #include <Python.h>
+#include <pybind11/pybind11.h>
 
 namespace api_tracer::python {
 
-// Adds patch_c_function, patch_method_descriptor, unpatch and CodeHook to
-// `module`; false on error.
-bool InitInPlace(PyObject* module);
+// Adds patch_c_function, patch_method_descriptor and unpatch to `m` (the
+// Python functions' CodeHook: code_hook.h).
+void InitInPlace(pybind11::module_& m);
 
 }  // namespace api_tracer::python

@@ -10,6 +10,7 @@
 #include "aten/profile_observer.h"
 #include "core/profiler.h"
 #include "python/bindings.h"
+#include "python/pytype.h"
 #include "python/hooks.h"
 
 namespace api_tracer::python {
@@ -125,15 +126,12 @@ class PyProfiler {
 }  // namespace
 
 void InitProfileBindings(pybind11::module_& m) {
-  ScopedForwardType.tp_name = "api_tracer._C.ScopedForward";
-  ScopedForwardType.tp_basicsize = sizeof(ScopedForward);
-  ScopedForwardType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
-  ScopedForwardType.tp_doc = "A module's forward, run inside the module's profile scope.";
+  InitVectorcallType(&ScopedForwardType, "api_tracer._C.ScopedForward", sizeof(ScopedForward),
+                     offsetof(ScopedForward, vectorcall), "A module's forward, run inside the module's profile scope.",
+                     true);
   ScopedForwardType.tp_dealloc = ScopedForwardDealloc;
   ScopedForwardType.tp_traverse = ScopedForwardTraverse;
   ScopedForwardType.tp_clear = ScopedForwardClear;
-  ScopedForwardType.tp_call = PyVectorcall_Call;
-  ScopedForwardType.tp_vectorcall_offset = offsetof(ScopedForward, vectorcall);
   ScopedForwardType.tp_getattro = ScopedForwardGetAttr;
   ScopedForwardType.tp_getset = kScopedForwardGetSet;
   if (PyType_Ready(&ScopedForwardType) < 0) throw pybind11::error_already_set();

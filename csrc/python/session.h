@@ -46,6 +46,7 @@ struct CodeFrame {
   // class): the object, its call encoded, and the session that recorded it.
   PyObject* made = nullptr;
   std::string construction;
+  std::vector<ValueProfile> construction_profiles;  // of the tensors it holds, in its order
   uint64_t epoch = 0;
 };
 

@@ -9,28 +9,6 @@
 
 namespace api_tracer::python {
 
-void RaiseIfError(const Status& st) {
-  if (st.ok()) return;
-  switch (st.code()) {
-    case Status::Code::kIOError:
-      PyErr_SetString(PyExc_OSError, st.message().c_str());
-      break;
-    case Status::Code::kInvalidArgument:
-      PyErr_SetString(PyExc_ValueError, st.message().c_str());
-      break;
-    case Status::Code::kFailedPrecondition:
-      PyErr_SetString(PyExc_RuntimeError, st.message().c_str());
-      break;
-    case Status::Code::kParseError:
-      PyErr_SetObject(PyExc_ValueError,
-                      pybind11::make_tuple(st.message(), st.column()).ptr());
-      break;
-    default:
-      PyErr_SetString(PyExc_RuntimeError, st.message().c_str());
-  }
-  throw pybind11::error_already_set();
-}
-
 namespace {
 
 void Start(const TraceOptions& options, const std::vector<std::string>& stack_skip_prefixes,

@@ -11,15 +11,19 @@ from . import extension
 
 _C = extension.load()  # or an ImportError: built for another torch, or not built
 
+from .errors import ConfigSyntaxError, InputError  # noqa: E402
 from .values import Call, Symbol, TensorSpec  # noqa: E402
 
 _C.set_value_types(Call, Symbol, TensorSpec)
+_C.set_error_types(ConfigSyntaxError, InputError)
 
-from .config import ConfigSyntaxError, format_call, parse_call  # noqa: E402
-from .dialect import FrameworkDialect, PyTorchDialect  # noqa: E402
+from .config import parse_call  # noqa: E402
+from .frameworks import format_call  # noqa: E402
+from .frameworks.dialect import FrameworkDialect  # noqa: E402
+from .frameworks.torch.dialect import PyTorchDialect  # noqa: E402
 from .profile import Profile  # noqa: E402
-from .hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook, TracingHook  # noqa: E402
-from .tracer import APITracer  # noqa: E402
+from .trace.hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook, TracingHook  # noqa: E402
+from .trace.tracer import APITracer  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [

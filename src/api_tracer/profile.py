@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import _C
-from .eager import run_compiled_code_eagerly
-from .module_tree import ModuleTree, PathLike
-from .text_table import format_table
-from .units import fmt_bytes, fmt_time
+from .trace.eager import run_compiled_code_eagerly
+from .trace.module_tree import ModuleTree, PathLike
+from .util.text_table import format_table
+from .util.units import fmt_bytes, fmt_time
 
 
 @dataclass

@@ -16,7 +16,7 @@ A dialect's serializer returns these to say how a value is written.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 class TensorSpec:
@@ -102,6 +102,11 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+# The placeholder of a value written by its type only, Opaque("qualified.Name"),
+# which replay skips; and Callable("api.name"), a callable as its API name.
+OPAQUE = "Opaque"
+CALLABLE = "Callable"
+
 # The placeholder call a module is written as where it cannot be rebuilt:
 # Module("qualified.Name") (a module of the program's own, or one whose
 # constructor arguments cannot be read back); replay skips it.
@@ -152,3 +157,152 @@ class Call:
     def __repr__(self) -> str:
         parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
         return f"{self.name}({', '.join(parts)})"
+
+
+# -- where a value is in a call: its path ----------------------------------------
+#
+# A value's path names it inside a call: its value profile in
+# api_value_ranges.yaml, the argument a replay's message or a gradient is
+# about, the place a fuzzer's mutation changes. docs/format.md, "Value
+# paths", is the grammar: `args[0]` and `kwargs.NAME` the call's arguments,
+# then `[I]` an item of a list or tuple, `.keys[I]` the I-th key of a dict
+# and `[KEY]` the value under it (KEY as a config line writes it: ["a"],
+# [3]), `.args[I]` a call's I-th argument (a slice's start, stop and step
+# too) and `.NAME` its keyword argument NAME. The C++ core writes the same
+# paths (csrc/core/value_path.h, which the aggregator follows); this is the
+# one walk Python has of them, and tests/formats/test_value_paths.py holds
+# the two together on every kind of value.
+
+
+def argument_path(i: int) -> str:
+    """The path of a call's positional argument `i`."""
+    return f"args[{i}]"
+
+
+def keyword_path(name: str) -> str:
+    """The path of a call's keyword argument `name`."""
+    return f"kwargs.{name}"
+
+
+def item_path(path: str, i: int) -> str:
+    """The path of item `i` of the list or tuple at `path`."""
+    return f"{path}[{i}]"
+
+
+def key_path(path: str, i: int) -> str:
+    """The path of the `i`-th key of the dict at `path`."""
+    return f"{path}.keys[{i}]"
+
+
+def value_path(path: str, key: Any) -> str:
+    """The path of the value under `key` in the dict at `path`: the key as a
+    config line writes it (by the core's formatter)."""
+    from .config import format_value
+
+    return f"{path}[{format_value(key)}]"
+
+
+def call_argument_path(path: str, i: int) -> str:
+    """The path of argument `i` of the call (or slice) at `path`."""
+    return f"{path}.args[{i}]"
+
+
+def call_keyword_path(path: str, name: str) -> str:
+    """The path of keyword argument `name` of the call at `path`."""
+    return f"{path}.{name}"
+
+
+def children(value: Any, path: str) -> Iterator[Tuple[str, Any]]:
+    """(path, value) of each value directly inside `value` (at `path`), in
+    the order the converter writes them: a list's or tuple's items, a
+    dict's keys and values (each key before its value), a slice's start,
+    stop and step, a call's arguments then its keyword arguments."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield item_path(path, i), item
+    elif isinstance(value, dict):
+        for i, (k, v) in enumerate(value.items()):
+            yield key_path(path, i), k
+            yield value_path(path, k), v
+    elif isinstance(value, slice):
+        for i, part in enumerate((value.start, value.stop, value.step)):
+            yield call_argument_path(path, i), part
+    elif isinstance(value, Call):
+        for i, a in enumerate(value.args):
+            yield call_argument_path(path, i), a
+        for k, v in value.kwargs.items():
+            yield call_keyword_path(path, k), v
+
+
+def arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Iterator[Tuple[str, Any]]:
+    """(path, value) of a call's arguments, positional first."""
+    for i, a in enumerate(args):
+        yield argument_path(i), a
+    for k, v in kwargs.items():
+        yield keyword_path(k), v
+
+
+def walk(args: Sequence[Any], kwargs: Dict[str, Any],
+         into: Callable[[Any], bool] = lambda value: True) -> Iterator[Tuple[str, Any]]:
+    """(path, value) of every value of a call, depth first, each before the
+    values inside it (those of a value `into` refuses are left out)."""
+    def below(path: str, value: Any) -> Iterator[Tuple[str, Any]]:
+        yield path, value
+        if into(value):
+            for p, child in children(value, path):
+                yield from below(p, child)
+
+    for path, value in arguments(args, kwargs):
+        yield from below(path, value)
+
+
+def replace_at(args: List[Any], kwargs: Dict[str, Any], path: str, change: Callable[[Any], Any]) -> bool:
+    """The value at `path` made change(value), in place in `args` and
+    `kwargs` (the containers on its way rebuilt); False where no value has
+    that path."""
+    def rebuilt(value: Any, at: str) -> Tuple[bool, Any]:
+        if at == path:
+            return True, change(value)
+        if not path.startswith(at):
+            return False, value
+        for p, child in children(value, at):
+            found, new = rebuilt(child, p)
+            if found:
+                return True, _with_child(value, at, p, new)
+        return False, value
+
+    for p, value in arguments(args, kwargs):
+        found, new = rebuilt(value, p)
+        if found:
+            if p.startswith("args["):
+                args[int(p[5:-1])] = new
+            else:
+                kwargs[p[len("kwargs."):]] = new
+            return True
+    return False
+
+
+def _with_child(value: Any, path: str, child_path: str, new: Any) -> Any:
+    """`value` (at `path`) with its child at `child_path` replaced by `new`."""
+    items = list(children(value, path))
+    index = next(i for i, (p, _) in enumerate(items) if p == child_path)
+    if isinstance(value, (list, tuple)):
+        parts = [v for _, v in items]
+        parts[index] = new
+        return type(value)(parts)
+    if isinstance(value, dict):
+        pairs = [v for _, v in items]
+        pairs[index] = new
+        return dict(zip(pairs[0::2], pairs[1::2]))
+    if isinstance(value, slice):
+        parts = [v for _, v in items]
+        parts[index] = new
+        return slice(*parts)
+    positional = len(value.args)
+    if index < positional:
+        args = list(value.args)
+        args[index] = new
+        return Call(value.name, *args, **value.kwargs)
+    keywords = dict(value.kwargs)
+    keywords[list(keywords)[index - positional]] = new
+    return Call(value.name, *value.args, **keywords)

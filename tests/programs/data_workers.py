@@ -1,6 +1,5 @@
 """A DataLoader with worker processes (forked) and a seeded generator,
 over a Dataset that draws random augmentation in each worker."""
-import sys
 
 import torch
 from torch.utils.data import DataLoader, Dataset

@@ -9,7 +9,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import digest, report_state  # noqa: E402
-from workloads import FIDELITY_WORKLOADS, WORKLOADS  # noqa: E402
+from support.workloads import FIDELITY_WORKLOADS, WORKLOADS  # noqa: E402
 
 for name, make in sorted({**WORKLOADS, **FIDELITY_WORKLOADS}.items()):
     torch.manual_seed(0)

@@ -22,12 +22,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..config import format_call, parse_call
-from ..dialect import PyTorchDialect
-from ..replay import pool, user_code
-from ..replay.configs import Config, Status, read_configs, read_value_ranges, ranges_beside
+from ..config import format_line, parse_call
+from ..formats.configs import Config, ranges_beside, read_config_file
+from ..formats.io import replace_atomically
+from ..formats.summaries import read_value_ranges
+from ..replay import pool
 from ..replay.options import ReplayOptions
-from .findings import RUN, Finding, Findings, classify, replace_file
+from ..replay.results import Status
+from ..replay.run import prepare_process
+from .findings import RUN, Finding, Findings, classify
 from .mutate import KINDS, Line, Mutation, NotApplicable, apply, propose, shrinks, smaller
 
 STATE = "campaign.json"
@@ -37,6 +40,21 @@ WORKER_LOG = "workers.log"  # what the workers print
 WARM_UP = 'torch.add(Tensor([2, 3], "float32", stride=[1, 2]), Tensor([2, 3], "float32"))'
 ORACLES = ("crash", "hang", "error", "float64", "layout", "repeat")  # the default --oracle
 CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
+RUN_ORACLES = ("crash", "hang", "error")  # found by replaying the case as it is
+DEVICE_ORACLE = "device:"  # device:DEVICE, replay's --check device:DEVICE
+
+
+def oracles_of(text: str) -> Tuple[str, ...]:
+    """The oracles a comma-separated list names (fuzz --oracle, the plugin's
+    --api-fuzz-oracle); ValueError naming the first that is none."""
+    oracles = tuple(x.strip() for x in text.split(",") if x.strip())
+    known = ORACLES + ("compile",)
+    for o in oracles:
+        if o not in known and not (o.startswith(DEVICE_ORACLE) and len(o) > len(DEVICE_ORACLE)):
+            raise ValueError(f"{o!r} is not one of {', '.join(known)}, {DEVICE_ORACLE}DEVICE")
+    if not oracles:
+        raise ValueError("empty")
+    return oracles
 MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
 HANG_TRIES = 2
 # A case past --timeout runs again with this many times it: a hang only if it times out again (a large
@@ -79,11 +97,7 @@ class Settings:
 
 def render(line: Line) -> str:
     """A parsed (and mutated) line written as a config line."""
-    from .. import _C
-
-    d = PyTorchDialect()
-    return _C.format_call(line.api, tuple(line.args), dict(line.kwargs), classify=d.classify,
-                          tensor_type_name=d.tensor_type_name, show_device=True, show_requires_grad=True)
+    return format_line(line.api, line.args, line.kwargs, show_device=True, show_requires_grad=True)
 
 
 def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
@@ -92,7 +106,7 @@ def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
     seeds, left_out, seen = [], [], set()
     for path in paths:
         ranges = read_value_ranges(ranges_beside(path))
-        for c in read_configs(path):
+        for c in read_config_file(path):
             if c.error or c.text in seen:
                 if c.error:
                     left_out.append(f"{c.file}:{c.line}: {c.error}")
@@ -112,23 +126,22 @@ def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: str
     check; says which (pool.started) as it goes. What the cases print
     (torch's warnings, the C library's last words before an abort) goes
     to `log`, not to the campaign's terminal."""
-    from ..replay import Resolver, replay_one
+    from ..replay import replay_one
 
     with open(log, "ab") as f:
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
 
-    user_code.load(options.imports, options.libraries)
-    resolver = Resolver()
+    prepare_process(options)
     for check in (None, *checks):  # torch's and the judges' lazy start-up, before any case's step is timed
-        replay_one(Config("<warm-up>", 0, WARM_UP), replace(options, check=check), resolver)
+        replay_one(Config("<warm-up>", 0, WARM_UP), replace(options, check=check))
     for text, profiles in pool.tasks(conn):
         config = Config("<fuzz case>", 0, text)
         mine = replace(options, ranges={text: profiles})
         runs = []
         for check in (None, *checks):
             pool.started(conn, check or RUN)
-            r = replay_one(config, replace(mine, check=check), resolver)
+            r = replay_one(config, replace(mine, check=check))
             runs.append((check or RUN, r.status.value, r.error, r.message))
             if (check is None and r.status != Status.OK) or r.status == Status.MISMATCH:
                 break  # (a case that does not run is judged by no check; one mismatch is the finding)
@@ -216,7 +229,7 @@ class Campaign:
 
     def save(self) -> None:
         self.findings.save()
-        replace_file(os.path.join(self.s.out, STATE), json.dumps(self.state(), indent=1) + "\n")
+        replace_atomically(os.path.join(self.s.out, STATE), json.dumps(self.state(), indent=1) + "\n")
         self.saved = time.monotonic()
 
     def now(self) -> float:

@@ -17,11 +17,13 @@ import re
 import shutil
 import signal
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _C
-from ..replay.configs import Status
+from ..formats.io import replace_atomically
+from ..formats.summaries import read_value_ranges
+from ..replay.results import Status
 
 FINDINGS = "findings.jsonl"
 REPRODUCERS = "findings.yaml"
@@ -132,8 +134,6 @@ class Findings:
         path = os.path.join(self.directory, FINDINGS)
         if not os.path.exists(path):
             return
-        from ..replay.configs import read_value_ranges
-
         with open(path, encoding="utf-8") as f:
             for number, text in enumerate(f, 1):
                 if not text.strip():
@@ -183,9 +183,9 @@ class Findings:
     def save(self) -> None:
         """Every file, each replaced whole."""
         findings = sorted(self, key=lambda f: f.case)
-        replace_file(os.path.join(self.directory, FINDINGS),
+        replace_atomically(os.path.join(self.directory, FINDINGS),
                  "".join(json.dumps(asdict(f), ensure_ascii=False) + "\n" for f in findings))
-        replace_file(os.path.join(self.directory, REPRODUCERS), "".join(f.line + "\n" for f in findings))
+        replace_atomically(os.path.join(self.directory, REPRODUCERS), "".join(f.line + "\n" for f in findings))
         ranges = [(f.line, sorted(self.profiles[f.line].items())) for f in findings if self.profiles.get(f.line)]
         target = os.path.join(self.directory, RANGES)
         if not ranges:
@@ -198,13 +198,3 @@ class Findings:
             os.replace(os.path.join(staging, RANGES), target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-
-
-def replace_file(path: str, text: str) -> None:
-    """`path` holding `text`, or as it was: written aside, then renamed."""
-    aside = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp")
-    with open(aside, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(aside, path)

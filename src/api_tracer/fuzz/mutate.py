@@ -29,7 +29,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..values import FILLED, Call, Symbol, TensorSpec
+from ..replay.memory import contiguous_strides, storage_numel
+from ..values import FILLED, Call, Symbol, TensorSpec, walk
+from ..values import replace_at as replace_value
 
 KINDS = ("shape", "dtype", "layout", "value", "scalar")
 
@@ -76,64 +78,26 @@ class Line:
 
 # -- where values are -------------------------------------------------------
 
+
+def mutable(value: Any) -> bool:
+    """Whether a mutation may change what is inside `value`: a container's
+    items (lists, tuples, dicts, slices) and a Filled tensor's description;
+    not a constructor call's arguments (a module's sizes are its own)."""
+    return not isinstance(value, Call) or value.name == FILLED
+
+
 def leaves(line: Line) -> Iterator[Tuple[str, Any]]:
-    """(where, value) of every value of the line, containers and their
-    items both, outermost first; a Filled tensor's description is inside
-    it (where + ".args[0]")."""
-    for i, a in enumerate(line.args):
-        yield from _walk(a, f"args[{i}]")
-    for k, v in line.kwargs.items():
-        yield from _walk(v, f"kwargs.{k}")
-
-
-def _walk(v: Any, where: str) -> Iterator[Tuple[str, Any]]:
-    yield where, v
-    if isinstance(v, (list, tuple)):
-        for i, x in enumerate(v):
-            yield from _walk(x, f"{where}[{i}]")
-    elif isinstance(v, Call) and v.name == FILLED and v.args:
-        yield from _walk(v.args[0], f"{where}.args[0]")
+    """(where, value) of every value of the line a mutation may change,
+    containers and their items both, outermost first; `where` its path
+    (values.py: the path its value profile has)."""
+    return walk(line.args, line.kwargs, into=mutable)
 
 
 def replace_at(line: Line, where: str, fn: Callable[[Any], Any]) -> None:
     """The value at `where` replaced by fn(value), in place; NotApplicable
     where there is none."""
-    top, rest = _split(where)
-    if top.startswith("args["):
-        i = int(top[5:-1])
-        if i >= len(line.args):
-            raise NotApplicable(where)
-        line.args[i] = _replace(line.args[i], rest, fn, where)
-    else:
-        k = top[len("kwargs."):]
-        if k not in line.kwargs:
-            raise NotApplicable(where)
-        line.kwargs[k] = _replace(line.kwargs[k], rest, fn, where)
-
-
-def _split(where: str) -> Tuple[str, str]:
-    if where.startswith("args["):
-        end = where.index("]") + 1
-    else:
-        cut = [i for i in (where.find("[", 7), where.find(".args[", 7)) if i > 0]
-        end = min(cut) if cut else len(where)
-    return where[:end], where[end:]
-
-
-def _replace(v: Any, rest: str, fn: Callable[[Any], Any], where: str) -> Any:
-    if not rest:
-        return fn(v)
-    if rest.startswith(".args[0]") and isinstance(v, Call) and v.name == FILLED:
-        return Call(FILLED, _replace(v.args[0], rest[len(".args[0]"):], fn, where), *v.args[1:])
-    if rest.startswith("[") and isinstance(v, (list, tuple)):
-        end = rest.index("]")
-        i = int(rest[1:end])
-        if i >= len(v):
-            raise NotApplicable(where)
-        items = list(v)
-        items[i] = _replace(items[i], rest[end + 1:], fn, where)
-        return type(v)(items)
-    raise NotApplicable(where)
+    if not replace_value(line.args, line.kwargs, where, fn):
+        raise NotApplicable(where)
 
 
 def plain_tensors(line: Line) -> List[Tuple[str, TensorSpec]]:
@@ -151,21 +115,6 @@ def with_fields(spec: TensorSpec, **changes: Any) -> TensorSpec:
     fields.update(changes)
     shape, dtype = fields.pop("shape"), fields.pop("dtype")
     return TensorSpec(shape, dtype, **fields)
-
-
-def contiguous_strides(shape: Sequence[int]) -> List[int]:
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return strides[::-1]
-
-
-def span(shape: Sequence[int], stride: Sequence[int]) -> int:
-    """The storage elements a tensor of this shape and these strides spans."""
-    if any(d == 0 for d in shape):
-        return 0
-    return 1 + sum((d - 1) * s for d, s in zip(shape, stride))
 
 
 # -- applying ---------------------------------------------------------------
@@ -264,7 +213,7 @@ def _layout(line: Line, m: Mutation) -> None:
         else:  # offset
             (offset,) = m.params
             stride = list(s.stride) if s.stride is not None else contiguous_strides(shape)
-            size = offset + span(shape, stride) + offset
+            size = offset + storage_numel(shape, stride) + offset
             return with_fields(s, stride=None if s.stride is None else stride, storage_offset=offset,
                                storage_size=size)
         return with_fields(s, stride=stride, storage_offset=None, storage_size=None)

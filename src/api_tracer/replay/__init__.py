@@ -32,34 +32,33 @@ In process, a fatal signal still kills the process, but first CrashNote has
 it say which config died and how far the replay got, and append that
 config's line to the report, whose lines are written as results come.
 
-Paddle's config files replay the same way, by Paddle (frameworks.py reads
-a file's framework from its names, or --dialect gives it): names walked
-from `paddle`, Paddle's own policy, the arguments drawn as torch's are and
-made Paddle's, the outputs made torch's again for the same judge
-(paddle_replay.py, paddle_policy.py, paddle_preconditions.py).
+Each framework's configs replay the same way, through the one object it
+hands replay (framework.py: `ReplayFramework`, in frameworks/NAME/replay.py):
+its names, its policy, its preconditions, the call made on its side and
+its outputs made torch's for the same judge. A file's framework is read
+from its names, or --dialect gives it.
 
-The parts, one module each: configs.py (a line and its Result), options.py
-(ReplayOptions, what a run's configs share), policy.py, resolve.py (names
-to torch's objects), builder.py and memory.py (a line to a call), side.py
-(a call made, and its gradients), check.py and compare.py (--check), run.py
-(in process, or a pool of workers), report.py, command.py; frameworks.py
-and the paddle_*.py modules for Paddle's files; retrace.py is the tests'
-round trip. docs/design.md says more of each.
+The parts, one module each: results.py (what came of a line), options.py
+(ReplayOptions, what a run's configs share, and replay's flags),
+framework.py (the framework seam), resolve.py (names to objects),
+builder.py, draw.py and memory.py (a line to a call), side.py (a call
+made), judge/ (--check: check.py, compare.py, error_model.py), run.py (in
+process, or a pool of workers: pool.py), output.py (the reports),
+user_code.py (--import, --load-library); retrace.py is the tests' round
+trip. docs/design.md says more of each.
 """
 from __future__ import annotations
 
-from .builder import Builder, prepare
-from .command import replay_command
-from .configs import (BuildError, Config, Invalid, Result, Skip, Status, ranges_beside, read_configs,
-                      read_value_ranges)
+from ..formats.configs import Config
+from .builder import Builder, Perturbation, prepare
+from .framework import ReplayFramework, replay_framework
 from .options import ReplayOptions
-from .resolve import Resolver
+from .results import BuildError, Invalid, Result, Skip, Status
 from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
 __all__ = [
     "Config", "ReplayOptions", "Result", "Status", "Invalid", "Skip", "BuildError",
-    "read_configs", "read_value_ranges", "ranges_beside",
-    "Resolver", "Builder", "prepare", "replay_one", "run_in_process", "run_isolated", "roundtrip",
-    "replay_command",
+    "ReplayFramework", "replay_framework", "Builder", "Perturbation", "prepare",
+    "replay_one", "run_in_process", "run_isolated", "roundtrip",
 ]

@@ -1,24 +1,26 @@
 """How a replay runs: `ReplayOptions`, one object for what every config of
 a run shares (the device, the value ranges, the seed, the policy switch,
-the byte limit, what --check compares against, the framework), handed whole from the
-command line to the runs, the workers and the checks."""
+the byte limit, what --check compares against, the framework), handed whole
+from the command line to the runs, the workers and the checks. The flags
+that give it are flags.py's REPLAY; run.py checks what they give."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 
+
 @dataclass(frozen=True)
 class ReplayOptions:
     device: str = "cpu"  # where the tensors are made and the call runs
     ranges: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # config -> argument -> _C.ValueProfile
-    seed: int = 0  # of the arguments' values and of torch's global generator during each call
-    allow_unsafe: bool = False  # the policy (policy.py) off
+    seed: int = 0  # of the arguments' values and of the framework's global generator during each call
+    allow_unsafe: bool = False  # the policy (the framework's) off
     max_bytes: Optional[int] = None  # the tensor arguments' limit (None: half the device's free memory)
-    check: Optional[str] = None  # compare against: "float64", "device:DEVICE", "compile" (check.py)
+    check: Optional[str] = None  # compare against: "float64", "device:DEVICE", "compile", ... (judge/check.py)
     backward: bool = False  # with check: the gradients of the floating inputs too
     rtol: Optional[float] = None  # with check: instead of the dtype's default (torch.testing's)
     atol: Optional[float] = None
     imports: Tuple[str, ...] = ()  # the user's modules loaded into each replaying process (user_code.py)
     libraries: Tuple[str, ...] = ()  # the user's shared libraries, likewise
-    dialect: Optional[str] = None  # the framework, "torch" or "paddle" (None: each line's API says; frameworks.py)
+    dialect: Optional[str] = None  # the framework (None: each line's API says; framework.py)

@@ -1,97 +1,93 @@
-"""`Resolver`: the names of a config line to objects, walking from torch
-through objects that are torch's own; a dunder only as a Tensor operator
-or as the name of a registered operator (``torch.ops.aten.__and__``)."""
+"""`NameResolver`: the names of a config line to objects, walking from a
+framework's module (or a module the user imported, --import) through
+objects that are its own, never evaluated. Each framework's resolver
+(frameworks/torch/resolve.py, frameworks/paddle/replay.py) says where a
+name starts, what is its own, and which dunders a line may name."""
 from __future__ import annotations
 
+import sys
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Tuple
 
-from .configs import Invalid, Skip
+from .results import Invalid, Skip
 
 
-class Resolver:
-    """Names to objects, inside torch only (Paddle's: paddle_replay.PaddleResolver)."""
+class NameResolver:
+    """Names to objects, inside one framework (and the user's modules)."""
 
-    framework = "torch"  # whose configs it resolves (frameworks.py)
+    def start(self, name: str, line: str) -> Tuple[str, Any]:
+        """(root, module) a dotted name is walked from: the framework's, or
+        a module the user imported that it is under; Invalid for a name
+        under neither."""
+        raise NotImplementedError
 
-    def __init__(self) -> None:
-        import torch
-        from torch.overrides import get_overridable_functions, resolve_name
-
-        self.torch = torch
-        self.tensor_dunders = set()
-        for func in get_overridable_functions()[torch.Tensor]:
-            name = resolve_name(func) or ""
-            last = name.rsplit(".", 1)[-1]
-            if name.startswith("torch.Tensor.__") and last.startswith("__") and last.endswith("__"):
-                self.tensor_dunders.add(last)
-
-    def _inside(self, obj: Any) -> bool:
-        torch = self.torch
+    def inside(self, obj: Any, root: str) -> bool:
+        """Whether a step of a walk from `root` may pass through `obj`: a
+        module or class of its own (a framework's namespaces, more)."""
         if isinstance(obj, types.ModuleType):
-            return obj.__name__ == "torch" or obj.__name__.startswith("torch.")
+            return _under(obj.__name__, root)
         if isinstance(obj, type):
-            return (getattr(obj, "__module__", "") or "").startswith("torch")
-        return isinstance(obj, (torch._ops._OpNamespace, torch._ops.OpOverloadPacket))
+            return _under(getattr(obj, "__module__", "") or "", root)
+        return False
 
-    def _owned(self, obj: Any) -> bool:
-        if self._inside(obj):
-            return True
-        if (getattr(obj, "__module__", None) or "").startswith("torch"):
+    def owned(self, obj: Any, root: str) -> bool:
+        """Whether `obj` is one of `root`'s own objects (what it defines, or
+        a method of one of its classes)."""
+        if self.inside(obj, root) or _under(getattr(obj, "__module__", None) or "", root):
             return True
         objclass = getattr(obj, "__objclass__", None)
-        return objclass is not None and self._inside(objclass)
+        return objclass is not None and self.inside(objclass, root)
 
-    def _registered_operator(self, obj: Any, part: str) -> bool:
-        """Whether `part` of namespace `obj` is an operator registered under
-        that name (aten::__and__), which getattr makes a packet of; any
-        other dunder of a namespace is an attribute of the Python object."""
-        return (isinstance(obj, self.torch._ops._OpNamespace) and not hasattr(type(obj), part)
-                and bool(self.torch._C._jit_get_schemas_for_operator(f"{obj.name}::{part}")))
+    def named_dunder(self, obj: Any, part: str) -> bool:
+        """Whether `part`, a dunder, names something of `obj` that is not
+        Python's machinery (an operator registered under such a name)."""
+        return False
 
     def walk(self, name: str, line: str, dunder_ok: Callable[[Any, str], bool] = lambda obj, part: False) -> Any:
-        """The object a dotted name starting at torch names, every step but
-        the last staying inside torch; dunders only where dunder_ok(obj,
-        part) allows them (as the last step)."""
+        """The object a dotted name names, every step but the last staying
+        inside its root; dunders only where dunder_ok(obj, part) allows them
+        (as the last step), or named_dunder does."""
         column = line.find(name) + 1 or 1
-        parts = name.split(".")
-        if parts[0] != "torch" or len(parts) < 2:
-            raise Invalid(f"{name!r} is outside torch", column)
-        obj: Any = self.torch
-        for i, part in enumerate(parts[1:], 1):
+        root, obj = self.start(name, line)
+        parts = name[len(root) + 1:].split(".")
+        for i, part in enumerate(parts):
             last = i == len(parts) - 1
             if (part.startswith("__") and part.endswith("__") and not (last and dunder_ok(obj, part))
-                    and not self._registered_operator(obj, part)):
+                    and not self.named_dunder(obj, part)):
                 raise Invalid(f"{name!r}: dunder access {part!r} is not allowed", column)
             try:
                 obj = getattr(obj, part)
             except AttributeError:
-                raise Skip(f"{'.'.join(parts[:i + 1])} does not exist in this torch") from None
-            if not last and not self._inside(obj):
-                raise Invalid(f"{name!r} leads out of torch at {'.'.join(parts[:i + 1])}", column)
+                raise Skip(f"{root}.{'.'.join(parts[:i + 1])} does not exist in this {root}") from None
+            if not last and not self.inside(obj, root):
+                raise Invalid(f"{name!r} leads out of {root} at {root}.{'.'.join(parts[:i + 1])}", column)
         return obj
 
-    def resolve(self, name: str, line: str) -> Any:
-        """The torch callable an API name names (an operator torch registers
-        from Python once the module that registers it is imported)."""
-        from .policy import TORCH_PYTHON_OPERATORS
+    def root_of(self, name: str) -> str:
+        """The root a name is walked from (start's)."""
+        return self.start(name, name)[0]
 
-        parts = name.split(".")
-        if len(parts) > 3 and parts[:2] == ["torch", "ops"] and parts[2] in TORCH_PYTHON_OPERATORS:
-            import importlib
 
-            importlib.import_module(TORCH_PYTHON_OPERATORS[parts[2]])
-        obj = self.walk(name, line, lambda obj, part: obj is self.torch.Tensor and part in self.tensor_dunders)
-        if isinstance(obj, types.ModuleType) or not self._owned(obj):
-            raise Invalid(f"{name!r} is not one of torch's callables", line.find(name) + 1 or 1)
-        return obj
+def framework_start(name: str, framework: str, module: Any, line: str) -> Tuple[str, Any]:
+    """start() for a name that must be under `framework` (its module)."""
+    if not name.startswith(framework + ".") or name == framework + ".":
+        raise Invalid(f"{name!r} is outside {framework}", line.find(name) + 1 or 1)
+    return framework, module
 
-    def constructible(self, cls: Any) -> bool:
-        """Whether replay may call `cls` to build a value: the few torch
-        classes it knows how to construct, and torch's dataclasses of options."""
-        import dataclasses
 
-        torch = self.torch
-        return cls in (torch.device, torch.Size, torch.Generator) or isinstance(cls, type) and (
-            issubclass(cls, (torch.nn.Module, torch.optim.Optimizer))
-            or dataclasses.is_dataclass(cls) and self._inside(cls))
+def user_root(name: str) -> Optional[str]:
+    """The module the user imported (--import) that `name` is under: the
+    longest; None where none is."""
+    from .user_code import modules
+
+    return max((m for m in modules() if name.startswith(m + ".")), key=len, default=None)
+
+
+def user_start(name: str) -> Optional[Tuple[str, Any]]:
+    """start() for a name under a module the user imported, if it is."""
+    root = user_root(name)
+    return None if root is None else (root, sys.modules[root])
+
+
+def _under(module_name: str, root: str) -> bool:
+    return module_name == root or module_name.startswith(root + ".")

@@ -1,8 +1,10 @@
 """Running configs: `replay_one` calls one (or, with options.check, judges
-it: check.py) and makes its Result; many run in this process
+it: judge/check.py) and makes its Result; many run in this process
 (`run_in_process`, where `CrashNote` has a fatal signal say which config
 died) or in a pool of worker processes (`run_isolated`, where a worker's
-death fails the config it held)."""
+death fails the config it held). Before any runs, `checked_options` checks
+what the flags of `api-tracer replay`, `api-tracer fuzz` and the pytest
+plugin give, alike, and `prepare_process` readies the process."""
 from __future__ import annotations
 
 import os
@@ -10,36 +12,37 @@ import re
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import _C
-from ..filesets import api_of
-from .builder import parse
-from .check import Verdict, check
-from .configs import BuildError, Config, Invalid, Result, SideError, Skip, Status, first_line
-from .frameworks import line_framework, resolver_for
-from .options import ReplayOptions
-from .resolve import Resolver
-from .side import Side, run_side
+from ..errors import UsageError
+from ..config import api_of
+from ..formats.configs import Config
 from . import pool, user_code
+from .builder import parse
+from .framework import DEFAULT, line_framework, replay_framework
+from .judge.check import Verdict, check, reference
+from .memory import available_bytes
+from .options import ReplayOptions
+from .results import BuildError, Invalid, Result, SideError, Skip, Status, first_line
+from .side import Side, run_side
 
 
-def replay_one(config: Config, options: ReplayOptions = ReplayOptions(),
-               resolver: Optional[Resolver] = None) -> Result:
+def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Result:
     """Replays `config` in this process: what came of it, and how long it
     took; by the framework its file's (options.dialect) or its API's
-    (frameworks.py), `resolver` used where it is that framework's."""
+    (framework.py)."""
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
     verdict: Optional[Verdict] = None
     try:
         api, args, kwargs = parse(config)
-        resolver = resolver_for(line_framework(api, options), resolver)
+        framework = replay_framework(line_framework(api, options))
         if options.check:
-            verdict = check(config, api, args, kwargs, options, resolver)
+            verdict = check(config, api, args, kwargs, options, framework)
             status, message = verdict.status, verdict.message
         else:
-            run_side(config, api, args, kwargs, options, resolver, Side("replay", options.device))
+            run_side(config, api, args, kwargs, options, framework, Side("replay", options.device))
             status = Status.OK
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
@@ -95,23 +98,68 @@ def outside_domain(message: str) -> str:
                  if pattern.search(message)), "")
 
 
+# -- a run's options, checked ------------------------------------------------------------
+
+def checked_options(command: str, *, checks: Iterable[str] = (), **given: Any) -> ReplayOptions:
+    """The ReplayOptions the flags give (`given`: fields of ReplayOptions,
+    as the flags left them), each checked before any config runs, or a
+    UsageError that names the flag, said as `command`'s: the device is one
+    torch knows and reaches, --check a mode with a reachable device, and
+    `checks` too (fuzz's oracles that are checks); --backward, --rtol and
+    --atol only with --check, and at least 0; --max-bytes at least 0."""
+    given["imports"] = tuple(given.get("imports") or ())
+    given["libraries"] = tuple(given.get("libraries") or ())
+    options = ReplayOptions(**given)
+    check_device(options.device, f"--device {options.device}", command)
+    if options.max_bytes is not None and options.max_bytes < 0:
+        raise UsageError(f"{command}: --max-bytes must be at least 0")
+    if not options.check:
+        for flag, set_ in (("--backward", options.backward), ("--rtol", options.rtol is not None),
+                           ("--atol", options.atol is not None)):
+            if set_:
+                raise UsageError(f"{command}: {flag} needs --check")
+    for flag, value in (("--rtol", options.rtol), ("--atol", options.atol)):
+        if value is not None and not value >= 0:
+            raise UsageError(f"{command}: {flag} must be at least 0")
+    for mode, flag in [(options.check, "--check")] * bool(options.check) + [(c, "--oracle") for c in checks]:
+        try:
+            side = reference(mode, options.device)
+        except ValueError as e:
+            raise UsageError(f"{command}: {flag}: {e}") from None
+        check_device(side.device, f"{flag} {mode}", command)
+    return options
+
+
+def check_device(device: str, flag: str, command: str) -> None:
+    """A UsageError, naming `flag`, unless torch knows `device` and can reach it."""
+    try:
+        available_bytes(device)
+    except Exception as e:  # noqa: BLE001 - a device torch does not know, or cannot reach
+        raise UsageError(f"{command}: {flag}: {first_line(e)}") from None
+
+
+def check_framework(options: ReplayOptions, command: str) -> None:
+    """A UsageError where the options' framework does not take them (a
+    check, --backward, a device: its ReplayFramework.unsupported)."""
+    why = replay_framework(options.dialect or DEFAULT).unsupported(options)
+    if why:
+        raise UsageError(f"{command}: {why}")
+
+
 # -- running many -------------------------------------------------------------
 
-def quiet_imports(options: ReplayOptions) -> None:
-    """Paddle imported first for a Paddle file, without its import's
-    warning (that ccache is missing), which the user's code would print."""
-    if options.dialect == "paddle":
-        from .paddle_import import paddle_module
-
-        paddle_module()
+def prepare_process(options: ReplayOptions) -> None:
+    """What a process that replays the options' framework does first (its
+    ReplayFramework.prepare_process: Paddle imported, quietly), then the
+    user's code (--import, --load-library) loaded."""
+    replay_framework(options.dialect or DEFAULT).prepare_process()
+    user_code.load(options.imports, options.libraries)
 
 
 def _worker(conn: Any, options: ReplayOptions) -> None:
     """Replays the configs sent on `conn`, one at a time (pool.py); the
     user's code (--import, --load-library) is loaded first."""
-    quiet_imports(options)
-    user_code.load(options.imports, options.libraries)
-    resolver = Resolver()
+    prepare_process(options)
     crash_on = os.environ.get("API_TRACER_REPLAY_CRASH_ON")  # fault injection, for the tests
     hang_on = os.environ.get("API_TRACER_REPLAY_HANG_ON")
     for config in pool.tasks(conn):
@@ -121,7 +169,7 @@ def _worker(conn: Any, options: ReplayOptions) -> None:
         if hang_on and hang_on in config.text:
             while True:
                 time.sleep(1)
-        pool.done(conn, replay_one(config, options, resolver))
+        pool.done(conn, replay_one(config, options))
 
 
 # How long a config may run in a worker before it is killed (--timeout):
@@ -167,14 +215,12 @@ def run_in_process(configs: List[Config], options: ReplayOptions, on_result: Cal
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
     `report_fd` (CrashNote)."""
-    quiet_imports(options)
-    user_code.load(options.imports, options.libraries)
-    resolver = Resolver()
+    prepare_process(options)
     results = []
     with CrashNote(report_fd) as note:
         for c in configs:
             note.running(c, len(results))
-            r = replay_one(c, options, resolver)
+            r = replay_one(c, options)
             note.running(None, len(results))
             results.append(r)
             on_result(r)

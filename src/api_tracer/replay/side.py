@@ -1,21 +1,21 @@
 """One side of a replay: a config's call built and made on a device (its
 floating values cast, or the call compiled, for the reference side of a
-check), torch's global generator seeded, grad mode kept; what it returned,
-the random operators it ran, and, with --backward, the gradients of its
-floating inputs (`Outcome`)."""
+check), by the framework that replays it (its ReplayFramework.run_side:
+frameworks/torch/side.py, frameworks/paddle/replay.py), within a bound on
+what the call may allocate on its way; what it returned, the random
+operators it ran, and, with --backward, the gradients of its floating
+inputs (`Outcome`, its tensors torch's whatever the framework)."""
 from __future__ import annotations
 
-import contextlib
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from .builder import build
-from .compare import tensor_leaves
-from .configs import Config, Skip, first_line
-from .memory import WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, human_bytes, out_of_memory, storage_numel
+from ..formats.configs import Config
+from ..values import item_path
+from .builder import Perturbation
+from .memory import WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, human_bytes, out_of_memory
 from .options import ReplayOptions
-from .resolve import Resolver
+from .results import Skip, first_line
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,17 @@ class Side:
     device: str
     cast: Optional[Callable[[Any], Any]] = None
     compiled: bool = False
-    perturb: Optional[Callable[[str, Any], None]] = None  # see Builder: the check's error model
+    perturb: Optional[Perturbation] = None  # see Builder: the check's error model
     substitute: Optional[Callable[..., Any]] = None  # called instead of the API (a decomposition, as reference)
     contiguous: bool = False  # each strided tensor argument a contiguous copy of the one built (--check layout)
+
+
+@dataclass(frozen=True)
+class NoGradient:
+    """An input the backward gives no gradient of, and why: compared as
+    itself, so both sides must agree."""
+
+    why: str
 
 
 @dataclass
@@ -53,29 +61,23 @@ class Outcome:
         return found
 
 
-@contextlib.contextmanager
-def grad_mode_kept() -> Iterator[None]:
-    """A call that sets grad mode (torch._C._set_grad_enabled) sets it for
-    itself only: the mode before it comes back."""
+def tensor_leaves(value: Any, where: str) -> Iterator[Tuple[str, Any]]:
+    """The torch tensors inside an output (or built arguments), each named
+    below `where`: an item as a value's path has it ([1]), a dict's key as
+    Python writes it (an output's keys are any objects, not a config
+    line's); a module's or an optimizer's by its state_dict."""
     import torch
 
-    enabled = torch.is_grad_enabled()
-    try:
-        yield
-    finally:
-        torch._C._set_grad_enabled(enabled)
-
-
-@contextlib.contextmanager
-def seeded(seed: int, device: str) -> Iterator[None]:
-    """torch's global generators seeded with `seed` (the CPU's, and
-    `device`'s if it is a CUDA device), and their states back after."""
-    import torch
-
-    cuda = [device_of(device).index] if torch.device(device).type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(seed)
-        yield
+    if isinstance(value, torch.Tensor):
+        yield where, value
+    elif isinstance(value, (list, tuple)):
+        for i, x in enumerate(value):
+            yield from tensor_leaves(x, item_path(where, i))
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            yield from tensor_leaves(x, f"{where}[{k!r}]")
+    elif isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
+        yield from tensor_leaves(value.state_dict(), where)
 
 
 def device_of(device: str) -> Any:
@@ -85,288 +87,21 @@ def device_of(device: str) -> Any:
     return torch.empty(0, device=device).device
 
 
-def run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
+def run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any,
              side: Side, watch: bool = False) -> Outcome:
-    """Builds the call on side.device (cast as side.cast says) from the
-    options' seed and makes it, with the global generator seeded too; with
-    options.backward, the gradients of its floating inputs: an argument
-    the call refuses to take requiring grad (batch_norm's running_mean)
-    is made again as it was, and has no gradient; a call that raises with
-    its inputs requiring grad (detach_ of a view) and runs without is made
-    so, and none has a gradient. `watch` notes the random operators that
-    run. What the call allocates on its way is bounded (memory.bounded):
-    past that, Skip. Raises Invalid, Skip, BuildError or what the call
-    raises. A Paddle config (a resolver of Paddle's) runs on Paddle's side
-    (PaddleResolver.run_side), bounded alike."""
-    paddle = getattr(resolver, "framework", "torch") == "paddle"
-    limit = byte_limit(options.max_bytes, "cpu" if paddle else side.device)
-    run = getattr(resolver, "run_side", _run_side_retrying)  # (another framework's resolver says how its side runs)
+    """The call of one side, made by `framework` (a ReplayFramework: built
+    on side.device, cast as side.cast says, from the options' seed; with
+    options.backward the gradients of its floating inputs; `watch` notes
+    the random operators that run). What it allocates on its way is
+    bounded (memory.bounded): past that, Skip. Raises Invalid, Skip,
+    BuildError or what the call raises."""
+    limit = byte_limit(options.max_bytes, framework.memory_device(side.device))
     with bounded(limit) as working:
         try:
-            return run(config, api, args, kwargs, options, resolver, side, watch)
+            return framework.run_side(config, api, args, kwargs, options, side, watch)
         except Exception as e:
             if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
                 raise
             raise Skip(f"it allocates more than a call may on its way ({human_bytes(working)}: "
                        f"{WORKING_FACTOR} x the limit of {human_bytes(limit)}, --max-bytes, and "
                        f"{human_bytes(WORKING_SLACK)}): {first_line(e) or type(e).__name__}") from None
-
-
-def _run_side_retrying(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
-                       resolver: Resolver, side: Side, watch: bool) -> Outcome:
-    held: Dict[str, Any] = {}  # the inputs made as they are, not requiring grad (ALL: every one)
-    first: Optional[RuntimeError] = None
-    while True:
-        try:
-            return _run_side(config, api, args, kwargs, options, resolver, side, watch, held)
-        except RuntimeError as e:
-            if ALL in held:
-                raise first from None  # it fails as it is too: the call's own failure
-            refused = options.backward and refused_argument(e, resolver.resolve(api, config.text), args, kwargs)
-            if refused and refused not in held:
-                held[refused] = NoGradient("not differentiable")
-            elif options.backward:
-                first = e
-                held[ALL] = NoGradient(f"the call refuses inputs that require grad: {first_line(e)}")
-            else:
-                raise
-
-
-ALL = "*"  # run_side's `held`: every input
-
-
-def _run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, resolver: Resolver,
-              side: Side, watch: bool, held: Dict[str, Any]) -> Outcome:
-    import torch
-
-    # (sparse tensors the call makes are checked: see preconditions.py)
-    with seeded(options.seed, side.device), torch.sparse.check_sparse_tensor_invariants():
-        func, args, kwargs = build(config, api, args, kwargs, replace(options, device=side.device), resolver,
-                                   side.cast, side.perturb)
-        if side.contiguous:
-            args, kwargs = contiguous_copies(args), contiguous_copies(kwargs)
-        precision = least_precise(args, kwargs)
-        floating_inputs = any(t.is_floating_point() or t.is_complex() for _, t in tensor_leaves([args, kwargs], ""))
-        inputs: List[Tuple[str, Any, Callable[[Any], Any]]] = []
-        if options.backward:
-            args, kwargs = grad_inputs(args, kwargs, inputs, held)
-            if ALL in held:
-                named = [*(tensor_leaves(a, f"args[{i}]") for i, a in enumerate(args)),
-                         *(tensor_leaves(v, f"kwargs.{k}") for k, v in kwargs.items())]
-                held = {path: held[ALL] for leaves in named for path, t in leaves
-                        if t.is_floating_point() or t.is_complex()}
-        call = side.substitute if side.substitute is not None else compiled(func) if side.compiled else func
-        random = RandomOps(watch)
-        with grad_mode_kept():
-            with random:
-                output = call(*args, **kwargs)
-            grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
-    return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs)
-
-
-def contiguous_copies(value: Any) -> Any:
-    """`value` with each strided tensor in it that is not contiguous, or
-    is a window of a larger storage, replaced by a contiguous copy of its
-    values (requiring grad as it did)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        if value.layout != torch.strided or value.is_quantized or (
-                value.is_contiguous() and value.untyped_storage().nbytes() == value.numel() * value.itemsize):
-            return value
-        copy = torch.empty_like(value, memory_format=torch.contiguous_format)
-        with torch.no_grad():
-            copy.copy_(value)
-        return copy.requires_grad_(value.requires_grad)
-    if isinstance(value, (list, tuple)):
-        return type(value)(contiguous_copies(v) for v in value)
-    if isinstance(value, dict):
-        return {k: contiguous_copies(v) for k, v in value.items()}
-    return value
-
-
-def refused_argument(error: RuntimeError, func: Any, args: list, kwargs: dict) -> Optional[str]:
-    """The path of the argument autograd's check_no_requires_grad names in
-    `error` ("... is not differentiable with respect to argument 'NAME'"),
-    found by its name among the call's parameters: an operator's schema, a
-    Python function's signature."""
-    import inspect
-
-    import torch
-
-    named = re.search(r"is not differentiable with respect to argument '(\w+)'", str(error))
-    if not named:
-        return None
-    name = named.group(1)
-    if name in kwargs:
-        return f"kwargs.{name}"
-    if isinstance(func, torch._ops.OpOverload):
-        names = [a.name for a in func._schema.arguments]
-    else:
-        try:
-            names = list(inspect.signature(func).parameters)
-        except (TypeError, ValueError):  # a builtin without a signature
-            return None
-    return f"args[{names.index(name)}]" if name in names[:len(args)] else None
-
-
-def least_precise(args: list, kwargs: dict) -> Any:
-    """The floating (or complex) dtype of the tensor arguments with the
-    greatest epsilon; torch.float64 if there are none."""
-    import torch
-
-    dtypes = {t.dtype for _, t in tensor_leaves([args, kwargs], "") if t.is_floating_point() or t.is_complex()}
-    return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float64)
-
-
-def compiled(func: Callable) -> Callable:
-    """torch.compile of the call alone, as one graph (fullgraph: a call
-    that cannot be captured raises instead of running eagerly), Dynamo's
-    caches cleared first, so no earlier config's code is reused."""
-    import torch
-
-    torch.compiler.reset()
-    return torch.compile(lambda *args, **kwargs: func(*args, **kwargs), fullgraph=True)
-
-
-def grad_inputs(args: list, kwargs: dict, inputs: list, held: Dict[str, Any]) -> Tuple[list, dict]:
-    """The arguments, each floating tensor (but those `held` names) replaced
-    by a copy that is a view of a non-leaf (so that the call may write to
-    it in place) over a leaf that requires grad; appends (path, leaf, view)
-    to `inputs`, view giving a leaf's gradient the argument's shape and
-    strides. The parameters of modules are inputs as they are."""
-    import torch
-
-    def swap(v: Any, path: str) -> Any:
-        if path in held or ALL in held:
-            return v
-        if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()) and v.layout == torch.strided:
-            shape, stride = v.shape, v.stride()
-            span = v.detach().as_strided((storage_numel(shape, stride),), (1,), v.storage_offset())
-            leaf = span.clone().requires_grad_(True)
-            inputs.append((path, leaf, lambda g: g.as_strided(shape, stride)))
-            return leaf.clone().as_strided(shape, stride)
-        if isinstance(v, (list, tuple)):
-            return type(v)(swap(x, f"{path}[{i}]") for i, x in enumerate(v))
-        if isinstance(v, dict):
-            return {k: swap(x, f"{path}[{k!r}]") for k, x in v.items()}
-        if isinstance(v, torch.nn.Module):
-            inputs.extend((f"{path}.{name}", p, lambda g: g) for name, p in v.named_parameters() if p.requires_grad)
-        return v
-
-    return ([swap(a, f"args[{i}]") for i, a in enumerate(args)],
-            {k: swap(v, f"kwargs.{k}") for k, v in kwargs.items()})
-
-
-@dataclass(frozen=True)
-class NoGradient:
-    """An input the backward gives no gradient of, and why: compared as
-    itself, so both sides must agree."""
-
-    why: str
-
-
-def backward(output: Any, inputs: list, seed: int, random: "RandomOps") -> Dict[str, Any]:
-    """The gradient, for each input, of the output's floating tensors that
-    require grad, each weighted by `cotangent`; all at once, else (one
-    raised) input by input, an input whose gradient raises having a
-    NoGradient that says what it raised."""
-    import torch
-
-    outs = [t for _, t in tensor_leaves(output, "") if t.requires_grad and (t.is_floating_point() or t.is_complex())]
-    if not outs or not inputs:
-        return {path: None for path, _, _ in inputs}
-    weights = [cotangent(t, seed + i) for i, t in enumerate(outs)]
-
-    def grad(leaves: list) -> tuple:
-        with random, torch.enable_grad():
-            return torch.autograd.grad(outs, leaves, weights, allow_unused=True, retain_graph=True)
-
-    try:
-        grads = dict(zip([path for path, _, _ in inputs], grad([leaf for _, leaf, _ in inputs])))
-    except (RuntimeError, NotImplementedError):
-        grads = {}
-        for path, leaf, _ in inputs:
-            try:
-                grads[path] = grad([leaf])[0]
-            except (RuntimeError, NotImplementedError) as e:
-                grads[path] = NoGradient(f"{type(e).__name__}: {first_line(e)}")
-    views = {path: view for path, _, view in inputs}
-    return {path: g if g is None or isinstance(g, NoGradient) else views[path](g) for path, g in grads.items()}
-
-
-def cotangent(t: Any, seed: int) -> Any:
-    """Random weights for an output's gradient, the same on every side:
-    multiples of 1/8 in [-1, 1], which every floating dtype holds exactly."""
-    import torch
-
-    gen = torch.Generator().manual_seed(seed)
-    parts = [torch.randint(-8, 9, t.shape, generator=gen, dtype=torch.float64) / 8
-             for _ in range(2 if t.is_complex() else 1)]
-    weights = torch.complex(*parts) if t.is_complex() else parts[0]
-    return weights.to(device=t.device, dtype=t.dtype)
-
-
-class RandomOps:
-    """While on (and `watch`): the random operators that run, those
-    carrying torch.Tag.nondeterministic_seeded (dropout, randn,
-    bernoulli_, ...) that drew from a generator (attention with a dropout
-    probability of 0 does not), and those torch marks
-    nondeterministic_bitwise (`unrepeatable`: atomic adds, say), noted by a
-    TorchDispatchMode."""
-
-    def __init__(self, watch: bool) -> None:
-        self.watch = watch
-        self.ops: List[str] = []
-        self.unrepeatable: List[str] = []
-        self.mode: Any = None
-
-    def __enter__(self) -> "RandomOps":
-        if self.watch:
-            self.mode = _random_mode(self.ops, self.unrepeatable)
-            self.mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.mode is not None:
-            self.mode.__exit__(*exc)
-
-
-def _generator_states() -> List[Any]:
-    """The default generators' states: the CPU's, and CUDA's where it is
-    initialized."""
-    import torch
-
-    states = [torch.get_rng_state()]
-    if torch.cuda.is_initialized():
-        states += torch.cuda.get_rng_state_all()
-    return states
-
-
-def _random_mode(ops: List[str], unrepeatable: List[str]) -> Any:
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Mode(TorchDispatchMode):
-        @classmethod
-        def _should_skip_dynamo(cls) -> bool:
-            # (else torch wraps __torch_dispatch__ to keep Dynamo out of it, and
-            # that wrapper imports torch._dynamo, which sets up Inductor's cache
-            # directory, on its first call: replay compiles nothing unasked)
-            return False
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            if torch.Tag.nondeterministic_bitwise in func.tags and str(func) not in unrepeatable:
-                unrepeatable.append(str(func))
-            if torch.Tag.nondeterministic_seeded not in func.tags or str(func) in ops:
-                return func(*args, **kwargs)
-            before = _generator_states()
-            out = func(*args, **kwargs)
-            after = _generator_states()
-            own = kwargs.get("generator") is not None
-            if own or len(before) != len(after) or any(not torch.equal(a, b) for a, b in zip(before, after)):
-                ops.append(str(func))
-            return out
-
-    return Mode()

@@ -22,23 +22,22 @@ Content Security Policy lets nothing load.
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ..coverage import CoverageReport, coverage_of
+from ..corpus.coverage import CoverageReport, coverage_of
 from ..errors import InputError, UsageError
-from ..filesets import find_sets, open_regular
+from ..formats.fileset import find_sets
+from ..formats.io import open_regular, replace_atomically, unwritable
 from .page import esc, page, switch
 from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
 from ..fuzz.findings import FINDINGS
 from .coverage_html import coverage_pane
-from .diff_html import diff_pane, is_diff, read_diff
-from .fuzz_html import fuzz_pane, is_findings, read_findings
+from .diff_html import diff_pane
+from .fuzz_html import fuzz_pane, read_findings
 from .profile_html import is_profile, profile_pane
-from .replay_html import is_replay_report, read_replay_report, replay_pane
+from .replay_html import replay_pane
 from .trace_html import view_pane
 from .trace_views import trace_views
 
@@ -97,66 +96,12 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
 
 def check_output(path: str) -> None:
     """That the page can be written at `path`, as far as that can be known
-    before the work: not a directory, in a directory that exists and can be
-    written."""
-    if os.path.isdir(path):
+    before the work (formats/io.py: unwritable)."""
+    why = unwritable(path)
+    if why == "is a directory":
         raise InputError(path, "a directory: the report is one HTML file")
-    parent = os.path.dirname(path) or os.curdir
-    if not os.path.exists(parent):
-        probe = parent
-        while not os.path.exists(probe):
-            probe = os.path.dirname(probe) or os.curdir
-        if not os.path.isdir(probe):
-            raise InputError(path, f"cannot write here: {probe} is not a directory")
-        raise InputError(path, f"cannot write here: no directory {parent}")
-    if not os.path.isdir(parent):
-        raise InputError(path, f"cannot write here: {parent} is not a directory")
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-        if not os.access(path, os.W_OK):
-            raise InputError(path, "cannot write: permission denied")
-        return
-    directory = os.path.dirname(os.path.realpath(path))  # where _write puts the page, then renames it
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise InputError(path, f"cannot write here: {directory} cannot be written (permission denied)")
-
-
-def _write(path: str, data: bytes) -> None:
-    """`data` into `path`, or an OSError. A regular file (or a new one) is
-    written beside and renamed over it, so that a write that fails (a full
-    disk) leaves no half a page; anything else (a device, /dev/stdout, a
-    FIFO a process reads) is written as it is, a FIFO no process reads
-    being an error rather than a wait."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is None or stat.S_ISREG(mode):
-        target = os.path.realpath(path)
-        temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.tmp")
-        try:
-            with open(temporary, "wb") as f:
-                f.write(data)
-            os.replace(temporary, target)
-        except OSError:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
-        return
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        if e.errno == errno.ENXIO:
-            raise OSError(e.errno, "a FIFO no process reads", path) from None
-        raise
-    try:
-        os.set_blocking(fd, True)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
+    if why:
+        raise InputError(path, f"cannot write here: {why}")
 
 
 def write_report(path: str, trace_dirs: Sequence[str] = (),
@@ -167,7 +112,7 @@ def write_report(path: str, trace_dirs: Sequence[str] = (),
     """Writes the page (an OSError where it cannot be written); its size in
     bytes."""
     data = render(trace_dirs, profiles, replays, campaigns, diffs).encode("utf-8")
-    _write(path, data)
+    replace_atomically(path, data)
     return len(data)
 
 
@@ -203,35 +148,3 @@ def read_campaign(directory: str) -> Tuple[str, List[Dict[str, Any]], Dict[str, 
     findings_path = os.path.join(directory, FINDINGS)
     findings = read_findings(findings_path, read_file(findings_path)) if os.path.exists(findings_path) else []
     return directory, findings, state
-
-
-def report_command(inputs: Sequence[str], output: str) -> str:
-    """`api-tracer report`: each input is a trace directory, a profile's
-    JSON file, a replay report, a fuzz campaign's findings or a diff (JSON
-    lines). Returns what it wrote, for
-    the command to say."""
-    check_output(output)
-    trace_dirs, profiles, replays, campaigns, diffs = [], [], [], [], []
-    for item in inputs:
-        if os.path.isdir(item) and os.path.isfile(os.path.join(item, CAMPAIGN_STATE)):
-            campaigns.append(read_campaign(item))
-        elif os.path.isdir(item):
-            trace_dirs.append(item)
-        elif os.path.isfile(item):
-            raw = read_file(item)
-            first = raw.split(b"\n", 1)[0]
-            if is_replay_report(first):
-                replays.append((item, read_replay_report(item, raw)))
-            elif is_findings(first):
-                campaigns.append((item, read_findings(item, raw), {}))
-            elif is_diff(first):
-                diffs.append((item, read_diff(item, raw)))
-            else:
-                profiles.append((item, read_profile(item, raw)))
-        else:
-            raise UsageError(f"report: {item} is neither a directory nor a file")
-    try:
-        size = write_report(output, trace_dirs, profiles, replays, campaigns, diffs)
-    except OSError as e:
-        raise InputError(output, f"cannot write: {e.strerror or e}") from None
-    return f"wrote {output} ({size:,} bytes)"

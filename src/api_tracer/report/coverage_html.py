@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..coverage import Coverage, CoverageReport, Group, percent_text, sets_summary
+from ..corpus.coverage import Coverage, CoverageReport, Group, percent_text, sets_summary
 from .page import Cell, Column, esc, number, sortable_table, tag
 
 BAR = 160  # px: the width of a bar at 100%

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from ..diff import KINDS, SUMMARY
+from ..corpus.diff import KINDS, SUMMARY
 from ..errors import InputError
 from .charts import bar_chart
 from .page import Column, esc, note, number, sortable_table, tag, text

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from ..units import fmt_bytes, fmt_time
+from ..util.units import fmt_bytes, fmt_time
 from .charts import Node, icicle, legend_icicle
 from .page import Cell, Column, esc, number, sortable_table, switch, tag
 

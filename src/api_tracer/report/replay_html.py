@@ -10,8 +10,8 @@ from collections import Counter
 from typing import Any, Dict, List, Tuple
 
 from ..errors import InputError
-from ..replay.configs import Status
-from ..replay.report import counted
+from ..replay.results import Status
+from ..replay.output import counted
 from .page import Cell, Column, esc, note, number, sortable_table, tag, text
 
 STATUSES = [s.value for s in Status]

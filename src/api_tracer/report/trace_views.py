@@ -14,9 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .. import _C
-from ..filesets import (FileSet, api_of, find_sets, has_trace, read_configs, read_stacks, read_trace, statistics_of,
-                        trace_limit_note)
-from ..sources import Provenance, calls_of, provenance, sources_path
+from ..formats.fileset import FileSet, find_sets
+from ..config import api_of
+from ..formats.trace import has_trace, read_trace, trace_limit_note
+from ..formats.configs import read_set_configs
+from ..formats.summaries import read_stacks
+from ..formats.statistics import statistics_of
+from ..formats.sources import Provenance, calls_of, provenance, sources_path
 from ..values import Call, TensorSpec
 
 
@@ -111,7 +115,7 @@ def set_views(s: FileSet, name: str) -> List[View]:
 
     stacks = read_stacks(s) or {}
     stats = statistics_of(s)
-    configs = read_configs(s, stats)
+    configs = read_set_configs(s, stats)
     notes = []
     line_calls: Optional[Counter] = None
     per_level: Dict[int, Counter] = {}

@@ -1,0 +1,54 @@
+"""`api-tracer report INPUT... -o report.html`: one self-contained HTML file
+of traces, profiles, replay reports, fuzz campaigns and diffs (report/)."""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..errors import UsageError
+from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
+from ..report import check_output, read_campaign, read_file, read_profile, write_report
+from ..report.diff_html import is_diff, read_diff
+from ..report.fuzz_html import is_findings, read_findings
+from ..report.replay_html import is_replay_report, read_replay_report
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser("report", help="one self-contained HTML file of traces, profiles and replay reports")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="a trace directory (its file sets, searched recursively), a profile's JSON "
+                        "(Profile.export_json), a replay report (replay -o REPORT.jsonl), a fuzz campaign "
+                        "or a diff (diff --json > DIFF.jsonl)")
+    p.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    return p
+
+
+def main(args: Any) -> int:
+    """Each input is a trace directory, a profile's JSON file, a replay
+    report, a fuzz campaign (its directory, or its findings) or a diff
+    (JSON lines), told by what it is and its first line."""
+    inputs, output = args.inputs, args.output
+    check_output(output)
+    trace_dirs, profiles, replays, campaigns, diffs = [], [], [], [], []
+    for item in inputs:
+        if os.path.isdir(item) and os.path.isfile(os.path.join(item, CAMPAIGN_STATE)):
+            campaigns.append(read_campaign(item))
+        elif os.path.isdir(item):
+            trace_dirs.append(item)
+        elif os.path.isfile(item):
+            raw = read_file(item)
+            first = raw.split(b"\n", 1)[0]
+            if is_replay_report(first):
+                replays.append((item, read_replay_report(item, raw)))
+            elif is_findings(first):
+                campaigns.append((item, read_findings(item, raw), {}))
+            elif is_diff(first):
+                diffs.append((item, read_diff(item, raw)))
+            else:
+                profiles.append((item, read_profile(item, raw)))
+        else:
+            raise UsageError(f"report: {item} is neither a directory nor a file")
+    size = write_report(output, trace_dirs, profiles, replays, campaigns, diffs)
+    print(f"wrote {output} ({size:,} bytes)")
+    return 0

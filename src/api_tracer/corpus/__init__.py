@@ -1,0 +1,1 @@
+"""Commands over traces: merge, diff, stats, coverage, export."""

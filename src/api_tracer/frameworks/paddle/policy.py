@@ -1,0 +1,190 @@
+"""What `api-tracer replay` calls from a Paddle config file it cannot
+trust: the policy of policy.py, for Paddle (docs/cli.md, "What replay
+calls").
+
+An allow-list:
+
+- the named APIs of the tracer's Paddle API list
+  (api_list/paddle_api_list.yaml: paddle's tensor functions, Tensor
+  methods and operators, paddle.nn.functional, linalg, fft, signal,
+  sparse, nn layers and their forward, optimizers);
+- the values replay itself constructs (VALUE_CONSTRUCTORS: places,
+  ParamAttr, the initializers and regularizers), and
+  ``paddle.set_grad_enabled``, whose change replay undoes after each
+  config (it restores grad mode);
+- the functions of the modules the user imported on the command line
+  (``--import MODULE``: the user's own code, never a config file's asking);
+
+less DENIED: the families of the list that must not run from an untrusted
+file, each with its reason (files, processes, devices, process-wide flags
+and modes, distributed, JIT and static graphs, hub, utils and
+cpp_extension, data loaders, views by strides); less every private name
+(a part that starts with `_`, but the Tensor operators:
+``paddle.Tensor.__add__``). The check is by name, before any argument is
+built, for the API and every name in the arguments (constructor calls,
+``Callable(...)``, classes); paddle_preconditions.py then checks the built
+arguments of the kernels that index without looking.
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+from typing import Any, Dict, FrozenSet, Optional, Tuple
+
+from . import paddle_module
+
+# Classes replay constructs to rebuild argument values (besides the
+# initializers and regularizers: value_classes()).
+VALUE_CONSTRUCTORS = ("paddle.CPUPlace", "paddle.CUDAPlace", "paddle.CUDAPinnedPlace", "paddle.XPUPlace",
+                      "paddle.ParamAttr", "paddle.framework.ParamAttr")
+
+# Calls that change state replay restores after each config.
+SCOPED_STATE = ("paddle.set_grad_enabled",)
+
+DOWNLOADS = "downloads files and runs the code it fetches (hub), or downloads datasets and pretrained weights"
+
+# What the API list holds but replay must not call, by family: reason ->
+# patterns (fnmatch; a pattern also covers the names below it, as a
+# module's functions or a class's methods).
+DENIED: Dict[str, Tuple[str, ...]] = {
+    "reads or writes files (paddle.load unpickles: it can run code)": (
+        "paddle.save", "paddle.load", "paddle.async_save", "paddle.clear_async_save_task_queue",
+        "paddle.framework.save", "paddle.framework.load", "paddle.framework.io", "paddle.onnx",
+        "paddle.inference", "paddle.sysconfig", "paddle.audio.load", "paddle.audio.save", "paddle.audio.info",
+        "paddle.audio.backends", "paddle.vision.image_load"),
+    DOWNLOADS: (
+        "paddle.hub", "paddle.dataset", "paddle.vision.datasets", "paddle.text.datasets", "paddle.audio.datasets"),
+    "trains, saves and loads whole models, writing logs and checkpoints (hapi)": (
+        "paddle.Model", "paddle.hapi", "paddle.callbacks"),
+    "loads, builds or imports code (paddle.utils: cpp_extension compiles, try_import imports any module; "
+    "paddle.library registers operators)": ("paddle.utils", "paddle.library"),
+    "starts processes or threads that outlive the config (data loaders' workers, multiprocessing)": (
+        "paddle.io.DataLoader", "paddle.io.get_worker_info", "paddle.incubate.multiprocessing", "paddle.reader"),
+    "creates shared memory": ("paddle.Tensor._share_memory",),
+    "views a window of memory by sizes, strides and an offset it does not check against the tensor's storage (a "
+    "config's could read or write anywhere: it crashed the process)": (
+        "paddle.as_strided", "paddle.Tensor.as_strided", "paddle.Tensor.set_"),
+    "changes process-wide state: devices (sets, guards, synchronizes, streams, caches)": (
+        "paddle.set_device", "paddle.device", "paddle.device_guard", "paddle.set_default_device",
+        "paddle.get_device_module", "paddle.cuda", "paddle.cuda_env"),
+    "changes process-wide state: flags, defaults and modes (static graph, the torch proxy, print options)": (
+        "paddle.set_flags", "paddle.get_flags", "paddle.set_default_dtype", "paddle.enable_static",
+        "paddle.disable_static", "paddle.enable_compat", "paddle.disable_compat", "paddle.use_compat_guard",
+        "paddle.compat.enable_torch_proxy", "paddle.compat.disable_torch_proxy",
+        "paddle.compat.extend_torch_proxy_blocked_modules", "paddle.set_printoptions", "paddle.monkey_patch_dtype",
+        "paddle.disable_signal_handler", "paddle.ir_guard", "paddle.pir_utils", "paddle.LazyGuard",
+        "paddle.incubate.autotune", "paddle.amp.auto_cast", "paddle.amp.amp_guard", "paddle.autocast"),
+    "changes process-wide state: the random generators (every device's: replay restores only its own)": (
+        "paddle.seed", "paddle.manual_seed", "paddle.set_rng_state", "paddle.set_cuda_rng_state",
+        "paddle.framework.seed", "paddle.framework.random"),
+    "prints (a config could write anything to replay's own output) or profiles, writing files": (
+        "paddle.summary", "paddle.flops", "paddle.profiler"),
+    "talks to other processes (process groups, collectives, parameter servers)": (
+        "paddle.distributed", "paddle.DataParallel", "paddle.nn.SyncBatchNorm", "paddle.incubate.distributed"),
+    "compiles or traces programs (JIT, static graphs, CINN)": (
+        "paddle.jit", "paddle.static", "paddle.incubate.jit", "paddle.pir", "paddle.decomposition"),
+}
+
+
+def denied(name: str) -> Optional[str]:
+    """The reason DENIED gives for `name`, if it does; DOWNLOADS for the
+    model functions of paddle.vision.models (model_functions)."""
+    for reason, patterns in DENIED.items():
+        for pattern in patterns:
+            if fnmatch.fnmatchcase(name, pattern) or name.startswith(pattern + "."):
+                return reason
+    if name.startswith(VISION_MODELS + ".") and name in model_functions():
+        return DOWNLOADS
+    return None
+
+
+VISION_MODELS = "paddle.vision.models"
+
+
+@functools.lru_cache(maxsize=None)
+def model_functions() -> FrozenSet[str]:
+    """The functions of paddle.vision.models that take `pretrained`, at its
+    top and in its modules (resnet18, paddle.vision.models.resnet.resnet18,
+    ...): pretrained=True downloads weights. Its layer classes (ResNet,
+    resnet.BasicBlock) are computing APIs of the list. Read from Paddle,
+    as the list is."""
+    import importlib
+    import inspect
+    import pkgutil
+    import types
+
+    paddle_module()
+    package = importlib.import_module(VISION_MODELS)
+    found = set()
+    for module in [package] + [importlib.import_module(info.name)
+                               for info in pkgutil.iter_modules(package.__path__, VISION_MODELS + ".")]:
+        if isinstance(module, types.ModuleType):
+            found.update(f"{module.__name__}.{name}" for name, value in vars(module).items()
+                         if isinstance(value, types.FunctionType) and not name.startswith("_")
+                         and "pretrained" in inspect.signature(value).parameters)
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=None)
+def value_classes() -> FrozenSet[str]:
+    """Paddle's initializers (paddle.nn.initializer.Constant, ...) and
+    regularizers (paddle.regularizer.L2Decay): values the tracer writes as
+    their constructor calls (in ParamAttr), which replay builds."""
+    paddle = paddle_module()
+    found = set(VALUE_CONSTRUCTORS)
+    for prefix, module, base in (("paddle.nn.initializer", paddle.nn.initializer, paddle.nn.initializer.Initializer),
+                                 ("paddle.regularizer", paddle.regularizer, paddle.regularizer.WeightDecayRegularizer)):
+        for name, value in vars(module).items():
+            if not name.startswith("_") and isinstance(value, type) and issubclass(value, base):
+                found.add(f"{prefix}.{name}")
+    return frozenset(found)
+
+
+def api_list() -> Tuple[str, ...]:
+    """The tracer's Paddle API list (empty where the file is not there)."""
+    from .dialect import PaddleDialect
+
+    dialect = PaddleDialect()
+    return tuple(dialect.api_list()) if dialect.api_list_file().is_file() else ()
+
+
+@functools.lru_cache(maxsize=None)
+def named_apis() -> FrozenSet[str]:
+    """The allow-list's named APIs (the user's modules aside)."""
+    names = set(api_list()) | value_classes() | set(SCOPED_STATE)
+    return frozenset(n for n in names if not denied(n) and not _private(n))
+
+
+def _private(name: str) -> bool:
+    """Whether a part of `name` is private (`_`-prefixed), but a dunder."""
+    return any(part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+               for part in name.split("."))
+
+
+def _users(name: str) -> bool:
+    """Whether `name` is under a module the user imported (--import)."""
+    from ...replay.user_code import modules
+
+    return any(name.startswith(module + ".") for module in modules())
+
+
+def refusal(name: str, obj: Any = None) -> Optional[str]:
+    """Why replay may not call `name` from an untrusted Paddle file; None if
+    it may. (`obj`, what the name resolved to, is not needed: Paddle has no
+    operators named by a registry.)"""
+    if _users(name):
+        return None
+    why = denied(name)
+    if why:
+        why = f"it {why}"
+    elif _private(name):
+        why = "it is private: replay calls Paddle's public API only"
+    elif name not in named_apis():
+        why = "it is not in replay's allow-list of Paddle's computing APIs" + (
+            "" if api_list() else " (api_list/paddle_api_list.yaml is missing)")
+    return f"{name} is refused: {why} (--allow-unsafe lifts the policy)" if why else None
+
+
+def allow_list() -> FrozenSet[str]:
+    """The whole allow-list as names (the user's modules aside)."""
+    return named_apis()

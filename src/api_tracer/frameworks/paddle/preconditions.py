@@ -1,0 +1,192 @@
+"""What replay checks of a Paddle call's built arguments before it makes
+the call, where Paddle's kernel does not (preconditions.py, for Paddle).
+
+A config may give any indices (a value profile beside the file, a
+Filled(...) tensor), and these kernels of Paddle 3.3 read or write where an
+index points without checking it: each was probed with an index out of
+range, and read garbage, wrote past the tensor silently, or corrupted the
+heap and killed the process (tests/test_replay_paddle.py keeps the
+probes, run in a child process):
+
+- indexing with tensors or lists (``paddle.Tensor.__getitem__``,
+  ``__setitem__``) and ``index_put``: each integer index within the
+  dimension it indexes, each boolean mask of the dimensions it covers;
+- ``index_fill``: the index within its axis; ``select_scatter``: the index
+  within its axis;
+- ``ctc_loss``: labels and blank among the classes, one input and label
+  length per batch entry, within the time steps and the labels.
+
+A line that fails a check is invalid, with what is wrong. Views by sizes
+and strides (``paddle.as_strided``, ``Tensor.set_``), which read any
+window of memory they are given, are refused by the policy instead
+(paddle_policy.py). Paddle's kernels have not been reviewed as torch's
+were: a kernel not listed here may still trust its arguments, and
+--isolate keeps a crash to its config.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Dict, List, Optional
+
+Check = Callable[[Dict[str, Any]], Optional[str]]  # bound arguments -> what is wrong, or None
+
+
+def _paddle() -> Any:
+    from . import paddle_module
+
+    return paddle_module()
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, _paddle().Tensor)
+
+
+def _array(v: Any) -> Any:
+    """An index (a paddle tensor, a list, a numpy array) as a numpy array; None for others."""
+    import numpy as np
+
+    if _is_tensor(v):
+        return np.asarray(v.numpy())
+    if isinstance(v, (list, np.ndarray)):
+        try:
+            return np.asarray(v)
+        except Exception:  # noqa: BLE001 - ragged: Paddle says so itself
+            return None
+    return None
+
+
+def _outside(values: Any, size: int) -> Optional[int]:
+    """The first of integer `values` outside [-size, size), if any."""
+    flat = values.reshape(-1)
+    bad = flat[(flat < -size) | (flat >= size)]
+    return int(bad[0]) if bad.size else None
+
+
+def _spans(item: Any) -> int:
+    """How many dimensions an indexing item takes."""
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    array = _array(item)
+    if array is not None and array.dtype == bool:
+        return array.ndim
+    return 1
+
+
+def _key_problem(shape: List[int], items: tuple, what: str) -> Optional[str]:
+    """What is wrong with the tensor and list indices among `items` (an
+    indexing key's, index_put's) of a tensor of `shape`."""
+    ellipsis = next((i for i, item in enumerate(items) if item is Ellipsis), None)
+    front = items if ellipsis is None else items[:ellipsis]
+    back = () if ellipsis is None else items[ellipsis + 1:]
+    placed = []
+    dim = 0
+    for item in front:
+        placed.append((dim, item))
+        dim += _spans(item)
+    dim = len(shape) - sum(_spans(item) for item in back)
+    for item in back:
+        placed.append((dim, item))
+        dim += _spans(item)
+    for dim, item in placed:
+        array = _array(item)
+        if array is None or array.size == 0 and array.dtype != bool:
+            continue
+        if array.dtype == bool:
+            covered = list(shape[dim:dim + array.ndim]) if dim >= 0 else []
+            if list(array.shape) != covered:
+                return (f"{what}: a boolean mask of shape {list(array.shape)} for the dimensions {covered} of a "
+                        f"tensor of shape {list(shape)}")
+            continue
+        if array.dtype.kind not in "iu":
+            continue
+        if not 0 <= dim < len(shape):
+            return f"{what}: an index for dimension {dim} of a tensor of {len(shape)} dimensions"
+        bad = _outside(array, shape[dim])
+        if bad is not None:
+            return f"{what}: the index {bad} is out of range for dimension {dim} of size {shape[dim]}"
+    return None
+
+
+def _indexing(bound: Dict[str, Any]) -> Optional[str]:
+    x, key = bound.get("self"), bound.get("item")
+    if not _is_tensor(x):
+        return None
+    return _key_problem(list(x.shape), key if isinstance(key, tuple) else (key,), "the key")
+
+
+def _index_put(bound: Dict[str, Any]) -> Optional[str]:
+    x, indices = bound.get("x"), bound.get("indices")
+    if not _is_tensor(x) or not isinstance(indices, (list, tuple)):
+        return None
+    return _key_problem(list(x.shape), tuple(indices), "indices")
+
+
+def _axis(x: Any, axis: Any) -> Optional[int]:
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
+        return None
+    return axis % max(x.ndim, 1)
+
+
+def _index_on_axis(index_name: str) -> Check:
+    def check(bound: Dict[str, Any]) -> Optional[str]:
+        x, index = bound.get("x"), bound.get(index_name)
+        if not _is_tensor(x):
+            return None
+        axis = _axis(x, bound.get("axis"))
+        if axis is None:
+            return f"axis={bound.get('axis')!r} is out of range for a tensor of {x.ndim} dimensions"
+        size = x.shape[axis] if x.ndim else 1
+        values = _array(index) if not isinstance(index, int) else _array([index])
+        if values is None or values.dtype.kind not in "iu":
+            return None
+        bad = _outside(values, size)
+        return None if bad is None else f"{index_name}: {bad} is out of range for axis {axis} of size {size}"
+    return check
+
+
+def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
+    log_probs, labels = bound.get("log_probs"), bound.get("labels")
+    input_lengths, label_lengths = bound.get("input_lengths"), bound.get("label_lengths")
+    if not all(_is_tensor(t) for t in (log_probs, labels, input_lengths, label_lengths)):
+        return "log_probs, labels, input_lengths and label_lengths must be tensors"
+    if log_probs.ndim != 3 or labels.ndim != 2:
+        return "log_probs must be 3-d (time, batch, classes) and labels 2-d (batch, length)"
+    steps, batch, classes = log_probs.shape
+    blank = bound.get("blank", 0)
+    if not isinstance(blank, int) or not 0 <= blank < classes:
+        return f"blank={blank!r} is not one of the {classes} classes"
+    if labels.shape[0] != batch or input_lengths.numel() != batch or label_lengths.numel() != batch:
+        return f"labels, input_lengths and label_lengths must have one entry per batch entry ({batch})"
+    for name, values, low, high in (("labels", labels, 0, classes - 1), ("input_lengths", input_lengths, 0, steps),
+                                    ("label_lengths", label_lengths, 0, labels.shape[1])):
+        array = _array(values)
+        if array.size and (array.min() < low or array.max() > high):
+            return f"{name} must be in [{low}, {high}]"
+    return None
+
+
+INDEXING = ("paddle.Tensor.__getitem__", "paddle.Tensor.__setitem__")
+CHECKS: Dict[str, Check] = {
+    **dict.fromkeys(INDEXING, _indexing),
+    **dict.fromkeys(("paddle.index_put", "paddle.index_put_", "paddle.Tensor.index_put", "paddle.Tensor.index_put_"),
+                    _index_put),
+    **dict.fromkeys(("paddle.index_fill", "paddle.index_fill_", "paddle.Tensor.index_fill",
+                     "paddle.Tensor.index_fill_"), _index_on_axis("index")),
+    **dict.fromkeys(("paddle.select_scatter", "paddle.Tensor.select_scatter"), _index_on_axis("index")),
+    "paddle.nn.functional.ctc_loss": _ctc_loss,
+}
+
+
+def check_call(api: str, func: Any, args: list, kwargs: dict) -> Optional[str]:
+    """What is wrong with the built arguments of a call of `api` that its
+    kernel does not check (None where nothing is, or nothing is checked)."""
+    check = CHECKS.get(api)
+    if check is None:
+        return None
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None  # the call raises as Paddle has it
+    bound.apply_defaults()
+    why = check(dict(bound.arguments))
+    return f"{api}: {why}" if why else None

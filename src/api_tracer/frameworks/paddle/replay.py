@@ -1,0 +1,425 @@
+"""Paddle's replay (replay/framework.py: `ReplayFramework`): `PaddleReplay`
+and its parts.
+
+- `PaddleResolver`: names to objects, walking from `paddle` through
+  Paddle's own objects (its modules and classes); a dunder only as a Tensor
+  operator (``paddle.Tensor.__add__``). A name under a module the user
+  imported on the command line (``--import MODULE``) walks from that
+  module, through its own objects: the user's own APIs.
+- `PaddleBuilder`: the arguments, built as torch's replay builds them (the
+  same seed, the same draws, value profiles, Filled, strides: Builder),
+  each tensor then converted to a paddle.Tensor through numpy (bfloat16
+  and float8 by their bits; requires_grad as stop_gradient=False; strides
+  by paddle.as_strided over a storage of the recorded size); dtypes,
+  places, ParamAttr, initializers and layers made by Paddle (a layer's
+  parameters drawn by Paddle's generator, seeded with the replay's seed;
+  Eval(...) calls .eval()). A cast (the float64 side of a check) is made
+  before the conversion, so both sides hold the very same numbers.
+- `PaddleReplay.run_side`: one side of a config: Paddle's global generator seeded with
+  the replay's seed (and put back after), grad mode kept, parameter names
+  of its own (names_of_its_own), and whether the call drew from the
+  generator (a random call: dropout, randn, ...); its output converted
+  back to torch tensors through numpy (layers and optimizers as their
+  state_dict), so that check.py, compare.py and error_model.py judge it as
+  they judge torch's.
+
+Paddle replays on the CPU, without --backward; its checks are float64 and
+repeat."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import types
+from typing import Any, Iterator, List, Optional, Tuple
+
+from ...formats.configs import Config
+from ...replay.builder import BUILTIN_TYPES, UNPERTURBED, Builder, build
+from ...replay.framework import ReplayFramework
+from ...replay.options import ReplayOptions
+from ...replay.resolve import NameResolver, framework_start, user_root, user_start
+from ...replay.results import Invalid, Skip
+from ...replay.side import Outcome
+from ...values import Call, Symbol, TensorSpec, call_keyword_path, walk
+from . import policy, preconditions
+from . import paddle_module
+from .names import COMPLEX, DTYPES, FLOATING
+
+
+# The Tensor operators a line may name (paddle.Tensor.__add__), where
+# paddle.Tensor has them.
+TENSOR_OPERATORS = frozenset(f"__{name}__" for name in (
+    "add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv", "rtruediv", "itruediv",
+    "floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "imod", "pow", "rpow", "ipow", "matmul", "rmatmul",
+    "neg", "pos", "abs", "invert", "and", "rand", "iand", "or", "ror", "ior", "xor", "rxor", "ixor",
+    "lshift", "rlshift", "rshift", "rrshift", "eq", "ne", "lt", "le", "gt", "ge", "getitem", "setitem",
+    "len", "bool", "float", "int", "index", "complex", "nonzero", "div", "rdiv", "long", "array", "dlpack",
+    "dlpack_device"))
+
+# APIs whose first tensor must require grad (stop_gradient=False) to be called at all.
+NEEDS_GRAD = frozenset({"paddle.Tensor.backward", "paddle.autograd.backward", "paddle.grad"})
+
+# The checks Paddle's configs take (judge/check.py's MODES: the others are torch's).
+CHECKS = ("float64", "repeat")
+
+
+class PaddleResolver(NameResolver):
+    """Names to objects, inside paddle (or the user's imported modules) only."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch  # (Builder draws the values with torch)
+        self.paddle = paddle_module()
+        self.tensor_dunders = {d for d in TENSOR_OPERATORS if callable(getattr(self.paddle.Tensor, d, None))}
+        self.places = tuple(getattr(self.paddle, n) for n in ("CPUPlace", "CUDAPlace", "CUDAPinnedPlace",
+                                                               "XPUPlace", "CustomPlace")
+                            if isinstance(getattr(self.paddle, n, None), type))
+
+    def start(self, name: str, line: str) -> Tuple[str, Any]:
+        return user_start(name) or framework_start(name, "paddle", self.paddle, line)
+
+    def resolve(self, name: str, line: str) -> Any:
+        """The callable an API name names."""
+        obj = self.walk(name, line, lambda obj, part: obj is self.paddle.Tensor and part in self.tensor_dunders)
+        root = self.root_of(name)
+        if isinstance(obj, types.ModuleType) or not callable(obj) or not self.owned(obj, root):
+            raise Invalid(f"{name!r} is not one of {root}'s callables", line.find(name) + 1 or 1)
+        return obj
+
+    def constructible(self, cls: Any) -> bool:
+        """Whether replay may call `cls` to build a value (or, as the API,
+        call it): places, layers, optimizers and their learning rate
+        schedules, ParamAttr, initializers and regularizers; and
+        paddle.set_grad_enabled, whose change replay undoes."""
+        paddle = self.paddle
+        if not isinstance(cls, type):
+            return False
+        if cls in self.places or cls is paddle.set_grad_enabled:  # (its change is undone: grad_mode_kept)
+            return True
+        bases = (paddle.nn.Layer, paddle.optimizer.Optimizer, paddle.optimizer.lr.LRScheduler, paddle.ParamAttr,
+                 paddle.nn.initializer.Initializer, paddle.regularizer.WeightDecayRegularizer)
+        return issubclass(cls, bases) and (self.inside(cls, "paddle") or user_root(f"{cls.__module__}.x") is not None)
+
+
+# -- values across the boundary -------------------------------------------------
+
+def dtype_name(dtype: Any) -> str:
+    """A paddle dtype's name ("float32"); "" for none of DTYPES."""
+    name = str(dtype).replace("paddle.", "")
+    return name if name in DTYPES else ""
+
+
+def to_paddle(t: Any) -> Any:
+    """A torch tensor as a paddle.Tensor on the CPU: its values (through
+    numpy; bfloat16 and float8 by their bits), shape and strides (a window
+    of its storage: paddle.as_strided over the whole of it), and
+    requires_grad as stop_gradient=False. Skip for a dtype Paddle lacks."""
+    import torch
+
+    paddle = paddle_module()
+    requires_grad = t.requires_grad
+    t = t.detach()
+    name = str(t.dtype).replace("torch.", "")
+    if name not in DTYPES:
+        raise Skip(f"a {name} tensor argument: Paddle has no such dtype")
+    storage = t.untyped_storage().nbytes() // t.element_size() if t.element_size() else 0
+    whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() == storage
+    base = t if whole else torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (storage,), (1,))
+    p = _from_numpy(base, name)
+    if not whole:
+        try:
+            p = paddle.as_strided(p, list(t.shape), list(t.stride()), t.storage_offset() * t.element_size())
+        except Exception as e:  # noqa: BLE001 - a layout Paddle cannot view
+            raise Skip(f"a tensor of strides {list(t.stride())} (offset {t.storage_offset()}): paddle.as_strided "
+                       f"cannot make it ({type(e).__name__})") from None
+    if requires_grad:
+        p.stop_gradient = False
+    return p
+
+
+def _from_numpy(t: Any, name: str) -> Any:
+    """A contiguous torch tensor's values as a paddle.Tensor of the same dtype."""
+    import torch
+
+    paddle = paddle_module()
+    target = getattr(paddle, name)
+    if name == "bfloat16":  # (paddle reads numpy's uint16 as bfloat16)
+        p = paddle.to_tensor(t.view(torch.int16).numpy().view("uint16"), place=paddle.CPUPlace())
+    elif name.startswith("float8"):
+        p = paddle.to_tensor(t.view(torch.uint8).numpy(), place=paddle.CPUPlace()).view(target)
+    else:
+        p = paddle.to_tensor(t.numpy(), place=paddle.CPUPlace())
+    if p.dtype != target:
+        raise Skip(f"a {name} tensor argument: it came to Paddle as {p.dtype}")
+    return p
+
+
+def to_torch(value: Any) -> Any:
+    """An output of Paddle's with its paddle.Tensors as torch tensors
+    (copies, through numpy), its layers and optimizers as their
+    state_dict, its dtypes as torch's and its places as their names: what
+    compare.py compares."""
+    import torch
+
+    paddle = paddle_module()
+    if isinstance(value, paddle.Tensor):
+        return tensor_to_torch(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*(to_torch(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_torch(v) for v in value)
+    if isinstance(value, dict):
+        return {k: to_torch(v) for k, v in value.items()}
+    if isinstance(value, (paddle.nn.Layer, paddle.optimizer.Optimizer)):
+        return to_torch(dict(value.state_dict()))
+    if isinstance(value, paddle.dtype):
+        return getattr(torch, dtype_name(value) or "_", str(value))
+    if type(value).__module__.startswith("paddle") and "Place" in type(value).__name__:
+        return str(value)
+    return value
+
+
+def tensor_to_torch(p: Any) -> Any:
+    """A paddle.Tensor's values as a torch tensor of its dtype and shape."""
+    import numpy as np
+    import torch
+
+    name = dtype_name(p.dtype)
+    if not name:
+        raise TypeError(f"a paddle tensor of dtype {p.dtype}, which replay does not compare")
+    array = np.array(p.detach().numpy(), order="C", copy=True)
+    wanted = getattr(torch, name)
+    t = torch.from_numpy(array.view(np.int16) if array.dtype == np.uint16 else array)
+    if t.dtype != wanted:  # bfloat16 (uint16) and float8 (int8) come as their bits
+        t = t.view(wanted)
+    return t.reshape(list(p.shape))
+
+
+def _paddle_tensors(value: Any) -> Iterator[Any]:
+    """The paddle.Tensors in built arguments (and layers' state)."""
+    paddle = paddle_module()
+    if isinstance(value, paddle.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _paddle_tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _paddle_tensors(v)
+    elif isinstance(value, paddle.nn.Layer):
+        yield from _paddle_tensors(dict(value.state_dict()))
+
+
+def least_precise(args: list, kwargs: dict) -> Any:
+    """side.least_precise, of paddle's tensors: the torch dtype of the
+    floating inputs of the greatest epsilon; torch.float64 if none."""
+    import torch
+
+    names = {dtype_name(t.dtype) for t in _paddle_tensors([args, kwargs])}
+    dtypes = [getattr(torch, n) for n in names if n in FLOATING + COMPLEX]
+    return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float64)
+
+
+# -- building -------------------------------------------------------------------
+
+class PaddleBuilder(Builder):
+    """Builder, for Paddle's configs (see the module)."""
+
+    NEEDS_GRAD = NEEDS_GRAD
+    LAYER = "layer"
+    WRITTEN = ("paddle.nn", "paddle.vision")
+
+    def symbol(self, name: str) -> Any:
+        if name in BUILTIN_TYPES:
+            return BUILTIN_TYPES[name]
+        paddle = self.r.paddle
+        obj = self.r.walk(name, self.line)
+        if isinstance(obj, paddle.dtype):
+            return obj
+        root = self.r.root_of(name)
+        enum_member = isinstance(getattr(type(obj), "__members__", None), dict) and self.r.inside(type(obj), root)
+        if not (isinstance(obj, type) and self.r.inside(obj, root)) and not enum_member:
+            raise Invalid(f"the name {name!r} is not a paddle constant", self.line.find(name) + 1)
+        return obj
+
+    def cast_name(self, name: str) -> str:
+        """The dtype a floating value of dtype `name` is made in on this side."""
+        return str(self.cast(getattr(self.r.torch, name))).replace("torch.", "")
+
+    def _build(self, v: Any, path: str) -> Any:
+        # A dtype argument naming an input's floating dtype follows the inputs
+        # where they are cast (dtype=paddle.float32, or "float32", on float64 copies).
+        if isinstance(v, Symbol) and v.name not in BUILTIN_TYPES:
+            obj = self.symbol(v.name)
+            name = dtype_name(obj) if isinstance(obj, self.r.paddle.dtype) else ""
+            if name in FLOATING + COMPLEX and name in self.input_dtypes:
+                return getattr(self.r.paddle, self.cast_name(name))
+            return obj
+        if isinstance(v, str) and v in FLOATING + COMPLEX and v in self.input_dtypes:
+            return self.cast_name(v)
+        return super()._build(v, path)
+
+    def tensor(self, spec: TensorSpec, path: str, fill: Any = None) -> Any:
+        if spec.layout not in (None, "torch.strided") or spec.qscheme is not None:
+            raise Skip(f"a {spec.layout or spec.qscheme} tensor argument: Paddle's replay builds dense ones only")
+        if spec.dtype not in DTYPES:
+            raise Skip(f"a {spec.dtype} tensor argument: Paddle has no such dtype")
+        return to_paddle(super().tensor(spec, path, fill))
+
+    def layer_type(self) -> type:
+        return self.r.paddle.nn.Layer
+
+    def construct(self, target: Any, name: str, args: list, kwargs: dict, path: str) -> Any:
+        value = target(*args, **kwargs)
+        if isinstance(value, self.r.paddle.nn.Layer):
+            self.layer(value, path)
+        return value
+
+    def layer(self, layer: Any, path: str) -> None:
+        """A layer made (its parameters drawn by Paddle's generator, in their
+        dtype), cast as this side casts, and its floating parameters and
+        buffers handed to `perturb` (the error model's probes)."""
+        paddle = self.r.paddle
+        state = dict(layer.state_dict())
+        floating = {dtype_name(t.dtype) for t in state.values()} & set(FLOATING + COMPLEX)
+        casts = {self.cast_name(n) for n in floating if self.cast_name(n) != n}
+        if len(casts) == 1:
+            layer.to(dtype=casts.pop())
+        elif casts:
+            raise Skip("a layer of parameters of several floating dtypes, which its cast would make one")
+        if self.perturb is UNPERTURBED:
+            return
+        with paddle.no_grad():
+            for key, t in layer.state_dict().items():
+                if dtype_name(t.dtype) in FLOATING + COMPLEX:
+                    values = tensor_to_torch(t)
+                    self.perturb.tensor(call_keyword_path(path, key), values.view(-1))
+                    t.set_value(_from_numpy(values.contiguous(), dtype_name(t.dtype)))
+        if layer.sublayers():
+            self.perturb.layer(path, functools.partial(round_layer_outputs, layer))
+
+
+def round_layer_outputs(layer: Any, relative: float, seed: int) -> None:
+    """Perturbation.layer's round_outputs for a Paddle layer: a forward post-hook on
+    each of its sublayers moves their floating outputs' elements by
+    `relative` at random signs (numpy's, not Paddle's generator)."""
+    import numpy as np
+
+    paddle = paddle_module()
+    draw = np.random.default_rng(seed)
+
+    def rounded(t: Any) -> Any:
+        if not isinstance(t, paddle.Tensor) or dtype_name(t.dtype) not in FLOATING + COMPLEX:
+            return t
+        signs = draw.integers(0, 2, size=list(t.shape)).astype("float64") * 2 - 1
+        return t * paddle.to_tensor(1 + relative * signs, dtype=t.real().dtype if t.is_complex() else t.dtype)
+
+    def hook(_layer: Any, _inputs: Any, output: Any) -> Any:
+        if isinstance(output, (tuple, list)):
+            return type(output)(rounded(o) for o in output)
+        return rounded(output)
+
+    for sub in layer.sublayers():
+        sub.register_forward_post_hook(hook)
+
+
+# -- one side -------------------------------------------------------------------
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Paddle's global generator seeded with `seed`, and its state back after."""
+    paddle = paddle_module()
+    state = paddle.get_rng_state()
+    paddle.seed(seed)
+    try:
+        yield
+    finally:
+        paddle.set_rng_state(state)
+
+
+def names_of_its_own() -> Any:
+    """A namespace of parameter names of a side's own (Paddle refuses a
+    second parameter of one name in a process: ParamAttr(name="w") built
+    by both sides of a check), the names numbered from 0 in it on every
+    side alike, and the process's back after."""
+    from paddle.base import unique_name
+
+    return unique_name.guard()
+
+
+@contextlib.contextmanager
+def grad_mode_kept() -> Iterator[None]:
+    """A call that sets Paddle's grad mode (paddle.set_grad_enabled) sets it
+    for itself only."""
+    paddle = paddle_module()
+    enabled = paddle.is_grad_enabled()
+    try:
+        yield
+    finally:
+        paddle.set_grad_enabled(enabled)
+
+
+def generator_state() -> List[str]:
+    """What Paddle's generator state is (its mt19937 words and offset, as it
+    prints them, less the address of the object that holds them): a call
+    that changed it drew random numbers."""
+    return [re.sub(r"0x[0-9a-fA-F]+", "", str(state)) for state in paddle_module().get_rng_state()]
+
+
+class PaddleReplay(ReplayFramework):
+    """Paddle's configs (see the module): on the CPU, checked by float64 or
+    repeat, without --backward; no reference other than the call itself."""
+
+    name = "paddle"
+    title = "Paddle"
+    builder = PaddleBuilder
+    checks = CHECKS
+    backward = False
+    devices = ("cpu",)
+
+    @functools.cached_property
+    def resolver(self) -> PaddleResolver:
+        return PaddleResolver()
+
+    def prepare_process(self) -> None:
+        paddle_module()  # imported quietly, before the user's code would print its warning
+
+    def refusal(self, name: str, obj: Any = None) -> Optional[str]:
+        return policy.refusal(name, obj)
+
+    def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
+        return preconditions.check_call(api, func, args, kwargs) or ""
+
+    def memory_device(self, device: str) -> str:
+        return "cpu"
+
+    def names_of_its_own(self) -> Any:
+        return names_of_its_own()
+
+    def grad_mode_kept(self) -> Any:
+        return grad_mode_kept()
+
+    def constructors_traced(self, args: list, kwargs: dict) -> Tuple[str, ...]:
+        return tuple(sorted({leaf.name for _, leaf in walk(args, kwargs)
+                             if isinstance(leaf, Call) and leaf.name.startswith("paddle.")}))
+
+    def run_side(self, config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, side: Any,
+                 watch: bool = False) -> Outcome:
+        """One side of a Paddle config: the call built (cast and perturbed
+        as the side says) and made with Paddle's generator seeded and grad
+        mode kept; its Outcome, the output as torch tensors, and with
+        `watch` the call named as random where it drew from the generator."""
+        why = self.unsupported(options) or (f"the {side.label} side is torch's" if side.compiled
+                                            or side.substitute is not None or side.contiguous else "")
+        if why:
+            raise Skip(why)
+        with seeded(options.seed), grad_mode_kept(), names_of_its_own():
+            func, args, kwargs = build(config, api, args, kwargs, options, self, side.cast, side.perturb, "cpu")
+            precision = least_precise(args, kwargs)
+            floating = any(dtype_name(t.dtype) in FLOATING + COMPLEX for t in _paddle_tensors([args, kwargs]))
+            before = generator_state() if watch else None
+            output = func(*args, **kwargs)
+            drew = watch and generator_state() != before
+            output = to_torch(output)
+        return Outcome(output, {}, [api] if drew else [], [], precision, floating)

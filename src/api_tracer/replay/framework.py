@@ -1,0 +1,154 @@
+"""The one seam between replay and a framework: `ReplayFramework`.
+
+Replay itself is framework-neutral: it parses a line, builds its arguments
+(builder.py draws every value with torch), makes the call on one side or
+two (side.py, judge/), and reports. What a framework adds, it hands over
+in one object, a subclass of `ReplayFramework` that its folder names
+(frameworks/NAME/__init__.py: `Framework.replay`): how its names resolve
+(and which it may call: the policy), which built arguments its kernels do
+not check (preconditions), the builder that makes its values, how one
+side's call is made (seeded, gradients, random operators) and its outputs
+made torch's for the judge, which checks and devices it takes, and what a
+reference may fall back to. Nothing else in replay tells frameworks apart.
+
+Which framework replays a config: a file's is read from its lines' API
+names (`paddle.concat` is Paddle's, `torch.add` torch's; other names, a
+user's module or a line that does not parse, say nothing) or given
+(`--dialect`, ReplayOptions.dialect); a file of both is refused
+(`MixedFile`), naming the first line of the other. Without a file
+(replay_one of one line), the line's own API decides.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any, Callable, ContextManager, Iterable, Optional, Tuple
+
+from ..config import api_of
+from ..frameworks import framework, framework_of, load
+
+DEFAULT = "torch"  # a file none of whose names is a framework's
+
+
+class ReplayFramework:
+    """What replay needs of one framework. One instance per process
+    (replay_framework), which keeps what it made once (its resolver)."""
+
+    name = ""  # the framework's name (frameworks.FRAMEWORKS)
+    title = ""  # as messages name it ("Paddle")
+    builder: type = type  # its Builder subclass (builder.py), which makes its values
+    checks: Optional[Tuple[str, ...]] = None  # the --check modes it takes (None: every one)
+    backward = True  # whether --backward applies: gradients of the floating inputs
+    devices: Optional[Tuple[str, ...]] = None  # the devices its calls run on (None: any torch knows)
+
+    @functools.cached_property
+    def resolver(self) -> Any:
+        """Its names to objects: resolve(name, line), walk(name, line),
+        constructible(cls) (frameworks/NAME: Resolver, PaddleResolver)."""
+        raise NotImplementedError
+
+    def prepare_process(self) -> None:
+        """What a process that replays its configs does first (a quiet
+        import of the framework)."""
+
+    def resolve(self, name: str, line: str) -> Any:
+        """The callable an API name names (Invalid, Skip where none)."""
+        return self.resolver.resolve(name, line)
+
+    def refusal(self, name: str, obj: Any = None) -> Optional[str]:
+        """Why replay may not call `name` (resolved to `obj` where given)
+        from a file it cannot trust; None where it may: the framework's
+        policy."""
+        raise NotImplementedError
+
+    def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
+        """What is wrong with a call's built arguments that its kernel would
+        not check ("" where nothing is)."""
+        return ""
+
+    def unsupported(self, options: Any) -> str:
+        """Why this framework cannot replay with these options ("" where it
+        can): a --check mode, --backward or a device it does not take."""
+        if options.check and self.checks is not None and options.check not in self.checks:
+            return f"--check {options.check}: {self.title}'s configs are checked by {' or '.join(self.checks)}"
+        if options.backward and not self.backward:
+            return f"--backward: {self.title}'s configs are judged by their outputs only"
+        if self.devices is not None and options.device not in self.devices:
+            where = " or ".join("the CPU" if d == "cpu" else d for d in self.devices)
+            return f"--device {options.device}: {self.title}'s configs replay on {where}"
+        return ""
+
+    def memory_device(self, device: str) -> str:
+        """The device whose memory bounds a call made on `device`."""
+        return device
+
+    def run_side(self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any,
+                 watch: bool = False) -> Any:
+        """One side of a call (side.py: `Side`), built and made; its
+        `Outcome`, the output's tensors torch's."""
+        raise NotImplementedError
+
+    def reference_fallbacks(self, func: Any) -> Iterable[Tuple[str, Callable[..., Any]]]:
+        """(what, substitute) for a float64 reference the call itself
+        cannot make: another computation of it (torch's decompositions)."""
+        return ()
+
+    def no_reference(self, failure: str) -> str:
+        """Why a call that fails in float64, and has no fallback that
+        runs, has no float64 reference."""
+        return f"no float64 reference: the call fails in float64 ({failure})"
+
+    def grad_mode_kept(self) -> ContextManager[Any]:
+        """While inside, a call that sets the framework's grad mode sets it
+        for itself only: the mode before comes back."""
+        return contextlib.nullcontext()
+
+    def names_of_its_own(self) -> ContextManager[Any]:
+        """What a config's call runs inside so that the names it gives its
+        objects are its own (Paddle's parameter names)."""
+        return contextlib.nullcontext()
+
+    def constructors_traced(self, args: list, kwargs: dict) -> Tuple[str, ...]:
+        """The constructors of the arguments that the tracer writes as the
+        calls level 0 saw (Paddle's layers): a round trip builds the
+        arguments while it traces them (retrace.py)."""
+        return ()
+
+
+class MixedFile(ValueError):
+    """A file of lines of two frameworks: the first line of the second one."""
+
+    def __init__(self, config: Any, framework_name: str, first: Any, first_framework: str) -> None:
+        super().__init__(f"{config.file}:{config.line}: a {framework_name} line in a file of {first_framework} "
+                         f"lines ({first.file}:{first.line} is {first_framework}'s): replay one framework's lines at "
+                         "a time, or name it with --dialect (the other's lines are then invalid)")
+
+
+def file_framework(configs: Iterable[Any], given: Optional[str] = None) -> str:
+    """The framework of a file's configs: `given` if any, else the one
+    their APIs name (DEFAULT where none does); MixedFile where they name
+    two."""
+    if given:
+        return given
+    first, first_framework = None, None
+    for config in configs:
+        named = framework_of(api_of(config.text))
+        if named is None:
+            continue
+        if first is None:
+            first, first_framework = config, named
+        elif named != first_framework:
+            raise MixedFile(config, named, first, first_framework)
+    return first_framework or DEFAULT
+
+
+def line_framework(api: str, options: Any) -> str:
+    """The framework that replays a line of API `api`: options.dialect
+    (the file's) where set, else the one the API names (DEFAULT)."""
+    return options.dialect or framework_of(api) or DEFAULT
+
+
+@functools.lru_cache(maxsize=None)
+def replay_framework(name: str) -> ReplayFramework:
+    """The ReplayFramework of framework `name`, made once per process."""
+    return load(framework(name).replay)()

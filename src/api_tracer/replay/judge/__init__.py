@@ -1,0 +1,1 @@
+"""--check: a config's call judged against a reference side."""

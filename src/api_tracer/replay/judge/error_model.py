@@ -1,0 +1,327 @@
+"""How `--check float64` judges a result: an error model, not a tolerance
+pair.
+
+The result under test, y (float32, float16, bfloat16), is compared with a
+reference r, the same call on float64 copies of the very same input
+values (a low-precision value is exact in float64). A correct kernel's
+error then comes from its own roundings only: the rounding of each output
+to its dtype, and the roundings of what it accumulates. For each output
+element the model allows
+
+    C_OUT * u * |r|                              the rounding of the result to its dtype
+  + C_OUT * u_in * X                             input-sized values rounded on the way
+  + C_ACC * (u_acc * sqrt(K) + u_kept) * (D + S) what the kernel accumulates
+  + C_MID * u * S                                intermediates held in the result's dtype
+  + C_OUT * tiny * K                             (underflow: subnormal terms flushed)
+
+- u is the unit roundoff of the result's dtype (2^-24 float32, 2^-11
+  float16, 2^-8 bfloat16), u_acc that of what kernels compute in (float32,
+  for every dtype below it: torch's CPU kernels accumulate and evaluate in
+  it);
+- D and S say how much the element moves when the inputs move by a unit
+  of their last place: the reference computed again with every floating
+  input (tensors, modules' parameters) multiplied by 1 + U (D: the
+  response along the inputs, the size of what adds up to the element
+  where its terms share a sign) and by 1 +- U at random (S, the largest of
+  SIGN_DRAWS draws: the root-sum-square of the terms where they cancel;
+  with two draws one element in a few hundred had both draws cancel by
+  chance and its S a quarter of its size), each over U; for an output of
+  a fan-in of a few (elementwise) and more than one floating input, S is
+  at least the sum of the responses to each input moved alone (a + alpha
+  * b near 0 moves by U * (|a| + |alpha * b|): no draw of signs left to
+  chance). One rounding in
+  the result's dtype of every input-level intermediate moves the result
+  by about u * S: torch's low-precision kernels hold some intermediates so
+  (the attention matrix, batch norm's normalized input, the partial sums
+  of a transposed convolution's col2im), hence the C_MID term; for a
+  float32 result it is inside the accumulation's;
+- K is the element's fan-in, how many input elements feed it: a few input
+  elements moved one at a time, counting the outputs that move (a matmul's
+  inner size, a softmax's row, a norm's length, 1 for an elementwise op);
+  a sum of K rounded terms strays by about sqrt(K) roundings of their size;
+- X is the size of input values a kernel computes with on its way to a
+  far smaller result: for an elementwise output (of fan-in 1 and of an
+  input's shape) its own input's magnitude, at u_in = u_acc (GELU of a
+  negative input: x * (1 + erf(x)) near 0 in float32; of inputs broadcast
+  to its shape, their largest magnitude); for another output
+  of a call with float scalars, or of a resampling (SIZED: an
+  interpolation to a given size, a grid sample), the largest input's
+  magnitude at u_in = u (a kernel computes coefficients from them in its
+  own precision, an interpolation's weights from its scale or from the
+  sizes, torch's bfloat16 bicubic upsampling in bfloat16: an input the
+  exact weights leave out by a weight of 0 comes in by a weight of u);
+  for a resampling, times its largest input dimension, the size of the
+  coordinates its weights are computed from (each weight errs by u times
+  it), and for its gradient, that times the outputs per input element plus
+  one (the cotangents it adds up are at most 1); for a gradient, made from what
+  the forward saved in the result's dtype (a tanh's output, which
+  1 - tanh^2 reads), the largest input's at u_in = u, and u_kept = u;
+  else X = 0: the input-sized intermediates of the rest are in D and S,
+  measured in the output's own units (a softmax of inputs of size 3 is of
+  size 1/n, and so are its errors).
+
+A call of a layer that holds layers (a Sequential, a whole model) rounds
+at every sublayer's output, and what follows may amplify those roundings
+far more than it amplifies its own inputs' (a batch norm in training mode
+over two samples turns a difference at the rounding's size into one of
+size 1; a ReLU6 after it keeps it). So for such a call the reference is
+run again with each sublayer's output moved by u at random signs
+(ROUNDING_DRAWS draws, the framework's own forward hooks: the builder's
+`Perturbation.layer`),
+and the largest move L of any element of the output is allowed to each
+(normwise: where a rounding flips a sign that a later layer blows up, a
+few draws flip a few of the elements the real roundings flip, not the
+same ones):
+
+  + C_LAYERS * L                                 its sublayers' roundings, propagated
+
+A defect of the size kernels really have (an accumulation in a narrower
+type, a wrong epsilon, a dropped term, an approximated transcendental, a
+wrong gradient) strays far past it; ordinary rounding stays inside, also
+for a float32 matmul over 16k terms or a norm of a million. The constants
+were tuned on bench/bench_judge.py's sets of torch's own kernels and of
+operators with planted defects, and are held on sets the tuning never saw
+(tests/test_judge.py).
+"""
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..builder import Perturbation
+
+U = 2.0 ** -30  # the inputs' relative move of the probes (far above float64's rounding)
+C_OUT = 4.0  # roundings of the result itself
+C_ACC = 8.0  # the accumulated roundings: standard deviations of their random walk, with room
+C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded once
+C_LAYERS = 2.0  # a composite layer's roundings at its sublayers' outputs, as they propagate
+SIGN_DRAWS = 4  # draws of random signs that S is the largest response of
+ROUNDING_DRAWS = 2  # draws of its sublayers' roundings that L is the largest move of
+PROBES = 2  # input tensors whose fan-in is measured (the largest)
+ALONE_PROBES = 4  # input tensors moved one at a time, for S (the largest)
+ALONE_FAN_IN = 4.0  # ... for outputs of at most this fan-in (elementwise ones, their inputs' storage larger)
+
+NAME = "error model"
+
+# APIs whose kernels compute their coefficients from the sizes (or a grid)
+# in the result's precision: interpolation and resampling, torch's and
+# Paddle's, as functions, layers and operators.
+SIZED = re.compile(r"interpolate|upsample|Upsample|grid_sample|affine_grid")
+
+
+def accumulation_roundoff(dtype: Any) -> float:
+    """The roundoff of what a kernel of `dtype` accumulates in: float32 for
+    the dtypes below it, else the dtype's own."""
+    import torch
+
+    return min(unit_roundoff(dtype) or 2.0 ** -53, unit_roundoff(torch.float32))
+
+
+def unit_roundoff(dtype: Any) -> Optional[float]:
+    """The unit roundoff of a floating or complex dtype; None for others."""
+    import torch
+
+    if dtype.is_complex:
+        dtype = {torch.complex32: torch.float16, torch.complex64: torch.float32}.get(dtype, torch.float64)
+    if not dtype.is_floating_point:
+        return None
+    return torch.finfo(dtype).eps / 2
+
+
+@dataclass
+class Bound:
+    """One leaf's allowed error per element, and what it was made of."""
+
+    allowed: Any  # float64, the leaf's shape
+    rounding: Any  # C_OUT * (u * |r| + u_in * X)
+    fan_in: float  # K
+    measure: str = NAME  # what the report calls it
+
+
+RunSide = Callable[[Perturbation], Any]  # the reference side run with a perturbation -> its Outcome
+
+
+class _Tensors(Perturbation):
+    """Each floating input tensor changed by `change(path, storage)`; float
+    scalars and layers left be."""
+
+    def __init__(self, change: Callable[[str, Any], None]) -> None:
+        self.change = change
+
+    def tensor(self, path: str, storage: Any) -> None:
+        self.change(path, storage)
+
+
+class _Rounded(Perturbation):
+    """Each composite layer's sublayers' outputs moved by `relative` at
+    random signs; the inputs left be (ROUNDING_DRAWS of them)."""
+
+    def __init__(self, relative: float, seed: int) -> None:
+        self.relative, self.seed = relative, seed
+
+    def layer(self, path: str, round_outputs: Callable[[float, int], None]) -> None:
+        round_outputs(self.relative, self.seed)
+
+
+class _Scale(Perturbation):
+    """Every floating input tensor scaled by 1 + U, and noted first in
+    `seen`: its path, its storage's number of elements and its elements'
+    magnitudes in its own order (non-finite ones as 0), and its largest
+    dimension in `spans`; the paths of nonzero float scalars noted in
+    `scalars`, and those of layers holding layers in `layered`."""
+
+    def __init__(self) -> None:
+        self.seen: List[Tuple[str, int, Any]] = []
+        self.scalars: List[str] = []
+        self.layered: List[str] = []
+        self.spans: List[int] = []
+
+    def tensor(self, path: str, storage: Any) -> None:
+        import torch
+
+        # the elements' magnitudes in the tensor's own order (the builder hands its storage, and the tensor)
+        logical = getattr(storage, "logical", storage)
+        self.spans.append(max(logical.shape, default=1))
+        magnitude = logical.detach().abs().to(torch.float64).reshape(-1)
+        self.seen.append((path, storage.numel(), torch.where(magnitude.isfinite(), magnitude, 0.0)))
+        storage.mul_(1 + U)
+
+    def scalar(self, path: str, value: float) -> float:
+        if value and math.isfinite(value):
+            self.scalars.append(path)
+        return value
+
+    def layer(self, path: str, round_outputs: Callable[[float, int], None]) -> None:
+        self.layered.append(path)
+
+
+def _signs(seed: int) -> Perturbation:
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def change(path: str, t: Any) -> None:
+        signs = torch.randint(0, 2, t.shape, generator=gen).to(t.dtype if not t.is_complex() else torch.float64)
+        t.mul_(1 + U * (2 * signs - 1))
+    return _Tensors(change)
+
+
+def _only(target: str) -> Perturbation:
+    """The input tensor `target` alone scaled by 1 + U."""
+    def change(path: str, t: Any) -> None:
+        if path == target:
+            t.mul_(1 + U)
+    return _Tensors(change)
+
+
+def _one(target: str, index: int) -> Perturbation:
+    def change(path: str, t: Any) -> None:
+        if path == target:
+            flat = t if t.dim() == 1 else t.view(-1)
+            x = flat[index]
+            flat[index] = x + max(abs(complex(x)), 1.0) * 2.0 ** -20
+    return _Tensors(change)
+
+
+def leaves(outcome: Any) -> Dict[str, Any]:
+    """The floating tensors of an outcome (its output and gradients), named
+    as Comparison names them."""
+    import torch
+
+    return {k: v for k, v in outcome.tensors()
+            if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())}
+
+
+def _moved(a: Any, b: Any) -> Any:
+    """|a - b| in float64, 0 where both are equal (infinities too)."""
+    import torch
+
+    from .compare import plain
+
+    a, b = plain(a).detach().cpu(), plain(b).detach().cpu()
+    wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
+    a, b = a.to(wide), b.to(wide)
+    d = (a - b).abs().to(torch.float64)
+    return torch.where((a == b) | (a.isnan() & b.isnan()), 0.0, d)
+
+
+def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Dict[str, Bound]:
+    """Per floating leaf of `mine`, its Bound: from the reference `theirs`
+    and the reference run again with its inputs moved (see the module);
+    `api`, the call's, says whether it resamples (SIZED)."""
+    import torch
+
+    from .compare import plain
+
+    mine_leaves, ref = leaves(mine), leaves(theirs)
+    scale = _Scale()
+    scaled = leaves(run(scale))
+    sizes, scalar_paths, layered, spans = scale.seen, scale.scalars, scale.layered, scale.spans
+    signed = [leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)]
+    # each input tensor moved alone: the sum of their responses is what the terms of an element add up to
+    # where they cancel, with no draw of signs left to chance (a + alpha * b near 0, for an elementwise op)
+    alone = [leaves(run(_only(path))) for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]]
+    picker = random.Random(seed)
+    probed = []
+    largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
+    for path, numel, _ in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
+        if numel:
+            probed.append((numel, leaves(run(_one(path, picker.randrange(numel))))))
+    # a resampling's coordinates, up to the largest input dimension, are
+    # computed in the result's precision: their weights err by u times it
+    span = max(spans, default=1) if SIZED.search(api) else 0
+    outputs = max((o.numel() for k, o in mine_leaves.items() if not k.startswith("the gradient of ")), default=0)
+    rounded = []
+    if layered:  # each sublayer's output rounded, at the unit roundoff of the least precise result
+        u_most = max((unit_roundoff(y.dtype) or 0.0 for y in mine_leaves.values()), default=0.0)
+        if getattr(mine, "precision", None) is not None:
+            u_most = max(u_most, unit_roundoff(mine.precision) or 0.0)
+        rounded = [leaves(run(_Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS)]
+    out: Dict[str, Bound] = {}
+    for where, y in mine_leaves.items():
+        r = ref.get(where)
+        u_out = unit_roundoff(y.dtype)
+        if u_out is not None and getattr(mine, "precision", None) is not None:
+            # no more precise than the least precise input: float32 inputs and a float64 bias, say
+            u_out = max(u_out, unit_roundoff(mine.precision) or u_out)
+        if r is None or u_out is None or tuple(r.shape) != tuple(y.shape):
+            continue
+        r64 = plain(r).detach().cpu().to(torch.complex128 if r.is_complex() else torch.float64)
+        magnitude = r64.abs().to(torch.float64)
+        d = _moved(scaled[where], r) / U if where in scaled else torch.zeros_like(magnitude)
+        s = torch.stack([_moved(o[where], r) for o in signed if where in o]).amax(0) / U if all(
+            where in o for o in signed) else torch.zeros_like(magnitude)
+
+        fan_in = 1.0
+        for numel, o in probed:
+            if where in o and r.numel():
+                moved = int((_moved(o[where], r) > 0).sum())
+                fan_in = max(fan_in, numel * moved / r.numel())
+        if fan_in <= ALONE_FAN_IN and len(alone) > 1 and all(where in o for o in alone):
+            s = torch.maximum(s, sum(_moved(o[where], r) for o in alone) / U)
+        tiny = torch.finfo(y.dtype if y.is_floating_point() else torch.float32).tiny
+        gradient = where.startswith("the gradient of ")
+        u_acc = accumulation_roundoff(y.dtype)
+        if gradient:  # made from what the forward saved, rounded to u: the largest input's size
+            inputs, u_in = largest_input, u_out
+            if span:  # and a resampling's weights, each erring by u * span, times the cotangents (at most 1)
+                inputs += span * (outputs / max(r.numel(), 1) + 1)
+        else:  # rounded on the way in what kernels compute in
+            own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if fan_in <= 1.5 else []
+            # an elementwise output of inputs broadcast to it (fewer elements than it): their largest
+            broadcast = not own and fan_in <= 1.5 and any(0 < m.numel() < r.numel() for _, _, m in sizes)
+            inputs = (torch.stack(own).amax(0) if own else largest_input * max(span, 1) if scalar_paths or broadcast
+                      or span else 0.0)
+            u_in = u_acc if own or broadcast else u_out
+        rounding = C_OUT * (u_out * magnitude + u_in * inputs)
+        kept = u_out if gradient else 0.0
+        # (underflow: each of the fan-in's terms may lose up to tiny, flushed to zero as subnormal)
+        allowed = (rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s
+                   + C_OUT * tiny * fan_in)
+        if rounded and all(where in o for o in rounded) and r.numel():
+            allowed = allowed + C_LAYERS * float(torch.stack([_moved(o[where], r) for o in rounded]).max())
+        out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
+    return out

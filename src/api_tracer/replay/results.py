@@ -1,0 +1,104 @@
+"""What came of a config line (formats/configs.py: `Config`, the line as
+read): `Result`, its outcome as the reports write it, and its `Status`;
+the exceptions that decide an outcome on the way (`Invalid`, `Skip`,
+`BuildError`, `SideError`)."""
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Dict, Optional
+
+
+class Status(str, enum.Enum):
+    """What came of a config. A Status is its value as a str too: the
+    reports write "ok", and it equals "ok"."""
+
+    OK = "ok"  # the call returned (and, with --check, its results matched)
+    MISMATCH = "mismatch"  # with --check: its results differ from the reference's beyond the tolerance
+    VACUOUS = "vacuous"  # with --check: every value compared is NaN or infinite on both sides: nothing tested
+    FAILED = "failed"  # it raised (or its worker died, or it killed the process)
+    SKIPPED = "skipped"  # it cannot be rebuilt
+    INVALID = "invalid"  # not a replayable config
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+@dataclass
+class Result:
+    file: str
+    line: int
+    config: str
+    api: str  # the line's API as soon as the line parses, else ""
+    status: Status
+    error: str = ""  # the exception's type (failed, invalid)
+    message: str = ""  # the exception's message, the skip reason, the syntax error
+    column: int = 0
+    seconds: float = 0.0
+    # With --check (check.py), once both sides ran: what was compared against,
+    # "values" or "shapes" (a random call: shapes, dtypes and devices only),
+    # and the errors of the output or gradient furthest beyond (or nearest
+    # to) its tolerance, with that tolerance.
+    check: str = ""
+    compared: str = ""
+    worst: str = ""
+    max_abs_error: Optional[float] = None
+    max_rel_error: Optional[float] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    # how it was judged: "error model" (float64, replay/error_model.py) or
+    # "rtol/atol", and by how much the worst element exceeds (> 1) or stays
+    # within (< 1) what that allows
+    measure: str = ""
+    excess: Optional[float] = None
+    # --check repeat: each output tensor's hash (check.output_hashes)
+    hashes: Optional[Dict[str, str]] = None
+
+    def to_json(self) -> str:
+        """The result as a report's line: a JSON object, with an infinite
+        error written as the string "inf" (JSON has no infinity)."""
+        fields = {k: "inf" if isinstance(v, float) and math.isinf(v) else v for k, v in asdict(self).items()}
+        return json.dumps(fields)
+
+
+class Invalid(Exception):
+    """A line that is not a replayable config: bad syntax or a name outside torch."""
+
+    def __init__(self, message: str, column: int) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class Skip(Exception):
+    """A config that cannot be rebuilt (an Opaque argument, say)."""
+
+
+class BuildError(Exception):
+    """An argument whose building raised: the exception, and which argument."""
+
+    def __init__(self, path: str, cause: Exception) -> None:
+        super().__init__(f"building {path}: {first_line(cause)}")
+        self.cause = cause
+
+
+class SideError(Exception):
+    """What the reference side of a check raised, building or calling, and
+    which side: "on the float64 side: building args[1]: ...". `cause` is
+    the exception underneath."""
+
+    def __init__(self, what: str, error: Exception) -> None:
+        built = isinstance(error, BuildError)
+        super().__init__(f"{what}: {error if built else first_line(error)}")
+        self.cause: Exception = error.cause if built else error  # type: ignore[union-attr]
+
+
+def first_line(e: BaseException) -> str:
+    """An exception's message as a report gives it: its first line, at most
+    500 characters."""
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else ""

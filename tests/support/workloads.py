@@ -1,0 +1,231 @@
+"""Real workloads, built with random weights: for the conformance tests and
+the benchmarks. Each returns a zero-argument callable that runs one step
+(its model as the attribute `model`); the models are built when the
+workload is made, outside any tracing."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+
+def mlp_training_step():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    step.model = model
+    return step
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+def cnn_forward_backward(device="cpu"):
+    torch.manual_seed(0)
+    model = SmallCNN().to(device)
+    x = torch.randn(4, 3, 32, 32, device=device)
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+
+    step.model = model
+    return step
+
+
+def transformer_block(hidden: int = 64, seq: int = 16, batch: int = 2):
+    """One BERT encoder layer from transformers, from a small config (4
+    heads, the feed-forward twice the hidden size)."""
+    from transformers import BertConfig
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=hidden, num_hidden_layers=1, num_attention_heads=4, intermediate_size=2 * hidden,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config._attn_implementation = "eager"
+    layer = BertLayer(config)
+    x = torch.randn(batch, seq, hidden, requires_grad=True)
+
+    def step():
+        layer.zero_grad(set_to_none=True)
+        out = layer(x)
+        out = out[0] if isinstance(out, tuple) else out
+        out.pow(2).mean().backward()
+
+    step.model = layer
+    return step
+
+
+WORKLOADS = {"mlp": mlp_training_step, "cnn": cnn_forward_backward, "transformer": transformer_block}
+
+# The traced configs of these workloads whose float32 results legitimately
+# differ from a reference (float64, another device) beyond torch.testing's
+# float32 tolerance (atol 1e-5, rtol 1.3e-6, meant for elementwise results):
+# long sums, whose rounding error grows with their length (~1e-4 on sums of
+# magnitude ~60). API -> the outputs that differ: the cnn's
+# convolution_backward sums over batch and image for the weight and bias
+# gradients (4096 and 1024 products an element; one config per
+# convolution), native_batch_norm_backward sums 4096 values a channel for the
+# bias gradient. Against float64 with torch 2.13 on the CPU: these 3 configs
+# at levels 2 and 3 of the cnn, and nothing else at levels 1 to 3.
+LONG_SUMS = {"torch.ops.aten.convolution_backward.default": ("output[1]", "output[2]"),
+             "torch.ops.aten.native_batch_norm_backward.default": ("output[2]",)}
+
+# -- models the fidelity benchmark measures (bench/bench_fidelity.py) ---------
+
+def training_step(model, optimizer, loss):
+    """`step()`: the gradients zeroed, `loss()` backward, an optimizer
+    step; `step.model` is the model."""
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss().backward()
+        optimizer.step()
+
+    step.model = model
+    return step
+
+
+def _causal_lm_step(model, vocab: int, batch: int = 2, seq: int = 8):
+    """A language model's training step: labels with padding (-100, which
+    the loss ignores), loss backward, an AdamW step."""
+    torch.manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, vocab, (batch, seq))
+    labels = ids.clone()
+    labels[:, -2:] = -100
+    return training_step(model, optimizer, lambda: model(input_ids=ids, labels=labels).loss)
+
+
+def gpt2_training_step():
+    """A one-layer GPT-2 from transformers (hidden 32, 2 heads, 64 tokens)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2, resid_pdrop=0.0,
+                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    return _causal_lm_step(GPT2LMHeadModel(config), config.vocab_size)
+
+
+def llama_training_step():
+    """A one-layer Llama from transformers (hidden 32, 4 heads sharing 2
+    key/value heads, attention by F.scaled_dot_product_attention)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16)
+    config._attn_implementation = "sdpa"
+    return _causal_lm_step(LlamaForCausalLM(config), config.vocab_size)
+
+
+def vit_training_step():
+    """A one-layer ViT classifier from transformers (16x16 images, 8x8
+    patches, hidden 32), cross-entropy, an SGD step."""
+    from transformers import ViTConfig, ViTForImageClassification
+
+    torch.manual_seed(0)
+    config = ViTConfig(image_size=16, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=64, num_labels=5, hidden_dropout_prob=0.0,
+                       attention_probs_dropout_prob=0.0)
+    model = ViTForImageClassification(config)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    pixels, labels = torch.randn(2, 3, 16, 16), torch.tensor([1, 4])
+    return training_step(model, optimizer, lambda: model(pixel_values=pixels, labels=labels).loss)
+
+
+class RecurrentTagger(nn.Module):
+    """Embedding, a two-layer LSTM, a GRU, a linear head: a tag per token."""
+
+    def __init__(self, vocab: int = 50, tags: int = 7) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 16, padding_idx=0)
+        self.lstm = nn.LSTM(16, 24, num_layers=2, batch_first=True, dropout=0.0)
+        self.gru = nn.GRU(24, 12, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(24, tags)
+
+    def forward(self, ids):
+        h, _ = self.lstm(self.embed(ids))
+        h, _ = self.gru(h)
+        return self.head(h)
+
+
+def rnn_training_step():
+    """RecurrentTagger: padded targets (-100) for CrossEntropyLoss's
+    ignore_index, gradient clipping, an Adam step."""
+    torch.manual_seed(0)
+    model = RecurrentTagger()
+    loss_fn = nn.CrossEntropyLoss(ignore_index=-100)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    ids = torch.randint(1, 50, (3, 6))
+    targets = torch.randint(0, 7, (3, 6))
+    targets[:, -2:] = -100
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(ids).flatten(0, 1), targets.flatten())
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    step.model = model
+    return step
+
+
+class BagClassifier(nn.Module):
+    """Two bags of embeddings (a weighted sum, a max) and a linear head."""
+
+    def __init__(self, vocab: int = 40) -> None:
+        super().__init__()
+        self.weighted = nn.EmbeddingBag(vocab, 8, mode="sum")
+        self.maxed = nn.EmbeddingBag(vocab, 8, mode="max")
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, ids, offsets, weights):
+        return self.head(torch.cat([self.weighted(ids, offsets, per_sample_weights=weights),
+                                    self.maxed(ids, offsets)], dim=1))
+
+
+def embedding_bag_training_step():
+    """BagClassifier on four bags of ids, cross-entropy, an SGD step."""
+    torch.manual_seed(0)
+    model = BagClassifier()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    ids, offsets = torch.randint(0, 40, (10,)), torch.tensor([0, 3, 5, 8])
+    weights, labels = torch.rand(10), torch.tensor([0, 2, 1, 2])
+    return training_step(model, optimizer, lambda: nn.functional.cross_entropy(model(ids, offsets, weights), labels))
+
+
+FIDELITY_WORKLOADS = {"gpt2": gpt2_training_step, "llama": llama_training_step, "vit": vit_training_step,
+                      "rnn": rnn_training_step, "embedding_bag": embedding_bag_training_step}
+
+
+def traced_configs(tmp_path: Any, name: str, level: int) -> list:
+    """The config lines of workload `name` (of WORKLOADS or
+    FIDELITY_WORKLOADS) traced at `level` after a warm-up step, each a Config."""
+    from api_tracer import APITracer
+    from api_tracer.formats.configs import read_config_file
+
+    step = {**WORKLOADS, **FIDELITY_WORKLOADS}[name]()
+    step()
+    out = tmp_path / f"{name}-{level}"
+    with APITracer(output_path=str(out), levels=level, merge_output=True):
+        step()
+    return read_config_file(str(out / "api_configs.yaml"))
