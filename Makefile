@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 BUILD   := build
 TORCH_CMAKE = $(shell $(PY) -c 'import torch; print(torch.utils.cmake_prefix_path)')
 
-.PHONY: all setup build test test-cpp test-wheel test-python demo bench api-lists clean
+.PHONY: all setup build test test-cpp test-wheel test-python lint format demo bench api-lists clean
 
 all: build
 
@@ -26,7 +26,21 @@ build: setup
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
-test: build test-cpp test-wheel test-python
+test: build lint test-cpp test-wheel test-python
+
+# The style the code keeps (pyproject.toml's [tool.ruff], .clang-format):
+# `make lint` checks it (make test runs it), `make format` applies it.
+PYTHON_SOURCES := src tests bench scripts examples
+CXX_SOURCES = $(shell git ls-files 'csrc/*.cc' 'csrc/*.h' 'include/*.h')
+lint: setup
+	$(PY) -m ruff check $(PYTHON_SOURCES)
+	$(PY) -m ruff format --check $(PYTHON_SOURCES)
+	.venv/bin/clang-format --dry-run --Werror $(CXX_SOURCES)
+
+format: setup
+	$(PY) -m ruff check --fix $(PYTHON_SOURCES)
+	$(PY) -m ruff format $(PYTHON_SOURCES)
+	.venv/bin/clang-format -i $(CXX_SOURCES)
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j2

@@ -17,6 +17,7 @@ process, and the snapshots of the summary files.
    runs beside the traced one), best round per variant, as ratios to
    snapshot_interval=0.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,9 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_per_variant, best_side_by_side, command_line  # noqa: E402
+from common import best_per_variant, best_side_by_side, command_line
 
-from api_tracer import APITracer  # noqa: E402
+from api_tracer import APITracer
 
 torch.set_num_threads(1)
 LEVELS = ("0", "1", "2", "3", "0,1,2,3")
@@ -57,7 +58,8 @@ def cold_start(levels: str) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         if levels == "import torch._dynamo":
             t0 = time.perf_counter()
-            import torch._dynamo  # noqa: F401
+            import torch._dynamo  # noqa: F401 - imported before the clock starts
+
             return time.perf_counter() - t0
         tracer = APITracer(output_path=tmp, levels=[int(x) for x in levels.split(",")], merge_output=True)
         t0 = time.perf_counter()

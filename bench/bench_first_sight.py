@@ -32,6 +32,7 @@ first sight over the logger's (target <= 0.1) and first sight over repeat
 logger's (the Python modes of levels 1 and 2), the first target is out of
 any tracer's reach at that hook point, and the row says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,11 +44,17 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_side_by_side, command_line  # noqa: E402
-from python_logger import (FloorDispatchMode, FloorFunctionMode, LoggerDispatchMode, LoggerFunctionMode,  # noqa: E402
-                           PythonLogger, PythonSetattr)
+from common import best_side_by_side, command_line
+from python_logger import (
+    FloorDispatchMode,
+    FloorFunctionMode,
+    LoggerDispatchMode,
+    LoggerFunctionMode,
+    PythonLogger,
+    PythonSetattr,
+)
 
-from api_tracer import APITracer  # noqa: E402
+from api_tracer import APITracer
 
 torch.set_num_threads(1)
 CLOCK = time.thread_time
@@ -109,8 +116,10 @@ def main() -> None:
     args = command_line(__doc__, measure_here)  # --one: [level, n, rounds]
     n, rounds, repeats = (1000, 3, 2) if args.quick else (4000, 5, 3)
     print(f"\n== torch.add over {n} tensors of distinct sizes (thread CPU time, best of {repeats}x{rounds} rounds)")
-    print(f"{'level':>5} {'untraced':>10}   {'overhead us/call: floor, logger, first sight, repeat':>53}"
-          f" {'first/logger':>12} {'first/repeat':>12}")
+    print(
+        f"{'level':>5} {'untraced':>10}   {'overhead us/call: floor, logger, first sight, repeat':>53}"
+        f" {'first/logger':>12} {'first/repeat':>12}"
+    )
     for level in LEVELS:
         t = best_side_by_side(__file__, [level, n, rounds], repeats)
         per_call = {k: (t[k] - t["untraced"]) / n * 1e6 for k in t}
@@ -119,12 +128,14 @@ def main() -> None:
         floor_share = per_call["floor"] / per_call["python logger"] if "floor" in per_call else 0.0
         floor = f"{per_call['floor']:>8.2f}" if "floor" in per_call else f"{'-':>8}"
         all_threads = (t["all threads"] - t["untraced, all threads"]) / n * 1e6
-        print(f"{level:>5} {t['untraced'] * 1e3:>8.1f}ms   {floor} {per_call['python logger']:>14.2f}"
-              f" {per_call['first sight']:>14.2f} {per_call['repeat']:>14.2f} {to_logger:>12.3f} {to_repeat:>12.2f}"
-              f"   logger target {'met' if to_logger <= 0.1 else 'MISSED'}"
-              f"{' (the floor alone: %.3f of the logger)' % floor_share if floor_share > 0.1 else ''},"
-              f" repeat target {'met' if to_repeat <= 3 else 'MISSED'};"
-              f" all threads, to stop(): {all_threads:.2f}")
+        print(
+            f"{level:>5} {t['untraced'] * 1e3:>8.1f}ms   {floor} {per_call['python logger']:>14.2f}"
+            f" {per_call['first sight']:>14.2f} {per_call['repeat']:>14.2f} {to_logger:>12.3f} {to_repeat:>12.2f}"
+            f"   logger target {'met' if to_logger <= 0.1 else 'MISSED'}"
+            f"{' (the floor alone: %.3f of the logger)' % floor_share if floor_share > 0.1 else ''},"
+            f" repeat target {'met' if to_repeat <= 3 else 'MISSED'};"
+            f" all threads, to stop(): {all_threads:.2f}"
+        )
 
 
 if __name__ == "__main__":

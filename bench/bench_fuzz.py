@@ -16,6 +16,7 @@ mm, 60 s on 2 workers, as tests/test_fuzz.py runs it, for each of --seed 0
 to 3: which planted defects were found, and whether anything was found in
 torch's own operators (it must not be).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,16 +42,16 @@ def trace_workloads(out: str) -> str:
         for level in (2, 3):
             step = make()
             step()  # (its first call: lazy initialization is not what the model computes each step)
-            with APITracer(output_path=os.path.join(sets, f"{name}-{level}"), levels=level, merge_output=True,
-                           value_ranges=True):
+            with APITracer(
+                output_path=os.path.join(sets, f"{name}-{level}"), levels=level, merge_output=True, value_ranges=True
+            ):
                 step()
     merge_sets([sets], os.path.join(out, "seeds"))
     return os.path.join(out, "seeds", "api_configs.yaml")
 
 
 def fuzz(*args: str, env: dict = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "api_tracer", "fuzz", *args], capture_output=True, text=True,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", "api_tracer", "fuzz", *args], capture_output=True, text=True, env=env)
 
 
 def planted(out: str) -> None:
@@ -62,15 +63,35 @@ def planted(out: str) -> None:
     env = {**os.environ, "PYTHONPATH": TESTS + os.pathsep + os.environ.get("PYTHONPATH", "")}
     print(f"planted campaign: {len(fuzz_planted.SEEDS)} planted operators and torch's add and mm, 60 s, 2 workers")
     for seed in range(4):
-        r = fuzz(seeds, "-o", os.path.join(out, f"planted-{seed}"), "--time", "60", "--jobs", "2", "--timeout",
-                 "1.5", "--import", "fuzz_planted", "--seed", str(seed), env=env)
+        r = fuzz(
+            seeds,
+            "-o",
+            os.path.join(out, f"planted-{seed}"),
+            "--time",
+            "60",
+            "--jobs",
+            "2",
+            "--timeout",
+            "1.5",
+            "--import",
+            "fuzz_planted",
+            "--seed",
+            str(seed),
+            env=env,
+        )
         head = r.stdout.splitlines()[0] if r.stdout else r.stderr
         found = {name for name in fuzz_planted.SEEDS if f"fuzzdefects.{name}." in r.stdout}
-        torch_found = [line for line in r.stdout.splitlines() if line.startswith("  ") and "fuzzdefects" not in line
-                       and not line.startswith("      ")]
-        print(f"  --seed {seed}: {len(found)}/{len(fuzz_planted.SEEDS)} found"
-              f"{'' if len(found) == len(fuzz_planted.SEEDS) else ' (missed ' + ', '.join(sorted(set(fuzz_planted.SEEDS) - found)) + ')'}"
-              f"; in torch's own: {len(torch_found)}; {head.split(';')[0]}")
+        torch_found = [
+            line
+            for line in r.stdout.splitlines()
+            if line.startswith("  ") and "fuzzdefects" not in line and not line.startswith("      ")
+        ]
+        missed = sorted(set(fuzz_planted.SEEDS) - found)
+        print(
+            f"  --seed {seed}: {len(found)}/{len(fuzz_planted.SEEDS)} found"
+            f"{' (missed ' + ', '.join(missed) + ')' if missed else ''}"
+            f"; in torch's own: {len(torch_found)}; {head.split(';')[0]}"
+        )
 
 
 def main() -> None:
@@ -85,8 +106,10 @@ def main() -> None:
     if args.planted_only:
         return
     seeds = trace_workloads(args.out)
-    print(f"\nreal campaign: {sum(1 for _ in open(seeds))} seed configs (levels 2 and 3 of the real models), "
-          f"{args.time:g} s, {args.jobs} workers")
+    print(
+        f"\nreal campaign: {sum(1 for _ in open(seeds))} seed configs (levels 2 and 3 of the real models), "
+        f"{args.time:g} s, {args.jobs} workers"
+    )
     r = fuzz(seeds, "-o", os.path.join(args.out, "real"), "--time", str(args.time), "--jobs", str(args.jobs))
     print(r.stdout, end="")
 

@@ -5,7 +5,8 @@ tests/judge_sets.py (torch's own kernels, which are right, and the
 operators of tests/planted_defects.py, which are not), side by side in one
 run.
 
-    python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final,sizes,sizes_final] [--pairs] [--cost N] [--workloads]
+    python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final,sizes,sizes_final] [--pairs]
+                                [--cost N] [--workloads]
 
 Per split and judge: the false alarms among torch's kernels and the defects
 caught. With --pairs, also every fixed (rtol, atol) pair of a grid, to see
@@ -17,6 +18,7 @@ models (FIDELITY_WORKLOADS and its HELD_OUT ones) at levels 2 and 3,
 judged with --backward by both judges, and every config the error model
 does not call ok, with why.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,16 +29,21 @@ import warnings
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from judge_sets import CORRECT, DEFECTS, KNOWN_MISSES  # noqa: E402
+from judge_sets import CORRECT, DEFECTS, KNOWN_MISSES
 
-from api_tracer.replay import Config, ReplayOptions, run_in_process  # noqa: E402
-from api_tracer.replay.judge import error_model  # noqa: E402
+from api_tracer.replay import Config, ReplayOptions, run_in_process
+from api_tracer.replay.judge import error_model
 
 IMPORTS = ("planted_defects",)
 
 
-def judge(lines: List[Tuple[str, bool]], check: Optional[str] = "float64", model: bool = True,
-          rtol: Optional[float] = None, atol: Optional[float] = None) -> List[Tuple[str, object]]:
+def judge(
+    lines: List[Tuple[str, bool]],
+    check: Optional[str] = "float64",
+    model: bool = True,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+) -> List[Tuple[str, object]]:
     """(line, Result) per line. model=False: the judge before the error
     model (torch.testing's tolerance of the dtype, or rtol/atol given)."""
     bounds = error_model.bounds
@@ -47,8 +54,9 @@ def judge(lines: List[Tuple[str, bool]], check: Optional[str] = "float64", model
         for backward in (False, True):
             group = [line for line, b in lines if b == backward]
             configs = [Config("judge", i + 1, line) for i, line in enumerate(group)]
-            options = ReplayOptions(check=check, backward=backward and bool(check), imports=IMPORTS, rtol=rtol,
-                                    atol=atol)
+            options = ReplayOptions(
+                check=check, backward=backward and bool(check), imports=IMPORTS, rtol=rtol, atol=atol
+            )
             out += [(c.text, r) for c, r in zip(configs, run_in_process(configs, options, lambda r: None))]
         return out
     finally:
@@ -57,9 +65,13 @@ def judge(lines: List[Tuple[str, bool]], check: Optional[str] = "float64", model
 
 def tally(split: str, **how: object) -> Dict[str, object]:
     correct, defects = judge(CORRECT[split], **how), judge(DEFECTS[split], **how)
-    return {"false": [line for line, r in correct if r.status != "ok"], "correct": len(correct),
-            "caught": sum(r.status == "mismatch" for _, r in defects), "defects": len(defects),
-            "missed": [line for line, r in defects if r.status != "mismatch"]}
+    return {
+        "false": [line for line, r in correct if r.status != "ok"],
+        "correct": len(correct),
+        "caught": sum(r.status == "mismatch" for _, r in defects),
+        "defects": len(defects),
+        "missed": [line for line, r in defects if r.status != "mismatch"],
+    }
 
 
 def workloads() -> None:
@@ -67,16 +79,18 @@ def workloads() -> None:
     from collections import Counter
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_fidelity import HELD_OUT  # noqa: E402
-    from workloads import FIDELITY_WORKLOADS  # noqa: E402
+    from bench_fidelity import HELD_OUT
+    from workloads import FIDELITY_WORKLOADS
 
     from api_tracer import APITracer
     from api_tracer.formats.configs import ranges_beside, read_config_file
     from api_tracer.formats.summaries import read_value_ranges
 
     statuses = ("ok", "mismatch", "vacuous", "failed", "skipped", "invalid")
-    print(f"\n{'model':16} {'level':>5} {'configs':>7}   --check float64 --backward: "
-          f"{'/'.join(statuses)}, rtol/atol -> error model")
+    print(
+        f"\n{'model':16} {'level':>5} {'configs':>7}   --check float64 --backward: "
+        f"{'/'.join(statuses)}, rtol/atol -> error model"
+    )
     totals = {judge_name: Counter() for judge_name in ("rtol/atol", "error model")}
     notes = []
     for name, make in {**FIDELITY_WORKLOADS, **HELD_OUT}.items():
@@ -94,26 +108,33 @@ def workloads() -> None:
                 if not model:
                     error_model.bounds = lambda *a, **k: {}
                 try:
-                    results = run_in_process(configs, ReplayOptions(ranges=ranges, check="float64", backward=True),
-                                             lambda r: None)
+                    results = run_in_process(
+                        configs, ReplayOptions(ranges=ranges, check="float64", backward=True), lambda r: None
+                    )
                 finally:
                     error_model.bounds = bounds
                 counts = Counter(str(r.status) for r in results)
                 totals[judge_name].update(counts)
                 row.append("/".join(str(counts[s]) for s in statuses))
                 if model:
-                    notes += [f"  {name} {level}: {r.status}: {r.message[:200]}\n      {r.config[:160]}"
-                              for r in results if r.status != "ok"]
+                    notes += [
+                        f"  {name} {level}: {r.status}: {r.message[:200]}\n      {r.config[:160]}"
+                        for r in results
+                        if r.status != "ok"
+                    ]
             print(f"{name:16} {level:>5} {len(configs):>7}   {row[0]:>18} -> {row[1]}", flush=True)
-    print(f"{'all':16} {'2/3':>5} {'':>7}   " + " -> ".join(
-        "/".join(str(totals[j][s]) for s in statuses) for j in ("rtol/atol", "error model")))
+    print(
+        f"{'all':16} {'2/3':>5} {'':>7}   "
+        + " -> ".join("/".join(str(totals[j][s]) for s in statuses) for j in ("rtol/atol", "error model"))
+    )
     print("\n".join(notes))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--splits", default=",".join(CORRECT),
-                        help="the sets' splits to judge (comma-separated; '' for none)")
+    parser.add_argument(
+        "--splits", default=",".join(CORRECT), help="the sets' splits to judge (comma-separated; '' for none)"
+    )
     parser.add_argument("--pairs", action="store_true", help="also a grid of fixed rtol/atol pairs")
     parser.add_argument("--cost", type=int, default=0, metavar="N", help="time per config, best of N rounds")
     parser.add_argument("--workloads", action="store_true", help="also the real models' configs, levels 2 and 3")
@@ -126,8 +147,10 @@ def main() -> None:
             judges += [(f"rtol=atol={t:g}", {"model": False, "rtol": t, "atol": t}) for t in (1e-5, 1e-4, 1e-3, 1e-2)]
         for name, how in judges:
             t = tally(split, **how)
-            print(f"{split:10} {name:28} {len(t['false']):>6} / {t['correct']:<6} {t['caught']:>6} / {t['defects']:<6}",
-                  flush=True)
+            print(
+                f"{split:10} {name:28} {len(t['false']):>6} / {t['correct']:<6} {t['caught']:>6} / {t['defects']:<6}",
+                flush=True,
+            )
             if name == "error model":
                 for line in t["missed"]:
                     print(f"    missed{' (known)' if line in KNOWN_MISSES else ''}: {line}")
@@ -135,8 +158,11 @@ def main() -> None:
                     print(f"    false alarm: {line}")
     if args.cost:
         lines = CORRECT["tuning"]
-        kinds = {"plain replay": {"check": None}, "--check float64, rtol/atol": {"model": False},
-                 "--check float64, error model": {}}
+        kinds = {
+            "plain replay": {"check": None},
+            "--check float64, rtol/atol": {"model": False},
+            "--check float64, error model": {},
+        }
         best = {k: float("inf") for k in kinds}
         for _ in range(args.cost):
             for kind, how in kinds.items():  # interleaved: the machine's load falls on all alike

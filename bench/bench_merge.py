@@ -20,6 +20,7 @@ side by side:
 and prints each one's wall time and peak RSS, and their ratios. The merged
 api_configs.yaml of both must be the same bytes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,18 @@ import subprocess
 import sys
 import time
 
-APIS = ["torch.ops.aten.add.Tensor", "torch.ops.aten.mul.Tensor", "torch.ops.aten.mm.default",
-        "torch.ops.aten.convolution.default", "torch.ops.aten.sum.dim_IntList", "torch.ops.aten.view.default",
-        "torch.ops.aten.relu.default", "torch.ops.aten.native_layer_norm.default",
-        "torch.ops.aten._softmax.default", "torch.ops.aten.addmm.default"]
+APIS = [
+    "torch.ops.aten.add.Tensor",
+    "torch.ops.aten.mul.Tensor",
+    "torch.ops.aten.mm.default",
+    "torch.ops.aten.convolution.default",
+    "torch.ops.aten.sum.dim_IntList",
+    "torch.ops.aten.view.default",
+    "torch.ops.aten.relu.default",
+    "torch.ops.aten.native_layer_norm.default",
+    "torch.ops.aten._softmax.default",
+    "torch.ops.aten.addmm.default",
+]
 DTYPES = ["float32", "float16", "bfloat16", "int64"]
 
 
@@ -54,7 +63,7 @@ def write_set(directory: str, label: str, lines: list, rng: random.Random) -> No
     calls = [rng.randint(1, 50) for _ in lines]
     per_api: dict = {}
     for line, n in zip(lines, calls):
-        api = line[:line.index("(")]
+        api = line[: line.index("(")]
         per_api[api] = per_api.get(api, 0) + n
     total = sum(calls)
     with open(os.path.join(directory, "api_configs.yaml"), "w") as f:
@@ -62,8 +71,12 @@ def write_set(directory: str, label: str, lines: list, rng: random.Random) -> No
     quoted = json.dumps(label)
     with open(os.path.join(directory, "api_config_sources.yaml"), "w") as f:
         f.write(f'labels:\n- {{"label": {quoted}, "calls": {total}}}\nconfigs:\n')
-        f.write("".join(f'- {{"config": {json.dumps(line)}, "calls": {n}, "sources": 1, "from": {{{quoted}: {n}}}}}\n'
-                        for line, n in zip(lines, calls)))
+        f.write(
+            "".join(
+                f'- {{"config": {json.dumps(line)}, "calls": {n}, "sources": 1, "from": {{{quoted}: {n}}}}}\n'
+                for line, n in zip(lines, calls)
+            )
+        )
     with open(os.path.join(directory, "api_apis.txt"), "w") as f:
         f.write("".join(api + "\n" for api in sorted(per_api)))
     ordered = sorted(per_api.items(), key=lambda kv: -kv[1])
@@ -82,9 +95,11 @@ def generate(args: argparse.Namespace, corpus: str, bare: str) -> None:
 
 def merge(corpus: str, out: str) -> tuple:
     """Wall seconds and peak RSS (bytes) of `api-tracer merge CORPUS -o OUT` in a fresh process."""
-    code = ("import resource, sys; from api_tracer.cli import main; code = main(['merge', sys.argv[1], '-o', "
-            "sys.argv[2]]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
-            "sys.exit(code)")
+    code = (
+        "import resource, sys; from api_tracer.cli import main; code = main(['merge', sys.argv[1], '-o', "
+        "sys.argv[2]]); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
+        "sys.exit(code)"
+    )
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, corpus, out], capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -111,16 +126,21 @@ def main() -> None:
     # from this one's resident set (its peak RSS is inherited across fork)
     subprocess.run([sys.executable, __file__, "--generate-only", *sys.argv[1:]], check=True)
     size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(corpus) for f in fs)
-    print(f"{args.sets} sets x {args.configs} configs ({args.sets * args.configs} lines, {size / 2**30:.2f} GiB) "
-          f"from {args.universe} distinct lines, made in {time.perf_counter() - start:.0f} s")
+    print(
+        f"{args.sets} sets x {args.configs} configs ({args.sets * args.configs} lines, {size / 2**30:.2f} GiB) "
+        f"from {args.universe} distinct lines, made in {time.perf_counter() - start:.0f} s"
+    )
     results = {}
     for name, source in (("streaming", corpus), ("in memory", bare)):
         out = os.path.join(args.dir, f"out-{name.replace(' ', '-')}")
         results[name] = merge(source, out)
         seconds, rss = results[name]
         print(f"  {name:<10} {seconds:8.1f} s  peak RSS {rss / 2**20:8.0f} MiB")
-    same = all(open(os.path.join(args.dir, f"out-{n}", "api_configs.yaml"), "rb").read()
-               == open(os.path.join(args.dir, "out-in-memory", "api_configs.yaml"), "rb").read() for n in ["streaming"])
+    same = all(
+        open(os.path.join(args.dir, f"out-{n}", "api_configs.yaml"), "rb").read()
+        == open(os.path.join(args.dir, "out-in-memory", "api_configs.yaml"), "rb").read()
+        for n in ["streaming"]
+    )
     (ts, ms), (tm, mm) = results["streaming"], results["in memory"]
     print(f"  streaming / in memory: time {ts / tm:.2f}, peak RSS {ms / mm:.2f}; merged configs the same: {same}")
     shutil.rmtree(args.dir, ignore_errors=True)

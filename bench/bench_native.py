@@ -21,6 +21,7 @@ CNN, and below both PyTorch mechanisms. Then the memory check: resident
 memory growth over N recorded calls (default ten million) with the full
 trace streaming to disk, target under 64 MiB.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_per_variant, command_line, print_against_untraced  # noqa: E402
+from common import WORKLOADS, best_per_variant, command_line, print_against_untraced
 
 VARIANTS = ("untraced", "profiler", "execution trace", "level 2", "level 3, no op kept", "level 3")
 
@@ -92,9 +93,11 @@ def report(title, workload, n, rounds, repeats, target):
     print_against_untraced(best)
     ratio = best["level 3"] / base
     below = best["level 3"] < min(best["profiler"], best["execution trace"])
-    print(f"  level 3: {ratio:.3f}x untraced (target {target}x: {'met' if ratio <= target else 'MISSED'}); "
-          f"below both PyTorch mechanisms: {'yes' if below else 'NO'}; "
-          f"RecordFunction with inputs alone: {best['level 3, no op kept'] / base:.3f}x")
+    print(
+        f"  level 3: {ratio:.3f}x untraced (target {target}x: {'met' if ratio <= target else 'MISSED'}); "
+        f"below both PyTorch mechanisms: {'yes' if below else 'NO'}; "
+        f"RecordFunction with inputs alone: {best['level 3, no op kept'] / base:.3f}x"
+    )
 
 
 def rss_bytes():
@@ -117,20 +120,30 @@ def memory_check(calls):
                 torch.neg(x)
             elapsed = time.perf_counter() - t0
             after = rss_bytes()
-        trace = (os.path.getsize(os.path.join(tmp, "api_trace.yaml"))
-                 + os.path.getsize(os.path.join(tmp, "api_trace.txt")))
+        trace = os.path.getsize(os.path.join(tmp, "api_trace.yaml")) + os.path.getsize(
+            os.path.join(tmp, "api_trace.txt")
+        )
         with open(tracer.files()["api_statistics.yaml"]) as f:
             recorded = int(f.read().split("Total API calls: ")[1].split()[0])
     growth = (after - before) / 2**20
-    print(f"\n== memory: {recorded:,} recorded calls in {elapsed:.1f} s, "
-          f"{trace / 2**30:.2f} GiB of trace streamed to disk")
-    print(f"  resident memory growth while recording: {growth:.1f} MiB "
-          f"(target < 64 MiB: {'met' if growth < 64 else 'MISSED'})")
+    print(
+        f"\n== memory: {recorded:,} recorded calls in {elapsed:.1f} s, "
+        f"{trace / 2**30:.2f} GiB of trace streamed to disk"
+    )
+    print(
+        f"  resident memory growth while recording: {growth:.1f} MiB "
+        f"(target < 64 MiB: {'met' if growth < 64 else 'MISSED'})"
+    )
 
 
 def main():
-    args = command_line(__doc__, measure_here, lambda parser: parser.add_argument(
-        "--calls", type=int, default=10_000_000, help="recorded calls for the memory check"))
+    args = command_line(
+        __doc__,
+        measure_here,
+        lambda parser: parser.add_argument(
+            "--calls", type=int, default=10_000_000, help="recorded calls for the memory check"
+        ),
+    )
     rounds, repeats = (2, 1) if args.quick else (5, 3)
     report("op-bound loop of tiny tensors", "tiny", 2000 if args.quick else 10000, rounds, repeats, 1.3)
     report("small CNN forward + backward (batch 4, 32x32)", "cnn", 10 if args.quick else 60, rounds, repeats, 1.05)

@@ -23,6 +23,7 @@ api_tracer's overhead over the Python logger's (target <= 0.2) and
 api_tracer's time over the floor's (target <= 1.5). It also times start()
 and stop() of level 0 over the default API list.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,11 +35,17 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import WORKLOADS, best_per_variant, best_time, command_line  # noqa: E402
-from python_logger import (FloorDispatchMode, FloorFunctionMode, LoggerDispatchMode,  # noqa: E402
-                           LoggerFunctionMode, PythonLogger, PythonSetattr)
+from common import WORKLOADS, best_per_variant, best_time, command_line
+from python_logger import (
+    FloorDispatchMode,
+    FloorFunctionMode,
+    LoggerDispatchMode,
+    LoggerFunctionMode,
+    PythonLogger,
+    PythonSetattr,
+)
 
-from api_tracer import APITracer  # noqa: E402
+from api_tracer import APITracer
 
 torch.set_num_threads(1)
 # The CPU time of this thread: what the tracer costs the program, and far
@@ -60,12 +67,12 @@ def count_calls(level, work):
 
 def make_variant(name, level, tmp):
     if level == 0:
-        floor, logger = PythonSetattr, lambda: PythonSetattr(PythonLogger())  # noqa: E731
+        floor, logger = PythonSetattr, lambda: PythonSetattr(PythonLogger())
     elif level == 1:
         floor, logger = FloorFunctionMode, LoggerFunctionMode
     else:
         floor, logger = FloorDispatchMode, LoggerDispatchMode
-    ours = lambda: APITracer(output_path=tmp, levels=level, merge_output=True)  # noqa: E731
+    ours = lambda: APITracer(output_path=tmp, levels=level, merge_output=True)  # noqa: E731 - a one-line factory, named
     return {"untraced": Nothing, "floor": floor, "python logger": logger, "api_tracer": ours}[name]()
 
 
@@ -92,8 +99,10 @@ def measure(workload, n, level, rounds, repeats):
 
 def report(title, workload, n, rounds, repeats):
     print(f"\n== {title} ({n} iterations; thread CPU time, best of {repeats}x{rounds} rounds)")
-    print(f"{'level':>5} {'calls/it':>8} {'untraced':>10} {'floor':>10} {'py logger':>10} {'api_tracer':>10}"
-          f" {'overhead us/call (floor, logger, ours)':>40} {'ours/logger':>11} {'ours/floor':>10}")
+    print(
+        f"{'level':>5} {'calls/it':>8} {'untraced':>10} {'floor':>10} {'py logger':>10} {'api_tracer':>10}"
+        f" {'overhead us/call (floor, logger, ours)':>40} {'ours/logger':>11} {'ours/floor':>10}"
+    )
     for level in (0, 1, 2):
         calls = count_calls(level, WORKLOADS[workload])
         t = measure(workload, n, level, rounds, repeats)
@@ -101,13 +110,15 @@ def report(title, workload, n, rounds, repeats):
         ratio_logger = per_call["api_tracer"] / per_call["python logger"]
         ratio_floor = t["api_tracer"] / t["floor"]
         floor_share = per_call["floor"] / per_call["python logger"]
-        print(f"{level:>5} {calls:>8} {t['untraced'] * 1e3:>8.1f}ms {t['floor'] * 1e3:>8.1f}ms "
-              f"{t['python logger'] * 1e3:>8.1f}ms {t['api_tracer'] * 1e3:>8.1f}ms "
-              f"{per_call['floor']:>12.2f} {per_call['python logger']:>12.2f} {per_call['api_tracer']:>12.2f}"
-              f" {ratio_logger:>11.3f} {ratio_floor:>10.3f}   "
-              f"logger target {'met' if ratio_logger <= 0.2 else 'MISSED'}, floor target "
-              f"{'met' if ratio_floor <= 1.5 else 'MISSED'} (a do-nothing handler alone: "
-              f"{floor_share:.3f} of the logger's)")
+        print(
+            f"{level:>5} {calls:>8} {t['untraced'] * 1e3:>8.1f}ms {t['floor'] * 1e3:>8.1f}ms "
+            f"{t['python logger'] * 1e3:>8.1f}ms {t['api_tracer'] * 1e3:>8.1f}ms "
+            f"{per_call['floor']:>12.2f} {per_call['python logger']:>12.2f} {per_call['api_tracer']:>12.2f}"
+            f" {ratio_logger:>11.3f} {ratio_floor:>10.3f}   "
+            f"logger target {'met' if ratio_logger <= 0.2 else 'MISSED'}, floor target "
+            f"{'met' if ratio_floor <= 1.5 else 'MISSED'} (a do-nothing handler alone: "
+            f"{floor_share:.3f} of the logger's)"
+        )
 
 
 def start_stop(rounds):

@@ -17,6 +17,7 @@ It prints the overhead per call (time minus untraced, over the calls level
 0 records) and api_tracer's overhead over the Python logger's (the goal:
 at most 0.2).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,11 +27,11 @@ import tempfile
 import paddle
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_per_variant, best_time, command_line  # noqa: E402
-from python_logger import PaddleLogger, PythonSetattr  # noqa: E402
+from common import best_per_variant, best_time, command_line
+from python_logger import PaddleLogger, PythonSetattr
 
-from api_tracer import APITracer  # noqa: E402
-from api_tracer.frameworks.paddle.dialect import PaddleDialect  # noqa: E402
+from api_tracer import APITracer
+from api_tracer.frameworks.paddle.dialect import PaddleDialect
 
 paddle.set_num_threads(1) if hasattr(paddle, "set_num_threads") else None
 

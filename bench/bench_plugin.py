@@ -18,6 +18,7 @@ and about a quarter of the project's tests start tracers of their own,
 which fail under the plugin; so a first run under the plugin finds the
 tests that pass under it, and both variants run those.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ import tempfile
 import textwrap
 import time
 
-SUITE = textwrap.dedent('''
+SUITE = textwrap.dedent("""
     import pytest
     import torch
 
@@ -49,7 +50,7 @@ SUITE = textwrap.dedent('''
     @pytest.mark.parametrize("n", range({n}))
     def test_cnn(n):
         CNN(torch.randn(2, 3, 16, 16)).sum().backward()
-''')
+""")
 
 VARIANTS = {
     "without the plugin": ["-p", "no:api_tracer"],
@@ -62,8 +63,16 @@ VARIANTS = {
 
 def run(suite_dir: str, args: list) -> float:
     out = os.path.join(suite_dir, "out")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", suite_dir,
-               *(a.format(out=out) for a in args)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        suite_dir,
+        *(a.format(out=out) for a in args),
+    ]
     t0 = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, cwd=suite_dir)
     return time.perf_counter() - t0
@@ -73,8 +82,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_in_root(args: list, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, check=check, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        check=check,
+        capture_output=True,
+        text=True,
+    )
 
 
 def own_suite(repeats: int) -> None:
@@ -83,8 +97,11 @@ def own_suite(repeats: int) -> None:
         t0 = time.perf_counter()
         first = pytest_in_root(["-rA", f"--api-trace={out}"], check=False)
         first_seconds = time.perf_counter() - t0
-        passed = [line.split(" ", 1)[1].split(" - ")[0] for line in first.stdout.splitlines()
-                  if line.startswith("PASSED tests/")]  # not the lines of pytester's inner sessions
+        passed = [
+            line.split(" ", 1)[1].split(" - ")[0]
+            for line in first.stdout.splitlines()
+            if line.startswith("PASSED tests/")
+        ]  # not the lines of pytester's inner sessions
         counts = first.stdout.strip().splitlines()[-1]
         print(f"== the project's own suite under --api-trace: {counts} ({first_seconds:.0f} s)")
         for line in first.stdout.splitlines():

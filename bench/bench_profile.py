@@ -27,6 +27,7 @@ round (torch.profiler in processes of its own):
 Target: Profile at most 1.10x untraced, and below the torch.profiler way;
 both Profile variants are held to it.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,19 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_side_by_side, command_line, print_against_untraced  # noqa: E402
-VARIANTS = ("untraced", "RecordFunction", "Profile", "RecordFunction (nodes)", "Profile(ops=False)",
-            "torch.profiler")
+from common import best_side_by_side, command_line, print_against_untraced
+
+VARIANTS = ("untraced", "RecordFunction", "Profile", "RecordFunction (nodes)", "Profile(ops=False)", "torch.profiler")
 
 
 def workload(name):
     from workloads import cnn_forward_backward, transformer_block
 
-    return {"cnn": cnn_forward_backward, "transformer": transformer_block,
-            "transformer-256": lambda: transformer_block(hidden=256, seq=128, batch=8)}[name]()
+    return {
+        "cnn": cnn_forward_backward,
+        "transformer": transformer_block,
+        "transformer-256": lambda: transformer_block(hidden=256, seq=128, batch=8),
+    }[name]()
 
 
 class RecordFunctionPerModule:
@@ -131,26 +135,36 @@ def report(name, title, n, rounds, repeats):
     best = best_side_by_side(__file__, [name, n, list(VARIANTS[:-1]), rounds], repeats)
     best.update(best_side_by_side(__file__, [name, n, ["torch.profiler"], rounds], repeats))
     base = best["untraced"]
-    print(f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats} processes x {rounds} "
-          f"rounds, interleaved)")
+    print(
+        f"\n== {title} ({n} steps; wall time incl. making the table, best of {repeats} processes x {rounds} "
+        f"rounds, interleaved)"
+    )
     print_against_untraced(best)
     for profile, floor in (("Profile", "RecordFunction"), ("Profile(ops=False)", "RecordFunction (nodes)")):
         ratio = best[profile] / base
-        print(f"  {profile}: {ratio:.3f}x untraced (target 1.10x: {'met' if ratio <= 1.10 else 'MISSED'}; "
-              f"{floor} alone {best[floor] / base:.3f}x, {profile} over it {best[profile] / best[floor]:.3f}x); "
-              f"below the torch.profiler way: {'yes' if best[profile] < best['torch.profiler'] else 'NO'}")
+        print(
+            f"  {profile}: {ratio:.3f}x untraced (target 1.10x: {'met' if ratio <= 1.10 else 'MISSED'}; "
+            f"{floor} alone {best[floor] / base:.3f}x, {profile} over it {best[profile] / best[floor]:.3f}x); "
+            f"below the torch.profiler way: {'yes' if best[profile] < best['torch.profiler'] else 'NO'}"
+        )
 
 
 def main():
     args = command_line(__doc__, measure_here)
     rounds, repeats = (2, 1) if args.quick else (8, 3)
     report("cnn", "small CNN forward + backward (batch 4, 32x32)", 10 if args.quick else 40, rounds, repeats)
-    report("transformer", "BERT layer forward + backward (hidden 64, seq 16)", 10 if args.quick else 40, rounds,
-           repeats)
+    report(
+        "transformer", "BERT layer forward + backward (hidden 64, seq 16)", 10 if args.quick else 40, rounds, repeats
+    )
     # The same layer at a size where each operator does real work: what the
     # per-operator cost comes to when operators are not tiny.
-    report("transformer-256", "BERT layer forward + backward (hidden 256, seq 128, batch 8)",
-           3 if args.quick else 10, rounds, repeats)
+    report(
+        "transformer-256",
+        "BERT layer forward + backward (hidden 256, seq 128, batch 8)",
+        3 if args.quick else 10,
+        rounds,
+        repeats,
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ with its count and two of its configs. A round-trip miss of a config that
 did not replay ok is one class of its own: its cause is the replay's.
 --json FILE writes every config's outcome, per dtype and level.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,9 @@ import numpy
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
 from api_tracer.formats.configs import ranges_beside, read_config_file
 from api_tracer.formats.summaries import read_value_ranges
+from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
 from api_tracer.replay.results import first_line
 
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "complex64": torch.complex64, "bool": torch.bool}
@@ -65,6 +66,7 @@ SEED = 0
 
 
 # -- the corpus: OpInfos' sample inputs -----------------------------------------
+
 
 def opinfo_name(op: Any) -> str:
     """An OpInfo's name with its variant, as torch's test names spell it."""
@@ -93,6 +95,7 @@ class TooSlow(BaseException):
 def time_limit(seconds: float) -> Iterator[None]:
     """Raises TooSlow in the code of the block once it has run `seconds`
     (a call into C++ is interrupted when it returns)."""
+
     def expire(signum: int, frame: Any) -> None:
         raise TooSlow()
 
@@ -149,8 +152,9 @@ def select(ops: List[Any], dtype: torch.dtype, n: int, limit: float) -> Tuple[Li
     return chosen, counts
 
 
-def traced_run(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, level: int,
-               out: str) -> Tuple[int, List[str]]:
+def traced_run(
+    chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, level: int, out: str
+) -> Tuple[int, List[str]]:
     """The chosen calls made again, on samples made before tracing starts,
     while `level` traces into `out`: how many returned, and for each that
     raised, its OpInfo and exception."""
@@ -171,6 +175,7 @@ def traced_run(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, 
 
 # -- one measurement ------------------------------------------------------------
 
+
 def measure(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, level: int) -> Dict:
     """The chosen calls traced at one level: each config's replay and round trip."""
     with tempfile.TemporaryDirectory() as out:
@@ -183,15 +188,27 @@ def measure(chosen: List[Tuple[Any, List[int]]], dtype: torch.dtype, n: int, lev
     back = {c.text: why for c, why in roundtrip(configs, level, options)}
     statuses = Counter(str(r.status) for r in results)
     return {
-        "traced calls": returned, "raised traced": raised, "configs": len(configs),
+        "traced calls": returned,
+        "raised traced": raised,
+        "configs": len(configs),
         **{s: statuses[s] for s in ("ok", "skipped", "failed", "invalid")},
         "same line": sum(1 for why in back.values() if not why),
-        "results": [{"config": r.config, "api": r.api, "status": str(r.status), "error": r.error,
-                     "message": r.message, "round trip": back[r.config]} for r in results],
+        "results": [
+            {
+                "config": r.config,
+                "api": r.api,
+                "status": str(r.status),
+                "error": r.error,
+                "message": r.message,
+                "round trip": back[r.config],
+            }
+            for r in results
+        ],
     }
 
 
 # -- failure classes ------------------------------------------------------------
+
 
 def normalized(text: str, width: int = 80) -> str:
     """A message with its numbers, addresses and shapes taken out, so that
@@ -209,7 +226,7 @@ def first_difference(config: str, traced: str) -> str:
     a, b = re.findall(r"\w+|[^\w\s]", config), re.findall(r"\w+|[^\w\s]", traced)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag != "equal":
-            before, removed, added = "".join(a[max(0, i1 - 3):i1]), "".join(a[i1:i2]), "".join(b[j1:j2])
+            before, removed, added = "".join(a[max(0, i1 - 3) : i1]), "".join(a[i1:i2]), "".join(b[j1:j2])
             return f"...{normalized(before, 30)} -{normalized(removed, 40)!r} +{normalized(added, 40)!r}"
     return "equal tokens, other spacing"
 
@@ -228,7 +245,7 @@ def problem_class(result: Dict) -> List[str]:
     elif why.startswith("traced as nothing"):
         classes.append("round trip: traced as nothing")
     elif why.startswith("traced as "):
-        traced = why[len("traced as "):]
+        traced = why[len("traced as ") :]
         classes.append(f"round trip: traced as another line: {first_difference(result['config'], traced)}")
     elif why:
         classes.append(f"round trip: {normalized(why)}")
@@ -258,6 +275,7 @@ def print_classes(runs: List[Dict]) -> None:
 
 # -- the table ------------------------------------------------------------------
 
+
 def share(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:5.1f}%" if whole else "    -"
 
@@ -268,8 +286,9 @@ def main(argv: List[str]) -> None:
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated, of " + ",".join(DTYPES))
     parser.add_argument("--levels", default="0,1,2,3", help="comma-separated")
     parser.add_argument("--samples", type=int, default=3, help="sample inputs per OpInfo")
-    parser.add_argument("--op-limit", type=float, default=20.0,
-                        help="seconds an OpInfo's samples and calls may take untraced")
+    parser.add_argument(
+        "--op-limit", type=float, default=20.0, help="seconds an OpInfo's samples and calls may take untraced"
+    )
     parser.add_argument("--why", action="store_true", help="the problems, in classes")
     parser.add_argument("--json", help="write every config's outcome to this file")
     args = parser.parse_args(argv)
@@ -277,8 +296,11 @@ def main(argv: List[str]) -> None:
     warnings.simplefilter("ignore")  # deprecated operators and odd samples say so, many times
     ops = opinfos(args.ops.split(",") if args.ops else None)
     levels = [int(x) for x in args.levels.split(",")]
-    print(f"{'dtype':9} {'level':>5} {'ops':>4} {'calls':>5} {'configs':>7} {'replay ok':>9} {'skipped':>7} "
-          f"{'failed':>6} {'invalid':>7} {'same line':>9} {'raised traced':>13} {'seconds':>7}", flush=True)
+    print(
+        f"{'dtype':9} {'level':>5} {'ops':>4} {'calls':>5} {'configs':>7} {'replay ok':>9} {'skipped':>7} "
+        f"{'failed':>6} {'invalid':>7} {'same line':>9} {'raised traced':>13} {'seconds':>7}",
+        flush=True,
+    )
     runs, corpus, start = [], {}, time.perf_counter()
     for name in args.dtypes.split(","):
         dtype = DTYPES[name]
@@ -290,12 +312,17 @@ def main(argv: List[str]) -> None:
             m["seconds"] = round(time.perf_counter() - began, 1)
             runs.append(m)
             raised = len(m["raised traced"])
-            print(f"{name:9} {level:5} {len(chosen):4} {m['traced calls'] + raised:5} {m['configs']:7} "
-                  f"{share(m['ok'], m['configs']):>9} {m['skipped']:7} {m['failed']:6} {m['invalid']:7} "
-                  f"{share(m['same line'], m['configs']):>9} {raised:13} {m['seconds']:7.0f}", flush=True)
+            print(
+                f"{name:9} {level:5} {len(chosen):4} {m['traced calls'] + raised:5} {m['configs']:7} "
+                f"{share(m['ok'], m['configs']):>9} {m['skipped']:7} {m['failed']:6} {m['invalid']:7} "
+                f"{share(m['same line'], m['configs']):>9} {raised:13} {m['seconds']:7.0f}",
+                flush=True,
+            )
     for name, counts in corpus.items():
-        print(f"corpus {name}: {counts['ops']} OpInfos with the dtype ({counts['no samples']} no samples, "
-              f"{counts['too slow']} too slow); {counts['calls']} calls, {counts['raised']} raised untraced")
+        print(
+            f"corpus {name}: {counts['ops']} OpInfos with the dtype ({counts['no samples']} no samples, "
+            f"{counts['too slow']} too slow); {counts['calls']} calls, {counts['raised']} raised untraced"
+        )
     print(f"({time.perf_counter() - start:.0f} s)")
     if args.why:
         print_classes(runs)

@@ -12,6 +12,7 @@ processes; wall time, the best round per variant, as ratios to the
 untraced step. Run it with PYTHONPATH pointing at another checkout's src/
 to compare with the min/max ranges kept before the profile.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,9 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_side_by_side, command_line, print_against_untraced  # noqa: E402
+from common import best_side_by_side, command_line, print_against_untraced
 
-from api_tracer import APITracer  # noqa: E402
+from api_tracer import APITracer
 
 torch.set_num_threads(1)
 
@@ -52,14 +53,17 @@ def make_step(batch: int, seq: int):
 def measure_here(batch: int, seq: int, steps: int, rounds: int) -> str:
     step = make_step(batch, seq)
     step()
-    variants = {"untraced": None, "level 3": {}, "level 3 + value_ranges": {"value_ranges": True},
-                "level 3 + value_ranges + float_ranges": {"value_ranges": True, "float_ranges": True}}
+    variants = {
+        "untraced": None,
+        "level 3": {},
+        "level 3 + value_ranges": {"value_ranges": True},
+        "level 3 + value_ranges + float_ranges": {"value_ranges": True, "float_ranges": True},
+    }
     best = {variant: float("inf") for variant in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
             for variant, options in variants.items():
-                tracer = None if options is None else APITracer(
-                    output_path=tmp, levels=3, merge_output=True, **options)
+                tracer = None if options is None else APITracer(output_path=tmp, levels=3, merge_output=True, **options)
                 if tracer:
                     tracer.start()
                 t0 = time.perf_counter()

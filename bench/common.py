@@ -1,5 +1,6 @@
 """What the benchmarks share: the op-bound and CNN workloads, and running
 each measurement in a fresh process, interleaved and repeated."""
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,9 @@ def best_time(work, n: int, rounds: int, variant) -> float:
 
 def _in_fresh_process(script: str, payload: list) -> str:
     """The last line `python script --one PAYLOAD` printed."""
-    out = subprocess.run([sys.executable, script, "--one", json.dumps(payload)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, script, "--one", json.dumps(payload)], capture_output=True, text=True, check=True
+    )
     return out.stdout.strip().splitlines()[-1]
 
 

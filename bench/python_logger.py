@@ -9,6 +9,7 @@
   device and strides, scalars by repr), a config line deduplicated in a dict,
   and the YAML record and text line of the streamed trace.
 """
+
 from __future__ import annotations
 
 import io
@@ -42,8 +43,7 @@ class PythonLogger:
             text = f'Tensor({list(v.shape)}, "{str(v.dtype)[6:]}"'
             if not v.is_contiguous():
                 text += f", stride={list(v.stride())}"
-            record = {"type": "torch.Tensor", "shape": list(v.shape), "dtype": str(v.dtype),
-                      "device": str(v.device)}
+            record = {"type": "torch.Tensor", "shape": list(v.shape), "dtype": str(v.dtype), "device": str(v.device)}
             return text + ")", record
         if isinstance(v, (list, tuple)):
             parts = [self.value(x) for x in v]
@@ -58,8 +58,9 @@ class PythonLogger:
         kw = {k: self.value(v) for k, v in (kwargs or {}).items()}
         line = f"{name}({', '.join([p[0] for p in parts] + [f'{k}={v[0]}' for k, v in kw.items()])})"
         self.configs[line] = self.configs.get(line, 0) + 1
-        self.yaml.write(f"- api: {name}\n  args: {[p[1] for p in parts]}\n"
-                        f"  kwargs: {dict((k, v[1]) for k, v in kw.items())}\n")
+        self.yaml.write(
+            f"- api: {name}\n  args: {[p[1] for p in parts]}\n  kwargs: {dict((k, v[1]) for k, v in kw.items())}\n"
+        )
         self.txt.write(line + "\n")
 
 
@@ -118,8 +119,10 @@ class PythonSetattr:
 
     def _wrap(self, fn, name, drop_self=False):
         if self.log is None:
+
             def wrapper(*args, **kwargs):
                 return fn(*args, **kwargs)
+
             return wrapper
         log, depth = self.log, self.depth
 
@@ -132,6 +135,7 @@ class PythonSetattr:
                 return fn(*args, **kwargs)
             finally:
                 depth.n = 0
+
         return wrapper
 
     def __enter__(self):

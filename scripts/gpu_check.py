@@ -5,6 +5,7 @@
 Each check runs in a process of its own (a crash fails that check only);
 prints one PASS/FAIL line per check and exits 1 if any failed.
 """
+
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import torch
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from api_tracer import APITracer, parse_call  # noqa: E402
+from api_tracer import APITracer, parse_call
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
 ONLY = sys.argv[2] if len(sys.argv) > 2 else None
@@ -28,6 +29,7 @@ def check(name):
     def wrap(fn):
         CHECKS[name] = fn
         return fn
+
     return wrap
 
 
@@ -62,7 +64,7 @@ def _(out):
         d = f"{out}/{level}"
         with APITracer(output_path=d, levels=level, merge_output=True, show_device=True):
             torch.relu(x)
-        line = [l for l in lines(d) if "relu" in l][0]
+        line = [x for x in lines(d) if "relu" in x][0]
         assert 'Tensor([2, 3], "float32", device="cuda:0")' in line, line
         rec = [r for r in records(d) if "relu" in r["api"]][0]
         assert rec["args"][0]["device"] == "cuda:0", rec
@@ -84,8 +86,9 @@ def _(out):
 
 @check("no_device_sync_while_tracing")
 def _(out):
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.LazyLinear(10)).to(dev)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(10)
+    ).to(dev)
     x = torch.randn(4, 3, 16, 16, device=dev)
     idx = torch.tensor([1, 2, 3], device=dev)
     model(x)  # materialize the lazy layer
@@ -118,6 +121,7 @@ def _(out):
 def _(out):
     from test_profiler_agreement import dispatcher_view, profiler_tensors
     from torch.profiler import ProfilerActivity, profile
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 10)).to(dev)
     opt = torch.optim.Adam(model.parameters())
@@ -145,7 +149,7 @@ def _(out):
     with APITracer(output_path=out, levels=3, merge_output=True):
         step()
         torch.cuda.synchronize()
-    got = Counter(dispatcher_view(*parse_call(l)) for l in lines(out))
+    got = Counter(dispatcher_view(*parse_call(x)) for x in lines(out))
     if any(t is None for _, t in expected):  # this torch reports no dtypes: names and counts
         got = Counter({(op, None): n for (op, _), n in got.items()})
     assert got == expected, (sorted((got - expected).items())[:5], sorted((expected - got).items())[:5])
@@ -155,9 +159,15 @@ def _(out):
 @check("overhead_cuda_cnn")
 def _(out):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10)).to(dev)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32, 10),
+    ).to(dev)
     x = torch.randn(64, 3, 64, 64, device=dev)
 
     def run(n=50):
@@ -176,6 +186,7 @@ def _(out):
         return min(t)
 
     import contextlib
+
     run(5)
     base = best(contextlib.nullcontext)
     l2 = best(lambda: APITracer(output_path=f"{out}/2", levels=2, merge_output=True))
@@ -200,11 +211,13 @@ def _(out):
     # The layer profiler's CUDA tests (skipped without a GPU), then its
     # cost on a CUDA CNN forward and backward.
     tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "test_profile.py")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", tests, "-k", "cuda"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", tests, "-k", "cuda"], capture_output=True, text=True
+    )
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout + r.stderr
-    from api_tracer import Profile
     from workloads import cnn_forward_backward
+
+    from api_tracer import Profile
 
     step = cnn_forward_backward(device=dev)
 
@@ -228,8 +241,10 @@ def _(out):
     for _ in range(5):
         step()
     base, prof, light = best(False), best(True), best(True, ops=False)
-    return (f"{r.stdout.strip().splitlines()[-1]}; CNN Profile(use_cuda=True) {prof / base:.3f}x untraced, "
-            f"with ops=False {light / base:.3f}x")
+    return (
+        f"{r.stdout.strip().splitlines()[-1]}; CNN Profile(use_cuda=True) {prof / base:.3f}x untraced, "
+        f"with ops=False {light / base:.3f}x"
+    )
 
 
 @check("replay_check_device_cuda")
@@ -241,19 +256,24 @@ def _(out):
     # long float32 sums legitimately differ (workloads.LONG_SUMS).
     from pathlib import Path
 
-    from api_tracer.replay import ReplayOptions, run_in_process
     from test_replay import traced_configs
     from workloads import LONG_SUMS, WORKLOADS
+
+    from api_tracer.replay import ReplayOptions, run_in_process
 
     torch.backends.cudnn.allow_tf32 = False
     counts = []
     for name in WORKLOADS:
         for level in (1, 2, 3):
-            results = run_in_process(traced_configs(Path(out), name, level), ReplayOptions(check="device:cuda"),
-                                     lambda r: None)
+            results = run_in_process(
+                traced_configs(Path(out), name, level), ReplayOptions(check="device:cuda"), lambda r: None
+            )
             tally = Counter(r.status.value for r in results)
-            unexplained = [(r.config, r.status.value, r.message) for r in results
-                           if r.status != "ok" and not (r.status == "mismatch" and r.worst in LONG_SUMS.get(r.api, ()))]
+            unexplained = [
+                (r.config, r.status.value, r.message)
+                for r in results
+                if r.status != "ok" and not (r.status == "mismatch" and r.worst in LONG_SUMS.get(r.api, ()))
+            ]
             assert results and not unexplained, unexplained
             assert tally["mismatch"] <= 3 and all(r.check == "device:cuda" for r in results), tally
             counts.append(f"{name} {level}: " + ", ".join(f"{n} {s}" for s, n in sorted(tally.items())))

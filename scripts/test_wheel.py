@@ -22,6 +22,7 @@ Prints how long each step took. Needs only the standard library.
 
     python scripts/test_wheel.py [--keep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,8 +70,9 @@ def run(cmd: List[str], cwd: Path, log: Optional[Path] = None) -> subprocess.Com
     if log:
         log.write_text(done.stdout + done.stderr)
     if done.returncode:
-        raise Failed(f"{' '.join(cmd)} (in {cwd}) exited with {done.returncode}:\n"
-                     f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise Failed(
+            f"{' '.join(cmd)} (in {cwd}) exited with {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return done
 
 
@@ -85,8 +87,12 @@ def step(title: str, times: Dict[str, float]) -> Iterator[None]:
 
 def source_files() -> List[str]:
     """The files of the working tree that git tracks or would add."""
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                         cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout.decode()
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.PIPE,
+    ).stdout.decode()
     return [f for f in out.split("\0") if f and (ROOT / f).is_file()]
 
 
@@ -110,13 +116,17 @@ def wheel_problems(wheel: Path, sources: Set[str], ext_suffix: str, torch_versio
             recorded: Dict[str, object] = {}
             exec(z.read("api_tracer/_build_info.py").decode(), recorded)
             if recorded.get("TORCH_VERSION") != torch_version:
-                problems.append(f"_build_info.py records torch {recorded.get('TORCH_VERSION')}, "
-                                f"the build's is {torch_version}")
+                problems.append(
+                    f"_build_info.py records torch {recorded.get('TORCH_VERSION')}, the build's is {torch_version}"
+                )
         metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
-        requires = [line.partition(":")[2].strip() for line in z.read(metadata).decode().splitlines()
-                    if line.startswith("Requires-Dist:")]
+        requires = [
+            line.partition(":")[2].strip()
+            for line in z.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
         # PEP 440: torch==2.13.0 is met by 2.13.0 and by its local builds, 2.13.0+cpu
-        pins = [r[len("torch=="):] for r in requires if r.startswith("torch==")]
+        pins = [r[len("torch==") :] for r in requires if r.startswith("torch==")]
         if not any(torch_version == v or torch_version.startswith(v + "+") for v in pins):
             problems.append(f"the wheel requires {requires}: no torch==X that torch {torch_version} is")
     return problems
@@ -147,26 +157,49 @@ def test_wheel(tmp: Path, times: Dict[str, float]) -> None:
     with step("copy the sources", times):
         files = source_files()
         copy_sources(files, src)
-        sources = {f[len(SOURCES):] for f in files if f.startswith(SOURCES)}
+        sources = {f[len(SOURCES) :] for f in files if f.startswith(SOURCES)}
 
     with step("create a fresh venv with torch and the build tools", times):
         run([sys.executable, "-m", "venv", str(venv)], cwd=tmp)
-        run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "-c", str(ROOT / "requirements.txt"), *INSTALL], cwd=tmp)
-        torch_version, ext_suffix = run([str(python), "-c", "import sysconfig, torch; print(torch.__version__); "
-                                         "print(sysconfig.get_config_var('EXT_SUFFIX'))"], cwd=tmp).stdout.split()
+        run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "-c",
+                str(ROOT / "requirements.txt"),
+                *INSTALL,
+            ],
+            cwd=tmp,
+        )
+        torch_version, ext_suffix = run(
+            [
+                str(python),
+                "-c",
+                "import sysconfig, torch; print(torch.__version__); print(sysconfig.get_config_var('EXT_SUFFIX'))",
+            ],
+            cwd=tmp,
+        ).stdout.split()
 
     with step("build the wheel: python -m build --wheel --no-isolation", times):
-        run([str(python), "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)], cwd=src,
-            log=tmp / "build.log")
+        run(
+            [str(python), "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)],
+            cwd=src,
+            log=tmp / "build.log",
+        )
         (wheel,) = dist.glob("*.whl")
         problems = wheel_problems(wheel, sources, ext_suffix, torch_version)
         if problems:
             raise Failed(f"{wheel.name}:\n  " + "\n  ".join(problems))
 
     with step("install the wheel, run the quickstart and api-tracer run outside the sources", times):
-        run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", str(wheel)],
-            cwd=tmp)
+        run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", str(wheel)],
+            cwd=tmp,
+        )
         run_dir.mkdir()
         where = run([str(python), "-c", "import api_tracer; print(api_tracer.__file__)"], cwd=run_dir).stdout.strip()
         if not Path(where).is_relative_to(venv):
@@ -174,8 +207,19 @@ def test_wheel(tmp: Path, times: Dict[str, float]) -> None:
         shutil.copy2(ROOT / "examples" / "quickstart.py", run_dir)
         run([str(python), "quickstart.py", "quickstart"], cwd=run_dir)
         (run_dir / "parent.py").write_text(PARENT)
-        traced = run([str(venv / "bin" / "api-tracer"), "run", "--levels", "0", "--follow-children",
-                      "-o", "followed", "parent.py"], cwd=run_dir)
+        traced = run(
+            [
+                str(venv / "bin" / "api-tracer"),
+                "run",
+                "--levels",
+                "0",
+                "--follow-children",
+                "-o",
+                "followed",
+                "parent.py",
+            ],
+            cwd=run_dir,
+        )
         problems = check_outputs(run_dir)
         if (traced.stdout + traced.stderr).strip():
             problems.append(f"api-tracer run printed: {(traced.stdout + traced.stderr).strip()}")

@@ -1,5 +1,6 @@
 """The fixtures every test folder shares; what the tests share besides is
 the package `support`."""
+
 from __future__ import annotations
 
 import sys

@@ -3,6 +3,7 @@ layers docs/design.md's map states and never into another framework's
 folder, files of a size one can read, a _C.pyi that matches the extension,
 a layout in docs/design.md that names every file. Each reads the sources,
 so none of them can go stale unnoticed."""
+
 from __future__ import annotations
 
 import ast
@@ -63,7 +64,7 @@ def find_cycle(graph: Dict[str, Set[str]]) -> Optional[List[str]]:
 
     def visit(node: str, path: List[str]) -> Optional[List[str]]:
         if node in path:
-            return path[path.index(node):] + [node]
+            return path[path.index(node) :] + [node]
         if node in done:
             return None
         for nxt in sorted(graph[node]):
@@ -83,7 +84,9 @@ def find_cycle(graph: Dict[str, Set[str]]) -> Optional[List[str]]:
 def test_import_graph_sees_the_imports():
     graph = import_graph()
     assert "api_tracer.trace.tracer" in graph["api_tracer"]  # from .tracer import APITracer
-    assert "api_tracer.frameworks.dialect" in graph["api_tracer.frameworks.api_lists"]  # from api_tracer.frameworks.dialect import ...
+    assert (
+        "api_tracer.frameworks.dialect" in graph["api_tracer.frameworks.api_lists"]
+    )  # from api_tracer.frameworks.dialect import ...
     assert "api_tracer.trace.follow" in graph["api_tracer.trace._child.sitecustomize"]  # inside an `if`
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -100,28 +103,81 @@ def test_no_import_cycle():
 # the ones below, never above. Patterns of module names (fnmatch), the first
 # that matches a module placing it; frameworks' modules by their role.
 LAYERS: List[Tuple[str, ...]] = [
-    ("api_tracer.errors", "api_tracer.flags", "api_tracer.values", "api_tracer.config", "api_tracer.extension",
-     "api_tracer._build_info", "api_tracer.util", "api_tracer.util.*"),
-    ("api_tracer.trace", "api_tracer.trace.options", "api_tracer.trace.instrument", "api_tracer.trace.hooks",
-     "api_tracer.trace.module_tree", "api_tracer.trace.eager", "api_tracer.trace.signals"),
-    ("api_tracer.frameworks", "api_tracer.frameworks.dialect", "api_tracer.frameworks.api_lists",
-     "api_tracer.frameworks.*.dialect", "api_tracer.frameworks.*.names", "api_tracer.frameworks.*.objects",
-     "api_tracer.frameworks.*.api_list", "api_tracer.frameworks.torch", "api_tracer.frameworks.paddle"),
-    ("api_tracer.formats", "api_tracer.formats.*", "api_tracer.frameworks.*.operator_inputs*",
-     "api_tracer.frameworks.*.paddleapitest"),
-    ("api_tracer.trace.tracer", "api_tracer.trace.follow", "api_tracer.trace._child.*", "api_tracer.corpus",
-     "api_tracer.corpus.*"),
-    ("api_tracer.replay.results", "api_tracer.replay.options", "api_tracer.replay.framework",
-     "api_tracer.replay.resolve", "api_tracer.replay.draw", "api_tracer.replay.memory", "api_tracer.replay.builder",
-     "api_tracer.replay.side", "api_tracer.replay.user_code", "api_tracer.replay.pool", "api_tracer.replay.output",
-     "api_tracer.frameworks.*.replay", "api_tracer.frameworks.*.resolve", "api_tracer.frameworks.*.policy",
-     "api_tracer.frameworks.*.preconditions", "api_tracer.frameworks.*.side"),
+    (
+        "api_tracer.errors",
+        "api_tracer.flags",
+        "api_tracer.values",
+        "api_tracer.config",
+        "api_tracer.extension",
+        "api_tracer._build_info",
+        "api_tracer.util",
+        "api_tracer.util.*",
+    ),
+    (
+        "api_tracer.trace",
+        "api_tracer.trace.options",
+        "api_tracer.trace.instrument",
+        "api_tracer.trace.hooks",
+        "api_tracer.trace.module_tree",
+        "api_tracer.trace.eager",
+        "api_tracer.trace.signals",
+    ),
+    (
+        "api_tracer.frameworks",
+        "api_tracer.frameworks.dialect",
+        "api_tracer.frameworks.api_lists",
+        "api_tracer.frameworks.*.dialect",
+        "api_tracer.frameworks.*.names",
+        "api_tracer.frameworks.*.objects",
+        "api_tracer.frameworks.*.api_list",
+        "api_tracer.frameworks.torch",
+        "api_tracer.frameworks.paddle",
+    ),
+    (
+        "api_tracer.formats",
+        "api_tracer.formats.*",
+        "api_tracer.frameworks.*.operator_inputs*",
+        "api_tracer.frameworks.*.paddleapitest",
+    ),
+    (
+        "api_tracer.trace.tracer",
+        "api_tracer.trace.follow",
+        "api_tracer.trace._child.*",
+        "api_tracer.corpus",
+        "api_tracer.corpus.*",
+    ),
+    (
+        "api_tracer.replay.results",
+        "api_tracer.replay.options",
+        "api_tracer.replay.framework",
+        "api_tracer.replay.resolve",
+        "api_tracer.replay.draw",
+        "api_tracer.replay.memory",
+        "api_tracer.replay.builder",
+        "api_tracer.replay.side",
+        "api_tracer.replay.user_code",
+        "api_tracer.replay.pool",
+        "api_tracer.replay.output",
+        "api_tracer.frameworks.*.replay",
+        "api_tracer.frameworks.*.resolve",
+        "api_tracer.frameworks.*.policy",
+        "api_tracer.frameworks.*.preconditions",
+        "api_tracer.frameworks.*.side",
+    ),
     ("api_tracer.replay.judge", "api_tracer.replay.judge.*"),
     ("api_tracer.replay", "api_tracer.replay.run", "api_tracer.replay.retrace"),
     ("api_tracer.fuzz", "api_tracer.fuzz.*"),
     ("api_tracer.report", "api_tracer.report.*"),
-    ("api_tracer", "api_tracer.__main__", "api_tracer.api_list", "api_tracer.profile", "api_tracer.cli",
-     "api_tracer.cli.*", "pytest_api_tracer", "pytest_api_tracer.*"),
+    (
+        "api_tracer",
+        "api_tracer.__main__",
+        "api_tracer.api_list",
+        "api_tracer.profile",
+        "api_tracer.cli",
+        "api_tracer.cli.*",
+        "pytest_api_tracer",
+        "pytest_api_tracer.*",
+    ),
 ]
 
 
@@ -136,8 +192,11 @@ def layer_of(module: str) -> int:
 def test_every_module_is_in_a_layer():
     assert [m for m in import_graph() if not _placed(m)] == []
     assert layer_of("api_tracer.frameworks.torch.replay") > layer_of("api_tracer.frameworks.torch.dialect")
-    assert layer_of("api_tracer.replay.run") > layer_of("api_tracer.replay.judge.check") > \
-        layer_of("api_tracer.replay.builder")
+    assert (
+        layer_of("api_tracer.replay.run")
+        > layer_of("api_tracer.replay.judge.check")
+        > layer_of("api_tracer.replay.builder")
+    )
 
 
 def _placed(module: str) -> bool:
@@ -149,8 +208,12 @@ def _placed(module: str) -> bool:
 
 
 def test_imports_go_down_the_layers():
-    upward = [f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
-              for m, imports in sorted(import_graph().items()) for t in sorted(imports) if layer_of(t) > layer_of(m)]
+    upward = [
+        f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+        for m, imports in sorted(import_graph().items())
+        for t in sorted(imports)
+        if layer_of(t) > layer_of(m)
+    ]
     assert not upward, "\n".join(upward)
 
 
@@ -191,10 +254,18 @@ MAX_LINES = 600  # a file longer than this is several files (the issue of the tr
 
 
 def test_no_file_is_longer_than_a_reader_holds():
-    sources = [p for top in ("src", "csrc", "include") for p in sorted((ROOT / top).rglob("*"))
-               if p.suffix in (".py", ".cc", ".h") and "__pycache__" not in p.parts]
-    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in sources
-            for n in [p.read_text(encoding="utf-8").count("\n")] if n > MAX_LINES]
+    sources = [
+        p
+        for top in ("src", "csrc", "include")
+        for p in sorted((ROOT / top).rglob("*"))
+        if p.suffix in (".py", ".cc", ".h") and "__pycache__" not in p.parts
+    ]
+    long = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in sources
+        for n in [p.read_text(encoding="utf-8").count("\n")]
+        if n > MAX_LINES
+    ]
     assert not long, "\n".join(long)
 
 
@@ -251,8 +322,9 @@ def test_stub_declares_every_name_of_the_extension():
             continue
         cls = getattr(_C, name)
         declared = stub_members(node)
-        problems += [f"{name}.{m}: bound in _C, not declared in _C.pyi"
-                     for m in sorted(bound_members(cls) - set(declared))]
+        problems += [
+            f"{name}.{m}: bound in _C, not declared in _C.pyi" for m in sorted(bound_members(cls) - set(declared))
+        ]
         problems += [f"{name}.{m}: declared in _C.pyi, not in _C" for m in sorted(declared) if not hasattr(cls, m)]
     assert not problems, "\n".join(problems)
 
@@ -275,11 +347,11 @@ def documented_signature(obj: object, name: str) -> Optional[ast.arguments]:
         if not doc.startswith(name + "("):
             return None
         depth = 0
-        for end, ch in enumerate(doc):
+        for end, ch in enumerate(doc):  # noqa: B007 - `end` is read after the loop
             depth += {"(": 1, ")": -1}.get(ch, 0)
             if ch == ")" and depth == 0:
                 break
-        line = doc[:end + 1]
+        line = doc[: end + 1]
     return parse_signature(line)
 
 
@@ -352,8 +424,13 @@ def test_stub_parameters_checks_what_it_must():
         return parameters(parse_signature(line))
 
     assert args("f(self, a, b=1, *c, d, e=2, **f)") == [
-        ("positional", "a", False), ("positional", "b", True), ("*args", None, False),
-        ("keyword-only", "d", False), ("keyword-only", "e", True), ("**kwargs", None, False)]
+        ("positional", "a", False),
+        ("positional", "b", True),
+        ("*args", None, False),
+        ("keyword-only", "d", False),
+        ("keyword-only", "e", True),
+        ("**kwargs", None, False),
+    ]
     assert args("f(arg0: str)") == args("f(api: str, /)") != args("f(api: str)")
     pybind11_doc = documented_signature(_C.record, "record")
     assert pybind11_doc is not None and parameters(pybind11_doc) == args("f(level, api, args, kwargs=None)")
@@ -364,7 +441,12 @@ def test_stub_parameters_checks_what_it_must():
 # -- docs/design.md's layout ----------------------------------------------------
 
 DESIGN = ROOT / "docs" / "design.md"
-LAID_OUT = ("csrc", "include", "src/api_tracer", "src/pytest_api_tracer")  # the folders whose every file the layout names
+LAID_OUT = (
+    "csrc",
+    "include",
+    "src/api_tracer",
+    "src/pytest_api_tracer",
+)  # the folders whose every file the layout names
 
 
 def layout_entries(text: str) -> Dict[str, str]:
@@ -399,15 +481,23 @@ def test_design_layout_names_every_file():
     files = laid_out_files()
     missing = [f for f in files if not any(fnmatch.fnmatchcase(f, e) for e in entries)]
     stale = [e for e in entries if not any(fnmatch.fnmatchcase(f, e) for f in files)]
-    assert not missing and not stale, (f"docs/design.md's Layout does not name: {', '.join(missing) or '-'}; "
-                                       f"names what is not there: {', '.join(stale) or '-'}")
+    assert not missing and not stale, (
+        f"docs/design.md's Layout does not name: {', '.join(missing) or '-'}; "
+        f"names what is not there: {', '.join(stale) or '-'}"
+    )
 
 
 def test_design_layout_reads_what_it_must():
-    text = "\n## Layout\n\n### `csrc/core/`: C++\n\n- `key.h`, `key.cc`: keys, see `value.h`.\n" \
-           "  `format.h` (a continuation line)\n- `*_test.cc`: tests\n\n## Next\n- `later.h`: not the layout\n"
+    text = (
+        "\n## Layout\n\n### `csrc/core/`: C++\n\n- `key.h`, `key.cc`: keys, see `value.h`.\n"
+        "  `format.h` (a continuation line)\n- `*_test.cc`: tests\n\n## Next\n- `later.h`: not the layout\n"
+    )
     assert set(layout_entries(text)) == {"csrc/core/key.h", "csrc/core/key.cc", "csrc/core/*_test.cc"}
     files = laid_out_files()
-    assert "csrc/core/key.h" in files and "src/api_tracer/cli/__init__.py" in files and \
-        "include/api_tracer/tracer.h" in files and "src/pytest_api_tracer/options.py" in files
+    assert (
+        "csrc/core/key.h" in files
+        and "src/api_tracer/cli/__init__.py" in files
+        and "include/api_tracer/tracer.h" in files
+        and "src/pytest_api_tracer/options.py" in files
+    )
     assert not any(f.endswith(".so") for f in files)

@@ -1,5 +1,6 @@
 """The extension loads only under the torch release it was built for
 (api_tracer/extension.py); otherwise `import api_tracer` fails, naming both."""
+
 import os
 import shutil
 import subprocess
@@ -19,8 +20,9 @@ def test_builds_of_one_release_agree():
     assert extension.torch_mismatch("2.13.0+cpu", "2.13.0") is None
 
 
-@pytest.mark.parametrize("built, running", [("2.12.0", "2.13.0+cpu"), ("2.13.0+cpu", "2.13.1+cpu"),
-                                            ("2.13.0", "2.13.0a0+git1234")])
+@pytest.mark.parametrize(
+    "built, running", [("2.12.0", "2.13.0+cpu"), ("2.13.0+cpu", "2.13.1+cpu"), ("2.13.0", "2.13.0a0+git1234")]
+)
 def test_another_release_is_refused_naming_both(built, running):
     message = extension.torch_mismatch(built, running)
     assert message and f"built for torch {built}" in message and f"imports torch {running}" in message
@@ -34,15 +36,21 @@ def test_the_build_records_the_torch_it_compiled_against():
 def package_copy(tmp_path):
     """A copy of the package as it is installed, its _C and _build_info.py
     included, that `import api_tracer` finds first from tmp_path."""
-    shutil.copytree(Path(api_tracer.__file__).parent, tmp_path / "api_tracer",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(api_tracer.__file__).parent, tmp_path / "api_tracer", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return tmp_path / "api_tracer"
 
 
 def import_copy(package: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "import api_tracer; print(api_tracer.__file__)"],
-                          cwd=package.parent, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(package.parent)))
+    return subprocess.run(
+        [sys.executable, "-c", "import api_tracer; print(api_tracer.__file__)"],
+        cwd=package.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(package.parent)),
+    )
 
 
 def test_the_copy_imports_as_built(package_copy):

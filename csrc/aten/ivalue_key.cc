@@ -79,16 +79,13 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
   if (v.isInt()) {
     int64_t i = v.toInt();
     switch (kind) {
-      case OpSignature::Kind::kScalarType:
-        return w->Symbol(DtypeSymbol(static_cast<c10::ScalarType>(i)));
+      case OpSignature::Kind::kScalarType: return w->Symbol(DtypeSymbol(static_cast<c10::ScalarType>(i)));
       case OpSignature::Kind::kLayout: {
         std::string_view name = LayoutName(static_cast<c10::Layout>(i));
         return w->Symbol(name.empty() ? "torch.strided" : name);
       }
-      case OpSignature::Kind::kMemoryFormat:
-        return w->Symbol(MemoryFormatName(i));
-      default:
-        return w->Int(i);
+      case OpSignature::Kind::kMemoryFormat: return w->Symbol(MemoryFormatName(i));
+      default: return w->Int(i);
     }
   }
   if (v.isDouble()) return w->Float(v.toDouble());
@@ -179,8 +176,8 @@ std::shared_ptr<const OpSignature> OpSignature::Find(const std::string& name, co
   return op ? std::make_shared<const OpSignature>(op->schema()) : nullptr;
 }
 
-void WriteOpCall(const OpSignature& sig, ApiId api, c10::ArrayRef<const c10::IValue> inputs,
-                 WriteContext* ctx, KeyWriter* w) {
+void WriteOpCall(const OpSignature& sig, ApiId api, c10::ArrayRef<const c10::IValue> inputs, WriteContext* ctx,
+                 KeyWriter* w) {
   if (inputs.size() != sig.args.size()) {  // not the schema's shape: all positional
     w->BeginCall(api, inputs.size());
     for (const auto& v : inputs) WriteIValue(v, OpSignature::Kind::kGeneric, ctx, w, 0);

@@ -60,7 +60,7 @@ struct WriteContext {
 };
 
 // Writes the call of `sig` with `inputs` (RecordFunction::inputs()).
-void WriteOpCall(const OpSignature& sig, ApiId api, c10::ArrayRef<const c10::IValue> inputs,
-                 WriteContext* ctx, KeyWriter* w);
+void WriteOpCall(const OpSignature& sig, ApiId api, c10::ArrayRef<const c10::IValue> inputs, WriteContext* ctx,
+                 KeyWriter* w);
 
 }  // namespace api_tracer::aten

@@ -24,8 +24,7 @@ void WatchOperatorDeregistrations() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Kept for the life of the process: never deregistered.
-    new c10::RegistrationHandleRAII(
-        c10::Dispatcher::singleton().addRegistrationListener(std::make_unique<Listener>()));
+    new c10::RegistrationHandleRAII(c10::Dispatcher::singleton().addRegistrationListener(std::make_unique<Listener>()));
   });
 }
 

@@ -79,8 +79,8 @@ void OnEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 class MemoryReporter : public c10::MemoryReportingInfoBase {
  public:
   bool memoryProfilingEnabled() const override { return true; }
-  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t /*total_allocated*/,
-                         size_t /*total_reserved*/, c10::Device device) override {
+  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t /*total_allocated*/, size_t /*total_reserved*/,
+                         c10::Device device) override {
     CallbackGuard guard;
     if (State* st = g_state.Get()) st->profiler->ThisThread().Memory(alloc_size, device.is_cuda());
   }

@@ -130,15 +130,9 @@ static void ReadQuantizer(const at::Tensor& t, TensorFields* out) {
       out->scale = t.q_scale();
       out->zero_point = t.q_zero_point();
       return;
-    case c10::kPerChannelAffine:
-      out->qscheme = "torch.per_channel_affine";
-      break;
-    case c10::kPerChannelSymmetric:
-      out->qscheme = "torch.per_channel_symmetric";
-      break;
-    default:
-      out->qscheme = "torch.per_channel_affine_float_qparams";
-      break;
+    case c10::kPerChannelAffine: out->qscheme = "torch.per_channel_affine"; break;
+    case c10::kPerChannelSymmetric: out->qscheme = "torch.per_channel_symmetric"; break;
+    default: out->qscheme = "torch.per_channel_affine_float_qparams"; break;
   }
   out->axis = t.q_per_channel_axis();
 }
@@ -183,8 +177,7 @@ bool ReadTensor(const at::Tensor& t, TensorScratch* scratch, TensorFields* out) 
     scratch->stride.clear();
     c10::Layout layout = t.layout();
     if (layout == c10::kStrided) {
-      bool contiguous = symbolic ? impl->sym_is_contiguous().maybe_as_bool().value_or(true)
-                                 : t.is_contiguous();
+      bool contiguous = symbolic ? impl->sym_is_contiguous().maybe_as_bool().value_or(true) : t.is_contiguous();
       if (!contiguous) {
         if (symbolic) {
           ReadSymInts(t.sym_strides(), &scratch->stride);
@@ -253,7 +246,9 @@ ValueProfile ProfileByReductions(const at::Tensor& flat) {
   // the sum in int64 wraps where the values' own would overflow: known only
   // where no partial sum can (every |value| times the count inside int64)
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  int64_t bound = p.min == std::numeric_limits<int64_t>::min() ? kMax : std::max(p.min < 0 ? -p.min : p.min, p.max < 0 ? -p.max : p.max);
+  int64_t bound = p.min == std::numeric_limits<int64_t>::min()
+                      ? kMax
+                      : std::max(p.min < 0 ? -p.min : p.min, p.max < 0 ? -p.max : p.max);
   p.same_sum = bound == 0 || flat.numel() <= kMax / bound;
   p.sum = p.same_sum ? flat.sum().item<int64_t>() : 0;
   if (auto distinct = FewDistinct(flat, p.min, p.max)) {

@@ -45,8 +45,7 @@ void CollectProfilePaths(const Value& v, const std::string& path, bool floats, s
       }
       return;
     }
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -114,7 +113,8 @@ void Aggregator::Render(const Config& config) const {
     for (size_t i = 0; i < call.args.size(); ++i) {
       CollectProfilePaths(call.args[i], ArgumentPath(i), float_profiles_, &paths);
     }
-    for (const auto& [name, value] : call.kwargs) CollectProfilePaths(value, KeywordPath(name), float_profiles_, &paths);
+    for (const auto& [name, value] : call.kwargs)
+      CollectProfilePaths(value, KeywordPath(name), float_profiles_, &paths);
   }
 }
 
@@ -126,8 +126,7 @@ bool Aggregator::WantsStack(ApiId api) const {
 
 void Aggregator::AddStack(ApiId api, uint64_t hash, const std::function<Stack()>& make) {
   auto wanted = [&](const StackSet& set) {
-    return set.stacks.size() < kMaxStacks &&
-           std::find(set.hashes.begin(), set.hashes.end(), hash) == set.hashes.end();
+    return set.stacks.size() < kMaxStacks && std::find(set.hashes.begin(), set.hashes.end(), hash) == set.hashes.end();
   };
   {
     std::lock_guard<std::mutex> lock(stacks_mu_);

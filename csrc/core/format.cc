@@ -107,8 +107,8 @@ void AppendInts(const std::vector<int64_t>& v, std::string* out) {
   out->push_back(']');
 }
 
-void FormatItems(const std::vector<Value>& items, size_t begin, size_t end,
-                 const FormatOptions& opts, std::string* out) {
+void FormatItems(const std::vector<Value>& items, size_t begin, size_t end, const FormatOptions& opts,
+                 std::string* out) {
   for (size_t i = begin; i < end; ++i) {
     if (i > begin) out->append(", ");
     FormatValue(items[i], opts, out);

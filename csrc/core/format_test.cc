@@ -64,21 +64,19 @@ TEST(FormatTest, ProductDescriptionExamples) {
 
   TensorInfo strided = testing::MakeTensor({3, 4});
   strided.stride = {1, 3};
-  Call addmm{"torch.ops.aten.addmm.default",
-             {Value::Tensor(testing::MakeTensor({4})), Value::Tensor(testing::MakeTensor({2, 3})),
-              Value::Tensor(strided)},
-             {}};
+  Call addmm{
+      "torch.ops.aten.addmm.default",
+      {Value::Tensor(testing::MakeTensor({4})), Value::Tensor(testing::MakeTensor({2, 3})), Value::Tensor(strided)},
+      {}};
   EXPECT_EQ(FormatCall(addmm),
             "torch.ops.aten.addmm.default(Tensor([4], \"float32\"), Tensor([2, 3], \"float32\"), "
             "Tensor([3, 4], \"float32\", stride=[1, 3]))");
 
   Call getitem{"torch.Tensor.__getitem__",
                {Value::Tensor(testing::MakeTensor({4, 5}, "int64")),
-                Value::Tuple({Value::Slice(Value::None(), Value::Int(2), Value::None()),
-                              Value::Ellipsis()})},
+                Value::Tuple({Value::Slice(Value::None(), Value::Int(2), Value::None()), Value::Ellipsis()})},
                {}};
-  EXPECT_EQ(FormatCall(getitem),
-            "torch.Tensor.__getitem__(Tensor([4, 5], \"int64\"), (slice(None, 2, None), ...))");
+  EXPECT_EQ(FormatCall(getitem), "torch.Tensor.__getitem__(Tensor([4, 5], \"int64\"), (slice(None, 2, None), ...))");
 
   Call randn{"torch.randn", {Value::Int(2), Value::Int(3)}, {{"device", Value::Str("cpu")}}};
   EXPECT_EQ(FormatCall(randn), "torch.randn(2, 3, device=\"cpu\")");
@@ -94,13 +92,10 @@ TEST(FormatTest, ContainersAndObjects) {
   EXPECT_EQ(Fmt(Value::Tuple({Value::Int(1)})), "(1,)");
   EXPECT_EQ(Fmt(Value::Tuple({})), "()");
   EXPECT_EQ(Fmt(Value::List({Value::Int(1), Value::Float(0.5)})), "[1, 0.5]");
-  EXPECT_EQ(Fmt(Value::Dict({Value::Str("k"), Value::Int(1), Value::Int(2), Value::None()})),
-            "{\"k\": 1, 2: None}");
+  EXPECT_EQ(Fmt(Value::Dict({Value::Str("k"), Value::Int(1), Value::Int(2), Value::None()})), "{\"k\": 1, 2: None}");
   EXPECT_EQ(Fmt(Value::Object("torch.device", {Value::Str("cuda:0")})), "torch.device(\"cuda:0\")");
-  EXPECT_EQ(Fmt(Value::Object("torch.Size", {Value::List({Value::Int(2), Value::Int(3)})})),
-            "torch.Size([2, 3])");
-  EXPECT_EQ(Fmt(Value::Object("torch.Generator", {Value::Str("cpu")}, {"device"})),
-            "torch.Generator(device=\"cpu\")");
+  EXPECT_EQ(Fmt(Value::Object("torch.Size", {Value::List({Value::Int(2), Value::Int(3)})})), "torch.Size([2, 3])");
+  EXPECT_EQ(Fmt(Value::Object("torch.Generator", {Value::Str("cpu")}, {"device"})), "torch.Generator(device=\"cpu\")");
   EXPECT_EQ(Fmt(Value::BigInt("-123456789012345678901")), "-123456789012345678901");
 }
 

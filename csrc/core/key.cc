@@ -36,12 +36,8 @@ enum : uint8_t {
   kHasStorage = 64,
 };
 
-uint64_t ZigZag(int64_t i) {
-  return (static_cast<uint64_t>(i) << 1) ^ static_cast<uint64_t>(i >> 63);
-}
-int64_t UnZigZag(uint64_t u) {
-  return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
-}
+uint64_t ZigZag(int64_t i) { return (static_cast<uint64_t>(i) << 1) ^ static_cast<uint64_t>(i >> 63); }
+int64_t UnZigZag(uint64_t u) { return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1); }
 
 class Reader {
  public:
@@ -233,8 +229,7 @@ bool Reader::Value(api_tracer::Value* out, int depth) {
       *out = V::Object(std::move(name), std::move(items), std::move(keywords));
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -415,9 +410,7 @@ bool IsIntegralDtype(std::string_view dtype) {
          dtype == "uint8" || dtype == "uint16" || dtype == "uint32" || dtype == "uint64";
 }
 
-bool IsFloatingDtype(std::string_view dtype) {
-  return dtype.starts_with("float") || dtype == "bfloat16";
-}
+bool IsFloatingDtype(std::string_view dtype) { return dtype.starts_with("float") || dtype == "bfloat16"; }
 
 std::string EncodeValue(const Value& v) {
   KeyWriter w;

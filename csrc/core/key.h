@@ -47,7 +47,6 @@ struct TensorFields {
   int64_t storage_size = -1;
 };
 
-
 class KeyWriter {
  public:
   void Clear() {

@@ -86,8 +86,7 @@ TEST(KeyTest, CheckingAgreesWithDecoding) {
 
 TEST(KeyTest, NanIsCanonical) {
   double neg_nan = -std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(EncodeValue(Value::Float(neg_nan)),
-            EncodeValue(Value::Float(std::numeric_limits<double>::quiet_NaN())));
+  EXPECT_EQ(EncodeValue(Value::Float(neg_nan)), EncodeValue(Value::Float(std::numeric_limits<double>::quiet_NaN())));
 }
 
 TEST(KeyTest, CorruptKeysAreRejected) {

@@ -11,12 +11,9 @@ namespace {
 
 constexpr int kMaxDepth = 200;
 
-bool IsIdentStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
 
 // Whether t's elements, laid out by its shape and strides (contiguous where
 // none are written) from its storage offset, lie inside its storage (none
@@ -53,8 +50,7 @@ class Parser {
     Status st = Arguments(')', &items, &keywords, 0);
     if (!st.ok()) return st;
     size_t npos = items.size() - keywords.size();
-    out->args.assign(std::make_move_iterator(items.begin()),
-                     std::make_move_iterator(items.begin() + npos));
+    out->args.assign(std::make_move_iterator(items.begin()), std::make_move_iterator(items.begin() + npos));
     out->kwargs.clear();
     for (size_t i = 0; i < keywords.size(); ++i) {
       out->kwargs.emplace_back(std::move(keywords[i]), std::move(items[npos + i]));
@@ -85,8 +81,7 @@ class Parser {
   }
 
   void SkipSpace() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r' ||
-                                s_[pos_] == '\n')) {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r' || s_[pos_] == '\n')) {
       ++pos_;
     }
   }
@@ -116,8 +111,7 @@ class Parser {
   }
 
   // Items up to `close`: values, then `name=value` keywords when allowed.
-  Status Arguments(char close, std::vector<Value>* items, std::vector<std::string>* keywords,
-                   int depth) {
+  Status Arguments(char close, std::vector<Value>* items, std::vector<std::string>* keywords, int depth) {
     SkipSpace();
     if (Eat(close)) return Status::OK();
     while (true) {
@@ -285,8 +279,7 @@ class Parser {
       d = std::numeric_limits<double>::infinity();
     } else if (token == "nan") {
       d = std::numeric_limits<double>::quiet_NaN();
-    } else if (std::from_chars(token.data(), token.data() + token.size(), d).ec ==
-                   std::errc::result_out_of_range &&
+    } else if (std::from_chars(token.data(), token.data() + token.size(), d).ec == std::errc::result_out_of_range &&
                Overflows(token)) {
       d = std::numeric_limits<double>::infinity();  // (d stays 0 on underflow)
     }
@@ -357,8 +350,8 @@ class Parser {
     size_t open = pos_++;
     std::string_view re_token, im_token;
     bool is_float;
-    if (RealToken(&re_token, &is_float) && (Peek('+') || Peek('-')) &&
-        RealToken(&im_token, &is_float) && Eat('j') && Eat(')')) {
+    if (RealToken(&re_token, &is_float) && (Peek('+') || Peek('-')) && RealToken(&im_token, &is_float) && Eat('j') &&
+        Eat(')')) {
       *out = Value::Complex(ToDouble(re_token), ToDouble(im_token));
       return Status::OK();
     }
@@ -425,16 +418,13 @@ class Parser {
     API_TRACER_HANDLES_VALUE_KINDS(15);
     switch (v.kind()) {
       case Value::Kind::kList:
-      case Value::Kind::kDict:
-        return false;
+      case Value::Kind::kDict: return false;
       case Value::Kind::kSlice:
         if (!options_.hashable_slices) return false;
         [[fallthrough]];
       case Value::Kind::kTuple:
-        return std::all_of(v.items().begin(), v.items().end(),
-                           [this](const Value& item) { return Hashable(item); });
-      default:
-        return true;
+        return std::all_of(v.items().begin(), v.items().end(), [this](const Value& item) { return Hashable(item); });
+      default: return true;
     }
   }
 
@@ -490,8 +480,7 @@ class Parser {
     return true;
   }
 
-  Status MakeTensor(size_t start, std::vector<Value> items, const std::vector<std::string>& keywords,
-                    Value* out) {
+  Status MakeTensor(size_t start, std::vector<Value> items, const std::vector<std::string>& keywords, Value* out) {
     auto fail = [&](const std::string& msg) {
       pos_ = start;
       return Error(msg);
@@ -524,10 +513,12 @@ class Parser {
         }
         (k == "nnz" ? t.nnz : k == "axis" ? t.axis : t.zero_point) = v.as_int();
       } else if (k == "storage_offset" || k == "storage_size") {
-        if (v.kind() != Value::Kind::kInt || v.as_int() < 0) return fail("Tensor " + k + " must be an int of at least 0");
+        if (v.kind() != Value::Kind::kInt || v.as_int() < 0)
+          return fail("Tensor " + k + " must be an int of at least 0");
         (k == "storage_offset" ? t.storage_offset : t.storage_size) = v.as_int();
       } else if (k == "scale") {
-        if (v.kind() != Value::Kind::kFloat && v.kind() != Value::Kind::kInt) return fail("Tensor scale must be a number");
+        if (v.kind() != Value::Kind::kFloat && v.kind() != Value::Kind::kInt)
+          return fail("Tensor scale must be a number");
         t.scale = v.kind() == Value::Kind::kFloat ? v.real() : static_cast<double>(v.as_int());
         if (t.qscheme.empty()) t.qscheme = kPerTensorAffine;
       } else if (k == "qscheme") {

@@ -61,9 +61,12 @@ TEST(ParseTest, AcceptsHandWrittenForms) {
   EXPECT_EQ(c.kwargs[1].second, Value::Tuple({Value::Int(1), Value::Int(2)}));
   Value v;
   ASSERT_TRUE(ParseValue("\"\\u00e9\\x41\"", &v).ok());
-  EXPECT_EQ(v, Value::Str("\xc3\xa9" "A"));
+  EXPECT_EQ(v, Value::Str("\xc3\xa9"
+                          "A"));
   ASSERT_TRUE(ParseValue("\"\\ud7ff\\ue000\\U0001F600\"", &v).ok());  // around the surrogates
-  EXPECT_EQ(v, Value::Str("\xed\x9f\xbf" "\xee\x80\x80" "\xf0\x9f\x98\x80"));
+  EXPECT_EQ(v, Value::Str("\xed\x9f\xbf"
+                          "\xee\x80\x80"
+                          "\xf0\x9f\x98\x80"));
 }
 
 // Out of double's range a number is what Python's float() makes of it: inf
@@ -135,15 +138,14 @@ TEST(ParseTest, IntegersOverTheDigitLimitAreRefused) {
 // Python's dict needs hashable keys; an object (a Call) hashes whatever it holds.
 TEST(ParseTest, DictKeysMustBeHashable) {
   const ParseOptions python311{.hashable_slices = false};
-  const std::string good[] = {
-      "f({(1, None): 2, torch.Size([2]): 3, a(b={1: [2]}): 4, Tensor([2], \"int8\"): 5})",
-      "f({(slice(1, (2,), None),): 1})"};
+  const std::string good[] = {"f({(1, None): 2, torch.Size([2]): 3, a(b={1: [2]}): 4, Tensor([2], \"int8\"): 5})",
+                              "f({(slice(1, (2,), None),): 1})"};
   for (const std::string& line : good) {
     Call call;
     EXPECT_TRUE(ParseCall(line, &call).ok()) << line;
   }
-  const BadLine bad[] = {{"f({[1]: 2})", 4}, {"f({1: 2, (1, {}): 3})", 10}, {"f({(1, (2, [3])): 4})", 4},
-                         {"f({slice(1, [2], 3): 4})", 4}};
+  const BadLine bad[] = {
+      {"f({[1]: 2})", 4}, {"f({1: 2, (1, {}): 3})", 10}, {"f({(1, (2, [3])): 4})", 4}, {"f({slice(1, [2], 3): 4})", 4}};
   for (const auto& [line, column] : bad) {
     Call call;
     Status st = ParseCall(line, &call);

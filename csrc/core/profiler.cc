@@ -287,7 +287,8 @@ void Profiler::FinishDevice() {
 std::vector<Profiler::Span> Profiler::Spans() const {
   std::vector<Span> spans;
   threads_.ForEach([&](const Thread& t) {
-    for (size_t i = 0; i < t.spans_.size; ++i) spans.push_back(t.spans_.chunks[i / Thread::SpanLog::kChunk][i % Thread::SpanLog::kChunk]);
+    for (size_t i = 0; i < t.spans_.size; ++i)
+      spans.push_back(t.spans_.chunks[i / Thread::SpanLog::kChunk][i % Thread::SpanLog::kChunk]);
   });
   std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   return spans;

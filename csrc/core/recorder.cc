@@ -117,17 +117,14 @@ struct ForkGuard {
   }
 };
 
-Recorder::Recorder(const TraceOptions& options)
-    : options_(options), by_level_(kMaxLevel + 1, nullptr) {}
+Recorder::Recorder(const TraceOptions& options) : options_(options), by_level_(kMaxLevel + 1, nullptr) {}
 
 Recorder::~Recorder() {
   Close();
   ForkGuard::Remove(this);
 }
 
-std::string Recorder::Suffix(int level) const {
-  return options_.merge_output ? "" : "_level_" + std::to_string(level);
-}
+std::string Recorder::Suffix(int level) const { return options_.merge_output ? "" : "_level_" + std::to_string(level); }
 
 Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* out) {
   if (options.levels.empty()) return Status::InvalidArgument("no levels to record");
@@ -146,8 +143,7 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
   std::error_code ec;
   std::filesystem::create_directories(options.output_path, ec);
   if (ec) {
-    return Status::IOError("cannot create output directory " + options.output_path + ": " +
-                           ec.message());
+    return Status::IOError("cannot create output directory " + options.output_path + ": " + ec.message());
   }
   std::unique_ptr<Recorder> rec(new Recorder(options));
   bool write_level = options.merge_output && options.levels.size() > 1;
@@ -163,15 +159,15 @@ Status Recorder::Open(const TraceOptions& options, std::unique_ptr<Recorder>* ou
     for (const OutputFile& file : OutputFiles()) {
       if (file.summary) RemoveStaleTemporary(file.Path(options.output_path, set->suffix));
     }
-    set->agg = std::make_unique<Aggregator>(&rec->apis_, options.format(), options.value_ranges,
-                                            options.float_profiles());
+    set->agg =
+        std::make_unique<Aggregator>(&rec->apis_, options.format(), options.value_ranges, options.float_profiles());
     if (options.stream_trace) {
       for (auto [f, file] : {std::pair{kTraceYaml, &set->trace_yaml}, std::pair{kTraceTxt, &set->trace_txt}}) {
         Status st = FileSink::Create(OutputFiles()[f].Path(options.output_path, set->suffix), file);
         if (!st.ok()) return st;
       }
-      set->trace = std::make_unique<TraceWriter>(set->trace_yaml.get(), set->trace_txt.get(), write_level,
-                                                 options.trace_limit);
+      set->trace =
+          std::make_unique<TraceWriter>(set->trace_yaml.get(), set->trace_txt.get(), write_level, options.trace_limit);
     }
     rec->by_level_[level] = set.get();
     rec->sets_.push_back(std::move(set));

@@ -27,9 +27,8 @@ std::string Slurp(const std::string& path) {
 class RecorderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("api_tracer_recorder_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("api_tracer_recorder_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -139,8 +138,7 @@ TEST_F(RecorderTest, CloseReturnsTheFirstCallThatCouldNotBeRecorded) {
   Status st = rec->Close();
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(st.message(), "level 0 is not recorded");
-  EXPECT_EQ(Slurp(dir_ / "api_trace_level_3.txt"),
-            "torch.ops.aten.add.Tensor(1)\ntorch.ops.aten.add.Tensor(2)\n");
+  EXPECT_EQ(Slurp(dir_ / "api_trace_level_3.txt"), "torch.ops.aten.add.Tensor(1)\ntorch.ops.aten.add.Tensor(2)\n");
   EXPECT_EQ(Slurp(dir_ / "api_apis_level_3.txt"), "torch.ops.aten.add.Tensor\n");
   EXPECT_TRUE(rec->Close().ok());  // reported once
 }

@@ -42,7 +42,6 @@ size_t BadUtf8(std::string_view s) {
   return std::string_view::npos;
 }
 
-
 }  // namespace sources_internal
 
 using sources_internal::BadUtf8;
@@ -68,8 +67,9 @@ bool IsLabel(std::string_view s) {
 }
 
 void Rank(SourceCounts* counts) {
-  std::sort(counts->begin(), counts->end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(counts->begin(), counts->end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
 }
 
 void AppendLabels(const SourceCounts& labels, std::string* out) {

@@ -55,7 +55,6 @@ struct SourceEntry {
   bool at_most = false;
 };
 
-
 // The file's head (labels, sorted by the caller) and a config's record line.
 void AppendLabels(const SourceCounts& labels, std::string* out);
 void AppendSourceEntry(const SourceEntry& e, std::string* out);

@@ -92,7 +92,7 @@ class Buffered {
 }  // namespace
 
 Status MergeSources(const std::vector<MergeInput>& inputs, Sink* configs_out, Sink* sources_out,
-                       const ParseOptions& options, MergeResult* result) {
+                    const ParseOptions& options, MergeResult* result) {
   std::vector<std::unique_ptr<Input>> in;
   std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> labels;
   size_t labelled = 0;
@@ -194,6 +194,5 @@ Status MergeSources(const std::vector<MergeInput>& inputs, Sink* configs_out, Si
   }
   return {};
 }
-
 
 }  // namespace api_tracer

@@ -84,8 +84,10 @@ class RecordParser {
     uint32_t v = 0;
     for (int k = 0; k < 4; ++k) {
       char c = s_[i_++];
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                                                                            : -1;
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
       if (d < 0) return Fail("a \\u escape of four hex digits");
       v = v * 16 + static_cast<uint32_t>(d);
     }
@@ -133,9 +135,7 @@ class RecordParser {
           AppendUtf8(cp, out);
           break;
         }
-        default:
-          --i_;
-          return Fail("an escape JSON does not have");
+        default: --i_; return Fail("an escape JSON does not have");
       }
     }
   }
@@ -200,8 +200,9 @@ class RecordParser {
       return Expect('}');
     }
     if (c == '-') return Fail("a count is 0 or more");
-    return Fail(c == '[' ? "a list: the format has none" : "not a value of the format (a string, a count, true, "
-                                                            "an object of counts)");
+    return Fail(c == '[' ? "a list: the format has none"
+                         : "not a value of the format (a string, a count, true, "
+                           "an object of counts)");
   }
 
   std::string_view s_;
@@ -222,11 +223,9 @@ std::string FieldNames(const std::vector<std::pair<std::string, JValue>>& fields
   return out;  // at most kMaxFields + 1 names: the parser stops past them
 }
 
-
 }  // namespace
 
 // -- reading ------------------------------------------------------------------------------
-
 
 Status SourcesReader::Open(const std::string& path, std::unique_ptr<SourcesReader>* out) {
   std::FILE* f = nullptr;
@@ -293,8 +292,8 @@ bool ReadRecord(std::string_view text, std::initializer_list<std::string_view> k
   if (have != keys.size() || have + extra != fields->size()) {
     std::string want;
     for (auto k : keys) want += (want.empty() ? "" : ", ") + std::string(k);
-    *error = "a record has the fields " + want + (optional.size() ? " (and at_most)" : "") + ", not " +
-             FieldNames(*fields);
+    *error =
+        "a record has the fields " + want + (optional.size() ? " (and at_most)" : "") + ", not " + FieldNames(*fields);
     return false;
   }
   return true;
@@ -331,13 +330,12 @@ bool SourcesReader::ReadLabels() {
     const JValue* label = Field(fields, "label");
     const JValue* calls = Field(fields, "calls");
     if (label->kind != JValue::kString || !IsLabel(label->text)) {
-      return Fail("a label is text without control characters, of 1 to " + std::to_string(kMaxLabel) +
-                  " characters");
+      return Fail("a label is text without control characters, of 1 to " + std::to_string(kMaxLabel) + " characters");
     }
     if (calls->kind != JValue::kCount) return Fail(CountError("calls", 0));
     if (!labels_.empty() && label->text <= labels_.back().first) {
       return Fail(label->text == labels_.back().first ? "the label '" + Shown(label->text) + "' is listed twice"
-                                                     : "the labels are out of order: the tracer writes them sorted");
+                                                      : "the labels are out of order: the tracer writes them sorted");
     }
     label_index_.emplace(label->text, labels_.size());
     labels_.emplace_back(label->text, calls->count);
@@ -424,8 +422,10 @@ bool SourcesReader::Next(SourceEntry* e) {
   bool adds_up = unlisted ? rest >= unlisted && (rest - 1) / unlisted + 1 <= least : made == calls->count;
   if (made > calls->count || (!at_most && !adds_up)) {
     return Fail("calls: " + std::to_string(calls->count) + ", but its " + std::to_string(sources->count) +
-                " sources made " + std::to_string(made) + (unlisted ? " and more, each at most as many as the last "
-                                                                      "listed" : ""));
+                " sources made " + std::to_string(made) +
+                (unlisted ? " and more, each at most as many as the last "
+                            "listed"
+                          : ""));
   }
   if (config->text <= previous_ && configs_line_ + 1 < line_) {
     return Fail(std::string("the config is ") + (config->text == previous_ ? "twice" : "out of order") +

@@ -20,16 +20,10 @@ class Status {
 
   Status() = default;
   static Status OK() { return Status(); }
-  static Status InvalidArgument(std::string msg) {
-    return Status(Code::kInvalidArgument, std::move(msg));
-  }
+  static Status InvalidArgument(std::string msg) { return Status(Code::kInvalidArgument, std::move(msg)); }
   // The operation conflicts with what is running now (a second tracer).
-  static Status FailedPrecondition(std::string msg) {
-    return Status(Code::kFailedPrecondition, std::move(msg));
-  }
-  static Status IOError(std::string msg) {
-    return Status(Code::kIOError, std::move(msg));
-  }
+  static Status FailedPrecondition(std::string msg) { return Status(Code::kFailedPrecondition, std::move(msg)); }
+  static Status IOError(std::string msg) { return Status(Code::kIOError, std::move(msg)); }
   // A config line that does not follow the grammar; `column` is 1-based.
   static Status ParseError(std::string msg, size_t column) {
     Status s(Code::kParseError, std::move(msg));
@@ -38,9 +32,7 @@ class Status {
   }
   // Data that is not as it should be: a call key that does not decode, a
   // file not as the tracer writes it (then At says where).
-  static Status Corruption(std::string msg) {
-    return Status(Code::kCorruption, std::move(msg));
-  }
+  static Status Corruption(std::string msg) { return Status(Code::kCorruption, std::move(msg)); }
 
   // This error, located in the file `path`, at its 1-based `line` and
   // `column` (0: not known; a column already set is kept then).

@@ -6,9 +6,7 @@
 
 namespace api_tracer {
 
-double CanonicalNan(double d) {
-  return std::isnan(d) ? std::numeric_limits<double>::quiet_NaN() : d;
-}
+double CanonicalNan(double d) { return std::isnan(d) ? std::numeric_limits<double>::quiet_NaN() : d; }
 
 Value Value::Float(double d) {
   Value v(Kind::kFloat);
@@ -38,8 +36,7 @@ Value Value::Tensor(TensorInfo info) {
   return v;
 }
 
-Value Value::Object(std::string name, std::vector<Value> items,
-                    std::vector<std::string> keywords) {
+Value Value::Object(std::string name, std::vector<Value> items, std::vector<std::string> keywords) {
   Value v(Kind::kObject);
   v.text_ = std::move(name);
   v.items_ = std::move(items);
@@ -47,37 +44,27 @@ Value Value::Object(std::string name, std::vector<Value> items,
   return v;
 }
 
-static bool SameBits(double a, double b) {
-  return std::memcmp(&a, &b, sizeof a) == 0;
-}
+static bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 bool Value::operator==(const Value& o) const {
   API_TRACER_HANDLES_VALUE_KINDS(15);
   if (kind_ != o.kind_) return false;
   switch (kind_) {
     case Kind::kNone:
-    case Kind::kEllipsis:
-      return true;
+    case Kind::kEllipsis: return true;
     case Kind::kBool:
-    case Kind::kInt:
-      return int_ == o.int_;
-    case Kind::kFloat:
-      return SameBits(real_, o.real_);
-    case Kind::kComplex:
-      return SameBits(real_, o.real_) && SameBits(imag_, o.imag_);
+    case Kind::kInt: return int_ == o.int_;
+    case Kind::kFloat: return SameBits(real_, o.real_);
+    case Kind::kComplex: return SameBits(real_, o.real_) && SameBits(imag_, o.imag_);
     case Kind::kBigInt:
     case Kind::kStr:
-    case Kind::kSymbol:
-      return text_ == o.text_;
+    case Kind::kSymbol: return text_ == o.text_;
     case Kind::kList:
     case Kind::kTuple:
     case Kind::kDict:
-    case Kind::kSlice:
-      return items_ == o.items_;
-    case Kind::kTensor:
-      return *tensor_ == *o.tensor_;
-    case Kind::kObject:
-      return text_ == o.text_ && items_ == o.items_ && keywords_ == o.keywords_;
+    case Kind::kSlice: return items_ == o.items_;
+    case Kind::kTensor: return *tensor_ == *o.tensor_;
+    case Kind::kObject: return text_ == o.text_ && items_ == o.items_ && keywords_ == o.keywords_;
   }
   return false;
 }

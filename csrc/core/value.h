@@ -72,9 +72,11 @@ struct TensorInfo {
 //   core/test_values.h          EveryKind(): values of it, which the key, parse
 //                               and YAML tests round-trip (value_test.cc fails
 //                               while there is none)
+// clang-format off
 #define API_TRACER_VALUE_KINDS(X)                                                 \
   X(kNone) X(kBool) X(kInt) X(kBigInt) X(kFloat) X(kComplex) X(kStr) X(kEllipsis) \
   X(kList) X(kTuple) X(kDict) X(kSlice) X(kTensor) X(kSymbol) X(kObject)
+// clang-format on
 
 class Value {
  public:
@@ -113,16 +115,10 @@ class Value {
     return v;
   }
   static Value Ellipsis() { return Value(Kind::kEllipsis); }
-  static Value List(std::vector<Value> items) {
-    return Container(Kind::kList, std::move(items));
-  }
-  static Value Tuple(std::vector<Value> items) {
-    return Container(Kind::kTuple, std::move(items));
-  }
+  static Value List(std::vector<Value> items) { return Container(Kind::kList, std::move(items)); }
+  static Value Tuple(std::vector<Value> items) { return Container(Kind::kTuple, std::move(items)); }
   // `items` alternates keys and values.
-  static Value Dict(std::vector<Value> items) {
-    return Container(Kind::kDict, std::move(items));
-  }
+  static Value Dict(std::vector<Value> items) { return Container(Kind::kDict, std::move(items)); }
   static Value Slice(Value start, Value stop, Value step);
   static Value Tensor(TensorInfo info);
   static Value Symbol(std::string name) {
@@ -131,8 +127,7 @@ class Value {
     return v;
   }
   // The last `keywords.size()` items are keyword arguments, named in order.
-  static Value Object(std::string name, std::vector<Value> items,
-                      std::vector<std::string> keywords = {});
+  static Value Object(std::string name, std::vector<Value> items, std::vector<std::string> keywords = {});
 
   Kind kind() const { return kind_; }
   bool as_bool() const { return int_ != 0; }

@@ -12,12 +12,8 @@ std::string KeyPath(const std::string& path, size_t i) { return path + ".keys[" 
 
 std::string ValuePath(const std::string& path, std::string_view key) { return path + "[" + std::string(key) + "]"; }
 
-std::string CallArgumentPath(const std::string& path, size_t i) {
-  return path + ".args[" + std::to_string(i) + "]";
-}
+std::string CallArgumentPath(const std::string& path, size_t i) { return path + ".args[" + std::to_string(i) + "]"; }
 
-std::string CallKeywordPath(const std::string& path, std::string_view name) {
-  return path + "." + std::string(name);
-}
+std::string CallKeywordPath(const std::string& path, std::string_view name) { return path + "." + std::string(name); }
 
 }  // namespace api_tracer

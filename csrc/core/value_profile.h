@@ -85,8 +85,10 @@ ValueProfile ValueProfile::OfFloats(std::span<const T> values) {
   if (nonfinite) {  // which ones: rare, a second pass
     for (const T& raw : values) {
       Acc v = static_cast<Acc>(raw);
-      if (std::isnan(v)) p.nan = true;
-      else if (std::isinf(v)) (v > 0 ? p.posinf : p.neginf) = true;
+      if (std::isnan(v))
+        p.nan = true;
+      else if (std::isinf(v))
+        (v > 0 ? p.posinf : p.neginf) = true;
     }
   }
   p.finite = lo <= hi;

@@ -264,8 +264,8 @@ bool ParseTraceLimitNote(std::string_view line, uint64_t* limit, uint64_t* dropp
     line.remove_prefix(static_cast<size_t>(end - line.data()));
     return true;
   };
-  return expect(kNoteParts[0]) && number(limit) && expect(kNoteParts[1]) && number(dropped) &&
-         expect(kNoteParts[2]) && line.empty();
+  return expect(kNoteParts[0]) && number(limit) && expect(kNoteParts[1]) && number(dropped) && expect(kNoteParts[2]) &&
+         line.empty();
 }
 
 Summary Summarize(const Aggregator& agg) {

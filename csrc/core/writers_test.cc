@@ -381,8 +381,9 @@ TEST_F(WritersTest, FloatingProfilesAreWrittenWhenAsked) {
         "  values:\n    args[1]:\n    - 2\n"
         "  sorted:\n  - args[1]\n";
     // floats as Python writes them, so that they read back exactly
-    EXPECT_EQ(out.str(), floats ? ints + "  floats:\n    args[0]:\n    - 1e-05\n    - 0.1\n"
-                                         "  nonfinite:\n    args[0]:\n    - nan\n"
+    EXPECT_EQ(out.str(), floats ? ints +
+                                      "  floats:\n    args[0]:\n    - 1e-05\n    - 0.1\n"
+                                      "  nonfinite:\n    args[0]:\n    - nan\n"
                                 : ints);
   }
 }

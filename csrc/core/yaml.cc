@@ -35,8 +35,8 @@ bool LooksTyped(std::string_view s) {
   if (body.empty()) return false;
   auto numeric = [](std::string_view t) {
     for (char c : t) {
-      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == 'x' ||
-                c == 'X' || c == 'o' || c == 'O' || c == '_' || c == '.' || c == ':' || c == '+' || c == '-';
+      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == 'x' || c == 'X' ||
+                c == 'o' || c == 'O' || c == '_' || c == '.' || c == ':' || c == '+' || c == '-';
       if (!ok) return false;
     }
     return true;
@@ -132,8 +132,7 @@ bool IsPlainString(std::string_view s) {
   if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.back() == ':') return false;
   const std::string_view kIndicators = "#,[]{}&*!|>'\"%@`";
   if (kIndicators.find(s.front()) != std::string_view::npos) return false;
-  if ((s.front() == '-' || s.front() == '?' || s.front() == ':') &&
-      (s.size() == 1 || s[1] == ' ')) {
+  if ((s.front() == '-' || s.front() == '?' || s.front() == ':') && (s.size() == 1 || s[1] == ' ')) {
     return false;
   }
   for (size_t i = 0; i < s.size(); ++i) {
@@ -183,10 +182,7 @@ void Emit(const Node& node, int indent, std::string* out) {
   }
 }
 
-void EmitEntries(const Node& map, int indent, std::string* out) {
-  EmitMapEntries(map, indent, out, false);
-}
-
+void EmitEntries(const Node& map, int indent, std::string* out) { EmitMapEntries(map, indent, out, false); }
 
 namespace {
 
@@ -415,8 +411,7 @@ class ValueWriter {
         }
         return;
       }
-      default:
-        return;  // scalars and lists are not mappings
+      default: return;  // scalars and lists are not mappings
     }
   }
 
@@ -434,6 +429,5 @@ std::string RecordBody(const Call& call) {
   for (const auto& [name, value] : call.kwargs) kwargs.Value(name, value);
   return out;
 }
-
 
 }  // namespace api_tracer::yaml

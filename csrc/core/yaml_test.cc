@@ -10,15 +10,16 @@ namespace api_tracer::yaml {
 namespace {
 
 TEST(YamlTest, PlainOnlyWhenItLoadsBackAsTheString) {
-  for (const char* s : {"cpu", "cuda:0", "torch.float32", "3stacks", "example.py:12 in <module>",
-                        "a-b", "x#y", "File \"a.py\", line 3, in f", "\xc3\xa9t\xc3\xa9"}) {
+  for (const char* s : {"cpu", "cuda:0", "torch.float32", "3stacks", "example.py:12 in <module>", "a-b", "x#y",
+                        "File \"a.py\", line 3, in f", "\xc3\xa9t\xc3\xa9"}) {
     EXPECT_TRUE(IsPlainString(s)) << s;
   }
-  for (const char* s : {"", "true", "False", "yes", "off", "null", "~", "y", "N", "12", "-3",
-                        "0x1f", "0o17", "1.5", "1e5", "1e-05", ".inf", "-.inf", ".nan", "1:20",
-                        "2001-12-14", "2001-12-14T21:59:43", "+1", "-.5", ".5e3", "0b101", "- x", "a: b", "a #b", "#x", "@x", "`x", "x:", " x", "x ",
-                        "a\nb", "'q'", "\"q\"", "[x]", "{x}", "*x", "&x", "!x", "|", ">", "%x",
-                        "<<", "="}) {
+  for (const char* s :
+       {"",     "true", "False", "yes",   "off",   "null", "~",     "y",    "N",    "12",         "-3",
+        "0x1f", "0o17", "1.5",   "1e5",   "1e-05", ".inf", "-.inf", ".nan", "1:20", "2001-12-14", "2001-12-14T21:59:43",
+        "+1",   "-.5",  ".5e3",  "0b101", "- x",   "a: b", "a #b",  "#x",   "@x",   "`x",         "x:",
+        " x",   "x ",   "a\nb",  "'q'",   "\"q\"", "[x]",  "{x}",   "*x",   "&x",   "!x",         "|",
+        ">",    "%x",   "<<",    "="}) {
     EXPECT_FALSE(IsPlainString(s)) << s;
   }
 }
@@ -60,8 +61,7 @@ TEST(YamlTest, RecordBodyMatchesTheGoldenLayout) {
 TEST(YamlTest, TypedFormsOfOtherValues) {
   Call c{"f",
          {Value::Tuple({Value::Int(1)}), Value::List({Value::List({}), Value::List({Value::Int(1)})}),
-          Value::Complex(1, -2), Value::Symbol("torch.float16"),
-          Value::Dict({Value::Int(1), Value::Str("a")}),
+          Value::Complex(1, -2), Value::Symbol("torch.float16"), Value::Dict({Value::Int(1), Value::Str("a")}),
           Value::Object("torch.device", {Value::Str("cuda:0")})},
          {{"s", Value::Str("true")}}};
   EXPECT_EQ(RecordBody(c),

@@ -22,8 +22,7 @@ namespace {
 // *args, **kwargs); it answers a token, which the code hands to CodeExit
 // when it leaves.
 struct CodeHook {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject* function;  // the function whose code calls this hook
   PyObject* names;     // its parameters' names, a tuple in the code's order
   int argcount, posonly, kwonly;
@@ -71,7 +70,9 @@ class BoundCall {
     PyObject* kwdefaults = PyFunction_GET_KW_DEFAULTS(h->function);
     int ndefaults = defaults ? static_cast<int>(PyTuple_GET_SIZE(defaults)) : 0;
     int first_default = h->argcount - ndefaults;
-    auto is_default = [&](int i) { return i >= first_default && p[i] == PyTuple_GET_ITEM(defaults, i - first_default); };
+    auto is_default = [&](int i) {
+      return i >= first_default && p[i] == PyTuple_GET_ITEM(defaults, i - first_default);
+    };
     PyObject* rest = h->varargs ? p[h->argcount + h->kwonly] : nullptr;
     Py_ssize_t nrest = rest && PyTuple_Check(rest) ? PyTuple_GET_SIZE(rest) : 0;
     int npositional = first_default;
@@ -108,9 +109,7 @@ class BoundCall {
     }
   }
 
-  CallArgs args() const {
-    return CallArgs::Vector(values_.data(), nargs_, kwnames_ ? kwnames_.ptr() : nullptr);
-  }
+  CallArgs args() const { return CallArgs::Vector(values_.data(), nargs_, kwnames_ ? kwnames_.ptr() : nullptr); }
 
  private:
   void Keyword(PyObject* name, PyObject* value) {
@@ -232,7 +231,8 @@ int CodeHookInit(CodeHook* h, PyObject* function) {
   pybind11::object varnames = Steal(PyObject_GetAttrString(AsObject(code), "co_varnames"));
   int n = h->argcount + h->kwonly + h->varargs + h->varkw;
   if (!varnames || !PyTuple_Check(varnames.ptr()) || PyTuple_GET_SIZE(varnames.ptr()) < n) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the function's code names fewer variables than it has parameters");
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ValueError, "the function's code names fewer variables than it has parameters");
     return -1;
   }
   h->names = PyTuple_GetSlice(varnames.ptr(), 0, n);
@@ -318,16 +318,15 @@ void CodeHookDealloc(PyObject* self) {
 }
 
 PyMethodDef kCodeHookMethods[] = {
-    {"arm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(CodeHookArm)),
-     METH_VARARGS | METH_KEYWORDS, "arm(api, level, owners=None): record in the active session."},
+    {"arm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(CodeHookArm)), METH_VARARGS | METH_KEYWORDS,
+     "arm(api, level, owners=None): record in the active session."},
     {nullptr, nullptr, 0, nullptr},
 };
 
 // CodeExit(returned): what the instrumented code calls with its token on
 // its way out: by a return (returned=True) or by an exception.
 struct CodeExit {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   bool returned;
 };
 

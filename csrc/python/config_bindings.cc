@@ -76,16 +76,15 @@ pybind11::object ToPython(const Value& v) {
       return d;
     }
     case K::kSlice:
-      return Checked(PySlice_New(ToPython(v.items()[0]).ptr(), ToPython(v.items()[1]).ptr(),
-                                 ToPython(v.items()[2]).ptr()));
+      return Checked(
+          PySlice_New(ToPython(v.items()[0]).ptr(), ToPython(v.items()[1]).ptr(), ToPython(v.items()[2]).ptr()));
     case K::kTensor: {
       const TensorInfo& t = v.tensor();
       pybind11::object stride = t.stride.empty() ? pybind11::object(pybind11::none()) : pybind11::cast(t.stride);
       pybind11::object layout = t.layout.empty() ? pybind11::object(pybind11::none()) : pybind11::str(t.layout);
-      pybind11::object spec = Types().tensor_spec(pybind11::cast(t.shape), t.dtype, pybind11::arg("stride") = stride,
-                                                  pybind11::arg("device") = t.device,
-                                                  pybind11::arg("requires_grad") = t.requires_grad,
-                                                  pybind11::arg("layout") = layout);
+      pybind11::object spec = Types().tensor_spec(
+          pybind11::cast(t.shape), t.dtype, pybind11::arg("stride") = stride, pybind11::arg("device") = t.device,
+          pybind11::arg("requires_grad") = t.requires_grad, pybind11::arg("layout") = layout);
       if (t.nnz >= 0) spec.attr("nnz") = t.nnz;
       if (t.storage_size >= 0) {
         spec.attr("storage_offset") = t.storage_offset;
@@ -128,8 +127,7 @@ std::string_view LineUtf8(const pybind11::str& line) {
     Py_UCS4 c = PyUnicode_READ_CHAR(line.ptr(), i);
     if (c >= 0xd800 && c <= 0xdfff) {
       char text[64];
-      std::snprintf(text, sizeof text, "a lone surrogate (U+%04X) is not a character",
-                    static_cast<unsigned>(c));
+      std::snprintf(text, sizeof text, "a lone surrogate (U+%04X) is not a character", static_cast<unsigned>(c));
       RaiseIfError(Status::ParseError(text, i + 1));
     }
   }
@@ -147,8 +145,8 @@ pybind11::tuple ParseCallToPython(const pybind11::str& line) {
 }
 
 std::string FormatFromPython(const std::string& api, pybind11::tuple args, pybind11::dict kwargs,
-                             pybind11::object classify, pybind11::object tensor_type_name,
-                             bool show_device, bool show_requires_grad) {
+                             pybind11::object classify, pybind11::object tensor_type_name, bool show_device,
+                             bool show_requires_grad) {
   Converter converter(classify.ptr(), tensor_type_name.ptr(), false, false, show_device);
   KeyWriter key;
   converter.WriteCall(0, CallArgs::Tuple(args.ptr(), kwargs.ptr()), &key);
@@ -174,7 +172,6 @@ void WriteSummary(const std::string& dir, const std::string& suffix,
   asked.value_ranges = value_ranges.has_value();
   RaiseIfError(WriteSummaryFiles(s, asked, dir, suffix));
 }
-
 
 pybind11::tuple EntryTuple(const SourcesReader& r, const SourceEntry& e) {
   pybind11::tuple top(e.top.size());
@@ -239,8 +236,7 @@ void InitConfigBindings(pybind11::module_& m) {
         SetValueTypes(call.ptr(), symbol.ptr(), tensor_spec.ptr());
       },
       "Registers api_tracer.values' Call, Symbol and TensorSpec.");
-  pybind11::class_<ValueProfile>(m, "ValueProfile",
-                                 "What a tensor argument held (core/value_profile.h).")
+  pybind11::class_<ValueProfile>(m, "ValueProfile", "What a tensor argument held (core/value_profile.h).")
       .def(pybind11::init<>())
       .def_readwrite("valid", &ValueProfile::valid)
       .def_readwrite("min", &ValueProfile::min)
@@ -261,14 +257,15 @@ void InitConfigBindings(pybind11::module_& m) {
       .def_readwrite("posinf", &ValueProfile::posinf)
       .def_readwrite("neginf", &ValueProfile::neginf)
       .def("merge", &ValueProfile::Merge, pybind11::arg("other"))
-      .def_static("of", [](const std::vector<int64_t>& values) { return ValueProfile::Of(values); },
-                  pybind11::arg("values"))
+      .def_static(
+          "of", [](const std::vector<int64_t>& values) { return ValueProfile::Of(values); },
+          pybind11::arg("values"))
       .def(pybind11::self == pybind11::self)
       .def(pybind11::pickle(  // replay sends profiles to its worker processes
           [](const ValueProfile& p) {
             return pybind11::make_tuple(p.valid, p.min, p.max, p.sorted, p.distinct, p.many, p.negatives,
-                                        p.many_negatives, p.nonneg_min, p.same_sum, p.sum, p.floating, p.finite,
-                                        p.fmin, p.fmax, p.nan, p.posinf, p.neginf);
+                                        p.many_negatives, p.nonneg_min, p.same_sum, p.sum, p.floating, p.finite, p.fmin,
+                                        p.fmax, p.nan, p.posinf, p.neginf);
           },
           [](const pybind11::tuple& t) {
             if (t.size() != 18) throw std::runtime_error("a ValueProfile pickle of another version");
@@ -295,7 +292,8 @@ void InitConfigBindings(pybind11::module_& m) {
              auto attr = [](const std::string& name) { return Steal(PyUnicode_InternFromString(name.c_str())); };
              auto callable = [](pybind11::object fn, const char* what) {
                if (fn.is_none()) return pybind11::object();
-               if (!PyCallable_Check(fn.ptr())) throw pybind11::type_error(std::string(what) + " must be callable or None");
+               if (!PyCallable_Check(fn.ptr()))
+                 throw pybind11::type_error(std::string(what) + " must be callable or None");
                return fn;
              };
              TensorReader r;
@@ -336,8 +334,9 @@ void InitConfigBindings(pybind11::module_& m) {
       [] {
         pybind11::list files;
         for (const OutputFile& f : OutputFiles()) {
-          files.append(pybind11::make_tuple(f.stem, f.ext, f.option.empty() ? pybind11::object(pybind11::none()) : pybind11::str(f.option),
-                                            f.summary != nullptr));
+          files.append(pybind11::make_tuple(
+              f.stem, f.ext, f.option.empty() ? pybind11::object(pybind11::none()) : pybind11::str(f.option),
+              f.summary != nullptr));
         }
         return files;
       },
@@ -365,10 +364,9 @@ void InitConfigBindings(pybind11::module_& m) {
         return std::make_pair(limit, dropped);
       },
       pybind11::arg("line"), "(limit, calls not written) of a trace_limit_note() line, or None.");
-  m.def("format_call", &FormatFromPython, pybind11::arg("api"), pybind11::arg("args"),
-        pybind11::arg("kwargs"), pybind11::kw_only(), pybind11::arg("classify"),
-        pybind11::arg("tensor_type_name"), pybind11::arg("show_device") = false,
-        pybind11::arg("show_requires_grad") = false,
+  m.def("format_call", &FormatFromPython, pybind11::arg("api"), pybind11::arg("args"), pybind11::arg("kwargs"),
+        pybind11::kw_only(), pybind11::arg("classify"), pybind11::arg("tensor_type_name"),
+        pybind11::arg("show_device") = false, pybind11::arg("show_requires_grad") = false,
         "Formats a call of `api` with Python arguments as a config line.");
 }
 

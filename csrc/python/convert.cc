@@ -26,7 +26,6 @@ pybind11::object CallDialect(PyObject* fn, PyObject* arg) {
   return Steal(PyObject_CallOneArg(fn, arg));
 }
 
-
 constexpr int kMaxDepth = 32;
 
 PyTypeObject* g_call_type = nullptr;
@@ -123,8 +122,7 @@ void SetValueTypes(PyObject* call, PyObject* symbol, PyObject* tensor_spec) {
 Converter* ActiveConverter() { return g_active; }
 void SetActiveConverter(Converter* c) { g_active = c; }
 
-Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges, bool float_ranges,
-                     bool devices)
+Converter::Converter(PyObject* classify, PyObject* tensor_type_name, bool value_ranges, bool float_ranges, bool devices)
     : classify_(Borrow(classify)),
       tensor_type_name_(Borrow(tensor_type_name)),
       value_ranges_(value_ranges),
@@ -259,9 +257,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
   }
   const TypeRule& rule = Rule(type);
   switch (rule.kind) {
-    case RuleKind::kOpaque:
-      w->BeginObject("Opaque", 1, 0);
-      return w->Str(rule.name);
+    case RuleKind::kOpaque: w->BeginObject("Opaque", 1, 0); return w->Str(rule.name);
     case RuleKind::kReplace: {
       pybind11::object r = CallDialect(rule.fn.ptr(), obj);
       if (!r) {
@@ -270,10 +266,8 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
       }
       return Write(r.ptr(), w, depth + 1);
     }
-    case RuleKind::kInstance:
-      return WriteInstance(obj, rule, w, depth);
-    case RuleKind::kTensor:
-      return WriteForeignTensor(obj, *rule.reader, w);
+    case RuleKind::kInstance: return WriteInstance(obj, rule, w, depth);
+    case RuleKind::kTensor: return WriteForeignTensor(obj, *rule.reader, w);
   }
 }
 
@@ -425,14 +419,13 @@ void Converter::WriteValueObject(PyObject* obj, KeyWriter* w, int depth) {
   PyTypeObject* type = Py_TYPE(obj);
   pybind11::object name = Attr(obj, "name");
   if (type == g_symbol_type) {
-    name && PyUnicode_Check(name.ptr()) ? w->Symbol(Utf8(name.ptr())) : WriteOpaque(type, w);
+    name&& PyUnicode_Check(name.ptr()) ? w->Symbol(Utf8(name.ptr())) : WriteOpaque(type, w);
   } else if (type == g_tensor_spec_type) {
     pybind11::object shape = Attr(obj, "shape"), stride = Attr(obj, "stride"), dtype = Attr(obj, "dtype"),
                      device = Attr(obj, "device"), grad = Attr(obj, "requires_grad");
     std::vector<int64_t> dims, strides;
     bool ok = shape && ReadInts(shape.ptr(), &dims) && dtype && PyUnicode_Check(dtype.ptr()) && device &&
-              PyUnicode_Check(device.ptr()) &&
-              (!stride || stride.is_none() || ReadInts(stride.ptr(), &strides));
+              PyUnicode_Check(device.ptr()) && (!stride || stride.is_none() || ReadInts(stride.ptr(), &strides));
     if (!ok) return WriteOpaque(type, w);
     // The optional fields: None where absent.
     auto text = [&](const char* attr) {

@@ -59,7 +59,7 @@ struct TensorReader {
   bool grad_negated = false;         //   that says the opposite (Paddle's stop_gradient)
   pybind11::object device;           // callable(tensor) -> str, asked only where devices are shown (null: "cpu")
   pybind11::object values;           // callable(tensor) -> a C-contiguous int64 or float64 buffer of
-                                     //   its values, asked only for value profiles (null: none)
+                            //   its values, asked only for value profiles (null: none)
 };
 
 // A call's arguments as CPython hands them over: either a vectorcall
@@ -69,7 +69,7 @@ struct CallArgs {
   PyObject* const* args = nullptr;
   size_t nargs = 0;
   PyObject* kwnames = nullptr;  // tuple of str, or nullptr
-  PyObject* kwargs = nullptr;   // dict, or nullptr (tuple form only)
+  PyObject* kwargs = nullptr;  // dict, or nullptr (tuple form only)
 
   static CallArgs Vector(PyObject* const* args, size_t nargs, PyObject* kwnames) {
     return {args, nargs, kwnames, nullptr};
@@ -116,19 +116,19 @@ class Converter {
  private:
   struct TypeRule {
     RuleKind kind;
-    std::string name;     // kOpaque; kInstance: the placeholder's call name ("" if none)
+    std::string name;  // kOpaque; kInstance: the placeholder's call name ("" if none)
     pybind11::object fn;  // kReplace, kInstance; kTensor: the TensorReader
-    bool modes = false;   // kInstance: a module, whose training flags count,
+    bool modes = false;  // kInstance: a module, whose training flags count,
     pybind11::object children;  // its children's attribute (interned str)
     const TensorReader* reader = nullptr;  // kTensor: fn's
   };
   struct Instance {
     std::string construction;  // the constructor call level 0 saw making it, encoded ("": none)
     std::vector<ValueProfile> construction_profiles;  // the value profiles of the tensors it holds
-    std::string encoded;       // what it is written as, once described
+    std::string encoded;  // what it is written as, once described
     std::vector<ValueProfile> profiles;  // ... and the value profiles of its tensors then, in their order
     bool described = false;
-    uint64_t modes = 0;        // the training flags it was described with (TypeRule::modes)
+    uint64_t modes = 0;  // the training flags it was described with (TypeRule::modes)
     pybind11::object weakref;  // its callback forgets the entry
   };
 
@@ -151,7 +151,7 @@ class Converter {
   const bool value_ranges_;
   const bool float_ranges_;
   const bool devices_;
-  ObjectMap<TypeRule> rules_;          // by type
+  ObjectMap<TypeRule> rules_;  // by type
   ObjectMap<std::string> subclasses_;  // by tensor subclass
   std::unordered_map<PyObject*, Instance> instances_;  // an entry goes when its object dies
 };

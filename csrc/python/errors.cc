@@ -35,12 +35,8 @@ void RaiseIfError(const Status& st) {
         PyErr_SetString(PyExc_ValueError, st.message().c_str());
       }
       break;
-    case Status::Code::kIOError:
-      PyErr_SetString(PyExc_OSError, st.message().c_str());
-      break;
-    case Status::Code::kInvalidArgument:
-      PyErr_SetString(PyExc_ValueError, st.message().c_str());
-      break;
+    case Status::Code::kIOError: PyErr_SetString(PyExc_OSError, st.message().c_str()); break;
+    case Status::Code::kInvalidArgument: PyErr_SetString(PyExc_ValueError, st.message().c_str()); break;
     default:  // kFailedPrecondition
       PyErr_SetString(PyExc_RuntimeError, st.message().c_str());
   }

@@ -16,8 +16,7 @@ namespace api_tracer::python {
 namespace {
 
 struct Wrapper {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject* original;
   PyObject* owner;  // the class, for constructors (an __init__: args[0] is the object being made); else nullptr
   PyObject* weaklist;
@@ -67,8 +66,8 @@ PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   int level;
   int binds = 0;
   PyObject* owner = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|$pO", const_cast<char**>(kwlist), &original,
-                                   &api, &level, &binds, &owner)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|$pO", const_cast<char**>(kwlist), &original, &api, &level, &binds,
+                                   &owner)) {
     return nullptr;
   }
   Session* s = Session::Active();
@@ -251,7 +250,8 @@ void InitHooks(pybind11::module_& m) {
   InitVectorcallType(&WrapperType, "api_tracer._C.ApiWrapper", sizeof(Wrapper), offsetof(Wrapper, vectorcall),
                      "ApiWrapper(original, api, level, *, binds=False, owner=None): records calls of `original` "
                      "as `api` at `level`; with `owner` (a class) it wraps the class's __init__ and records "
-                     "constructions.", true);
+                     "constructions.",
+                     true);
   WrapperType.tp_new = WrapperNew;
   WrapperType.tp_dealloc = WrapperDealloc;
   WrapperType.tp_traverse = WrapperTraverse;

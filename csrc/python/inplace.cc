@@ -14,7 +14,6 @@
 namespace api_tracer::python {
 namespace {
 
-
 // The calling conventions a trampoline is made for (PyMethodDef.ml_flags).
 enum Convention : int { kVarargs, kVarargsKeywords, kNoArgs, kOne, kFast, kFastKeywords, kConventions };
 
@@ -27,8 +26,8 @@ constexpr size_t kPoolSize[kConventions] = {64, 1024, 512, 128, 64, 128};
 // (METH_METHOD's defining-class argument, METH_STATIC and METH_CLASS
 // descriptors, which are not method descriptors).
 int ConventionOf(int flags) {
-  switch (flags & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL | METH_METHOD |
-                   METH_STATIC | METH_CLASS)) {
+  switch (flags & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL | METH_METHOD | METH_STATIC |
+                   METH_CLASS)) {
     case METH_VARARGS: return kVarargs;
     case METH_VARARGS | METH_KEYWORDS: return kVarargsKeywords;
     case METH_NOARGS: return kNoArgs;
@@ -206,8 +205,8 @@ PyObject* CFunctionVectorcall(PyObject* callable, PyObject* const* args, size_t 
                          : _PyObject_MakeTpCall(PyThreadState_Get(), callable, args, nargs, kwnames);
   };
   if (!s || !RecordsNow(s->level, s->epoch)) return invoke();
-  return RecordThenCall(s->level, s->api, callable,
-                        CallArgs::Vector(args, static_cast<size_t>(nargs), kwnames), invoke);
+  return RecordThenCall(s->level, s->api, callable, CallArgs::Vector(args, static_cast<size_t>(nargs), kwnames),
+                        invoke);
 }
 
 // The slot of `obj`, made on first use.

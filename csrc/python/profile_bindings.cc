@@ -23,8 +23,7 @@ class PyProfiler;
 // module's path chosen by the thread's current scope), exiting it also when
 // `forward` raises.
 struct ScopedForward {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject* forward;
   PyObject* owner;  // the _C.Profiler object, kept alive
   Profiler* profiler;
@@ -113,7 +112,8 @@ class PyProfiler {
   pybind11::list Spans() const {
     pybind11::list spans;
     for (const auto& sp : profiler_->Spans()) {
-      spans.append(pybind11::make_tuple(static_cast<int>(sp.kind), sp.scope, sp.name ? sp.name : "", sp.begin, sp.end, sp.thread));
+      spans.append(pybind11::make_tuple(static_cast<int>(sp.kind), sp.scope, sp.name ? sp.name : "", sp.begin, sp.end,
+                                        sp.thread));
     }
     return spans;
   }

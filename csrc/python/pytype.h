@@ -11,8 +11,8 @@ namespace api_tracer::python {
 
 // Sets `type`'s name, size, doc and vectorcall offset, its call through
 // vectorcall, and its flags (with garbage collection where `gc`).
-inline void InitVectorcallType(PyTypeObject* type, const char* name, Py_ssize_t basicsize,
-                               Py_ssize_t vectorcall_offset, const char* doc, bool gc) {
+inline void InitVectorcallType(PyTypeObject* type, const char* name, Py_ssize_t basicsize, Py_ssize_t vectorcall_offset,
+                               const char* doc, bool gc) {
   type->tp_name = name;
   type->tp_basicsize = basicsize;
   type->tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | (gc ? Py_TPFLAGS_HAVE_GC : 0);

@@ -96,8 +96,8 @@ Session::ApiEntry Session::Name(PyObject* func) {
     if (target != func && PyCallable_Check(target)) entry.target = Borrow(target);
     if (PyTuple_Check(op) && PyTuple_GET_SIZE(op) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(op, 0)) &&
         PyUnicode_Check(PyTuple_GET_ITEM(op, 1))) {
-      entry.op = aten::OpSignature::Find(PyUnicode_AsUTF8(PyTuple_GET_ITEM(op, 0)),
-                                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(op, 1)));
+      entry.op =
+          aten::OpSignature::Find(PyUnicode_AsUTF8(PyTuple_GET_ITEM(op, 0)), PyUnicode_AsUTF8(PyTuple_GET_ITEM(op, 1)));
     }
   }
   PyErr_Clear();

@@ -11,8 +11,8 @@ namespace api_tracer::python {
 
 namespace {
 
-void Start(const TraceOptions& options, const std::vector<std::string>& stack_skip_prefixes,
-           pybind11::object resolve, pybind11::object classify, pybind11::object tensor_type_name) {
+void Start(const TraceOptions& options, const std::vector<std::string>& stack_skip_prefixes, pybind11::object resolve,
+           pybind11::object classify, pybind11::object tensor_type_name) {
   DialectHooks dialect{stack_skip_prefixes, resolve.ptr(), classify.ptr(), tensor_type_name.ptr()};
   RaiseIfError(Session::Start(options, dialect));
 }
@@ -99,12 +99,14 @@ void InitSessionBindings(pybind11::module_& m) {
   m.def("start", &Start, pybind11::arg("options"), pybind11::kw_only(), pybind11::arg("stack_skip_prefixes"),
         pybind11::arg("resolve"), pybind11::arg("classify"), pybind11::arg("tensor_type_name"),
         "Opens the tracing session: creates the output directory and opens its files.");
-  m.def("stop", [] { RaiseIfError(Session::Stop()); },
-        "Closes the session: flushes the traces and writes the summary files.");
+  m.def(
+      "stop", [] { RaiseIfError(Session::Stop()); },
+      "Closes the session: flushes the traces and writes the summary files.");
   m.def("abandon_after_fork", &Session::AbandonAfterFork,
         "In a forked child: drop the parent's session without writing its files.");
-  m.def("allows", [](const std::string& api) { return ActiveOrRaise().Allows(api); },
-        "Whether the running session's include/exclude patterns record `api`.");
+  m.def(
+      "allows", [](const std::string& api) { return ActiveOrRaise().Allows(api); },
+      "Whether the running session's include/exclude patterns record `api`.");
   m.def(
       "record",
       [](int level, const std::string& api, pybind11::tuple args, pybind11::object kwargs) {
@@ -126,8 +128,9 @@ void InitSessionBindings(pybind11::module_& m) {
       pybind11::arg("level"),
       "Installs the native observer (at::RecordFunction) recording into the running session, with its options.");
   m.def("observer_installed", &aten::ObserverInstalled);
-  m.def("module_paths", [](std::vector<std::string> paths) { ModuleContext::Set(std::move(paths)); },
-        "Interns the module paths that module_enter(id) names (tag_modules).");
+  m.def(
+      "module_paths", [](std::vector<std::string> paths) { ModuleContext::Set(std::move(paths)); },
+      "Interns the module paths that module_enter(id) names (tag_modules).");
   m.def("module_paths_clear", &ModuleContext::Clear);
   m.def("module_enter", &ModuleContext::Push, pybind11::arg("id"));
   m.def("module_exit", &ModuleContext::Pop);

@@ -36,13 +36,10 @@ const StackCapture::CodeInfo& StackCapture::Info(const pybind11::object& code_ob
 
 std::string StackCapture::FormatFrame(const Frame& f) const {
   switch (format_) {
-    case Format::kShort:
-      return f.code->basename + ":" + std::to_string(f.line) + " in " + f.code->qualname;
+    case Format::kShort: return f.code->basename + ":" + std::to_string(f.line) + " in " + f.code->qualname;
     case Format::kFull:
-      return "File \"" + f.code->filename + "\", line " + std::to_string(f.line) + ", in " +
-             f.code->name;
-    case Format::kApi:
-      return f.module + "." + f.code->qualname;
+      return "File \"" + f.code->filename + "\", line " + std::to_string(f.line) + ", in " + f.code->name;
+    case Format::kApi: return f.module + "." + f.code->qualname;
   }
   return {};
 }

@@ -1,5 +1,6 @@
 """Type stub of api_tracer._C, the C++ engine (csrc/python). Every name and
 parameter here is checked against the built module (tests/test_structure.py)."""
+
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 # -- hooks (hooks.cc) -------------------------------------------------------------
@@ -8,8 +9,9 @@ class ApiWrapper:
     """Records each call of `original` as `api` at `level`, then calls it."""
 
     __wrapped__: Callable[..., Any]
-    def __init__(self, original: Callable[..., Any], api: str, level: int, *, binds: bool = ...,
-                 owner: Optional[type] = ...) -> None: ...
+    def __init__(
+        self, original: Callable[..., Any], api: str, level: int, *, binds: bool = ..., owner: Optional[type] = ...
+    ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, instance: Any, owner: Optional[type] = ..., /) -> Any: ...
 
@@ -76,8 +78,14 @@ class TraceOptions:
     exclude_apis: List[str]
     def __init__(self) -> None: ...
 
-def start(options: TraceOptions, *, stack_skip_prefixes: List[str], resolve: Callable[[Any], Tuple[Optional[str], Any]],
-          classify: Callable[[type], Tuple[str, Any]], tensor_type_name: Callable[[type], str]) -> None: ...
+def start(
+    options: TraceOptions,
+    *,
+    stack_skip_prefixes: List[str],
+    resolve: Callable[[Any], Tuple[Optional[str], Any]],
+    classify: Callable[[type], Tuple[str, Any]],
+    tensor_type_name: Callable[[type], str],
+) -> None: ...
 def stop() -> None: ...
 def abandon_after_fork() -> None: ...
 def on_exec(callback: Callable[[], None]) -> None: ...
@@ -133,26 +141,49 @@ class Rule:
     __members__: Dict[str, Rule]
 
 class TensorReader:
-    def __init__(self, *, shape: str, dtype: str, dtypes: Dict[Any, str],
-                 dtype_name: Optional[Callable[[Any], str]] = ..., stride: Optional[str] = ...,
-                 requires_grad: Optional[str] = ..., grad_negated: bool = ...,
-                 device: Optional[Callable[[Any], str]] = ..., values: Optional[Callable[[Any], Any]] = ...) -> None: ...
+    def __init__(
+        self,
+        *,
+        shape: str,
+        dtype: str,
+        dtypes: Dict[Any, str],
+        dtype_name: Optional[Callable[[Any], str]] = ...,
+        stride: Optional[str] = ...,
+        requires_grad: Optional[str] = ...,
+        grad_negated: bool = ...,
+        device: Optional[Callable[[Any], str]] = ...,
+        values: Optional[Callable[[Any], Any]] = ...,
+    ) -> None: ...
 
 def set_value_types(call: type, symbol: type, tensor_spec: type, /) -> None: ...
 def set_error_types(config_syntax_error: type, input_error: type) -> None: ...
 def parse_call(line: str) -> Tuple[str, List[Any], Dict[str, Any]]: ...
 def parse_value(text: str) -> Any: ...
-def format_call(api: str, args: tuple, kwargs: dict, *, classify: Callable[[type], Tuple[str, Any]],
-                tensor_type_name: Callable[[type], str], show_device: bool = ...,
-                show_requires_grad: bool = ...) -> str: ...
-def write_summary(dir: str, suffix: str, api_counts: Sequence[Tuple[str, int]], config_lines: Sequence[str],
-                  stacks: Optional[Sequence[Tuple[str, Sequence[Sequence[str]]]]] = ...,
-                  value_ranges: Optional[Sequence[Tuple[str, Sequence[Tuple[str, ValueProfile]]]]] = ...) -> None: ...
+def format_call(
+    api: str,
+    args: tuple,
+    kwargs: dict,
+    *,
+    classify: Callable[[type], Tuple[str, Any]],
+    tensor_type_name: Callable[[type], str],
+    show_device: bool = ...,
+    show_requires_grad: bool = ...,
+) -> str: ...
+def write_summary(
+    dir: str,
+    suffix: str,
+    api_counts: Sequence[Tuple[str, int]],
+    config_lines: Sequence[str],
+    stacks: Optional[Sequence[Tuple[str, Sequence[Sequence[str]]]]] = ...,
+    value_ranges: Optional[Sequence[Tuple[str, Sequence[Tuple[str, ValueProfile]]]]] = ...,
+) -> None: ...
 def trace_limit_note(limit: int, dropped: int) -> str: ...
 def parse_trace_limit_note(line: str) -> Optional[Tuple[int, int]]: ...
 def output_files() -> List[Tuple[str, str, Optional[str], bool]]: ...
+
 MAX_STACKS: int
 MAX_LABEL: int
+
 def count_trace_levels(path: str) -> Tuple[Dict[int, int], int, str]: ...
 
 class SourcesReader:
@@ -164,8 +195,10 @@ class SourcesReader:
     def __iter__(self) -> "SourcesReader": ...
     # (line, config, calls, sources, ((label, calls), ...), at_most)
     def __next__(self) -> Tuple[int, str, int, int, Tuple[Tuple[str, int], ...], bool]: ...
-def merge_sources(inputs: Sequence[Tuple[str, str]], configs_out: str,
-                  sources_out: str) -> Tuple[int, List[List[Tuple[str, int]]]]: ...
+
+def merge_sources(
+    inputs: Sequence[Tuple[str, str]], configs_out: str, sources_out: str
+) -> Tuple[int, List[List[Tuple[str, int]]]]: ...
 
 # -- the layer profiler (profile_bindings.cc) -------------------------------------
 
@@ -218,6 +251,7 @@ def _empty_profile_callback(on: bool, ops: bool = ...) -> None: ...
 # -- replay's crash note (crash_note.cc) -------------------------------------------
 
 replay_crash_signals: Tuple[int, ...]
+
 def replay_crash_note_install(report_fd: int = ...) -> None: ...
 def replay_crash_note_set(notes: Dict[int, Tuple[str, str]]) -> None: ...
 def replay_crash_note_uninstall() -> None: ...

@@ -7,23 +7,24 @@ argument configurations, and profiles models layer by layer.
 
 See README.md and docs/ for the output files and the config-line format.
 """
+
 from . import extension
 
 _C = extension.load()  # or an ImportError: built for another torch, or not built
 
-from .errors import ConfigSyntaxError, InputError  # noqa: E402
-from .values import Call, Symbol, TensorSpec  # noqa: E402
+from .errors import ConfigSyntaxError, InputError  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .values import Call, Symbol, TensorSpec  # noqa: E402 - after the extension is loaded and the value and error types registered
 
 _C.set_value_types(Call, Symbol, TensorSpec)
 _C.set_error_types(ConfigSyntaxError, InputError)
 
-from .config import parse_call  # noqa: E402
-from .frameworks import format_call  # noqa: E402
-from .frameworks.dialect import FrameworkDialect  # noqa: E402
-from .frameworks.torch.dialect import PyTorchDialect  # noqa: E402
-from .profile import Profile  # noqa: E402
-from .trace.hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook, TracingHook  # noqa: E402
-from .trace.tracer import APITracer  # noqa: E402
+from .config import parse_call  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .frameworks import format_call  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .frameworks.dialect import FrameworkDialect  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .frameworks.torch.dialect import PyTorchDialect  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .profile import Profile  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .trace.hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook, TracingHook  # noqa: E402 - after the extension is loaded and the value and error types registered
+from .trace.tracer import APITracer  # noqa: E402 - after the extension is loaded and the value and error types registered
 
 __version__ = "0.1.0"
 __all__ = [

@@ -1,6 +1,7 @@
 """Config lines as data: parse them into Python values, and write those
 values back as config lines. Both go through the C++ core (parse.h, format.h);
 nothing here evaluates a line. This is the one place Python reaches them."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
@@ -22,7 +23,7 @@ def parse_call(line: str, *, path: str = "", lineno: int = 0) -> Tuple[str, List
 
 def api_of(line: str) -> str:
     """The API name a config line starts with (up to its first '(')."""
-    return line[:line.index("(")] if "(" in line else line
+    return line[: line.index("(")] if "(" in line else line
 
 
 def parse_arguments(line: str) -> Tuple[str, List[Any], Dict[str, Any]]:
@@ -33,22 +34,36 @@ def parse_arguments(line: str) -> Tuple[str, List[Any], Dict[str, Any]]:
     if api == line:
         raise ConfigSyntaxError("not a config line: no '(' after its API", len(line) + 1, line)
     try:
-        _, args, kwargs = _C.parse_call("f" + line[len(api):])
+        _, args, kwargs = _C.parse_call("f" + line[len(api) :])
     except ConfigSyntaxError as e:
         raise ConfigSyntaxError(e.message, e.column + len(api) - 1, line) from None
     return api, args, kwargs
 
 
-def format_line(api: str, args: Sequence[Any], kwargs: Dict[str, Any], *, dialect: Any = None,
-                show_device: bool = False, show_requires_grad: bool = False) -> str:
+def format_line(
+    api: str,
+    args: Sequence[Any],
+    kwargs: Dict[str, Any],
+    *,
+    dialect: Any = None,
+    show_device: bool = False,
+    show_requires_grad: bool = False,
+) -> str:
     """The config line of a call of `api`, as the tracer would write it:
     the values no config line holds natively written as `dialect`
     classifies them (None: parsed values only, values.py's and Python's
     literals, which need none), devices and requires_grad shown as asked."""
     classify = dialect.classify if dialect is not None else _values_only
     tensor_type_name = dialect.tensor_type_name if dialect is not None else _values_only
-    return _C.format_call(api, tuple(args), dict(kwargs), classify=classify, tensor_type_name=tensor_type_name,
-                          show_device=show_device, show_requires_grad=show_requires_grad)
+    return _C.format_call(
+        api,
+        tuple(args),
+        dict(kwargs),
+        classify=classify,
+        tensor_type_name=tensor_type_name,
+        show_device=show_device,
+        show_requires_grad=show_requires_grad,
+    )
 
 
 def format_value(value: Any) -> str:
@@ -58,5 +73,7 @@ def format_value(value: Any) -> str:
 
 
 def _values_only(tp: type) -> Any:
-    raise TypeError(f"a {tp.__module__}.{tp.__qualname__} is not a value of a parsed config line: format it with "
-                    "the dialect that writes it")
+    raise TypeError(
+        f"a {tp.__module__}.{tp.__qualname__} is not a value of a parsed config line: format it with "
+        "the dialect that writes it"
+    )

@@ -7,6 +7,7 @@ ConfigSyntaxError, a file that is not as the tracer writes it an
 InputError naming it, a file that cannot be written an OSError.
 
 A module of its own, below every other: every stage raises these."""
+
 from __future__ import annotations
 
 import sys

@@ -7,15 +7,18 @@ _build_info.py, beside _C (CMakeLists.txt writes it), and `load` compares
 it with the torch this process imports before it loads _C. This module
 imports nothing of the package but those two.
 """
+
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
 from typing import Optional
 
-REBUILD = ("Rebuild it against the torch you run (`pip install --no-build-isolation .` in "
-           "api_tracer's source folder; README.md, \"Installing into your own environment\"), or run "
-           "the torch it was built for.")
+REBUILD = (
+    "Rebuild it against the torch you run (`pip install --no-build-isolation .` in "
+    'api_tracer\'s source folder; README.md, "Installing into your own environment"), or run '
+    "the torch it was built for."
+)
 
 
 def public_version(version: str) -> str:
@@ -29,9 +32,10 @@ def torch_mismatch(built: str, running: str) -> Optional[str]:
     `running`, or None where it can (the same release)."""
     if public_version(built) == public_version(running):
         return None
-    return (f"api_tracer's extension was built for torch {built}, but this process imports torch "
-            f"{running}; the extension runs only with the torch release it was compiled against. "
-            + REBUILD)
+    return (
+        f"api_tracer's extension was built for torch {built}, but this process imports torch "
+        f"{running}; the extension runs only with the torch release it was compiled against. " + REBUILD
+    )
 
 
 def load() -> ModuleType:
@@ -49,5 +53,7 @@ def load() -> ModuleType:
     try:
         return importlib.import_module("._C", __package__)
     except ImportError as e:
-        raise ImportError(f"{e} (api_tracer's extension was built for torch {_build_info.TORCH_VERSION}; "
-                          f"this process imports torch {torch.__version__} from {torch.__file__})") from e
+        raise ImportError(
+            f"{e} (api_tracer's extension was built for torch {_build_info.TORCH_VERSION}; "
+            f"this process imports torch {torch.__version__} from {torch.__file__})"
+        ) from e

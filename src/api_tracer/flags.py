@@ -11,6 +11,7 @@ without importing api_tracer, which imports torch
 (src/pytest_api_tracer/options.py), so that a test session that asks
 nothing of the plugin imports neither.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,29 +78,63 @@ class Flag:
 # By the field of replay's ReplayOptions each one gives.
 REPLAY: Dict[str, Flag] = {
     "device": Flag(("--device",), None, dict(default="cpu", help="device of the tensors made (default cpu)")),
-    "imports": Flag(("--import",), "--api-replay-import", dict(
-        dest="imports", action="append", metavar="MODULE",
-        help="import MODULE (your operators' registration) into every replaying process first (repeatable); its "
-             "operator namespaces are then allowed")),
-    "libraries": Flag(("--load-library",), "--api-replay-load-library", dict(
-        dest="libraries", action="append", metavar="PATH",
-        help="load the shared library PATH (torch.ops.load_library) likewise (repeatable)")),
-    "max_bytes": Flag(("--max-bytes",), None, dict(
-        type=byte_count, help="skip configs whose tensor arguments need more (8G, 512M, ...; default half the free "
-                              "memory of --device)")),
-    "allow_unsafe": Flag(("--allow-unsafe",), "--api-allow-unsafe", dict(
-        action="store_true", help="call any callable a line names, not only what computes (trusted files only)")),
-    "check": Flag(("--check",), "--api-check", dict(
-        metavar="MODE", help="compare each config's outputs against the same call on float64 copies of its floating "
-                             "inputs (float64, judged by an error model), on another device (device:cuda), compiled "
-                             "(compile), made again from the same seed, bitwise (repeat), or on contiguous copies of "
-                             "its strided inputs (layout)")),
-    "backward": Flag(("--backward",), None, dict(
-        action="store_true", help="with --check: compare the gradients of the floating inputs too")),
-    "rtol": Flag(("--rtol",), None, dict(type=float, help="with --check: the relative tolerance, instead of the "
-                                                           "dtype's")),
-    "atol": Flag(("--atol",), None, dict(type=float, help="with --check: the absolute tolerance, instead of the "
-                                                           "dtype's")),
+    "imports": Flag(
+        ("--import",),
+        "--api-replay-import",
+        dict(
+            dest="imports",
+            action="append",
+            metavar="MODULE",
+            help="import MODULE (your operators' registration) into every replaying process first (repeatable); its "
+            "operator namespaces are then allowed",
+        ),
+    ),
+    "libraries": Flag(
+        ("--load-library",),
+        "--api-replay-load-library",
+        dict(
+            dest="libraries",
+            action="append",
+            metavar="PATH",
+            help="load the shared library PATH (torch.ops.load_library) likewise (repeatable)",
+        ),
+    ),
+    "max_bytes": Flag(
+        ("--max-bytes",),
+        None,
+        dict(
+            type=byte_count,
+            help="skip configs whose tensor arguments need more (8G, 512M, ...; default half the free "
+            "memory of --device)",
+        ),
+    ),
+    "allow_unsafe": Flag(
+        ("--allow-unsafe",),
+        "--api-allow-unsafe",
+        dict(action="store_true", help="call any callable a line names, not only what computes (trusted files only)"),
+    ),
+    "check": Flag(
+        ("--check",),
+        "--api-check",
+        dict(
+            metavar="MODE",
+            help="compare each config's outputs against the same call on float64 copies of its floating "
+            "inputs (float64, judged by an error model), on another device (device:cuda), compiled "
+            "(compile), made again from the same seed, bitwise (repeat), or on contiguous copies of "
+            "its strided inputs (layout)",
+        ),
+    ),
+    "backward": Flag(
+        ("--backward",),
+        None,
+        dict(action="store_true", help="with --check: compare the gradients of the floating inputs too"),
+    ),
+    "rtol": Flag(
+        ("--rtol",), None, dict(type=float, help="with --check: the relative tolerance, instead of the dtype's")
+    ),
+    "atol": Flag(
+        ("--atol",), None, dict(type=float, help="with --check: the absolute tolerance, instead of the dtype's")
+    ),
 }
 
 # The tensor arguments a fuzzed case may take, by default: replay's own

@@ -19,6 +19,7 @@ Self = the time minus the frames (module calls, node runs) directly inside;
 the self times of all rows plus "unattributed" add up to the profiled
 block's time.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,8 +90,10 @@ def _uncompiled(model: Any) -> Any:
 
 def _op_rows(ops: List[Any], direction: str) -> List[OpRow]:
     """OpRows from the core's OpStats."""
-    return [OpRow(name=o.name, direction=direction, calls=o.calls, self_cpu_ns=o.self_ns, cpu_total_ns=o.total_ns)
-            for o in ops]
+    return [
+        OpRow(name=o.name, direction=direction, calls=o.calls, self_cpu_ns=o.self_ns, cpu_total_ns=o.total_ns)
+        for o in ops
+    ]
 
 
 class Profile:
@@ -119,20 +122,32 @@ class Profile:
     stance is process-wide: compiled code on other threads runs eagerly too.
     """
 
-    def __init__(self, model: Any, enabled: bool = True, use_cuda: bool = False, profile_memory: bool = False,
-                 paths: Optional[Iterable[PathLike]] = None, timeline_limit: Optional[int] = 1_000_000,
-                 ops: bool = True) -> None:
+    def __init__(
+        self,
+        model: Any,
+        enabled: bool = True,
+        use_cuda: bool = False,
+        profile_memory: bool = False,
+        paths: Optional[Iterable[PathLike]] = None,
+        timeline_limit: Optional[int] = 1_000_000,
+        ops: bool = True,
+    ) -> None:
         import torch
 
         if not isinstance(model, torch.nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, not {type(model).__name__}")
         model = _uncompiled(model)
-        for name, value in (("enabled", enabled), ("use_cuda", use_cuda), ("profile_memory", profile_memory),
-                            ("ops", ops)):
+        for name, value in (
+            ("enabled", enabled),
+            ("use_cuda", use_cuda),
+            ("profile_memory", profile_memory),
+            ("ops", ops),
+        ):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be True or False, not {value!r}")
-        if timeline_limit is not None and (isinstance(timeline_limit, bool) or not isinstance(timeline_limit, int)
-                                           or timeline_limit < 0):
+        if timeline_limit is not None and (
+            isinstance(timeline_limit, bool) or not isinstance(timeline_limit, int) or timeline_limit < 0
+        ):
             raise ValueError(f"timeline_limit must be a non-negative int or None, not {timeline_limit!r}")
         self.timeline_limit = timeline_limit
         self.model = model
@@ -207,7 +222,7 @@ class Profile:
                     module.forward = old
                 else:
                     del module.forward
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - every forward is put back; the first error is raised after
                 first = first or e
         if first is not None:
             raise first
@@ -220,7 +235,7 @@ class Profile:
         for step in (self._unwrap_forwards, self._restore_stance, self._stop_observer, self._release):
             try:
                 step()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - every step of the stop runs; the errors are raised after
                 errors.append(e)
         if errors:
             raise errors[0]
@@ -252,14 +267,26 @@ class Profile:
         for i, p in enumerate(self._tree.parents):
             children[p].append(i)
         names = dict(enumerate(self._tree.names()))
-        shared = {i: [names[j] for j in scopes if j != i]
-                  for scopes in self._tree.scopes_of.values() if len(scopes) > 1 for i in scopes}
+        shared = {
+            i: [names[j] for j in scopes if j != i]
+            for scopes in self._tree.scopes_of.values()
+            if len(scopes) > 1
+            for i in scopes
+        }
         rows = []
         for i, path in enumerate(self.scope_paths):
             f, b = fwd[i], bwd[i]
-            row = Row(path=path, depth=len(path) - 1, calls=f.calls, self_cpu_ns=f.self_ns,
-                      cpu_total_ns=f.total_ns, bwd_runs=b.calls, self_cpu_bwd_ns=b.self_ns,
-                      cpu_total_bwd_ns=b.total_ns, shared_with=shared.get(i, []))
+            row = Row(
+                path=path,
+                depth=len(path) - 1,
+                calls=f.calls,
+                self_cpu_ns=f.self_ns,
+                cpu_total_ns=f.total_ns,
+                bwd_runs=b.calls,
+                self_cpu_bwd_ns=b.self_ns,
+                cpu_total_bwd_ns=b.total_ns,
+                shared_with=shared.get(i, []),
+            )
             if row.shared_with and not (f.calls or b.calls):
                 row.alias_of = next((s for s in row.shared_with), None)
             if self.profile_memory:
@@ -313,8 +340,9 @@ class Profile:
         timeline spans were over timeline_limit."""
         self._require_data()
         n = len(self.scope_paths)
-        unattributed_ops = (_op_rows(self._data.forward[n].ops, "forward") +
-                            _op_rows(self._data.backward[n].ops, "backward"))
+        unattributed_ops = _op_rows(self._data.forward[n].ops, "forward") + _op_rows(
+            self._data.backward[n].ops, "backward"
+        )
         return {
             "root": self.root,
             "total_ns": self.total_ns,
@@ -329,8 +357,7 @@ class Profile:
     def __str__(self) -> str:
         return self.display()
 
-    def display(self, show_events: bool = False, depth: Optional[int] = None,
-                sort_by: Optional[str] = None) -> str:
+    def display(self, show_events: bool = False, depth: Optional[int] = None, sort_by: Optional[str] = None) -> str:
         """The tree table. show_events: each module's operators beneath it;
         depth: hide rows deeper than this (the root is 0); sort_by: order
         siblings by a column, descending (one of SORT_COLUMN's keys)."""
@@ -359,17 +386,38 @@ class Profile:
 
     def export_csv(self, path: str) -> None:
         self._require_data()
-        columns = ["name", "depth", "calls", "self_cpu_ns", "cpu_total_ns", "bwd_runs", "self_cpu_bwd_ns",
-                   "cpu_total_bwd_ns", "self_cuda_ns", "cuda_total_ns", "self_cuda_bwd_ns", "cuda_total_bwd_ns",
-                   "self_mem", "mem", "self_mem_bwd", "mem_bwd",
-                   "self_cuda_mem", "cuda_mem"]
+        columns = [
+            "name",
+            "depth",
+            "calls",
+            "self_cpu_ns",
+            "cpu_total_ns",
+            "bwd_runs",
+            "self_cpu_bwd_ns",
+            "cpu_total_bwd_ns",
+            "self_cuda_ns",
+            "cuda_total_ns",
+            "self_cuda_bwd_ns",
+            "cuda_total_bwd_ns",
+            "self_mem",
+            "mem",
+            "self_mem_bwd",
+            "mem_bwd",
+            "self_cuda_mem",
+            "cuda_mem",
+        ]
         with open(path, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(columns)
             for r in self.rows:
                 w.writerow([r.name if c == "name" else getattr(r, c) for c in columns])
-            unattributed = {"name": "unattributed", "depth": 0, "calls": 0, "self_cpu_ns": self.unattributed_ns,
-                            "self_cuda_bwd_ns": self.unattributed_cuda_bwd_ns}
+            unattributed = {
+                "name": "unattributed",
+                "depth": 0,
+                "calls": 0,
+                "self_cpu_ns": self.unattributed_ns,
+                "self_cuda_bwd_ns": self.unattributed_cuda_bwd_ns,
+            }
             w.writerow(["" if unattributed.get(c) is None else unattributed[c] for c in columns])
 
     def export_chrome_trace(self, path: str) -> None:
@@ -385,20 +433,44 @@ class Profile:
         for kind, scope, name, begin, end, thread in spans:
             module = ".".join(self.scope_paths[scope]) if 0 <= scope < len(self.scope_paths) else "unattributed"
             label = module if kind == scope_kind else f"{module} [{name}]" if kind == node_kind else name
-            events.append({"name": label, "cat": cats[kind], "ph": "X", "ts": (begin - t0) / 1e3,
-                           "dur": (end - begin) / 1e3, "pid": 0, "tid": thread,
-                           "args": {"module": module}})
+            events.append(
+                {
+                    "name": label,
+                    "cat": cats[kind],
+                    "ph": "X",
+                    "ts": (begin - t0) / 1e3,
+                    "dur": (end - begin) / 1e3,
+                    "pid": 0,
+                    "tid": thread,
+                    "args": {"module": module},
+                }
+            )
         with open(path, "w", encoding="utf-8") as f:
-            json.dump({"traceEvents": events, "displayTimeUnit": "ms",
-                       "otherData": {"api_tracer_spans_dropped": self._c.dropped_spans}}, f)
+            json.dump(
+                {
+                    "traceEvents": events,
+                    "displayTimeUnit": "ms",
+                    "otherData": {"api_tracer_spans_dropped": self._c.dropped_spans},
+                },
+                f,
+            )
 
 
 # -- the text table: one row per module path, tree-drawn ------------------------
 
-SORT_COLUMN = {"self_cpu": "self_cpu_ns", "cpu_total": "cpu_total_ns", "self_cpu_bwd": "self_cpu_bwd_ns",
-               "cpu_total_bwd": "cpu_total_bwd_ns", "self_cuda": "self_cuda_ns", "cuda_total": "cuda_total_ns",
-               "self_cuda_bwd": "self_cuda_bwd_ns", "cuda_total_bwd": "cuda_total_bwd_ns",
-               "self_mem": "self_mem", "mem": "mem", "calls": "calls"}
+SORT_COLUMN = {
+    "self_cpu": "self_cpu_ns",
+    "cpu_total": "cpu_total_ns",
+    "self_cpu_bwd": "self_cpu_bwd_ns",
+    "cpu_total_bwd": "cpu_total_bwd_ns",
+    "self_cuda": "self_cuda_ns",
+    "cuda_total": "cuda_total_ns",
+    "self_cuda_bwd": "self_cuda_bwd_ns",
+    "cuda_total_bwd": "cuda_total_bwd_ns",
+    "self_mem": "self_mem",
+    "mem": "mem",
+    "calls": "calls",
+}
 
 
 def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Optional[str]) -> str:
@@ -417,11 +489,19 @@ def render(prof: "Profile", show_events: bool, depth: Optional[int], sort_by: Op
     def cells(r: "Row") -> List[str]:
         if r.alias_of:
             return [""] * (len(headers) - 1)
-        out = [fmt_time(r.self_cpu_ns), fmt_time(r.cpu_total_ns), fmt_time(r.self_cpu_bwd_ns),
-               fmt_time(r.cpu_total_bwd_ns)]
+        out = [
+            fmt_time(r.self_cpu_ns),
+            fmt_time(r.cpu_total_ns),
+            fmt_time(r.self_cpu_bwd_ns),
+            fmt_time(r.cpu_total_bwd_ns),
+        ]
         if cuda:
-            out += [fmt_time(r.self_cuda_ns), fmt_time(r.cuda_total_ns), fmt_time(r.self_cuda_bwd_ns),
-                    fmt_time(r.cuda_total_bwd_ns)]
+            out += [
+                fmt_time(r.self_cuda_ns),
+                fmt_time(r.cuda_total_ns),
+                fmt_time(r.self_cuda_bwd_ns),
+                fmt_time(r.cuda_total_bwd_ns),
+            ]
         if mem:
             out += [fmt_bytes(r.self_mem), fmt_bytes(r.mem), fmt_bytes(r.self_mem_bwd), fmt_bytes(r.mem_bwd)]
         if mem and cuda:

@@ -14,6 +14,7 @@ slices, Ellipsis, None) and these classes for the rest:
 
 A dialect's serializer returns these to say how a value is written.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -22,8 +23,21 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 class TensorSpec:
     """A tensor reduced to what a config line keeps of it."""
 
-    __slots__ = ("shape", "dtype", "stride", "device", "requires_grad", "layout", "nnz", "qscheme", "scale",
-                 "zero_point", "axis", "storage_offset", "storage_size")
+    __slots__ = (
+        "shape",
+        "dtype",
+        "stride",
+        "device",
+        "requires_grad",
+        "layout",
+        "nnz",
+        "qscheme",
+        "scale",
+        "zero_point",
+        "axis",
+        "storage_offset",
+        "storage_size",
+    )
 
     def __init__(
         self,
@@ -58,8 +72,21 @@ class TensorSpec:
         self.storage_size = storage_size
 
     def _key(self) -> tuple:
-        return (self.shape, self.dtype, self.stride, self.device, self.requires_grad, self.layout, self.nnz,
-                self.qscheme, self.scale, self.zero_point, self.axis, self.storage_offset, self.storage_size)
+        return (
+            self.shape,
+            self.dtype,
+            self.stride,
+            self.device,
+            self.requires_grad,
+            self.layout,
+            self.nnz,
+            self.qscheme,
+            self.scale,
+            self.zero_point,
+            self.axis,
+            self.storage_offset,
+            self.storage_size,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TensorSpec) and self._key() == other._key()
@@ -146,10 +173,7 @@ class Call:
         self.kwargs = kwargs
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Call)
-            and (self.name, self.args, self.kwargs) == (other.name, other.args, other.kwargs)
-        )
+        return isinstance(other, Call) and (self.name, self.args, self.kwargs) == (other.name, other.args, other.kwargs)
 
     def __hash__(self) -> int:
         return hash((self.name, _frozen(self.args), _frozen(self.kwargs)))
@@ -242,10 +266,12 @@ def arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Iterator[Tuple[str
         yield keyword_path(k), v
 
 
-def walk(args: Sequence[Any], kwargs: Dict[str, Any],
-         into: Callable[[Any], bool] = lambda value: True) -> Iterator[Tuple[str, Any]]:
+def walk(
+    args: Sequence[Any], kwargs: Dict[str, Any], into: Callable[[Any], bool] = lambda value: True
+) -> Iterator[Tuple[str, Any]]:
     """(path, value) of every value of a call, depth first, each before the
     values inside it (those of a value `into` refuses are left out)."""
+
     def below(path: str, value: Any) -> Iterator[Tuple[str, Any]]:
         yield path, value
         if into(value):
@@ -260,6 +286,7 @@ def replace_at(args: List[Any], kwargs: Dict[str, Any], path: str, change: Calla
     """The value at `path` made change(value), in place in `args` and
     `kwargs` (the containers on its way rebuilt); False where no value has
     that path."""
+
     def rebuilt(value: Any, at: str) -> Tuple[bool, Any]:
         if at == path:
             return True, change(value)
@@ -277,7 +304,7 @@ def replace_at(args: List[Any], kwargs: Dict[str, Any], path: str, change: Calla
             if p.startswith("args["):
                 args[int(p[5:-1])] = new
             else:
-                kwargs[p[len("kwargs."):]] = new
+                kwargs[p[len("kwargs.") :]] = new
             return True
     return False
 

@@ -32,6 +32,7 @@ pytest-xdist and CI sharding spread a corpus over processes and machines.
 This module imports nothing of api_tracer (nor torch) until an option
 asks for it: pytest loads it in every session.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ seconds, failing with the reproducers of what it found; each item's
 campaign is DIR/items/NAME (DIR: --api-fuzz-out), and the session merges
 them into DIR/findings.jsonl and DIR/findings.yaml (under pytest-xdist, the
 controller, once the workers are done)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,12 @@ class FuzzSession:
             self.oracles = oracles_of(oracle) if oracle else ORACLES
         except ValueError as e:
             raise pytest.UsageError(f"--api-fuzz-oracle: {e}") from None
-        self.options = replay_options_of(config, ("imports", "libraries"), max_bytes=FUZZ_MAX_BYTES,
-                                         checks=[o for o in self.oracles if o not in RUN_ORACLES])
+        self.options = replay_options_of(
+            config,
+            ("imports", "libraries"),
+            max_bytes=FUZZ_MAX_BYTES,
+            checks=[o for o in self.oracles if o not in RUN_ORACLES],
+        )
         self.worker = hasattr(config, "workerinput")  # a pytest-xdist worker: the controller merges
         config.args[:] = [path]
 
@@ -76,11 +81,18 @@ class FuzzItem(LineItem):
         out = os.path.join(plugin.out, "items", f"L{self.seed.number}-{digest}")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
-        campaign = Campaign([self.seed], Settings(out, oracles=plugin.oracles, time_limit=plugin.time,
-                                                  options=plugin.options))
+        campaign = Campaign(
+            [self.seed], Settings(out, oracles=plugin.oracles, time_limit=plugin.time, options=plugin.options)
+        )
         campaign.run()
         if len(campaign.findings):
-            raise ReplayFailure(f"{len(campaign.findings)} findings fuzzing {self.seed.file}:{self.seed.number} "
-                                f"({campaign.cases_run} cases; {out}):\n" + "\n".join(
-                                    f"  {f.kind}" + (f" [--check {f.check}]" if f.check else "") +
-                                    f": {f.line}\n      {f.message[:300]}" for f in campaign.findings))
+            raise ReplayFailure(
+                f"{len(campaign.findings)} findings fuzzing {self.seed.file}:{self.seed.number} "
+                f"({campaign.cases_run} cases; {out}):\n"
+                + "\n".join(
+                    f"  {f.kind}"
+                    + (f" [--check {f.check}]" if f.check else "")
+                    + f": {f.line}\n      {f.message[:300]}"
+                    for f in campaign.findings
+                )
+            )

@@ -1,5 +1,6 @@
 """What --api-replay and --api-fuzz collect: a file of config lines, each
 line an item that fails with what its run said."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -6,6 +6,7 @@ theirs are (api_tracer/replay/run.py: checked_options), once the
 session asks for a replay. flags.py imports the standard library only, and
 is read here without importing api_tracer (which imports torch), so that a
 session that asks nothing of the plugin imports neither."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,20 +40,37 @@ def flags() -> ModuleType:
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("api-tracer", "api_tracer: trace the suite's API calls, or replay configs as tests")
     group.addoption("--api-trace", metavar="DIR", help="trace the API calls of the tests into DIR")
-    group.addoption("--api-trace-levels", metavar="1,3", default="1",
-                    help="the levels to trace, comma-separated (default 1)")
-    group.addoption("--api-trace-per-test", action="store_true",
-                    help="also write one file set per test (DIR/tests/...), and which tests made each config")
+    group.addoption(
+        "--api-trace-levels", metavar="1,3", default="1", help="the levels to trace, comma-separated (default 1)"
+    )
+    group.addoption(
+        "--api-trace-per-test",
+        action="store_true",
+        help="also write one file set per test (DIR/tests/...), and which tests made each config",
+    )
     group.addoption("--api-replay", metavar="FILE", help="collect each config line of FILE as a test")
     flags().add_plugin_flags(group.addoption, ("check", "allow_unsafe"), "--api-replay")
     flags().add_plugin_flags(group.addoption, ("imports", "libraries"), "--api-replay or --api-fuzz")
     group.addoption("--api-fuzz", metavar="FILE", help="collect each config line of FILE as a test that fuzzes it")
-    group.addoption("--api-fuzz-time", metavar="SECONDS", type=float, default=10.0,
-                    help="with --api-fuzz: how long each line is fuzzed (default 10)")
-    group.addoption("--api-fuzz-out", metavar="DIR", default="api_fuzz",
-                    help="with --api-fuzz: the campaigns' directory (default api_fuzz)")
-    group.addoption("--api-fuzz-oracle", metavar="LIST", default=None,
-                    help="with --api-fuzz: what makes a finding, as fuzz --oracle (default its default)")
+    group.addoption(
+        "--api-fuzz-time",
+        metavar="SECONDS",
+        type=float,
+        default=10.0,
+        help="with --api-fuzz: how long each line is fuzzed (default 10)",
+    )
+    group.addoption(
+        "--api-fuzz-out",
+        metavar="DIR",
+        default="api_fuzz",
+        help="with --api-fuzz: the campaigns' directory (default api_fuzz)",
+    )
+    group.addoption(
+        "--api-fuzz-oracle",
+        metavar="LIST",
+        default=None,
+        help="with --api-fuzz: what makes a finding, as fuzz --oracle (default its default)",
+    )
 
 
 def replay_options_of(config: Any, names: Any = REPLAY_OPTIONS, **fixed: Any) -> Any:

@@ -2,6 +2,7 @@
 (its line number and API as its name), replayed and checked as
 `api-tracer replay` does, so that pytest's own machinery (-k, --lf, -n,
 --junitxml, sharding) runs a corpus of configs."""
+
 from __future__ import annotations
 
 import os

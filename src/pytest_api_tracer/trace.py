@@ -4,6 +4,7 @@ labelled "pytest ROOTDIR" (its api_config_sources.yaml); with
 (DIR/tests-index.yaml maps NAME to the test id), labelled by the test id;
 under pytest-xdist each worker into DIR/workers/ID, the session's set their
 merge. api_tracer is imported only once the session starts tracing."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,8 @@ def check_rootdir(config: Any, trace: str) -> None:
     if given_apart and os.path.isdir(trace) and not inside:
         raise pytest.UsageError(
             f"--api-trace {trace}: pytest reads an existing directory given apart from its option as a test "
-            f"path when it chooses its rootdir (here {config.rootpath}); write --api-trace={trace}")
+            f"path when it chooses its rootdir (here {config.rootpath}); write --api-trace={trace}"
+        )
 
 
 def _levels(text: str) -> List[int]:

@@ -1,4 +1,5 @@
 """The command line: run, merge, stats."""
+
 import shutil
 import signal
 import subprocess
@@ -7,7 +8,6 @@ import sys
 import pytest
 
 from support import CLI, GOLDEN, read_set, run_script
-
 
 PROGRAM = """
 import sys
@@ -51,8 +51,7 @@ def test_program_output_and_exit_code_are_untouched(tmp_path, how, code):
     (tmp_path / "prog.py").write_text(PROGRAM)
     untraced = subprocess.run([sys.executable, "prog.py", how], cwd=tmp_path, capture_output=True, text=True)
     traced = cli("run", "-o", "out", "prog.py", how, cwd=tmp_path)
-    assert (traced.returncode, traced.stdout, traced.stderr) == (untraced.returncode, untraced.stdout,
-                                                                  untraced.stderr)
+    assert (traced.returncode, traced.stdout, traced.stderr) == (untraced.returncode, untraced.stdout, untraced.stderr)
     assert traced.returncode == code
     lines = (tmp_path / "out" / "api_trace_level_1.txt").read_text().splitlines()
     assert lines[:2] == ["torch.ones(2, 3)", 'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"), alpha=2)']
@@ -75,8 +74,10 @@ def test_run_a_module(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout == "['--flag', 'x']\n"
     lines = (tmp_path / "out" / "api_trace.txt").read_text().splitlines()
-    assert lines == ["torch.zeros(5)",
-                     'torch.ops.aten.zeros.default([5], device=torch.device("cpu"), pin_memory=False)']
+    assert lines == [
+        "torch.zeros(5)",
+        'torch.ops.aten.zeros.default([5], device=torch.device("cpu"), pin_memory=False)',
+    ]
 
 
 def test_run_traces_the_dialect_s_levels_when_not_told(tmp_path):
@@ -102,18 +103,25 @@ def test_bad_options_name_what_is_wrong(tmp_path):
 
 def test_merge_adds_counts_and_unites_configs(tmp_path):
     (tmp_path / "prog.py").write_text(
-        "import sys, torch\nn = int(sys.argv[1])\nfor i in range(n):\n    torch.ones(n)\ntorch.zeros(1)\n")
+        "import sys, torch\nn = int(sys.argv[1])\nfor i in range(n):\n    torch.ones(n)\ntorch.zeros(1)\n"
+    )
     for run, n in (("a", 2), ("b", 3)):
-        assert cli("run", "-o", f"runs/{run}", "--levels", "1,2", "--stack", "short", "prog.py", str(n),
-                   cwd=tmp_path).returncode == 0
+        assert (
+            cli(
+                "run", "-o", f"runs/{run}", "--levels", "1,2", "--stack", "short", "prog.py", str(n), cwd=tmp_path
+            ).returncode
+            == 0
+        )
     r = cli("merge", "runs", "-o", "merged", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     merged = read_set(tmp_path / "merged", "_level_1")
-    assert merged["api_statistics.yaml"] == ("Total APIs: 2\nTotal API calls: 7\n\n"
-                                             "torch.ones: 5 (71.43%)\ntorch.zeros: 2 (28.57%)\n")
+    assert merged["api_statistics.yaml"] == (
+        "Total APIs: 2\nTotal API calls: 7\n\ntorch.ones: 5 (71.43%)\ntorch.zeros: 2 (28.57%)\n"
+    )
     assert merged["api_configs.yaml"] == "torch.ones(2)\ntorch.ones(3)\ntorch.zeros(1)\n"
-    assert merged["api_trace.txt"].splitlines() == (["torch.ones(2)"] * 2 + ["torch.zeros(1)"] +
-                                                    ["torch.ones(3)"] * 3 + ["torch.zeros(1)"])
+    assert merged["api_trace.txt"].splitlines() == (
+        ["torch.ones(2)"] * 2 + ["torch.zeros(1)"] + ["torch.ones(3)"] * 3 + ["torch.zeros(1)"]
+    )
     import yaml
 
     assert len(yaml.safe_load(merged["api_trace.yaml"])) == 7

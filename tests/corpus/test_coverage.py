@@ -3,6 +3,7 @@ real traces of a tiny model, the names touched held against the API list
 and the operators torch registers, each expectation worked out here from
 the set's api_apis.txt, the list file and torch's registry; a list of known
 names with exact numbers; damaged input refused by path:line."""
+
 from __future__ import annotations
 
 import html
@@ -19,10 +20,10 @@ import torch.nn.functional as F
 from api_tracer import APITracer
 from api_tracer.cli import main
 from api_tracer.corpus.coverage import coverage_of
-from api_tracer.frameworks import dialect_named
-from api_tracer.frameworks.dialect import FrameworkDialect
 from api_tracer.formats.fileset import FileSet, find_sets
 from api_tracer.formats.statistics import read_api_names
+from api_tracer.frameworks import dialect_named
+from api_tracer.frameworks.dialect import FrameworkDialect
 from api_tracer.report import render
 
 API_LIST = dialect_named("torch").api_list_file()
@@ -112,7 +113,8 @@ def test_level_1_against_the_api_list(traces):
     assert report.apis.outside == sorted(hit - names) == [GRAD]
     functional = next(g for g in report.apis.groups if g.name == "torch.nn.functional")
     assert {"torch.nn.functional.linear", "torch.nn.functional.relu", "torch.nn.functional.mse_loss"} <= set(
-        functional.touched)
+        functional.touched
+    )
     assert "torch.nn.functional.gelu" in functional.untouched
     assert report.operators.touched == 0 and report.operators.total == len(registry())
 
@@ -176,7 +178,7 @@ def table(text: str, title: str) -> List[List[str]]:
     """The rows of the table under the `== title` line."""
     section = text.split(f"== {title}", 1)[1]
     lines = section.split("\n")[3:]
-    return [line.split() for line in lines[:next(i for i, line in enumerate(lines) if line.startswith("all "))]]
+    return [line.split() for line in lines[: next(i for i, line in enumerate(lines) if line.startswith("all "))]]
 
 
 def test_a_list_of_known_names(traces, tmp_path, capsys):
@@ -189,8 +191,9 @@ def test_a_list_of_known_names(traces, tmp_path, capsys):
     for g, _, n, never in MY_GROUPS:
         if never:
             assert f"never touched in {g} ({len(never)} of {n}):\n" + "".join(f"  {x}\n" for x in never) in out
-    outside = sorted(n for n in touched(traces["all"]) - set(MY_LIST.replace("- ", "").split("\n"))
-                     if not n.startswith("torch.ops."))
+    outside = sorted(
+        n for n in touched(traces["all"]) - set(MY_LIST.replace("- ", "").split("\n")) if not n.startswith("torch.ops.")
+    )
     assert GRAD in outside and "torch.Tensor.backward" in outside
     assert f"touched outside the API list ({len(outside)}):\n" + "".join(f"  {x}\n" for x in outside) in out
 
@@ -205,8 +208,9 @@ def test_json_agrees_with_the_text(traces, tmp_path, capsys):
     assert data["touched"] == sorted(touched(traces["all"]))
     assert [(s["directory"], s["level"]) for s in data["sets"]] == [(str(traces["all"]), n) for n in range(4)]
     for part, title in (("apis", f"the list {tmp_path / 'mine.txt'}"), ("operators", "the operators torch registers")):
-        rows = [[g["name"], f"{g['touched']:,}", f"{g['total']:,}", f"{g['percent']:.2f}%"]
-                for g in data[part]["groups"]]
+        rows = [
+            [g["name"], f"{g['touched']:,}", f"{g['total']:,}", f"{g['percent']:.2f}%"] for g in data[part]["groups"]
+        ]
         assert rows == table(text, title)
         assert f"{data[part]['touched']:,} of {data[part]['total']:,} touched" in text
     assert [(g["name"], g["touched"], g["total"], g["untouched"]) for g in data["apis"]["groups"]] == MY_GROUPS
@@ -225,6 +229,7 @@ def test_top_limits_groups_and_names(traces, capsys):
 
 def test_a_dialect_of_another_framework(tmp_path):
     """coverage asks the dialect for its list, its groups and operators."""
+
     class Geo(FrameworkDialect):
         name = "geo"
 
@@ -233,13 +238,16 @@ def test_a_dialect_of_another_framework(tmp_path):
 
     d = tmp_path / "set"
     d.mkdir()
-    (d / "api_statistics.yaml").write_text("Total APIs: 2\nTotal API calls: 3\n\ngeo.area: 2 (66.67%)\n"
-                                           "geo.Point: 1 (33.33%)\n")
+    (d / "api_statistics.yaml").write_text(
+        "Total APIs: 2\nTotal API calls: 3\n\ngeo.area: 2 (66.67%)\ngeo.Point: 1 (33.33%)\n"
+    )
     (d / "api_configs.yaml").write_text("geo.Point(1, 2)\ngeo.area(1)\n")
     (d / "api_apis.txt").write_text("geo.Point\ngeo.area\n")
     report = coverage_of(find_sets([str(d)]), Geo())
-    assert groups_of(report.apis) == {"geo": (["geo.Point", "geo.Point.move", "geo.area"], ["geo.Point", "geo.area"]),
-                                      "geo.linalg": (["geo.linalg.solve"], [])}
+    assert groups_of(report.apis) == {
+        "geo": (["geo.Point", "geo.Point.move", "geo.area"], ["geo.Point", "geo.area"]),
+        "geo.linalg": (["geo.linalg.solve"], []),
+    }
     assert (report.operators.total, report.operators.groups) == (0, [])
     assert report.apis.source == "the geo dialect's API list"
 
@@ -254,15 +262,18 @@ def one_set(traces, tmp_path: Path) -> Tuple[Path, Path]:
     return d, d / "api_apis_level_1.txt"
 
 
-@pytest.mark.parametrize("how,line,message", [
-    ("not_utf8", 3, "not UTF-8: byte 0xff"),
-    ("an_empty_line", 2, "an empty line: not an API name"),
-    ("a_config_line", 2, "not an API name (a '(' ends the API"),
-    ("a_nul", 2, "not an API name (not printable)"),
-    ("a_name_twice", 3, "again: the tracer writes the names sorted"),
-    ("out_of_order", 3, "torch.Tensor.backward after torch.zeros_like"),
-    ("cut_inside_the_last_line", 9, "ends inside a line: the file was cut"),
-])
+@pytest.mark.parametrize(
+    "how,line,message",
+    [
+        ("not_utf8", 3, "not UTF-8: byte 0xff"),
+        ("an_empty_line", 2, "an empty line: not an API name"),
+        ("a_config_line", 2, "not an API name (a '(' ends the API"),
+        ("a_nul", 2, "not an API name (not printable)"),
+        ("a_name_twice", 3, "again: the tracer writes the names sorted"),
+        ("out_of_order", 3, "torch.Tensor.backward after torch.zeros_like"),
+        ("cut_inside_the_last_line", 9, "ends inside a line: the file was cut"),
+    ],
+)
 def test_a_damaged_apis_file_is_refused_at_its_line(traces, tmp_path, capsys, how, line, message):
     d, apis = one_set(traces, tmp_path)
     lines = apis.read_bytes().split(b"\n")[:-1]
@@ -309,17 +320,23 @@ def test_names_the_statistics_count_are_counted_when_the_file_is_cut(traces, tmp
     apis.write_text("".join(lines[:4]))
     code, out, err = run(capsys, str(d), "--json")
     assert code == 0 and json.loads(out)["touched"] == sorted(touched(traces["level1"]))
-    assert re.fullmatch(rf"api-tracer: warning: {re.escape(str(apis))}: no line of \S+ and 4 more, which "
-                        rf"{re.escape(str(d / 'api_statistics_level_1.yaml'))}:\d+ counts: the file is cut; "
-                        r"counted touched\n", err), err
+    assert re.fullmatch(
+        rf"api-tracer: warning: {re.escape(str(apis))}: no line of \S+ and 4 more, which "
+        rf"{re.escape(str(d / 'api_statistics_level_1.yaml'))}:\d+ counts: the file is cut; "
+        r"counted touched\n",
+        err,
+    ), err
 
 
-@pytest.mark.parametrize("content,line,message", [
-    ("torch.add\ntorch.mul  # why\n", 2, "white space inside"),
-    ("torch.add\n\ntorch.mul(x)\n", 3, "a '(' ends the API"),
-    (b"torch.add\n\xfftorch.mul\n", 2, "not UTF-8"),
-    ("# nothing but a comment\n", None, "no API name in the file"),
-])
+@pytest.mark.parametrize(
+    "content,line,message",
+    [
+        ("torch.add\ntorch.mul  # why\n", 2, "white space inside"),
+        ("torch.add\n\ntorch.mul(x)\n", 3, "a '(' ends the API"),
+        (b"torch.add\n\xfftorch.mul\n", 2, "not UTF-8"),
+        ("# nothing but a comment\n", None, "no API name in the file"),
+    ],
+)
 def test_a_bad_list_is_refused_at_its_line(traces, tmp_path, capsys, content, line, message):
     path = tmp_path / "list.txt"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -341,8 +358,10 @@ def pane_rows(page: str, table_id: str) -> List[List[str]]:
     """The cells' text of each row of the table `table_id`."""
     body = page.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
     body = body.split("<tbody>", 1)[1]
-    return [[html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
-            for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    return [
+        [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", body)
+    ]
 
 
 def test_the_report_has_the_coverage_table(traces):
@@ -359,8 +378,11 @@ def test_the_report_has_the_coverage_table(traces):
         assert (n_touched, total) == (f"{len(touched_):,}", f"{len(members):,}")
         assert percent == f"{100 * len(touched_) / len(members):.2f}%" and bar.startswith(name + ": ")
     members, touched_ = expected["torch.nn.functional"]
-    width = re.search(r'<title>torch\.nn\.functional: [^<]*</title><rect [^>]*></rect><rect class="bar" x="0" y="2" '
-                      r'width="([\d.]+)"', page)
+    width = re.search(
+        r'<title>torch\.nn\.functional: [^<]*</title><rect [^>]*></rect><rect class="bar" x="0" y="2" '
+        r'width="([\d.]+)"',
+        page,
+    )
     assert touched_ and width and float(width[1]) == pytest.approx(160 * len(touched_) / len(members), abs=0.05)
     # the names never touched, per module, and those outside the list
     never = sorted(set(expected["torch.nn.functional"][0]) - hit)

@@ -1,4 +1,5 @@
 """Config lines are data: parsed by the project's parser, never evaluated."""
+
 import collections
 import os
 import random
@@ -15,17 +16,40 @@ def test_parse_gives_python_values():
     api, args, kwargs = parse_call(
         'torch.ops.aten.addmm.default(Tensor([4], "float32"), Tensor([3, 4], "float32", stride=[1, 3]), '
         '(slice(None, 2, None), ...), [1, 2.5, (1+2j)], {"k": None}, beta=torch.float16, '
-        'device=torch.device("cuda:0"), big=123456789012345678901234567890)')
+        'device=torch.device("cuda:0"), big=123456789012345678901234567890)'
+    )
     assert api == "torch.ops.aten.addmm.default"
-    assert args == [TensorSpec([4], "float32"), TensorSpec([3, 4], "float32", stride=[1, 3]),
-                    (slice(None, 2, None), ...), [1, 2.5, 1 + 2j], {"k": None}]
-    assert kwargs == {"beta": Symbol("torch.float16"), "device": Call("torch.device", "cuda:0"),
-                      "big": 123456789012345678901234567890}
+    assert args == [
+        TensorSpec([4], "float32"),
+        TensorSpec([3, 4], "float32", stride=[1, 3]),
+        (slice(None, 2, None), ...),
+        [1, 2.5, 1 + 2j],
+        {"k": None},
+    ]
+    assert kwargs == {
+        "beta": Symbol("torch.float16"),
+        "device": Call("torch.device", "cuda:0"),
+        "big": 123456789012345678901234567890,
+    }
 
 
 def test_format_then_parse_round_trips():
-    args = (torch.zeros(2, 3).t(), 1e-05, float("inf"), "s\n", [1, (2,)], {"a": 1}, slice(1, 2, 3), ...,
-            torch.int8, torch.device("cpu"), torch.Size([1]), 2 ** 80, -0.0, 1j)
+    args = (
+        torch.zeros(2, 3).t(),
+        1e-05,
+        float("inf"),
+        "s\n",
+        [1, (2,)],
+        {"a": 1},
+        slice(1, 2, 3),
+        ...,
+        torch.int8,
+        torch.device("cpu"),
+        torch.Size([1]),
+        2**80,
+        -0.0,
+        1j,
+    )
     line = format_call("torch.f", *args, alpha=2)
     api, parsed, kwargs = parse_call(line)
     assert format_call(api, *parsed, **kwargs) == line
@@ -37,9 +61,9 @@ CODE_LINES = [
     'torch.add(__import__("os").system("touch PWNED"))',
     'torch.add(open("PWNED", "w"))',
     'torch.add((lambda: __import__("os").system("touch PWNED"))())',
-    'torch.add(torch.__class__.__bases__[0].__subclasses__())',
-    'torch.add(exec("import os; os.system(\'touch PWNED\')"))',
-    'torch.add(1); import os',
+    "torch.add(torch.__class__.__bases__[0].__subclasses__())",
+    "torch.add(exec(\"import os; os.system('touch PWNED')\"))",
+    "torch.add(1); import os",
 ]
 
 
@@ -68,9 +92,26 @@ def test_malformed_line_reports_file_line_and_column():
 
 
 # Numbers out of double's range read as Python's float() reads them.
-FLOAT_TEXTS = ["1e309", "1.8e308", "1e999999", "-1e309", "1.7976931348623159e308", "1.7976931348623158e308",
-               "1" + "0" * 400 + ".5", "1e-400", "-1e-400", "1e-99999999999999999999", "0." + "0" * 400 + "5e400",
-               "2e-324", "3e-324", "5e-324", "-4.9406564584124654e-324", "2.2250738585072011e-308", "inf", "-inf"]
+FLOAT_TEXTS = [
+    "1e309",
+    "1.8e308",
+    "1e999999",
+    "-1e309",
+    "1.7976931348623159e308",
+    "1.7976931348623158e308",
+    "1" + "0" * 400 + ".5",
+    "1e-400",
+    "-1e-400",
+    "1e-99999999999999999999",
+    "0." + "0" * 400 + "5e400",
+    "2e-324",
+    "3e-324",
+    "5e-324",
+    "-4.9406564584124654e-324",
+    "2.2250738585072011e-308",
+    "inf",
+    "-inf",
+]
 
 
 @pytest.mark.parametrize("text", FLOAT_TEXTS)
@@ -83,9 +124,11 @@ def test_floats_read_as_pythons_float(text):
 
 def test_random_floats_read_as_pythons_float():
     rng = random.Random(10)
-    texts = [f"{rng.choice(['', '-'])}{rng.randrange(10 ** rng.randrange(1, 25))}.{rng.randrange(10 ** 6)}"
-             f"e{rng.choice([rng.randrange(-340, -300), rng.randrange(300, 320), rng.randrange(-30, 30)])}"
-             for _ in range(2000)]
+    texts = [
+        f"{rng.choice(['', '-'])}{rng.randrange(10 ** rng.randrange(1, 25))}.{rng.randrange(10**6)}"
+        f"e{rng.choice([rng.randrange(-340, -300), rng.randrange(300, 320), rng.randrange(-30, 30)])}"
+        for _ in range(2000)
+    ]
     _, values, _ = parse_call(f"torch.f({', '.join(texts)})")
     assert [repr(v) for v in values] == [repr(float(t)) for t in texts]
 
@@ -125,13 +168,16 @@ def test_the_digit_limit_is_read_at_each_parse(int_digit_limit):
 
 
 # A lone surrogate, raw or escaped, is not a character: a syntax error at it.
-@pytest.mark.parametrize("line, column", [
-    ("torch.f(\ud800)", 9),
-    ('torch.f("é\udfff")', 11),
-    ('torch.f(1, x="\ud83d\ude00")', 15),  # a pair in a str is two lone surrogates
-    ('torch.f("a\\ud800")', 11),
-    ('torch.f("\\U0000dc00", "\\ud83d\\ude00")', 10),
-])
+@pytest.mark.parametrize(
+    "line, column",
+    [
+        ("torch.f(\ud800)", 9),
+        ('torch.f("é\udfff")', 11),
+        ('torch.f(1, x="\ud83d\ude00")', 15),  # a pair in a str is two lone surrogates
+        ('torch.f("a\\ud800")', 11),
+        ('torch.f("\\U0000dc00", "\\ud83d\\ude00")', 10),
+    ],
+)
 def test_lone_surrogates_are_syntax_errors(line, column):
     with pytest.raises(ConfigSyntaxError) as e:
         parse_call(line)
@@ -144,12 +190,16 @@ def test_characters_beyond_the_bmp_parse():
 
 
 # Dict keys: what Python can hash; a Call stands for a value that may be hashable.
-@pytest.mark.parametrize("line, column", [
-    ("torch.f({[1]: 2})", 10),
-    ("torch.f({1: 2, (1, {}): 3})", 16),
-    ("torch.f(x={(1, (2, [3])): 4})", 12),
-    ("torch.f({slice(1, [2], 3): 4})", 10),
-] + ([] if sys.version_info >= (3, 12) else [("torch.f({(1, slice(1, 2, 3)): 2})", 10)]))
+@pytest.mark.parametrize(
+    "line, column",
+    [
+        ("torch.f({[1]: 2})", 10),
+        ("torch.f({1: 2, (1, {}): 3})", 16),
+        ("torch.f(x={(1, (2, [3])): 4})", 12),
+        ("torch.f({slice(1, [2], 3): 4})", 10),
+    ]
+    + ([] if sys.version_info >= (3, 12) else [("torch.f({(1, slice(1, 2, 3)): 2})", 10)]),
+)
 def test_unhashable_dict_keys_are_syntax_errors(line, column):
     with pytest.raises(ConfigSyntaxError) as e:
         parse_call(line)
@@ -158,7 +208,7 @@ def test_unhashable_dict_keys_are_syntax_errors(line, column):
 
 
 def test_calls_are_dict_keys_whatever_they_hold():
-    (d,) = parse_call('torch.f({torch.Size([2, 3]): 1, a(b={1: [2]}, c=slice(1, 2, 3)): 2})')[1]
+    (d,) = parse_call("torch.f({torch.Size([2, 3]): 1, a(b={1: [2]}, c=slice(1, 2, 3)): 2})")[1]
     assert d[Call("torch.Size", [2, 3])] == 1
     assert d[Call("a", b={1: [2]}, c=slice(1, 2, 3))] == 2
     assert hash(Call("a", [1], k={1: 2})) == hash(Call("a", [1.0], k={True: 2.0}))  # equal, so hashed alike
@@ -180,8 +230,22 @@ def test_dict_keys_the_formatter_writes_parse_back():
 
 # The formatter's side: special numbers are written so that they read back.
 INF, NAN = float("inf"), float("nan")
-SPECIAL_NUMBERS = [INF, -INF, NAN, -0.0, 5e-324, 1.7976931348623157e308, 1e-320, complex(INF, NAN),
-                   complex(0.0, -INF), complex(-0.0, 5e-324), 2 ** 63, -2 ** 63 - 1, 10 ** 4299, -10 ** 4299]
+SPECIAL_NUMBERS = [
+    INF,
+    -INF,
+    NAN,
+    -0.0,
+    5e-324,
+    1.7976931348623157e308,
+    1e-320,
+    complex(INF, NAN),
+    complex(0.0, -INF),
+    complex(-0.0, 5e-324),
+    2**63,
+    -(2**63) - 1,
+    10**4299,
+    -(10**4299),
+]
 
 
 def test_special_numbers_format_and_parse_back(int_digit_limit):
@@ -189,7 +253,7 @@ def test_special_numbers_format_and_parse_back(int_digit_limit):
     line = format_call("torch.f", *SPECIAL_NUMBERS, x=INF)
     _, args, kwargs = parse_call(line)
     assert [repr(a) for a in args] == [repr(n) for n in SPECIAL_NUMBERS] and kwargs == {"x": INF}
-    assert format_call("torch.f", 10 ** 4300) == 'torch.f(Opaque("int"))'  # past the limit str() refuses
+    assert format_call("torch.f", 10**4300) == 'torch.f(Opaque("int"))'  # past the limit str() refuses
 
 
 def test_traced_special_numbers_parse_back(out, int_digit_limit):
@@ -200,7 +264,7 @@ def test_traced_special_numbers_parse_back(out, int_digit_limit):
         torch.clamp(x, min=-INF, max=INF)
         x.add(NAN).mul(1e308).mul(5e-324)
         with pytest.raises(OverflowError):
-            torch.add(x, 10 ** 5000)
+            torch.add(x, 10**5000)
     lines = trace_lines(out)
     int_digit_limit(5000)
     with pytest.raises(ConfigSyntaxError, match="sys.set_int_max_str_digits"):
@@ -209,14 +273,14 @@ def test_traced_special_numbers_parse_back(out, int_digit_limit):
     for line in lines:
         api, args, kwargs = parse_call(line)
         assert format_call(api, *args, **kwargs) == line
-    assert parse_call(lines[-1])[1] == [TensorSpec([2], "float32"), 10 ** 5000]
+    assert parse_call(lines[-1])[1] == [TensorSpec([2], "float32"), 10**5000]
     assert [line for line in lines if "inf" in line or "nan" in line or "e-324" in line] == [
         "torch.full((2,), inf)",
-        "torch.ops.aten.full.default([2], inf, device=torch.device(\"cpu\"), pin_memory=False)",
-        "torch.clamp(Tensor([2], \"float32\"), min=-inf, max=inf)",
-        "torch.ops.aten.clamp.default(Tensor([2], \"float32\"), -inf, inf)",
-        "torch.Tensor.add(Tensor([2], \"float32\"), nan)",
-        "torch.ops.aten.add.Tensor(Tensor([2], \"float32\"), nan)",
-        "torch.Tensor.mul(Tensor([2], \"float32\"), 5e-324)",
-        "torch.ops.aten.mul.Tensor(Tensor([2], \"float32\"), 5e-324)",
+        'torch.ops.aten.full.default([2], inf, device=torch.device("cpu"), pin_memory=False)',
+        'torch.clamp(Tensor([2], "float32"), min=-inf, max=inf)',
+        'torch.ops.aten.clamp.default(Tensor([2], "float32"), -inf, inf)',
+        'torch.Tensor.add(Tensor([2], "float32"), nan)',
+        'torch.ops.aten.add.Tensor(Tensor([2], "float32"), nan)',
+        'torch.Tensor.mul(Tensor([2], "float32"), 5e-324)',
+        'torch.ops.aten.mul.Tensor(Tensor([2], "float32"), 5e-324)',
     ]

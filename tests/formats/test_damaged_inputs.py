@@ -14,6 +14,7 @@ or exit 0 in silence (a file the command does not read); never a traceback.
 FIFOs, which would block a reader for ever, are tried in subprocesses with
 a timeout; so is a real killed run.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,18 +28,24 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
-
-from support import CLI
 import torch
 import yaml
 
 from api_tracer import APITracer
 from api_tracer.cli import main
+from support import CLI
 
 COMMANDS = ("merge", "stats", "report")
 KINDS = {"merged": "", "split": "_level_0"}  # the set damaged, by the suffix of its files
-FILES = ("api_statistics.yaml", "api_configs.yaml", "api_stacks.yaml", "api_value_ranges.yaml", "api_trace.txt",
-         "api_trace.yaml", "api_apis.txt")
+FILES = (
+    "api_statistics.yaml",
+    "api_configs.yaml",
+    "api_stacks.yaml",
+    "api_value_ranges.yaml",
+    "api_trace.txt",
+    "api_trace.yaml",
+    "api_apis.txt",
+)
 SUMMARY_YAML = ("api_stacks.yaml", "api_value_ranges.yaml")
 TRACE = ("api_trace.txt", "api_trace.yaml")
 
@@ -56,8 +63,13 @@ def program() -> None:
 def base(tmp_path_factory) -> Dict[str, Path]:
     top = tmp_path_factory.mktemp("base")
     for kind in KINDS:
-        with APITracer(output_path=str(top / kind), levels=[0, 1], merge_output=kind == "merged", record_stack=True,
-                       value_ranges=True):
+        with APITracer(
+            output_path=str(top / kind),
+            levels=[0, 1],
+            merge_output=kind == "merged",
+            record_stack=True,
+            value_ranges=True,
+        ):
             program()
     return {kind: top / kind for kind in KINDS}
 
@@ -82,7 +94,7 @@ def cut_at_line(data: bytes, i: int) -> bytes:
 def cut_inside_line(data: bytes, i: int) -> bytes:
     """The first i lines, and half of the next (without its newline)."""
     lines = lines_of(data)
-    return b"".join(lines[:i]) + lines[i][:max(1, len(lines[i]) // 2)].rstrip(b"\n")
+    return b"".join(lines[:i]) + lines[i][: max(1, len(lines[i]) // 2)].rstrip(b"\n")
 
 
 def middle(data: bytes) -> int:
@@ -95,7 +107,7 @@ def cut_after_a_key(data: bytes) -> bytes:
     (A cut between two entries leaves a file that is whole: docs/cli.md.)"""
     lines = lines_of(data)
     keys = [i for i, line in enumerate(lines) if line.rstrip(b"\n").endswith(b":")]
-    return b"".join(lines[:keys[len(keys) // 2] + 1])
+    return b"".join(lines[: keys[len(keys) // 2] + 1])
 
 
 def insert_line(data: bytes, line: bytes) -> bytes:
@@ -132,8 +144,9 @@ GENERIC: Dict[str, Callable[[bytes], bytes]] = {
 def stats_file(counts: List[Tuple[str, int]]) -> str:
     """A statistics file as the writer writes it (but for its order)."""
     total = sum(n for _, n in counts)
-    return (f"Total APIs: {len(counts)}\nTotal API calls: {total}\n\n"
-            + "".join(f"{api}: {n} ({100.0 * n / total:.2f}%)\n" for api, n in counts))
+    return f"Total APIs: {len(counts)}\nTotal API calls: {total}\n\n" + "".join(
+        f"{api}: {n} ({100.0 * n / total:.2f}%)\n" for api, n in counts
+    )
 
 
 def stats_edit(text: str, how: str) -> str:
@@ -148,7 +161,7 @@ def stats_edit(text: str, how: str) -> str:
     elif how == "negative_count":
         lines[3] = f"{api}: -1 {share}"
     elif how == "count_above_2_64":  # the totals and shares made to add up
-        return stats_file([(api, 2 ** 64)] + counts[1:])
+        return stats_file([(api, 2**64)] + counts[1:])
     elif how == "calls_do_not_add_up":
         lines[1] = f"Total API calls: {sum(c for _, c in counts) + 1}"
     elif how == "apis_do_not_add_up":
@@ -165,10 +178,22 @@ def stats_edit(text: str, how: str) -> str:
 
 
 TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
-    "api_statistics.yaml": {how: (lambda t, how=how: stats_edit(t, how)) for how in (
-        "no_totals", "string_count", "negative_count", "count_above_2_64", "calls_do_not_add_up",
-        "apis_do_not_add_up", "an_api_twice", "a_share_that_is_not_its_own", "a_list", "an_api_with_a_nul",
-        "an_api_with_a_terminal_escape")},
+    "api_statistics.yaml": {
+        how: (lambda t, how=how: stats_edit(t, how))
+        for how in (
+            "no_totals",
+            "string_count",
+            "negative_count",
+            "count_above_2_64",
+            "calls_do_not_add_up",
+            "apis_do_not_add_up",
+            "an_api_twice",
+            "a_share_that_is_not_its_own",
+            "a_list",
+            "an_api_with_a_nul",
+            "an_api_with_a_terminal_escape",
+        )
+    },
     "api_configs.yaml": {
         "a_line_that_does_not_parse": lambda t: t + 'torch.add(Tensor([2, 3], "float32"\n',
         "a_line_of_python": lambda t: t + '__import__("os").system("true")\n',
@@ -189,7 +214,7 @@ TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
         "a_mapping": lambda t: "config: torch.ones(2)\n",
         "no_ranges": lambda t: "- config: torch.ones(2)\n  values:\n    args[0]: [1]\n",  # KeyError, before
         "ranges_of_strings": lambda t: "- config: torch.ones(2)\n  ranges:\n    args[0]: [a, b]\n",
-        "a_range_past_int64": lambda t: f"- config: torch.ones(2)\n  ranges:\n    args[0]: [0, {2 ** 70}]\n",
+        "a_range_past_int64": lambda t: f"- config: torch.ones(2)\n  ranges:\n    args[0]: [0, {2**70}]\n",
         "a_range_backwards": lambda t: "- config: torch.ones(2)\n  ranges:\n    args[0]: [5, 1]\n",
         "a_value_outside": lambda t: "- config: f(1)\n  ranges:\n    args[0]: [0, 1]\n  values:\n    args[0]: [7]\n",
         "a_config_that_does_not_parse": lambda t: "- config: torch.ones(\n  ranges:\n    args[0]: [0, 1]\n",
@@ -199,8 +224,9 @@ TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
     },
     "api_trace.txt": {
         "crlf_line_endings": lambda t: t.replace("\n", "\r\n"),
-        "another_api": lambda t: "\n".join(line if i != len(t.split("\n")) // 2 else "torch.nothing(1)"
-                                           for i, line in enumerate(t.split("\n"))),
+        "another_api": lambda t: "\n".join(
+            line if i != len(t.split("\n")) // 2 else "torch.nothing(1)" for i, line in enumerate(t.split("\n"))
+        ),
     },
     "api_trace.yaml": {
         "another_api": lambda t: re.sub(r"\n- api: [^\n]*", "\n- api: torch.nothing", t, count=1),
@@ -214,9 +240,13 @@ LEVEL_DAMAGE = ("a_bad_level", "a_negative_level", "a_level_past_the_last", "a_l
 
 SPECIAL = ("missing", "a_directory", "a_link_to_nothing", "a_link_to_dev_null")
 
-CASES: List[Tuple[str, str, str]] = [(kind, name, how) for kind in KINDS for name in FILES
-                                     for how in list(GENERIC) + list(TYPED.get(name, {})) + list(SPECIAL)
-                                     if not (kind == "split" and how in LEVEL_DAMAGE)]  # one level: no level field
+CASES: List[Tuple[str, str, str]] = [
+    (kind, name, how)
+    for kind in KINDS
+    for name in FILES
+    for how in list(GENERIC) + list(TYPED.get(name, {})) + list(SPECIAL)
+    if not (kind == "split" and how in LEVEL_DAMAGE)
+]  # one level: no level field
 
 
 def damage(path: Path, name: str, how: str) -> None:
@@ -258,9 +288,13 @@ def reads(command: str, kind: str, name: str) -> bool:
 
 def looks_at(command: str, kind: str, name: str) -> bool:
     """Whether `command` looks at what is there (a regular file or not)."""
-    return reads(command, kind, name) or (command == "stats" and (
-        name == "api_trace.txt"  # its trace_limit note
-        or (kind == "merged" and name == "api_trace.yaml")))  # a merged trace's calls per level
+    return reads(command, kind, name) or (
+        command == "stats"
+        and (
+            name == "api_trace.txt"  # its trace_limit note
+            or (kind == "merged" and name == "api_trace.yaml")
+        )
+    )  # a merged trace's calls per level
 
 
 def apis_left_without_configs(directory: Path, suffix: str) -> bool:
@@ -277,14 +311,20 @@ def whole_looking(name: str, text: str) -> bool:
     data = yaml.safe_load(text)
     if name == "api_stacks.yaml":
         return isinstance(data, dict) and all(
-            isinstance(e, dict) and set(e) == {"3stacks"} and isinstance(e["3stacks"], list)
+            isinstance(e, dict)
+            and set(e) == {"3stacks"}
+            and isinstance(e["3stacks"], list)
             and all(isinstance(st, list) and all(isinstance(f, str) for f in st) for st in e["3stacks"])
-            for e in data.values())
+            for e in data.values()
+        )
     return isinstance(data, list) and all(
-        isinstance(e, dict) and isinstance(e.get("config"), str) and isinstance(e.get("ranges"), dict)
+        isinstance(e, dict)
+        and isinstance(e.get("config"), str)
+        and isinstance(e.get("ranges"), dict)
         and all(isinstance(r, list) and len(r) == 2 for r in e["ranges"].values())
         and all(e[k] is not None for k in e)
-        for e in data)
+        for e in data
+    )
 
 
 def expected(command: str, kind: str, name: str, how: str, directory: Path) -> Tuple[str, str]:
@@ -307,11 +347,19 @@ def expected(command: str, kind: str, name: str, how: str, directory: Path) -> T
         return "ok", ""
     if name in TRACE and how.startswith("cut_"):
         return "warning", path  # a cut trace is repaired
-    if name == "api_apis.txt" and how in ("cut_to_0_bytes", "cut_after_the_first_line", "cut_at_a_middle_line",
-                                          "cut_before_the_last_line"):
+    if name == "api_apis.txt" and how in (
+        "cut_to_0_bytes",
+        "cut_after_the_first_line",
+        "cut_at_a_middle_line",
+        "cut_before_the_last_line",
+    ):
         return "warning", path  # names the statistics count are missing: said, and counted
-    if name == "api_configs.yaml" and how in ("cut_to_0_bytes", "cut_after_the_first_line", "cut_at_a_middle_line",
-                                              "cut_before_the_last_line"):
+    if name == "api_configs.yaml" and how in (
+        "cut_to_0_bytes",
+        "cut_after_the_first_line",
+        "cut_at_a_middle_line",
+        "cut_before_the_last_line",
+    ):
         # a configs file cut between lines still parses: an API left without
         # a config line is said; otherwise the cut cannot be told
         return ("warning", path) if apis_left_without_configs(directory, suffix) else ("ok", "")
@@ -325,9 +373,11 @@ def expected(command: str, kind: str, name: str, how: str, directory: Path) -> T
 
 
 def run(capsys, command: str, directory: Path, work: Path) -> Tuple[int, str]:
-    argv = {"merge": ["merge", str(directory), "-o", str(work / "out")],
-            "stats": ["stats", str(directory)],
-            "report": ["report", str(directory), "-o", str(work / "r.html")]}[command]
+    argv = {
+        "merge": ["merge", str(directory), "-o", str(work / "out")],
+        "stats": ["stats", str(directory)],
+        "report": ["report", str(directory), "-o", str(work / "r.html")],
+    }[command]
     code = main(argv)
     return code, capsys.readouterr().err
 
@@ -375,9 +425,21 @@ def test_a_damaged_file(base, tmp_path, capsys, kind, name, how):
 def test_the_corpus_holds_every_kind_of_damage():
     hows = {how for _, _, how in CASES}
     assert len(CASES) > 200
-    assert {"cut_to_0_bytes", "cut_inside_a_middle_line", "cut_at_a_middle_line", "junk_bytes", "not_utf8",
-            "count_above_2_64", "negative_count", "string_count", "a_list", "a_mapping", "calls_do_not_add_up",
-            "missing", "a_directory"} <= hows
+    assert {
+        "cut_to_0_bytes",
+        "cut_inside_a_middle_line",
+        "cut_at_a_middle_line",
+        "junk_bytes",
+        "not_utf8",
+        "count_above_2_64",
+        "negative_count",
+        "string_count",
+        "a_list",
+        "a_mapping",
+        "calls_do_not_add_up",
+        "missing",
+        "a_directory",
+    } <= hows
 
 
 # -- the issue's cases, with their messages --------------------------------------------------
@@ -392,11 +454,16 @@ def healthy(base, tmp_path, kind="merged") -> Path:
 def test_statistics_without_their_totals_are_refused(base, tmp_path, capsys):
     directory = healthy(base, tmp_path)
     (directory / "api_statistics.yaml").write_text("add: 5\nmul: 3\nsub: 2\n")
-    for argv in (["merge", str(directory), "-o", str(tmp_path / "out")], ["stats", str(directory)],
-                 ["report", str(directory), "-o", str(tmp_path / "r.html")]):
+    for argv in (
+        ["merge", str(directory), "-o", str(tmp_path / "out")],
+        ["stats", str(directory)],
+        ["report", str(directory), "-o", str(tmp_path / "r.html")],
+    ):
         assert main(argv) == 2
-        assert capsys.readouterr().err == (f"api-tracer: {directory}/api_statistics.yaml:1: expected 'Total APIs: N' "
-                                           "(the file's totals), not 'add: 5'\n")
+        assert capsys.readouterr().err == (
+            f"api-tracer: {directory}/api_statistics.yaml:1: expected 'Total APIs: N' "
+            "(the file's totals), not 'add: 5'\n"
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -405,7 +472,7 @@ def test_a_cut_trace_merges_into_two_files_that_agree(base, tmp_path, capsys):
     trace = directory / "api_trace.yaml"
     text = trace.read_text()
     header = text.index("\n- api: ", len(text) // 2) + 1  # a record after the middle
-    trace.write_text(text[:header + 11])  # cut inside its first line
+    trace.write_text(text[: header + 11])  # cut inside its first line
     kept = len(yaml.safe_load(text[:header]))
     lines = (directory / "api_trace.txt").read_text().splitlines()
     assert main(["merge", str(directory), "-o", str(tmp_path / "out")]) == 0
@@ -413,7 +480,8 @@ def test_a_cut_trace_merges_into_two_files_that_agree(base, tmp_path, capsys):
         f"api-tracer: warning: {directory}/api_trace.txt:{kept + 1} and {trace}:{text[:header].count(chr(10)) + 1}: "
         f"{len(lines) - kept} lines and 1 record from there on are left out of the merge: the trace's two files end "
         "at different records, or inside one (a killed run, or a copy of a running one); the "
-        f"{kept} records both hold whole are read\n")
+        f"{kept} records both hold whole are read\n"
+    )
     merged = tmp_path / "out"
     assert (merged / "api_trace.txt").read_text().splitlines() == lines[:kept]
     check_agree(merged)
@@ -438,13 +506,15 @@ def test_report_without_configs_and_merge_of_bad_stacks_and_ranges(base, tmp_pat
     directory = healthy(base, tmp_path)
     (directory / "api_configs.yaml").unlink()
     assert main(["report", str(directory), "-o", str(tmp_path / "r.html")]) == 2
-    assert capsys.readouterr().err == (f"api-tracer: {directory}/api_configs.yaml: no such file: a file set has one "
-                                       "beside its api_statistics file\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: {directory}/api_configs.yaml: no such file: a file set has one beside its api_statistics file\n"
+    )
     shutil.copy(base["merged"] / "api_configs.yaml", directory)
     (directory / "api_stacks.yaml").write_text("torch.add: 5\n")
     assert main(["merge", str(directory), "-o", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err == (f"api-tracer: {directory}/api_stacks.yaml:1: expected the entry of torch.add, "
-                                       "a mapping\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: {directory}/api_stacks.yaml:1: expected the entry of torch.add, a mapping\n"
+    )
     shutil.copy(base["merged"] / "api_stacks.yaml", directory)
     (directory / "api_value_ranges.yaml").write_text("- config: torch.ones(2)\n  values:\n    args[0]: [1]\n")
     assert main(["merge", str(directory), "-o", str(tmp_path / "out")]) == 2
@@ -454,7 +524,7 @@ def test_report_without_configs_and_merge_of_bad_stacks_and_ranges(base, tmp_pat
 def test_counts_up_to_what_the_writers_hold(base, tmp_path, capsys):
     directory = healthy(base, tmp_path)
     stats = directory / "api_statistics.yaml"
-    big = 2 ** 63 + 1  # no trouble: the writers count in 64 bits, unsigned
+    big = 2**63 + 1  # no trouble: the writers count in 64 bits, unsigned
     stats.write_text(f"Total APIs: 2\nTotal API calls: {big + 1}\n\ntorch.add: {big} (100.00%)\ntorch.mul: 1 (0.00%)\n")
     assert main(["stats", str(directory)]) == 0
     assert f"2 APIs, {big + 1} calls" in capsys.readouterr().out
@@ -465,17 +535,21 @@ def test_counts_up_to_what_the_writers_hold(base, tmp_path, capsys):
     shutil.copytree(directory, twice / "a")
     shutil.copytree(directory, twice / "b")
     assert main(["merge", str(twice), "-o", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err == (f"api-tracer: {twice}/b/api_statistics.yaml:4: torch.add: the sets' counts add "
-                                       "up past 2^64 - 1, more than the writers hold\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: {twice}/b/api_statistics.yaml:4: torch.add: the sets' counts add "
+        "up past 2^64 - 1, more than the writers hold\n"
+    )
 
 
 def test_files_of_a_set_without_its_statistics_are_said(base, tmp_path, capsys):
     directory = healthy(base, tmp_path, "split")
     (directory / "api_statistics_level_0.yaml").unlink()
     assert main(["stats", str(directory)]) == 0
-    assert capsys.readouterr().err == (f"api-tracer: warning: {directory}/api_statistics_level_0.yaml: missing beside "
-                                       "api_apis_level_0.txt and 5 more: without it the files are not a file set, "
-                                       "and are not read\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: warning: {directory}/api_statistics_level_0.yaml: missing beside "
+        "api_apis_level_0.txt and 5 more: without it the files are not a file set, "
+        "and are not read\n"
+    )
 
 
 # -- outputs -------------------------------------------------------------------------------
@@ -485,18 +559,21 @@ def test_outputs_that_cannot_be_written(base, tmp_path, capsys):
     directory = healthy(base, tmp_path)
     (tmp_path / "afile").write_text("")
     assert main(["report", str(directory), "-o", str(tmp_path / "afile" / "x.html")]) == 2
-    assert capsys.readouterr().err == (f"api-tracer: {tmp_path}/afile/x.html: cannot write here: {tmp_path}/afile is "
-                                       "not a directory\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: {tmp_path}/afile/x.html: cannot write here: {tmp_path}/afile is not a directory\n"
+    )
     assert main(["report", str(directory), "-o", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"api-tracer: {tmp_path}: a directory: the report is one HTML file\n"
     assert main(["report", str(directory), "-o", "/dev/full"]) == 2
     assert capsys.readouterr().err == "api-tracer: /dev/full: cannot write: No space left on device\n"
     assert main(["merge", str(directory), "-o", str(tmp_path / "afile" / "x")]) == 2
-    assert capsys.readouterr().err == (f"api-tracer: {tmp_path}/afile/x: cannot make this directory: "
-                                       f"{tmp_path}/afile is not a directory\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: {tmp_path}/afile/x: cannot make this directory: {tmp_path}/afile is not a directory\n"
+    )
     assert main(["merge", str(directory), "-o", str(tmp_path / "afile")]) == 2
-    assert capsys.readouterr().err == (f"api-tracer: {tmp_path}/afile: not a directory: the merged set is written "
-                                       "into a directory\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: {tmp_path}/afile: not a directory: the merged set is written into a directory\n"
+    )
 
 
 @pytest.mark.parametrize("name", ["api_trace.txt", "api_configs.yaml"])
@@ -514,8 +591,10 @@ def test_a_merge_onto_a_full_disk(base, tmp_path, capsys, name):
         assert err == f"api-tracer: {out}/api_trace.txt: cannot write: No space left on device\n"
         assert sorted(os.listdir(out)) == []  # the temporary files are gone, nothing was put in place
     else:
-        assert err == (f"api-tracer: {out}: cannot write the merged set: writing {out}/api_configs.yaml failed: "
-                       "No space left on device\n")
+        assert err == (
+            f"api-tracer: {out}: cannot write the merged set: writing {out}/api_configs.yaml failed: "
+            "No space left on device\n"
+        )
 
 
 # -- in subprocesses: FIFOs, a killed run ------------------------------------------------------
@@ -528,10 +607,15 @@ def cli(*args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
         pytest.fail(f"api-tracer {' '.join(args)} blocked")
 
 
-@pytest.mark.parametrize("name,commands,link", [("api_statistics.yaml", COMMANDS, False),
-                                                ("api_trace.yaml", ("merge",), False),
-                                                ("api_configs.yaml", ("report",), False),
-                                                ("api_stacks.yaml", ("report",), True)])
+@pytest.mark.parametrize(
+    "name,commands,link",
+    [
+        ("api_statistics.yaml", COMMANDS, False),
+        ("api_trace.yaml", ("merge",), False),
+        ("api_configs.yaml", ("report",), False),
+        ("api_stacks.yaml", ("report",), True),
+    ],
+)
 def test_a_fifo_blocks_nothing(base, tmp_path, name, commands, link):
     """A FIFO (or a link to one) where a file of the set should be: a
     reader that opened it would wait for a writer for ever."""
@@ -541,12 +625,17 @@ def test_a_fifo_blocks_nothing(base, tmp_path, name, commands, link):
     if link:
         (directory / name).symlink_to(tmp_path / "fifo")
     for command in commands:
-        args = {"merge": ["merge", str(directory), "-o", str(tmp_path / "out")], "stats": ["stats", str(directory)],
-                "report": ["report", str(directory), "-o", str(tmp_path / "r.html")]}[command]
+        args = {
+            "merge": ["merge", str(directory), "-o", str(tmp_path / "out")],
+            "stats": ["stats", str(directory)],
+            "report": ["report", str(directory), "-o", str(tmp_path / "r.html")],
+        }[command]
         r = cli(*args)
         assert "Traceback" not in r.stderr
-        assert (r.returncode, r.stderr) == (2, f"api-tracer: {directory / name}: a FIFO, not a regular file: only "
-                                               "regular files are read\n")
+        assert (r.returncode, r.stderr) == (
+            2,
+            f"api-tracer: {directory / name}: a FIFO, not a regular file: only regular files are read\n",
+        )
 
 
 LOOP = """
@@ -560,8 +649,9 @@ with APITracer(output_path="out", levels=[0, 1], merge_output=True, snapshot_int
 
 def test_a_killed_run_merges_reports_and_counts(tmp_path, capsys):
     (tmp_path / "loop.py").write_text(LOOP)
-    proc = subprocess.Popen([sys.executable, "loop.py"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "loop.py"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         trace = tmp_path / "out" / "api_trace.yaml"
         deadline = time.monotonic() + 120
@@ -574,8 +664,11 @@ def test_a_killed_run_merges_reports_and_counts(tmp_path, capsys):
         proc.kill()
         proc.wait()
     out = tmp_path / "out"
-    for argv in (["merge", str(out), "-o", str(tmp_path / "m")], ["stats", str(out)],
-                 ["report", str(out), "-o", str(tmp_path / "r.html")]):
+    for argv in (
+        ["merge", str(out), "-o", str(tmp_path / "m")],
+        ["stats", str(out)],
+        ["report", str(out), "-o", str(tmp_path / "r.html")],
+    ):
         assert main(argv) == 0
         err = capsys.readouterr().err
         assert "Traceback" not in err
@@ -585,12 +678,15 @@ def test_a_killed_run_merges_reports_and_counts(tmp_path, capsys):
     assert len((tmp_path / "m" / "api_trace.txt").read_text().splitlines()) > 1000
 
 
-@pytest.mark.parametrize("content,message", [
-    (b'{"rows": [1], "total_ns": 5}', "not a profile as Profile.export_json writes it (TypeError: "),
-    (b'{"rows": [{"name": "m"}], "total_ns": 5}', "not a profile as Profile.export_json writes it (KeyError: "),
-    (b'\xff{"rows": []}', "report: cannot read "),
-    (b'[' * 100000, "report: cannot read "),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b'{"rows": [1], "total_ns": 5}', "not a profile as Profile.export_json writes it (TypeError: "),
+        (b'{"rows": [{"name": "m"}], "total_ns": 5}', "not a profile as Profile.export_json writes it (KeyError: "),
+        (b'\xff{"rows": []}', "report: cannot read "),
+        (b"[" * 100000, "report: cannot read "),
+    ],
+)
 def test_a_damaged_profile(tmp_path, capsys, content, message):
     (tmp_path / "p.json").write_bytes(content)
     assert main(["report", str(tmp_path / "p.json"), "-o", str(tmp_path / "r.html")]) == 2
@@ -607,8 +703,9 @@ def test_a_link_to_a_set_directory_is_followed_once(base, tmp_path, capsys):
     (top / "rank-1").symlink_to(tmp_path / "elsewhere")  # left out without a word, before
     (top / "rank-2").symlink_to(top / "rank-0")  # the same set again: read once
     assert main(["merge", str(top), "-o", str(tmp_path / "out")]) == 0
-    assert capsys.readouterr().err == (f"api-tracer: warning: {top / 'rank-2'}: the directory {top / 'rank-0'} "
-                                       "again (a link): read once\n")
+    assert capsys.readouterr().err == (
+        f"api-tracer: warning: {top / 'rank-2'}: the directory {top / 'rank-0'} again (a link): read once\n"
+    )
     one = (base["merged"] / "api_statistics.yaml").read_text().split("\n")[1]
     merged = (tmp_path / "out" / "api_statistics.yaml").read_text().split("\n")[1]
     assert int(merged.split(": ")[1]) == 2 * int(one.split(": ")[1])

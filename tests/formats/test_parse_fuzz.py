@@ -3,6 +3,7 @@ parse or raise ConfigSyntaxError with a column inside the line. Any other
 exception (TypeError, SystemError, RecursionError, another ValueError) or a
 crash is a bug. What parses, format_call writes as a line that reads back
 to the same values (so formats to the same text)."""
+
 import random
 
 import pytest
@@ -18,10 +19,40 @@ MUTANTS = 5000
 BRACKETS = "()[]{}"
 QUOTES = "\"'"
 CHARS = BRACKETS + QUOTES + ",:=.-+ej0123456789 \\xuUnaif_Tt" + "é😀\x00\t"
-SPLICES = ["\ud800", "\udfff", "\\ud800", "\\U0000dc00", "\\x", "\\u12", "9" * 4301, "-" + "9" * 20000,
-           "1e309", "-1e309j", "1e-400", "e999999", "e" + "9" * 40, "." + "0" * 400 + "1", "inf", "nanj",
-           "[" * 300, "(" * 300 + "1", "{[1]: 2}", "{(1, {}): 2}", "slice(1, [2], 3)", "Tensor(", "name=",
-           "self=", "api=", "x=1", "...", "(1+2j)", "(1e309-1e309j)", "torch.Size([2])", "None", "True"]
+SPLICES = [
+    "\ud800",
+    "\udfff",
+    "\\ud800",
+    "\\U0000dc00",
+    "\\x",
+    "\\u12",
+    "9" * 4301,
+    "-" + "9" * 20000,
+    "1e309",
+    "-1e309j",
+    "1e-400",
+    "e999999",
+    "e" + "9" * 40,
+    "." + "0" * 400 + "1",
+    "inf",
+    "nanj",
+    "[" * 300,
+    "(" * 300 + "1",
+    "{[1]: 2}",
+    "{(1, {}): 2}",
+    "slice(1, [2], 3)",
+    "Tensor(",
+    "name=",
+    "self=",
+    "api=",
+    "x=1",
+    "...",
+    "(1+2j)",
+    "(1e309-1e309j)",
+    "torch.Size([2])",
+    "None",
+    "True",
+]
 
 
 def _source_lines(tmp_path):
@@ -35,10 +66,32 @@ def _source_lines(tmp_path):
         cnn()
     lines = trace_lines(out)
     lines += (GOLDEN / "seed_example" / "expected" / "api_trace.txt").read_text().splitlines()
-    lines.append(format_call(
-        "torch.f", torch.zeros(2, 3).t(), None, True, -7, 2 ** 80, 0.1, -0.0, float("inf"), float("nan"),
-        1 + 2j, complex(0, -float("inf")), "a \"q\" \\ é\n\x01", ..., [1, (2,)], (), {"k": 1, 2: [3]},
-        slice(None, 2, None), torch.float16, torch.device("cpu"), torch.Size([2, 3]), x=torch.channels_last))
+    lines.append(
+        format_call(
+            "torch.f",
+            torch.zeros(2, 3).t(),
+            None,
+            True,
+            -7,
+            2**80,
+            0.1,
+            -0.0,
+            float("inf"),
+            float("nan"),
+            1 + 2j,
+            complex(0, -float("inf")),
+            'a "q" \\ é\n\x01',
+            ...,
+            [1, (2,)],
+            (),
+            {"k": 1, 2: [3]},
+            slice(None, 2, None),
+            torch.float16,
+            torch.device("cpu"),
+            torch.Size([2, 3]),
+            x=torch.channels_last,
+        )
+    )
     return sorted(set(lines))
 
 
@@ -47,16 +100,16 @@ def _mutate(line: str, rng: random.Random) -> str:
         i = rng.randrange(len(line) + 1)
         kind = rng.randrange(7)
         if kind == 0:  # delete a run
-            line = line[:i] + line[i + rng.randint(1, 3):]
+            line = line[:i] + line[i + rng.randint(1, 3) :]
         elif kind == 1:  # duplicate a run
-            line = line[:i] + line[i:i + rng.randint(1, 8)] + line[i:]
+            line = line[:i] + line[i : i + rng.randint(1, 8)] + line[i:]
         elif kind == 2:  # insert a character
             line = line[:i] + rng.choice(CHARS) + line[i:]
         elif kind == 3:  # swap a bracket or a quote for another
             spots = [j for j, c in enumerate(line) if c in BRACKETS + QUOTES]
             if spots:
                 j = rng.choice(spots)
-                line = line[:j] + rng.choice(QUOTES if line[j] in QUOTES else BRACKETS) + line[j + 1:]
+                line = line[:j] + rng.choice(QUOTES if line[j] in QUOTES else BRACKETS) + line[j + 1 :]
         elif kind == 4:  # insert a troublesome token
             line = line[:i] + rng.choice(SPLICES) + line[i:]
         elif kind == 5:  # a number's digits or exponent grown huge

@@ -1,13 +1,14 @@
 """Where configs came from: api_config_sources.yaml as the tracer writes
 it, as merge keeps it, and as damaged files are refused."""
+
 from __future__ import annotations
 
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
-import shutil
 from pathlib import Path
 
 import pytest
@@ -38,9 +39,9 @@ def by_config(directory: Path) -> dict:
     return {e["config"]: e for e in sources(directory)["configs"]}
 
 
-ADD = lambda x: torch.add(x, x)  # noqa: E731
-MUL = lambda x: torch.mul(x, 2)  # noqa: E731
-SUM = lambda x: torch.sum(x)  # noqa: E731
+ADD = lambda x: torch.add(x, x)  # noqa: E731 - workloads of one line, named
+MUL = lambda x: torch.mul(x, 2)  # noqa: E731 - workloads of one line, named
+SUM = lambda x: torch.sum(x)  # noqa: E731 - workloads of one line, named
 
 
 def test_a_labelled_set_counts_each_config_as_its_trace_does(tmp_path):
@@ -89,8 +90,7 @@ def test_sources_beyond_the_bound_are_counted_and_shared_ones_bounded(tmp_path):
     assert main(["merge", str(tmp_path / "in"), "-o", str(tmp_path / "m")]) == 0
     (entry,) = [e for e in sources(tmp_path / "m")["configs"] if e["config"].startswith("torch.add")]
     assert entry["sources"] == len(labels) and "at_most" not in entry
-    assert entry["from"] == {label: i + 1 for i, label in enumerate(labels)
-                             if i >= len(labels) - MAX_LISTED}
+    assert entry["from"] == {label: i + 1 for i, label in enumerate(labels) if i >= len(labels) - MAX_LISTED}
     # merged again with one of its own sources: how many distinct ones is no longer known exactly
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "in" / "model0"), "-o", str(tmp_path / "m2")]) == 0
     (again,) = [e for e in sources(tmp_path / "m2")["configs"] if e["config"].startswith("torch.add")]
@@ -117,6 +117,7 @@ def _edit_line(n: int, old: str, new: str):
         assert old in lines[n - 1], (old, lines[n - 1])
         lines[n - 1] = lines[n - 1].replace(old, new, 1)
         return "\n".join(lines)
+
     return edit
 
 
@@ -129,7 +130,7 @@ DAMAGE = {
     "nan_calls": (_edit_line(4, '"calls": 1,', '"calls": NaN,'), 4, "not a value of the format"),
     "negative_calls": (_edit_line(4, '"calls": 1,', '"calls": -1,'), 4, "a count is 0 or more"),
     "a_bool_for_calls": (_edit_line(4, '"calls": 1,', '"calls": true,'), 4, "calls must be a whole number from 1"),
-    "huge_calls": (_edit_line(4, '"calls": 1,', f'"calls": {2 ** 64},'), 4, "2^64 - 1"),
+    "huge_calls": (_edit_line(4, '"calls": 1,', f'"calls": {2**64},'), 4, "2^64 - 1"),
     "another_field": (_edit_line(4, '"sources": 1,', '"sources": 1, "x": 1,'), 4, "a record has the fields"),
     "deep_nesting": (_edit_line(4, '"from": {', '"from": ' + "[" * 100000), 4, "not a record"),
     "labels_not_adding_up": (_edit_line(2, '"calls": 3}', '"calls": 4}'), 3, "add up to 3, the labels' to 4"),
@@ -138,15 +139,24 @@ DAMAGE = {
     "no_configs_head": (lambda t: t.replace("configs:\n", ""), 3, "a record has the fields label, calls, not config"),
     "no_labels_head": (lambda t: t.replace("labels:\n", ""), 1, "expected 'labels:'"),
     "sources_beyond_the_labels": (_edit_line(4, '"sources": 1,', '"sources": 2,'), 4, "more than the 1 labels"),
-    "sources_beyond_them_at_most": (_edit_line(4, '"sources": 1,', f'"sources": {2 ** 63}, "at_most": true,'), 4,
-                                    "more than the 1 labels"),
+    "sources_beyond_them_at_most": (
+        _edit_line(4, '"sources": 1,', f'"sources": {2**63}, "at_most": true,'),
+        4,
+        "more than the 1 labels",
+    ),
     "a_config_without_its_api": (_edit_line(4, '"config": "torch', '"config": "(torch'), 4, "no API before"),
     "a_config_with_a_newline": (_edit_line(4, '"config": "torch', '"config": "\\ntorch'), 4, "control character"),
-    "many_keys": (_edit_line(4, '"sources": 1,', "".join(f'"k{i}": 1, ' for i in range(200000)) + '"sources": 1,'),
-                  4, "more fields than a record has"),
-    "configs_head_without_configs": (lambda t: t[:t.index("configs:\n") + len("configs:\n")], 3,
-                                     "'configs:' with no config after it"),
-    "only_labels": (lambda t: t[:t.index("configs:")], None, "no 'configs:' after the labels"),
+    "many_keys": (
+        _edit_line(4, '"sources": 1,', "".join(f'"k{i}": 1, ' for i in range(200000)) + '"sources": 1,'),
+        4,
+        "more fields than a record has",
+    ),
+    "configs_head_without_configs": (
+        lambda t: t[: t.index("configs:\n") + len("configs:\n")],
+        3,
+        "'configs:' with no config after it",
+    ),
+    "only_labels": (lambda t: t[: t.index("configs:")], None, "no 'configs:' after the labels"),
 }
 
 
@@ -215,12 +225,14 @@ def test_diff_says_what_is_new_gone_and_counted_otherwise(tmp_path, capsys):
     apis = {(r["kind"], r["name"]) for r in records if r["what"] == "apis"}
     assert apis == {("new", "torch.sum"), ("gone", "torch.mul"), ("changed", "torch.add")}
     assert {s["what"]: (s["in_a"], s["in_b"], s["new"], s["gone"], s["changed"]) for s in summary} == {
-        "apis": (2, 2, 1, 1, 1), "configs": (2, 2, 1, 1, 1)}
+        "apis": (2, 2, 1, 1, 1),
+        "configs": (2, 2, 1, 1, 1),
+    }
     # the text says the same, and --fail-on turns it into the exit status
     assert main(["diff", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert "configs: 1 new, 1 gone, 1 changed (A has 2, B 2)" in text
-    assert "changed torch.add(Tensor([2, 3], \"float32\"), Tensor([2, 3], \"float32\"))  (2 -> 1 calls)" in text
+    assert 'changed torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"))  (2 -> 1 calls)' in text
     for fail_on in ("new", "gone", "any"):
         assert main(["diff", str(a), str(b), "--fail-on", fail_on]) == 1
     assert main(["diff", str(a), str(a), "--fail-on", "any"]) == 0
@@ -284,26 +296,33 @@ def _labelled_set(directory: Path, labels: dict, records: list) -> Path:
     its statistics and configs file made to agree with them."""
     directory.mkdir(parents=True)
     head = "".join(f'- {{"label": "{k}", "calls": {v}}}\n' for k, v in labels.items())
-    body = "".join(f'- {{"config": {json.dumps(c)}, "calls": {n}, "sources": {k}, "from": {json.dumps(f)}}}\n'
-                   for c, n, k, f in records)
+    body = "".join(
+        f'- {{"config": {json.dumps(c)}, "calls": {n}, "sources": {k}, "from": {json.dumps(f)}}}\n'
+        for c, n, k, f in records
+    )
     (directory / SOURCES).write_text(f"labels:\n{head}configs:\n{body}")
     (directory / "api_configs.yaml").write_text("".join(c + "\n" for c, *_ in records))
     per_api = collections.Counter()
     for c, n, *_ in records:
-        per_api[c[:c.index("(")]] += n
+        per_api[c[: c.index("(")]] += n
     total = sum(per_api.values())
-    (directory / "api_statistics.yaml").write_text(f"Total APIs: {len(per_api)}\nTotal API calls: {total}\n\n" + "".join(
-        f"{api}: {n} ({100.0 * n / total:.2f}%)\n" for api, n in per_api.most_common()))
+    (directory / "api_statistics.yaml").write_text(
+        f"Total APIs: {len(per_api)}\nTotal API calls: {total}\n\n"
+        + "".join(f"{api}: {n} ({100.0 * n / total:.2f}%)\n" for api, n in per_api.most_common())
+    )
     (directory / "api_apis.txt").write_text("".join(api + "\n" for api in sorted(per_api)))
     return directory
 
 
-@pytest.mark.parametrize("labels,record,message", [
-    ({"a": 10}, ("f(1)", 10, 5, {"a": 2}), "more than the 1 labels"),
-    ({x: 2 for x in "abcde"}, ("f(1)", 10, 5, {"a": 6}), "from lists 1 of its 5 sources: the first 3 are listed"),
-    ({"a": 1, "b": 9}, ("f(1)", 10, 2, {"a": 1}), "from lists 1 of its 2 sources"),
-    ({x: 5 for x in "abcd"}, ("f(1)", 20, 4, {"a": 2, "b": 2, "c": 2}), "each at most as many as the last listed"),
-])
+@pytest.mark.parametrize(
+    "labels,record,message",
+    [
+        ({"a": 10}, ("f(1)", 10, 5, {"a": 2}), "more than the 1 labels"),
+        ({x: 2 for x in "abcde"}, ("f(1)", 10, 5, {"a": 6}), "from lists 1 of its 5 sources: the first 3 are listed"),
+        ({"a": 1, "b": 9}, ("f(1)", 10, 2, {"a": 1}), "from lists 1 of its 2 sources"),
+        ({x: 5 for x in "abcd"}, ("f(1)", 20, 4, {"a": 2, "b": 2, "c": 2}), "each at most as many as the last listed"),
+    ],
+)
 def test_records_that_cannot_be_are_refused(tmp_path, capsys, labels, record, message):
     d = _labelled_set(tmp_path / "s", labels, [record])
     assert main(["merge", str(d), "-o", str(tmp_path / "m")]) == 2
@@ -328,8 +347,12 @@ def test_a_configs_file_that_is_not_a_file_is_refused_not_waited_on(tmp_path, wh
         configs.mkdir()
     else:
         configs.symlink_to("/dev/zero")
-    done = subprocess.run([sys.executable, "-m", "api_tracer", "merge", str(d), "-o", str(tmp_path / "m")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "api_tracer", "merge", str(d), "-o", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and f"{configs}: " in done.stderr and "not a regular file" in done.stderr, done.stderr
 
 

@@ -6,18 +6,19 @@ it where the profile is. Every kind of value is walked: dicts with string
 keys of every quoting and int keys, nested lists and tuples, slices,
 objects' constructor arguments (a namedtuple's fields, a partial's bound
 arguments)."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from api_tracer import APITracer, TensorSpec, parse_call
+from api_tracer import TensorSpec, parse_call
 from api_tracer.formats.summaries import read_value_profiles
 from api_tracer.fuzz.mutate import Line, leaves, replace_at
 from api_tracer.replay import replay_framework
 from api_tracer.values import FILLED, Call, argument_path, keyword_path, walk
 
-PROGRAM = '''
+PROGRAM = """
 import collections, functools, sys, torch
 from api_tracer import APITracer
 
@@ -33,12 +34,23 @@ with APITracer(output_path=sys.argv[1], levels=0, api_list=["__main__.f"], value
       slice(torch.tensor(8), torch.tensor(9), None),
       part=functools.partial(torch.add, torch.full((2,), 12), alpha=torch.full((1,), 13)),
       pair=Pair(torch.full((2,), 10), 11))
-'''
+"""
 
 # Each tensor's path, and the one value the program filled it with.
-FILLED_WITH = {'args[0]["a"]': 1, 'args[0]["b\\"c"]': 2, 'args[0]["it\'s"]': 3, 'args[0]["back\\\\slash"]': 4,
-               "args[0][5]": 5, "args[1][0][0]": 6, "args[1][0][1][0]": 7, "args[2].args[0]": 8,
-               "args[2].args[1]": 9, "kwargs.part.args[1]": 12, "kwargs.part.alpha": 13, "kwargs.pair.first": 10}
+FILLED_WITH = {
+    'args[0]["a"]': 1,
+    'args[0]["b\\"c"]': 2,
+    'args[0]["it\'s"]': 3,
+    'args[0]["back\\\\slash"]': 4,
+    "args[0][5]": 5,
+    "args[1][0][0]": 6,
+    "args[1][0][1][0]": 7,
+    "args[2].args[0]": 8,
+    "args[2].args[1]": 9,
+    "kwargs.part.args[1]": 12,
+    "kwargs.part.alpha": 13,
+    "kwargs.pair.first": 10,
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +61,9 @@ def traced(tmp_path_factory):
     out = tmp_path_factory.mktemp("paths")
     script = out / "program.py"
     script.write_text(PROGRAM)
-    subprocess.run([sys.executable, str(script), str(out / "set")], check=True, capture_output=True, text=True,
-                   timeout=300)
+    subprocess.run(
+        [sys.executable, str(script), str(out / "set")], check=True, capture_output=True, text=True, timeout=300
+    )
     line = (out / "set" / "api_configs.yaml").read_text().splitlines()[0]
     profiles = read_value_profiles(str(out / "set" / "api_value_ranges.yaml"))[line]
     return line, profiles
@@ -80,10 +93,19 @@ def test_replay_draws_each_tensor_from_its_own_profile(traced):
     builder = torch_replay.builder(torch_replay, "cpu", profiles, torch.Generator().manual_seed(0), line)
     keys, nested, window = (builder.build(args[i], argument_path(i)) for i in range(3))
     part = builder.build(kwargs["part"], keyword_path("part"))
-    built = {'args[0]["a"]': keys["a"], 'args[0]["b\\"c"]': keys['b"c'], 'args[0]["it\'s"]': keys["it's"],
-             'args[0]["back\\\\slash"]': keys["back\\slash"], "args[0][5]": keys[5], "args[1][0][0]": nested[0][0],
-             "args[1][0][1][0]": nested[0][1][0], "args[2].args[0]": window.start, "args[2].args[1]": window.stop,
-             "kwargs.part.args[1]": part.args[0], "kwargs.part.alpha": part.keywords["alpha"]}
+    built = {
+        'args[0]["a"]': keys["a"],
+        'args[0]["b\\"c"]': keys['b"c'],
+        'args[0]["it\'s"]': keys["it's"],
+        'args[0]["back\\\\slash"]': keys["back\\slash"],
+        "args[0][5]": keys[5],
+        "args[1][0][0]": nested[0][0],
+        "args[1][0][1][0]": nested[0][1][0],
+        "args[2].args[0]": window.start,
+        "args[2].args[1]": window.stop,
+        "kwargs.part.args[1]": part.args[0],
+        "kwargs.part.alpha": part.keywords["alpha"],
+    }
     for path, tensor in built.items():
         assert tensor.numel() and (tensor == FILLED_WITH[path]).all(), (path, tensor)
 

@@ -1,4 +1,5 @@
 """The extension points: a dialect that writes a type its own way, a hook strategy of one's own."""
+
 import torch
 
 from api_tracer import APITracer, Call, PyTorchDialect, TracingHook
@@ -18,8 +19,9 @@ class GeoDialect(PyTorchDialect):
 
 
 def test_dialect_serializes_a_user_type(out):
-    with APITracer(dialect=GeoDialect(), output_path=str(out), levels=0, merge_output=True,
-                   api_list=[f"{__name__}.measure"]):
+    with APITracer(
+        dialect=GeoDialect(), output_path=str(out), levels=0, merge_output=True, api_list=[f"{__name__}.measure"]
+    ):
         measure(Point3(1, 2.5, 3), origin=Point3(0, 0, 0))
     # (A Python function's call is written bound: its required parameters positionally.)
     assert trace_lines(out) == [f"{__name__}.measure(geo.Point3(1, 2.5, z=3), geo.Point3(0, 0, z=0))"]
@@ -100,8 +102,9 @@ def test_tracer_stopped_by_another_thread_while_it_runs_python_code(out):
 
             return {**super().serializers(), StopsTheTracer: stop_elsewhere}
 
-    tracer = APITracer(dialect=StoppingDialect(), output_path=str(out), levels=0, merge_output=True,
-                       api_list=[f"{__name__}.measure"])
+    tracer = APITracer(
+        dialect=StoppingDialect(), output_path=str(out), levels=0, merge_output=True, api_list=[f"{__name__}.measure"]
+    )
     with tracer:
         assert measure(Point3(1, 0, 0), Point3(0, 0, 0)) == 1
         assert measure(StopsTheTracer(), Point3(0, 0, 0)) == 0  # the call in flight: not recorded, not broken

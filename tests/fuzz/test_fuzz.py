@@ -2,6 +2,7 @@
 finding a one-line reproducer that a fresh replay shows failing the same
 way, torch's own add and mm seeded beside them found clean, workers'
 deaths survived, campaigns resumed, mutations repeatable."""
+
 import json
 import math
 import os
@@ -11,23 +12,23 @@ import subprocess
 import sys
 import time
 
+import fuzz_planted
 import pytest
-
-from support import user_code_env
 import torch
 
-import fuzz_planted
 from api_tracer.config import parse_call
 from api_tracer.fuzz import Line, apply, propose, render
 from api_tracer.fuzz.mutate import KINDS, Mutation
 from api_tracer.replay import Config, ReplayOptions, replay_one
+from support import user_code_env
 
 ENV = user_code_env()
 
 
 def cli(*args, timeout=600, **kw):
-    return subprocess.run([sys.executable, "-m", "api_tracer", *args], capture_output=True, text=True, env=ENV,
-                          timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "api_tracer", *args], capture_output=True, text=True, env=ENV, timeout=timeout, **kw
+    )
 
 
 def findings_of(directory):
@@ -44,8 +45,20 @@ def planted(tmp_path_factory):
     seeds = base / "seeds.yaml"
     seeds.write_text("".join(line + "\n" for line in [*fuzz_planted.SEEDS.values(), *fuzz_planted.TORCH_SEEDS]))
     out = base / "campaign"
-    r = cli("fuzz", str(seeds), "-o", str(out), "--budget", "2000", "--jobs", "2", "--timeout", "1.5",
-            "--import", "fuzz_planted")
+    r = cli(
+        "fuzz",
+        str(seeds),
+        "-o",
+        str(out),
+        "--budget",
+        "2000",
+        "--jobs",
+        "2",
+        "--timeout",
+        "1.5",
+        "--import",
+        "fuzz_planted",
+    )
     assert r.returncode == 1, r.stdout + r.stderr  # (1: it found something)
     return out, findings_of(out), r.stdout
 
@@ -55,8 +68,9 @@ def test_every_planted_defect_is_found_and_torch_is_clean(planted):
     for name, (kind, oracle) in fuzz_planted.KINDS.items():
         api = f"torch.ops.fuzzdefects.{name}.default"
         mine = [f for f in findings if f["api"] == api]
-        assert any(f["kind"] == kind and (oracle is None or f["oracle"] == oracle) for f in mine), \
+        assert any(f["kind"] == kind and (oracle is None or f["oracle"] == oracle) for f in mine), (
             f"{name}: no {kind} finding ({oracle}); found {[(f['kind'], f['oracle']) for f in mine]}\n{stdout}"
+        )
     killed = [f for f in findings if f["api"].endswith("outer_table.default") and f["kind"] == "crash"]
     assert "SIGKILL" in killed[0]["message"] and "out of memory" in killed[0]["message"]
     assert not [f for f in findings if not f["api"].startswith("torch.ops.fuzzdefects.")], stdout
@@ -94,13 +108,18 @@ def test_each_finding_replays_the_same_in_a_fresh_process(planted, tmp_path):
         lines.write_text("".join(f["line"] + "\n" for f in group))
         report = tmp_path / f"{oracle}.jsonl"
         check = [] if oracle == "run" else ["--check", oracle]
-        r = cli("replay", str(lines), "--isolate", "--timeout", "3", "--import", "fuzz_planted", "-o", str(report),
-                *check)
+        r = cli(
+            "replay", str(lines), "--isolate", "--timeout", "3", "--import", "fuzz_planted", "-o", str(report), *check
+        )
         results = {json.loads(x)["config"]: json.loads(x) for x in report.read_text().splitlines()}
         for f in group:
             got = results[f["line"]]
-            expected = {"crash": ("failed", "WorkerCrashed"), "hang": ("failed", "Timeout"),
-                        "mismatch": ("mismatch", ""), "error": ("failed", f["message"].split(":")[0])}[f["kind"]]
+            expected = {
+                "crash": ("failed", "WorkerCrashed"),
+                "hang": ("failed", "Timeout"),
+                "mismatch": ("mismatch", ""),
+                "error": ("failed", f["message"].split(":")[0]),
+            }[f["kind"]]
             assert (got["status"], got.get("error", "")) == expected, (f, got, r.stdout)
 
 
@@ -108,8 +127,24 @@ def test_a_killed_campaign_resumes_and_loses_nothing(tmp_path):
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text(fuzz_planted.SEEDS["first_scaled"] + "\n" + fuzz_planted.TORCH_SEEDS[0] + "\n")
     out = tmp_path / "c"
-    p = subprocess.Popen([sys.executable, "-m", "api_tracer", "fuzz", str(seeds), "-o", str(out), "--time", "300",
-                          "--import", "fuzz_planted"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "api_tracer",
+            "fuzz",
+            str(seeds),
+            "-o",
+            str(out),
+            "--time",
+            "300",
+            "--import",
+            "fuzz_planted",
+        ],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # until the crash is found and some cases after it ran
         if os.path.exists(out / "campaign.json") and os.path.exists(out / "findings.jsonl"):
@@ -125,8 +160,17 @@ def test_a_killed_campaign_resumes_and_loses_nothing(tmp_path):
     assert [f["kind"] for f in before] == ["crash"] and state["cases_run"] > 20
     r = cli("fuzz", str(seeds), "-o", str(out), "--import", "fuzz_planted")
     assert r.returncode == 2 and "--resume" in r.stderr  # not over it unasked
-    r = cli("fuzz", str(seeds), "-o", str(out), "--import", "fuzz_planted", "--resume", "--budget",
-            str(state["cases_run"] + 15))
+    r = cli(
+        "fuzz",
+        str(seeds),
+        "-o",
+        str(out),
+        "--import",
+        "fuzz_planted",
+        "--resume",
+        "--budget",
+        str(state["cases_run"] + 15),
+    )
     assert r.returncode == 1, r.stderr
     with open(out / "campaign.json") as f:
         after = json.load(f)
@@ -139,10 +183,14 @@ def test_a_killed_campaign_resumes_and_loses_nothing(tmp_path):
 def test_bad_command_lines_name_the_flag(tmp_path):
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text(fuzz_planted.TORCH_SEEDS[0] + "\n")
-    for args, said in ((["--mutate", "shape,colour"], "--mutate: 'colour'"),
-                       (["--oracle", "crash,psychic"], "--oracle: 'psychic'"),
-                       (["--jobs", "0"], "--jobs"), (["--timeout", "0"], "--timeout"),
-                       (["--resume"], "--resume"), (["--time", "5", "--budget", "3"], "not allowed with")):
+    for args, said in (
+        (["--mutate", "shape,colour"], "--mutate: 'colour'"),
+        (["--oracle", "crash,psychic"], "--oracle: 'psychic'"),
+        (["--jobs", "0"], "--jobs"),
+        (["--timeout", "0"], "--timeout"),
+        (["--resume"], "--resume"),
+        (["--time", "5", "--budget", "3"], "not allowed with"),
+    ):
         r = cli("fuzz", str(seeds), "-o", str(tmp_path / "x"), *args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
     r = cli("fuzz", str(tmp_path / "missing.yaml"))
@@ -158,6 +206,7 @@ def test_mutations_are_repeatable_and_write_lines_replay_reads():
         rng = random.Random(n)
         m = propose(rng, seed, KINDS, {}, 1 << 20)
         return m, render(apply(seed, [m]))
+
     drawn = [draw(n) for n in range(150)]
     assert drawn == [draw(n) for n in range(150)]  # the same seed, the same case
     assert {m.kind for m, _ in drawn} == set(KINDS)
@@ -175,6 +224,7 @@ def test_layout_mutations_make_the_layouts_they_say():
     def built(m):
         text = render(apply(seed, [m]))
         return text, prepare(Config("c", 1, text))[2][0]
+
     text, t = built(Mutation("layout", "transpose", "args[0]", (1, 3)))
     assert t.shape == (2, 3, 4, 5) and t.stride() == (60, 1, 3, 12), text  # [2, 5, 4, 3] transposed
     text, t = built(Mutation("layout", "step", "args[0]", (2, 3)))
@@ -194,34 +244,37 @@ def test_filled_tensors_hold_their_value_in_the_recorded_dtype():
     line = f'torch.add(Filled(Tensor([3], "float32"), {tiny!r}), Filled(Tensor([2], "int64"), -1))'
     _, _, args, _ = prepare(Config("c", 1, line))
     assert args[0].dtype == torch.float32 and args[0].tolist() == [tiny] * 3 and args[1].tolist() == [-1, -1]
-    for bad in ('f(Filled(Tensor([3], "float32")))', 'f(Filled(3, 1.0))', 'f(Filled(Tensor([3], "int8"), "a"))'):
+    for bad in ('f(Filled(Tensor([3], "float32")))', "f(Filled(3, 1.0))", 'f(Filled(Tensor([3], "int8"), "a"))'):
         r = replay_one(Config("c", 1, bad.replace("f(", "torch.add(")))
         assert r.status.value == "invalid" and "Filled(...)" in r.message, (bad, r.message)
     r = replay_one(Config("c", 1, 'torch.neg(Filled(Tensor([3], "int8"), 300))'))
     assert r.status.value == "failed" and r.message.startswith("building args[0]")
 
 
-@pytest.mark.parametrize("line", [
-    # found by the fuzzer as false mismatches of torch's correct kernels, each fixed in the judge:
-    'torch.add(Tensor([129, 3], "float32"), Tensor([129, 1, 3], "complex64"), alpha=10)',  # broadcast, cancelling
-    'torch.add(Filled(Tensor([2, 3], "complex64"), inf), Tensor([2, 3], "complex64"), alpha=10)',  # inf+x j
-    'torch.mm(Filled(Tensor([8, 16], "float16"), 65504.0), Tensor([16, 4], "float16"))',  # float16 overflows
-    'torch.mm(Tensor([1024, 16], "bfloat16"), Filled(Tensor([16, 4], "bfloat16"), 5.877471754111438e-39))',
-    'torch.add(Tensor([4, 8], "bfloat16"), Tensor([4, 8], "bfloat16", stride=[24, 1]), alpha=-3)',  # alpha * b
-    'torch.ops.aten.pow.Tensor_Scalar(Filled(Tensor([2, 8, 1], "float32"), 1.1754943508222875e-38), -4)',  # inf
-    'torch.ops.aten.mul.Scalar(Tensor([8, 2, 8, 16], "float32"), 1e+308)',  # overflows in float32 only
-    'torch.ops.aten.linear.default(Tensor([2, 9, 32], "complex64"), Tensor([8, 32], "complex64"), '
-    'Filled(Tensor([8], "complex64"), nan))',  # nan+nanj against nan+1j: both NaN
-    'torch.ops.aten.gelu.default(Tensor([2, 16, 64], "float32", stride=[1, 2, 32]))',  # a strided input's sizes
-    'torch.ops.aten.linear.default(Tensor([2, 6, 16], "float32"), Tensor([16, 16], "float32"), '
-    'Tensor([16], "float64", stride=[2]))',  # a float64 output of float32 inputs
-    'torch.ops.aten.gelu_backward.default(Tensor([2, 6, 32], "float32"), Tensor([2, 6, 32], "bfloat16"))',
-    'torch.ops.aten.scaled_dot_product_attention.default(Tensor([2, 2, 6, 8], "float32"), '
-    'Filled(Tensor([2, 2, 6, 8], "float32"), 3.4028234663852886e+38), '
-    'Filled(Tensor([2, 2, 6, 8], "float32"), -3.4028234663852886e+38))',  # overflows on the way in float32
-    'torch.ops.aten.mm.default(Filled(Tensor([16, 32], "bfloat16"), 5.877471754111438e-39), '
-    'Filled(Tensor([32, 16], "bfloat16", stride=[1, 32]), inf))',  # a subnormal flushed: 0 * inf
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # found by the fuzzer as false mismatches of torch's correct kernels, each fixed in the judge:
+        'torch.add(Tensor([129, 3], "float32"), Tensor([129, 1, 3], "complex64"), alpha=10)',  # broadcast, cancelling
+        'torch.add(Filled(Tensor([2, 3], "complex64"), inf), Tensor([2, 3], "complex64"), alpha=10)',  # inf+x j
+        'torch.mm(Filled(Tensor([8, 16], "float16"), 65504.0), Tensor([16, 4], "float16"))',  # float16 overflows
+        'torch.mm(Tensor([1024, 16], "bfloat16"), Filled(Tensor([16, 4], "bfloat16"), 5.877471754111438e-39))',
+        'torch.add(Tensor([4, 8], "bfloat16"), Tensor([4, 8], "bfloat16", stride=[24, 1]), alpha=-3)',  # alpha * b
+        'torch.ops.aten.pow.Tensor_Scalar(Filled(Tensor([2, 8, 1], "float32"), 1.1754943508222875e-38), -4)',  # inf
+        'torch.ops.aten.mul.Scalar(Tensor([8, 2, 8, 16], "float32"), 1e+308)',  # overflows in float32 only
+        'torch.ops.aten.linear.default(Tensor([2, 9, 32], "complex64"), Tensor([8, 32], "complex64"), '
+        'Filled(Tensor([8], "complex64"), nan))',  # nan+nanj against nan+1j: both NaN
+        'torch.ops.aten.gelu.default(Tensor([2, 16, 64], "float32", stride=[1, 2, 32]))',  # a strided input's sizes
+        'torch.ops.aten.linear.default(Tensor([2, 6, 16], "float32"), Tensor([16, 16], "float32"), '
+        'Tensor([16], "float64", stride=[2]))',  # a float64 output of float32 inputs
+        'torch.ops.aten.gelu_backward.default(Tensor([2, 6, 32], "float32"), Tensor([2, 6, 32], "bfloat16"))',
+        'torch.ops.aten.scaled_dot_product_attention.default(Tensor([2, 2, 6, 8], "float32"), '
+        'Filled(Tensor([2, 2, 6, 8], "float32"), 3.4028234663852886e+38), '
+        'Filled(Tensor([2, 2, 6, 8], "float32"), -3.4028234663852886e+38))',  # overflows on the way in float32
+        'torch.ops.aten.mm.default(Filled(Tensor([16, 32], "bfloat16"), 5.877471754111438e-39), '
+        'Filled(Tensor([32, 16], "bfloat16", stride=[1, 32]), inf))',  # a subnormal flushed: 0 * inf
+    ],
+)
 def test_torch_kernels_on_fuzzed_inputs_are_judged_right(line):
     r = replay_one(Config("c", 1, line), ReplayOptions(check="float64"))
     assert r.status.value in ("ok", "vacuous"), r.message
@@ -230,10 +283,12 @@ def test_torch_kernels_on_fuzzed_inputs_are_judged_right(line):
 def test_layout_check_compares_against_contiguous_copies(tmp_path):
     transposed = 'Tensor([6, 5], "float32", stride=[1, 6])'
     lines = tmp_path / "layout.yaml"
-    lines.write_text(f"torch.ops.fuzzdefects.row_sums.default({transposed})\n"  # reads it as if contiguous
-                     f"torch.sum({transposed}, -1)\n"
-                     'torch.mm(Filled(Tensor([8, 8], "complex64"), -3.4028234663852886e+38), '
-                     'Tensor([8, 4], "complex64", stride=[1, 8]))\n')  # overflows in either order of summing
+    lines.write_text(
+        f"torch.ops.fuzzdefects.row_sums.default({transposed})\n"  # reads it as if contiguous
+        f"torch.sum({transposed}, -1)\n"
+        'torch.mm(Filled(Tensor([8, 8], "complex64"), -3.4028234663852886e+38), '
+        'Tensor([8, 4], "complex64", stride=[1, 8]))\n'
+    )  # overflows in either order of summing
     report = tmp_path / "r.jsonl"
     cli("replay", str(lines), "--check", "layout", "--import", "fuzz_planted", "-o", str(report))
     got = [json.loads(x) for x in report.read_text().splitlines()]
@@ -245,9 +300,32 @@ def test_pytest_plugin_fuzzes_each_line_and_merges_its_workers(tmp_path):
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text(fuzz_planted.SEEDS["first_scaled"] + "\n" + fuzz_planted.TORCH_SEEDS[0] + "\n")
     out = tmp_path / "fz"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--api-fuzz", str(seeds),
-                        "--api-fuzz-time", "10", "--api-fuzz-out", str(out), "--api-replay-import", "fuzz_planted",
-                        "--rootdir", str(tmp_path)], capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--api-fuzz",
+            str(seeds),
+            "--api-fuzz-time",
+            "10",
+            "--api-fuzz-out",
+            str(out),
+            "--api-replay-import",
+            "fuzz_planted",
+            "--rootdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert "1 failed, 1 passed" in r.stdout, r.stdout + r.stderr
     assert "first_scaled" in r.stdout and "crash" in r.stdout  # the failure gives the reproducer
     merged = findings_of(out)

@@ -8,7 +8,7 @@ import yaml
 
 from support import read_set
 
-SUITE = '''
+SUITE = """
 import pytest
 import torch
 
@@ -45,10 +45,17 @@ def broken():
 
 def test_errors(broken):
     pass
-'''
+"""
 
-CALLS = {"torch.eye(3)": 1, 'torch.add(Tensor([3, 3], "float32"), 1)': 1, 'torch.mul(Tensor([3, 3], "float32"), 2)': 1,
-         "torch.ones(2)": 1, "torch.ones(5)": 1, "torch.zeros(4)": 1, "torch.full((2,), 7.0)": 1}
+CALLS = {
+    "torch.eye(3)": 1,
+    'torch.add(Tensor([3, 3], "float32"), 1)': 1,
+    'torch.mul(Tensor([3, 3], "float32"), 2)': 1,
+    "torch.ones(2)": 1,
+    "torch.ones(5)": 1,
+    "torch.zeros(4)": 1,
+    "torch.full((2,), 7.0)": 1,
+}
 
 
 def run_suite(pytester, *args):
@@ -86,10 +93,13 @@ def test_per_test_sets_say_which_tests_made_each_config(pytester):
     out = run_suite(pytester, "--api-trace-per-test")
     assert config_counts(out) == CALLS
     index = yaml.safe_load((out / "tests-index.yaml").read_text())
-    assert sorted(index.values()) == sorted(f"test_suite.py::{t}" for t in (
-        "test_passes", "test_fails", "test_param[2]", "test_param[5]", "test_skipped", "test_errors"))
-    by_test = {nodeid: read_set(out / "tests" / name).get("api_trace.txt", "").splitlines()
-               for name, nodeid in index.items()}
+    assert sorted(index.values()) == sorted(
+        f"test_suite.py::{t}"
+        for t in ("test_passes", "test_fails", "test_param[2]", "test_param[5]", "test_skipped", "test_errors")
+    )
+    by_test = {
+        nodeid: read_set(out / "tests" / name).get("api_trace.txt", "").splitlines() for name, nodeid in index.items()
+    }
     assert by_test["test_suite.py::test_param[5]"] == ["torch.ones(5)"]
     assert by_test["test_suite.py::test_passes"] == ["torch.eye(3)", 'torch.add(Tensor([3, 3], "float32"), 1)']
     assert by_test["test_suite.py::test_errors"] == ["torch.full((2,), 7.0)"]
@@ -116,7 +126,7 @@ def test_xdist_workers_write_their_own_sets_and_the_session_merges_them(pytester
         assert made["torch.ones(5)"] == ["test_suite.py::test_param[5]"]
 
 
-OWN_TRACER = '''
+OWN_TRACER = """
 import threading
 
 import torch
@@ -149,7 +159,7 @@ def test_stops_its_tracer_on_another_thread(tmp_path):
 
 def test_after_them():
     torch.ones(4)
-'''
+"""
 
 
 @pytest.mark.parametrize("per_test", [False, True])
@@ -159,16 +169,19 @@ def test_a_test_that_runs_its_own_tracer_passes_and_the_plugin_resumes_after(pyt
     test on where the test's tracer stopped on another thread or inside a
     mode of the test's."""
     pytester.makepyfile(test_own=OWN_TRACER)
-    result = pytester.runpytest_subprocess("--api-trace", "out", "-p", "no:cacheprovider",
-                                           *(["--api-trace-per-test"] if per_test else []))
+    result = pytester.runpytest_subprocess(
+        "--api-trace", "out", "-p", "no:cacheprovider", *(["--api-trace-per-test"] if per_test else [])
+    )
     result.assert_outcomes(passed=4)
     out = pytester.path / "out"
     assert config_counts(out) == {"torch.ones(1)": 1, "torch.ones(3)": 1, "torch.ones(4)": 1}
     if per_test:
         made = made_by(out)
-        assert made == {"torch.ones(1)": ["test_own.py::test_runs_a_tracer_of_its_own"],
-                        "torch.ones(3)": ["test_own.py::test_runs_a_tracer_of_its_own"],
-                        "torch.ones(4)": ["test_own.py::test_after_them"]}
+        assert made == {
+            "torch.ones(1)": ["test_own.py::test_runs_a_tracer_of_its_own"],
+            "torch.ones(3)": ["test_own.py::test_runs_a_tracer_of_its_own"],
+            "torch.ones(4)": ["test_own.py::test_after_them"],
+        }
     assert not (out / "pieces").exists()
 
 
@@ -180,8 +193,9 @@ def test_an_existing_trace_dir_outside_given_apart_is_a_usage_error(pytester):
     elsewhere.mkdir()
     apart = pytester.runpytest_subprocess("--api-trace", str(elsewhere), "-p", "no:cacheprovider")
     assert apart.ret == pytest.ExitCode.USAGE_ERROR
-    apart.stderr.fnmatch_lines([f"*--api-trace {elsewhere}: pytest reads an existing directory*"
-                                f"write --api-trace={elsewhere}"])
+    apart.stderr.fnmatch_lines(
+        [f"*--api-trace {elsewhere}: pytest reads an existing directory*write --api-trace={elsewhere}"]
+    )
     joined = pytester.runpytest_subprocess(f"--api-trace={elsewhere}", "-p", "no:cacheprovider")
     joined.assert_outcomes(passed=1)
     assert config_counts(elsewhere) == {"torch.ones(1)": 1}
@@ -191,18 +205,25 @@ def test_an_existing_trace_dir_outside_given_apart_is_a_usage_error(pytester):
 
 def test_a_config_file_runs_as_tests(pytester):
     configs = pytester.path / "configs.txt"
-    configs.write_text("\n".join([
-        'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"))',
-        'torch.add(Tensor([2, 3], "float32"), Tensor([4], "float32"))',  # fails: shapes
-        'torch.neg(Opaque("mypkg.Thing"))',  # skipped: cannot be rebuilt
-        'torch.save(Tensor([2], "float32"), "PWNED")',  # refused by replay's policy
-        "torch.ones(3)",
-    ]) + "\n")
-    result = pytester.runpytest_subprocess("--api-replay", str(configs), "-p", "no:cacheprovider", "-rA",
-                                           "--junitxml", "r.xml")
+    configs.write_text(
+        "\n".join(
+            [
+                'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"))',
+                'torch.add(Tensor([2, 3], "float32"), Tensor([4], "float32"))',  # fails: shapes
+                'torch.neg(Opaque("mypkg.Thing"))',  # skipped: cannot be rebuilt
+                'torch.save(Tensor([2], "float32"), "PWNED")',  # refused by replay's policy
+                "torch.ones(3)",
+            ]
+        )
+        + "\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "--api-replay", str(configs), "-p", "no:cacheprovider", "-rA", "--junitxml", "r.xml"
+    )
     result.assert_outcomes(passed=2, failed=2, skipped=1)
-    result.stdout.fnmatch_lines(["*invalid*configs.txt:4:1: Invalid: torch.save is refused*",
-                                 "FAILED configs.txt::L2:torch.add - failed *"])
+    result.stdout.fnmatch_lines(
+        ["*invalid*configs.txt:4:1: Invalid: torch.save is refused*", "FAILED configs.txt::L2:torch.add - failed *"]
+    )
     assert not (pytester.path / "PWNED").exists()
     assert (pytester.path / "r.xml").read_text().count("<testcase") == 5
     only = pytester.runpytest_subprocess("--api-replay", str(configs), "-p", "no:cacheprovider", "-k", "ones")
@@ -212,11 +233,13 @@ def test_a_config_file_runs_as_tests(pytester):
 def test_config_items_are_checked_as_replay_checks_them(pytester):
     configs = pytester.path / "configs.txt"
     configs.write_text('torch.matmul(Tensor([4, 8], "float32"), Tensor([8, 3], "float32"))\ntorch.ones(3)\n')
-    result = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float64",
-                                           "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--api-replay", str(configs), "--api-check", "float64", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=2)
-    bad = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float63",
-                                        "-p", "no:cacheprovider")
+    bad = pytester.runpytest_subprocess(
+        "--api-replay", str(configs), "--api-check", "float63", "-p", "no:cacheprovider"
+    )
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--api-check:*float63*"])
 
@@ -224,13 +247,15 @@ def test_config_items_are_checked_as_replay_checks_them(pytester):
 def test_a_users_operators_are_loaded_by_the_option_and_judged(pytester):
     """--api-replay-import loads the user's operators (as replay --import),
     whose namespace is then allowed; without it they are refused."""
-    pytester.makepyfile(my_ops="""
+    pytester.makepyfile(
+        my_ops="""
         import torch
 
         @torch.library.custom_op("myops::twice", mutates_args=())
         def twice(x: torch.Tensor) -> torch.Tensor:
             return x * 2 if x.dtype == torch.float64 else x * 2.001  # wrong in float32
-    """)
+    """
+    )
     configs = pytester.path / "configs.txt"
     configs.write_text('torch.ops.myops.twice.default(Tensor([8], "float32"))\ntorch.ones(3)\n')
     env_path = f"{pytester.path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
@@ -238,8 +263,17 @@ def test_a_users_operators_are_loaded_by_the_option_and_judged(pytester):
     refused = pytester.runpytest_subprocess("--api-replay", str(configs), "-p", "no:cacheprovider", "-rA")
     refused.assert_outcomes(passed=1, failed=1)
     refused.stdout.fnmatch_lines(["*it is an operator of myops, not of a computing namespace*"])
-    judged = pytester.runpytest_subprocess("--api-replay", str(configs), "--api-check", "float64",
-                                           "--api-replay-import", "my_ops", "-p", "no:cacheprovider", "-rA")
+    judged = pytester.runpytest_subprocess(
+        "--api-replay",
+        str(configs),
+        "--api-check",
+        "float64",
+        "--api-replay-import",
+        "my_ops",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+    )
     judged.assert_outcomes(passed=1, failed=1)
     judged.stdout.fnmatch_lines(["*mismatch *configs.txt:1: output: 8 / 8 elements*past the error model?s bound*"])
 
@@ -250,12 +284,16 @@ def test_the_plugin_is_inert_without_its_options(pytester):
 
 
 def test_a_test_id_too_long_for_a_label_is_shortened_not_an_error(pytester):
-    pytester.makepyfile(test_long='import pytest, torch\n\n'
-                        '@pytest.mark.parametrize("v", [1, 2], ids=["x" * 3000, "x" * 2999 + "y"])\n'
-                        'def test_p(v):\n    torch.ones(v)\n')
+    pytester.makepyfile(
+        test_long="import pytest, torch\n\n"
+        '@pytest.mark.parametrize("v", [1, 2], ids=["x" * 3000, "x" * 2999 + "y"])\n'
+        "def test_p(v):\n    torch.ones(v)\n"
+    )
     result = pytester.runpytest_subprocess("--api-trace", "out", "--api-trace-per-test", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    labels = [entry["label"] for entry in yaml.safe_load(
-        (pytester.path / "out" / "api_config_sources.yaml").read_text())["labels"]]
+    labels = [
+        entry["label"]
+        for entry in yaml.safe_load((pytester.path / "out" / "api_config_sources.yaml").read_text())["labels"]
+    ]
     tests = [label for label in labels if label.startswith("test_long.py::test_p[")]
     assert len(tests) == 2 and all(len(label) == 256 for label in tests)

@@ -1,4 +1,5 @@
 """The layer-by-layer profiler (api_tracer.Profile)."""
+
 import csv
 import json
 import time
@@ -57,8 +58,18 @@ def rows(prof):
 def test_one_row_per_module_path_tree_drawn():
     prof = run(Net())
     names = [r.name for r in prof.rows]
-    assert names == ["Net", "Net.features", "Net.features.0", "Net.features.1", "Net.features.2", "Net.slow",
-                     "Net.slow.lin", "Net.shared", "Net.alias", "Net.head"]
+    assert names == [
+        "Net",
+        "Net.features",
+        "Net.features.0",
+        "Net.features.1",
+        "Net.features.2",
+        "Net.slow",
+        "Net.slow.lin",
+        "Net.shared",
+        "Net.alias",
+        "Net.head",
+    ]
     table = str(prof)
     lines = table.splitlines()
     assert lines[0].split("|")[0].strip() == "Module"
@@ -147,19 +158,24 @@ def test_a_double_backward_is_attributed_to_the_modules(ops, tmp_path):
     # made in the first backward, by the node runs of Tanh and of the Linears
     assert "Sequential.1 [TanhBackwardBackward0]" in runs
     assert "Sequential.0 [MmBackward0]" in runs and "Sequential.2 [MmBackward0]" in runs
-    assert sorted(r for r in runs if r.startswith("unattributed")) == [
-        "unattributed [PowBackward0]", "unattributed [SumBackward0]", "unattributed [SumBackward0]"] + [
-        "unattributed [torch::autograd::AccumulateGrad]"] * 4
+    assert (
+        sorted(r for r in runs if r.startswith("unattributed"))
+        == ["unattributed [PowBackward0]", "unattributed [SumBackward0]", "unattributed [SumBackward0]"]
+        + ["unattributed [torch::autograd::AccumulateGrad]"] * 4
+    )
     assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in prof.rows) + prof.unattributed_ns == prof.total_ns
 
 
 def counting_backend(runs):
     """A torch.compile backend whose graphs count their runs in `runs`."""
+
     def backend(gm, example_inputs):
         def run(*args):
             runs.append(1)
             return gm.forward(*args)
+
         return run
+
     return backend
 
 
@@ -179,7 +195,11 @@ def test_a_compiled_model_is_profiled_eagerly_under_its_own_names():
     assert torch.allclose(out, expected)
     assert len(runs) == 1  # the compiled graph did not run: the layers did, eagerly
     assert [(r.name, r.calls) for r in prof.rows] == [
-        ("Sequential", 1), ("Sequential.0", 1), ("Sequential.1", 1), ("Sequential.2", 1)]
+        ("Sequential", 1),
+        ("Sequential.0", 1),
+        ("Sequential.1", 1),
+        ("Sequential.2", 1),
+    ]
     assert rows(prof)["Sequential.2"].bwd_runs == 2
     assert dict(counters["frames"]) == frames  # nothing was compiled for the profile
     assert "forward" not in vars(model)
@@ -269,6 +289,7 @@ def test_a_module_list_its_parent_runs_one_by_one_totals_its_children():
     """A ModuleList is never called itself: its forward total, as its
     backward and memory totals, is what its children's add up to, its self
     0; memory is written in binary units."""
+
     class Blocks(nn.Module):
         def __init__(self):
             super().__init__()
@@ -337,8 +358,13 @@ def test_a_forward_the_program_assigns_inside_the_block_is_kept():
 
 def test_paths_depth_and_sorting():
     prof = run(Net(), {"paths": ["features", "Net.head"]})
-    assert [r.name for r in prof.rows] == ["Net.features", "Net.features.0", "Net.features.1", "Net.features.2",
-                                           "Net.head"]
+    assert [r.name for r in prof.rows] == [
+        "Net.features",
+        "Net.features.0",
+        "Net.features.1",
+        "Net.features.2",
+        "Net.head",
+    ]
     with pytest.raises(ValueError, match="paths: no module at Net.nope"):
         Profile(Net(), paths=["nope"]).__enter__()
     prof = run(Net())
@@ -374,7 +400,7 @@ def test_model_untouched_also_after_an_exception():
     with pytest.raises(ZeroDivisionError):
         with Profile(model):
             model(torch.randn(1, 3, 12, 12))
-            1 / 0
+            1 / 0  # noqa: B018 - the exception the profile must let through
     after = model_state(model)
     assert after.keys() == before.keys()
     for name in before:
@@ -427,8 +453,14 @@ def test_exports_load_back(tmp_path):
     assert all(e["ph"] == "X" and e["dur"] >= 0 for e in trace)
     spans = {e["name"]: e for e in trace if e["cat"] == "module"}
     conv = spans["Net.features.0"]
-    inside = [e for e in trace if e["cat"] == "operator" and e["name"] == "aten::conv2d"
-              and conv["ts"] <= e["ts"] and e["ts"] + e["dur"] <= conv["ts"] + conv["dur"] + 1e-3]
+    inside = [
+        e
+        for e in trace
+        if e["cat"] == "operator"
+        and e["name"] == "aten::conv2d"
+        and conv["ts"] <= e["ts"]
+        and e["ts"] + e["dur"] <= conv["ts"] + conv["dur"] + 1e-3
+    ]
     assert inside, "the module span holds its operators"
     assert any(e["cat"] == "backward" and e["name"].startswith("Net.head [") for e in trace)
 
@@ -458,13 +490,17 @@ def test_tracer_tags_records_with_their_module(tmp_path):
     by_module = {}
     for record, line in zip(records, lines):
         by_module.setdefault(record.get("module"), []).append(line)
-    assert any(l.startswith("torch.nn.functional.conv2d(") for l in by_module["Net.features.0"])
-    assert any(l.startswith("torch.ops.aten.conv2d.default(") for l in by_module["Net.features.0"])
-    assert any(l.startswith("torch.nn.functional.linear(") for l in by_module["Net.head"])
-    assert all(l.startswith("torch.nn.functional.linear(") or l.startswith("torch.ops.aten.linear")
-               for l in by_module["Net.shared"])
-    assert by_module[None] == ["torch.ones(1)",
-                               'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)']
+    assert any(t.startswith("torch.nn.functional.conv2d(") for t in by_module["Net.features.0"])
+    assert any(t.startswith("torch.ops.aten.conv2d.default(") for t in by_module["Net.features.0"])
+    assert any(t.startswith("torch.nn.functional.linear(") for t in by_module["Net.head"])
+    assert all(
+        t.startswith("torch.nn.functional.linear(") or t.startswith("torch.ops.aten.linear")
+        for t in by_module["Net.shared"]
+    )
+    assert by_module[None] == [
+        "torch.ones(1)",
+        'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)',
+    ]
     # configs stay what they are: the tag is beside the config, not in it
     for line in lines:
         parse_call(line)
@@ -482,7 +518,7 @@ def test_timeline_keeps_at_most_its_limit_and_the_table_stays_whole(tmp_path):
     assert len(trace["traceEvents"]) == 10  # one thread ran everything here
     assert trace["otherData"]["api_tracer_spans_dropped"] == cut.raw()["timeline_dropped"]
     # the sums are not cut: every operator call is counted
-    calls = lambda p: {(r.name, o.name, o.direction): o.calls for r in p.rows for o in r.ops}  # noqa: E731
+    calls = lambda p: {(r.name, o.name, o.direction): o.calls for r in p.rows for o in r.ops}  # noqa: E731 - a one-line measure, named
     assert calls(cut) == calls(whole)
     assert sum(r.self_cpu_ns + r.self_cpu_bwd_ns for r in cut.rows) + cut.unattributed_ns == cut.total_ns
     for bad in (-1, 2.5, True, "10"):
@@ -544,7 +580,7 @@ def test_threads_running_the_model_at_once_are_all_counted(ops):
         try:
             for _ in range(5):
                 model(x).sum().backward()
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a thread's error, asserted on after the join
             errors.append(e)
 
     alone = rows(run(model, {"ops": ops}, x=x))

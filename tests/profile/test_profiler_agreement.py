@@ -2,6 +2,7 @@
 workloads (an MLP training step, a small CNN forward and backward, a BERT
 layer from transformers): at each nesting choice, the same aten operators,
 the same number of calls, the same input shapes and dtypes."""
+
 from collections import Counter
 
 import pytest
@@ -13,9 +14,18 @@ from support import trace_lines, yaml_records
 from support.workloads import WORKLOADS
 
 # The profiler names dtypes the C++ way.
-PROFILER_DTYPES = {"float": "float32", "double": "float64", "long int": "int64", "int": "int32", "bool": "bool",
-                   "c10::Half": "float16", "c10::BFloat16": "bfloat16", "unsigned char": "uint8",
-                   "signed char": "int8", "short int": "int16"}
+PROFILER_DTYPES = {
+    "float": "float32",
+    "double": "float64",
+    "long int": "int64",
+    "int": "int32",
+    "bool": "bool",
+    "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16",
+    "unsigned char": "uint8",
+    "signed char": "int8",
+    "short int": "int16",
+}
 
 
 def is_op(e):
@@ -33,8 +43,7 @@ def has_op_above(e):
     return parent is not None
 
 
-KEEP = {"outermost": lambda e: not has_op_above(e), "all": lambda e: True,
-        "innermost": lambda e: not has_op_below(e)}
+KEEP = {"outermost": lambda e: not has_op_above(e), "all": lambda e: True, "innermost": lambda e: not has_op_below(e)}
 
 
 def profiler_calls(step, nesting):
@@ -56,8 +65,11 @@ def profiler_tensors(e):
     dtypes = getattr(e, "input_dtypes", None)
     if dtypes is None:
         return None
-    return tuple((tuple(shape), PROFILER_DTYPES[dtype])
-                 for shape, dtype in zip(e.input_shapes, dtypes) if dtype in PROFILER_DTYPES)
+    return tuple(
+        (tuple(shape), PROFILER_DTYPES[dtype])
+        for shape, dtype in zip(e.input_shapes, dtypes)
+        if dtype in PROFILER_DTYPES
+    )
 
 
 # A Python number where the schema takes a Tensor travels as a 0-dim
@@ -93,7 +105,7 @@ def traced_tree(step, out):
     root = Node(None, None)
     open_calls = [root]
     for record, line in zip(yaml_records(out), trace_lines(out), strict=True):
-        del open_calls[record["depth"] + 1:]
+        del open_calls[record["depth"] + 1 :]
         node = Node(dispatcher_view(*parse_call(line)), open_calls[-1])
         open_calls[-1].children.append(node)
         open_calls.append(node)
@@ -126,8 +138,11 @@ def drop_profiler_duplicates(root):
 def traced_calls(step, out, nesting):
     root = traced_tree(step, out)
     drop_profiler_duplicates(root)
-    nodes = {"outermost": root.children, "all": list(walk(root)),
-             "innermost": [n for n in walk(root) if not n.children]}[nesting]
+    nodes = {
+        "outermost": root.children,
+        "all": list(walk(root)),
+        "innermost": [n for n in walk(root) if not n.children],
+    }[nesting]
     return Counter(n.call for n in nodes)
 
 

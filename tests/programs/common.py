@@ -2,6 +2,7 @@
 on import (torch's each program seeds), and what each prints last: digests
 of the state a traced run must leave as the untraced one does (every random
 generator: the tracer draws from none)."""
+
 import hashlib
 import random
 

@@ -1,8 +1,8 @@
 """A training step and a function under torch.compile (dynamo with its
 eager backend: compiled or run eagerly, the numbers are the same)."""
+
 import torch
 import torch.nn as nn
-
 from common import report_state
 
 torch.manual_seed(2)

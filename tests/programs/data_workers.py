@@ -2,9 +2,8 @@
 over a Dataset that draws random augmentation in each worker."""
 
 import torch
-from torch.utils.data import DataLoader, Dataset
-
 from common import report_state
+from torch.utils.data import DataLoader, Dataset
 
 torch.manual_seed(5)
 
@@ -21,8 +20,14 @@ def seed_worker(worker_id):
     torch.manual_seed(torch.initial_seed() % 2**32 + worker_id)
 
 
-loader = DataLoader(Noisy(), batch_size=4, shuffle=True, num_workers=2, worker_init_fn=seed_worker,
-                    generator=torch.Generator().manual_seed(1))
+loader = DataLoader(
+    Noisy(),
+    batch_size=4,
+    shuffle=True,
+    num_workers=2,
+    worker_init_fn=seed_worker,
+    generator=torch.Generator().manual_seed(1),
+)
 for x, i in loader:
     print(i.tolist(), repr(x.sum().item()))
 report_state()

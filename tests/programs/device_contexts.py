@@ -1,9 +1,9 @@
 """Models built where the program says: on the meta device and moved with
 to_empty, under a CPU device context, with torch.set_default_dtype; then
 initialized and run."""
+
 import torch
 import torch.nn as nn
-
 from common import report_state
 
 torch.manual_seed(11)

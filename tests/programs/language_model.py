@@ -3,12 +3,12 @@ writes one: an embedding, positional encoding, nn.TransformerEncoder with
 its default activation (F.relu, bound before any tracing), a causal mask,
 Adam with gradient clipping, perplexity under eval/no_grad, torch.save of
 the whole model."""
+
 import math
 import sys
 
 import torch
 import torch.nn as nn
-
 from common import report_state
 
 torch.manual_seed(3)
@@ -48,7 +48,7 @@ optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 criterion = nn.CrossEntropyLoss()
 mask = nn.Transformer.generate_square_subsequent_mask(SEQ)
 for step, i in enumerate(range(0, 300, SEQ)):
-    src, target = data[i:i + SEQ].unsqueeze(1), data[i + 1:i + 1 + SEQ]
+    src, target = data[i : i + SEQ].unsqueeze(1), data[i + 1 : i + 1 + SEQ]
     model.train()
     optimizer.zero_grad()
     loss = criterion(model(src, mask).view(-1, VOCAB), target)
@@ -59,7 +59,7 @@ for step, i in enumerate(range(0, 300, SEQ)):
         print(f"step {step} loss {loss.item()!r} ppl {math.exp(loss.item())!r}")
 model.eval()
 with torch.no_grad():
-    src, target = data[300:300 + SEQ].unsqueeze(1), data[301:301 + SEQ]
+    src, target = data[300 : 300 + SEQ].unsqueeze(1), data[301 : 301 + SEQ]
     print("eval loss", repr(criterion(model(src, mask).view(-1, VOCAB), target).item()))
 with open(sys.argv[1] + "/lm.pt", "wb") as f:
     torch.save(model, f)

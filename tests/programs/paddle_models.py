@@ -5,6 +5,7 @@ backward, an optimizer's step, clear_grad), then the models in evaluation
 mode. Prints each loss's repr and a digest of every parameter's bits after
 each step, the eval outputs' digests, and the random generators' states
 (Paddle's, Python's, numpy's): a traced run must print the same bytes."""
+
 import hashlib
 import random
 import sys

@@ -2,14 +2,16 @@
 ViT from transformers, an LSTM/GRU tagger, embedding bags, an MLP, a CNN,
 a Transformer block), two training steps each: after each, a digest of
 every parameter's bits."""
+
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import digest, report_state  # noqa: E402
-from support.workloads import FIDELITY_WORKLOADS, WORKLOADS  # noqa: E402
+from common import digest, report_state
+
+from support.workloads import FIDELITY_WORKLOADS, WORKLOADS
 
 for name, make in sorted({**WORKLOADS, **FIDELITY_WORKLOADS}.items()):
     torch.manual_seed(0)

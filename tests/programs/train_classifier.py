@@ -1,14 +1,14 @@
 """A classifier trained as the tutorials do: a Dataset and a shuffling
 DataLoader, dropout and batch norm, SGD with momentum and a scheduler,
 evaluation in eval mode under no_grad, the whole model saved and loaded."""
+
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
-
 from common import report_state
+from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(7)
 
@@ -44,8 +44,10 @@ for epoch in range(3):
     model.eval()
     with torch.no_grad():
         out = model(images)
-        print(f"epoch {epoch} eval loss {F.nll_loss(out, labels).item()!r} "
-              f"correct {(out.argmax(1) == labels).sum().item()}")
+        print(
+            f"epoch {epoch} eval loss {F.nll_loss(out, labels).item()!r} "
+            f"correct {(out.argmax(1) == labels).sum().item()}"
+        )
 torch.save(model, sys.argv[1] + "/model.pt")
 torch.save(model.state_dict(), sys.argv[1] + "/state.pt")
 loaded = torch.load(sys.argv[1] + "/model.pt", weights_only=False)

@@ -1,5 +1,6 @@
 """api-tracer replay: configs traced from real workloads replay, round-trip,
 and stay data."""
+
 import json
 import os
 import subprocess
@@ -9,12 +10,11 @@ import pytest
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
 from api_tracer.formats.configs import read_config_file
 from api_tracer.frameworks.torch import policy
+from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
 from support import CLI, write_lines
 from support.workloads import WORKLOADS, traced_configs
-
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
@@ -89,12 +89,12 @@ EVIL = [
     '__import__("os").system("touch PWNED")',
     'os.system("touch PWNED")',
     'torch.os.system("touch PWNED")',
-    'torch.Tensor.__class__.__subclasses__()',
-    'torch.ops.aten.__class__.__subclasses__()',
+    "torch.Tensor.__class__.__subclasses__()",
+    "torch.ops.aten.__class__.__subclasses__()",
     'torch.ops.aten.__getattr__("__and__")',
     'torch.add(Callable("builtins.exec"), 1)',
     'torch.add(__import__("os").system("touch PWNED"))',
-    'torch.nn.functional.math.sqrt(4)',
+    "torch.nn.functional.math.sqrt(4)",
     'torch.load("PWNED")',
 ]
 
@@ -106,15 +106,18 @@ def test_operators_named_as_dunders_and_tensor_methods_outside_overrides_replay(
     among the functions it ignores, though level 1 sees it, and leaves out
     private bindings of operators (torch._foreach_norm). Replay refused
     them all."""
-    lines = ['torch.ops.aten.__and__.Tensor(Tensor([1, 1, 9, 9], "bool"), Tensor([2, 1, 1, 9], "bool"))',
-             'torch.ops.aten.__lshift__.Scalar(Tensor([4], "int64"), 2)',
-             'torch.Tensor.new_zeros(Tensor([2, 5], "int64"), torch.Size([2, 5]))',
-             'torch.Tensor.new_ones(Tensor([1, 1, 9, 1], "int64"), (), dtype=torch.bool)',
-             'torch._foreach_norm([Tensor([50, 16], "float32"), Tensor([96], "float32")], 2.0)',
-             'torch._foreach_mul_([Tensor([50, 16], "float32"), Tensor([96], "float32")], Tensor([], "float32"))']
+    lines = [
+        'torch.ops.aten.__and__.Tensor(Tensor([1, 1, 9, 9], "bool"), Tensor([2, 1, 1, 9], "bool"))',
+        'torch.ops.aten.__lshift__.Scalar(Tensor([4], "int64"), 2)',
+        'torch.Tensor.new_zeros(Tensor([2, 5], "int64"), torch.Size([2, 5]))',
+        'torch.Tensor.new_ones(Tensor([1, 1, 9, 1], "int64"), (), dtype=torch.bool)',
+        'torch._foreach_norm([Tensor([50, 16], "float32"), Tensor([96], "float32")], 2.0)',
+        'torch._foreach_mul_([Tensor([50, 16], "float32"), Tensor([96], "float32")], Tensor([], "float32"))',
+    ]
     assert policy.refusal("torch._cufft_set_plan_cache_max_size")  # an operator's binding, as denied as it
-    results = run_in_process([Config("f", i + 1, line) for i, line in enumerate(lines)], ReplayOptions(),
-                             lambda r: None)
+    results = run_in_process(
+        [Config("f", i + 1, line) for i, line in enumerate(lines)], ReplayOptions(), lambda r: None
+    )
     assert [(r.status, r.message) for r in results] == [("ok", "")] * len(lines)
     # level 3 sees them (level 2 sees what they decompose to: bitwise_and)
     assert [why for _, why in roundtrip([Config("f", 1, line) for line in lines[:2]], 3)] == ["", ""]
@@ -142,11 +145,11 @@ UNSAFE = [
     'torch.ops.load_library("evil.so")',
     'torch.save(Tensor([2], "float32"), "PWNED")',
     'torch.from_file("PWNED", True, 10)',
-    'torch._C._abort()',
-    'torch._C._crash_if_aten_asan(3)',
-    'torch.set_num_threads(1)',
-    'torch.set_default_dtype(torch.float64)',
-    'torch.classes.evil.Thing()',
+    "torch._C._abort()",
+    "torch._C._crash_if_aten_asan(3)",
+    "torch.set_num_threads(1)",
+    "torch.set_default_dtype(torch.float64)",
+    "torch.classes.evil.Thing()",
     'torch.ops.c10d.barrier.default(Tensor([1], "float32"))',
     'torch.ops.debugprims.load_tensor.default("PWNED", [2], [1], dtype=torch.float32, device=torch.device("cpu"))',
     # names inside arguments: a Callable the API calls, constructors replay makes, classes passed on
@@ -184,11 +187,26 @@ def test_refusals_name_the_family_and_the_allow_list_holds_the_computing_apis():
     from api_tracer.frameworks.torch.policy import DENIED, allow_list, refusal
 
     allowed = allow_list()
-    assert {"torch.add", "torch.Tensor.__add__", "torch.nn.Linear", "torch.nn.functional.linear",
-            "torch.optim.SGD.step", "torch.ops.aten.add.Tensor", "torch.ops.prims.add.default",
-            "torch.functional.einsum"} <= allowed
-    assert not {"torch.save", "torch.load", "torch.ops.aten.from_file.default", "torch.set_num_threads",
-                "torch.Tensor.share_memory_"} & allowed
+    assert {
+        "torch.add",
+        "torch.Tensor.__add__",
+        "torch.nn.Linear",
+        "torch.nn.functional.linear",
+        "torch.optim.SGD.step",
+        "torch.ops.aten.add.Tensor",
+        "torch.ops.prims.add.default",
+        "torch.functional.einsum",
+    } <= allowed
+    assert (
+        not {
+            "torch.save",
+            "torch.load",
+            "torch.ops.aten.from_file.default",
+            "torch.set_num_threads",
+            "torch.Tensor.share_memory_",
+        }
+        & allowed
+    )
     assert "threads" in refusal("torch.set_num_threads") and "autocast" in refusal("torch.set_autocast_enabled")
     assert "an operator of c10d, not of a computing namespace" in refusal("torch.ops.c10d.allreduce_.default")
     assert "loads code" in refusal("torch.ops.load_library")
@@ -198,8 +216,9 @@ def test_refusals_name_the_family_and_the_allow_list_holds_the_computing_apis():
     ops = {f"torch.ops.{s.name.replace('::', '.')}" for s in torch._C._jit_get_all_schemas()}
     for reason, patterns in DENIED.items():
         for pattern in patterns:
-            assert any(refusal(name) for name in apis | ops if name == pattern or name.startswith(
-                pattern.rstrip("*"))), (reason, pattern)
+            assert any(
+                refusal(name) for name in apis | ops if name == pattern or name.startswith(pattern.rstrip("*"))
+            ), (reason, pattern)
 
 
 def test_allow_unsafe_lifts_the_policy_and_the_summary_says_so(tmp_path):
@@ -208,8 +227,7 @@ def test_allow_unsafe_lifts_the_policy_and_the_summary_says_so(tmp_path):
     assert safe.returncode == 1 and "1 ok, 0 failed, 0 skipped, 1 invalid" in safe.stdout
     assert "torch.save is refused" in safe.stdout and not (tmp_path / "SAVED").exists()
     assert "--allow-unsafe" not in safe.stdout.replace("(--allow-unsafe lifts the policy)", "")
-    unsafe = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe"], capture_output=True, text=True,
-                            cwd=tmp_path)
+    unsafe = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe"], capture_output=True, text=True, cwd=tmp_path)
     assert unsafe.returncode == 0 and "2 ok" in unsafe.stdout, unsafe.stdout
     assert "--allow-unsafe: the replay policy was off" in unsafe.stdout
     assert torch.load(tmp_path / "SAVED").shape == (2,)
@@ -223,8 +241,11 @@ def test_a_call_that_sets_grad_mode_sets_it_for_itself_only():
 
 def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
     path = write_lines(tmp_path, ["torch.ones(2, 3)", "torch.ones(2,, 3)", "torch.zeros(3, dtype=torch.int8)"])
-    result = subprocess.run(CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl"),
-                                   "--junit", str(tmp_path / "r.xml")], capture_output=True, text=True)
+    result = subprocess.run(
+        CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl"), "--junit", str(tmp_path / "r.xml")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1
     assert f"INVALID {path}:2:14: Invalid: expected a value" in result.stdout
     assert "3 configs: 2 ok, 0 failed, 0 skipped, 1 invalid" in result.stdout
@@ -239,8 +260,9 @@ def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
 def test_a_line_that_is_not_utf8_is_invalid_at_its_bad_byte_and_the_rest_run(tmp_path):
     path = tmp_path / "configs.txt"
     path.write_bytes(b'torch.ones(2)\ntorch.ones(2, "\xc3\xa9\xff")\ntorch.zeros(\xed\xa0\x80)\r\ntorch.zeros(3)\n')
-    result = subprocess.run(CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl")], capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl")], capture_output=True, text=True
+    )
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
@@ -323,20 +345,30 @@ def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path,
     assert result.returncode == 0 and "1 ok, 0 failed, 1 skipped, 0 invalid" in result.stdout
     assert "need 4000 bytes (3.9 KiB), more than the limit of 1024 bytes" in result.stdout
     result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "lots"], capture_output=True, text=True)
-    assert result.returncode == 2 and ("--max-bytes: expected a number of bytes (e.g. 1048576, 512M, 1G), "
-                                       "not 'lots'" in result.stderr)
+    assert result.returncode == 2 and (
+        "--max-bytes: expected a number of bytes (e.g. 1048576, 512M, 1G), not 'lots'" in result.stderr
+    )
     # the default limit asks the device: one torch does not know is a usage error
     result = subprocess.run(CLI + ["replay", str(path), "--device", "nonsense"], capture_output=True, text=True)
     assert result.returncode == 2 and result.stderr.startswith("api-tracer: replay: --device nonsense: ")
 
 
 def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
-    lines = ["torch.ones(2)", "torch.neg(Tensor([3], \"float32\"))", "torch.zeros(4)",
-             "torch.abs(Tensor([2], \"float32\"))"]
+    lines = [
+        "torch.ones(2)",
+        'torch.neg(Tensor([3], "float32"))',
+        "torch.zeros(4)",
+        'torch.abs(Tensor([2], "float32"))',
+    ]
     path = write_lines(tmp_path, lines)
     env = dict(os.environ, API_TRACER_REPLAY_CRASH_ON="torch.neg")
-    result = subprocess.run(CLI + ["replay", str(path), "--isolate", "--jobs", "2", "-o", str(tmp_path / "r.jsonl")],
-                            capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        CLI + ["replay", str(path), "--isolate", "--jobs", "2", "-o", str(tmp_path / "r.jsonl")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     report = {r["config"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
     assert report[lines[1]]["status"] == "failed" and report[lines[1]]["error"] == "WorkerCrashed"
     assert [report[line]["status"] for line in (lines[0], lines[2], lines[3])] == ["ok", "ok", "ok"]
@@ -348,15 +380,22 @@ def test_a_crash_in_process_keeps_the_report_and_says_how_far_replay_got(tmp_pat
     path = write_lines(tmp_path, lines)
     report = tmp_path / "r.jsonl"
     env = dict(os.environ, PYTHONFAULTHANDLER="1")
-    result = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe", "-o", str(report)], capture_output=True,
-                            text=True, env=env, timeout=300)
+    result = subprocess.run(
+        CLI + ["replay", str(path), "--allow-unsafe", "-o", str(report)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == -6  # died by SIGABRT, as it would have without replay's note
     rows = [json.loads(line) for line in report.read_text().splitlines()]
     assert [(r["line"], r["status"]) for r in rows] == [(1, "ok"), (2, "ok"), (3, "failed")]
     assert (rows[2]["api"], rows[2]["error"]) == ("torch._C._abort", "Crashed")
     assert "signal 6, SIGABRT" in rows[2]["message"]
-    assert (f"api-tracer replay: the process died (signal 6, SIGABRT) while replaying {path}:3: torch._C._abort(); "
-            "the report holds the 2 configs before it; rerun with --isolate") in result.stderr
+    assert (
+        f"api-tracer replay: the process died (signal 6, SIGABRT) while replaying {path}:3: torch._C._abort(); "
+        "the report holds the 2 configs before it; rerun with --isolate"
+    ) in result.stderr
     # the handler that was there before (faulthandler's) still ran, after the note
     assert result.stderr.index("api-tracer replay:") < result.stderr.index("Fatal Python error: Aborted")
 
@@ -426,9 +465,9 @@ def test_integer_tensors_come_from_the_recorded_ranges(tmp_path):
     out = tmp_path / "t"
     with APITracer(output_path=str(out), levels=3, merge_output=True, value_ranges=True):
         emb(torch.tensor([[30, 40], [35, 49]]))
-    from api_tracer.replay import prepare
     from api_tracer.formats.configs import ranges_beside
     from api_tracer.formats.summaries import read_value_ranges
+    from api_tracer.replay import prepare
 
     path = str(out / "api_configs.yaml")
     ranges = read_value_ranges(ranges_beside(path))
@@ -504,8 +543,12 @@ def test_linalg_checks_its_errors_at_level_2(tmp_path):
 
 
 def test_tensors_keep_recorded_strides_and_dtypes():
-    config = Config("x", 1, 'torch.ops.aten.addmm.default(Tensor([4], "float64"), Tensor([2, 3], "float64"), '
-                            'Tensor([3, 4], "float64", stride=[1, 3]))')
+    config = Config(
+        "x",
+        1,
+        'torch.ops.aten.addmm.default(Tensor([4], "float64"), Tensor([2, 3], "float64"), '
+        'Tensor([3, 4], "float64", stride=[1, 3]))',
+    )
     from api_tracer.replay import prepare
 
     api, func, args, kwargs = prepare(config)
@@ -536,7 +579,7 @@ def test_modules_in_evaluation_mode_replay_in_it_and_trace_back(tmp_path):
     assert forwards == [
         'torch.nn.Dropout.forward(Eval(torch.nn.Dropout(p=0.3)), Tensor([2, 4], "float32"))',
         'torch.nn.LSTM.forward(Eval(torch.nn.LSTM(4, 8, num_layers=2, dropout=0.2)), Tensor([3, 1, 4], "float32"))',
-        'torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.Linear(4, 4), Eval(torch.nn.Dropout(p=0.1))), '
+        "torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.Linear(4, 4), Eval(torch.nn.Dropout(p=0.1))), "
         'Tensor([2, 4], "float32"))',
         'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([2, 4], "float32"))',
         'torch.nn.Dropout.forward(torch.nn.Dropout(p=0.3), Tensor([2, 4], "float32"))',
@@ -545,15 +588,17 @@ def test_modules_in_evaluation_mode_replay_in_it_and_trace_back(tmp_path):
     from api_tracer.replay.builder import prepare
 
     built = [prepare(c, ReplayOptions())[2][0] for c in configs]
-    assert [[m.training for m in b.modules()] for b in built] == [
-        [False], [False], [True, True, False], [True]]
+    assert [[m.training for m in b.modules()] for b in built] == [[False], [False], [True, True, False], [True]]
     assert [(c.text, why) for c, why in roundtrip(configs, 0) if why] == []
-    bad = [Config("t", 1, 'torch.nn.Dropout.forward(Eval(torch.ones(2)), Tensor([2], "float32"))'),
-           Config("t", 2, 'torch.nn.Dropout.forward(Eval(torch.nn.Dropout(), 1), Tensor([2], "float32"))')]
+    bad = [
+        Config("t", 1, 'torch.nn.Dropout.forward(Eval(torch.ones(2)), Tensor([2], "float32"))'),
+        Config("t", 2, 'torch.nn.Dropout.forward(Eval(torch.nn.Dropout(), 1), Tensor([2], "float32"))'),
+    ]
     results = run_in_process(bad, ReplayOptions(), lambda r: None)
     assert [(r.status, r.message) for r in results] == [
         ("skipped", "argument torch.ones(...) is not one this replay rebuilds"),
-        ("invalid", "Eval(...) takes one module's constructor call")]
+        ("invalid", "Eval(...) takes one module's constructor call"),
+    ]
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
@@ -568,13 +613,16 @@ def test_views_into_a_larger_storage_are_rebuilt_there(tmp_path, level):
     with APITracer(output_path=str(tmp_path), levels=level, merge_output=True):
         torch.as_strided(view, (2, 2), (1, 2), storage_offset=10)
         torch.neg(storage[::2][:4])  # a strided view from offset 0, ending before the storage does
-    configs = [c for c in read_config_file(str(tmp_path / "api_configs.yaml")) if "as_strided" in c.text or "neg" in c.text]
+    configs = [
+        c for c in read_config_file(str(tmp_path / "api_configs.yaml")) if "as_strided" in c.text or "neg" in c.text
+    ]
     assert len(configs) == 2
     assert 'Tensor([10], "float32", storage_offset=5, storage_size=20)' in configs[0].text
     assert 'Tensor([4], "float32", stride=[2], storage_offset=0, storage_size=20)' in configs[1].text
     results = run_in_process(configs, ReplayOptions(), lambda r: None)
     assert [(r.status, r.message) for r in results] == [("ok", ""), ("ok", "")]
     from api_tracer.replay.builder import prepare
+
     _, _, (built, *_), _ = prepare(configs[0], ReplayOptions())
     assert (built.storage_offset(), built.untyped_storage().nbytes(), built.is_contiguous()) == (5, 80, True)
     assert [why for _, why in roundtrip(configs, level)] == ["", ""]
@@ -584,9 +632,11 @@ def test_a_partial_is_built_with_its_arguments_bound():
     """functools.partial(callable, ...) (how the tracer writes a partial) is
     built so: the bound slope reaches the layer's activation; its callable
     goes through the policy."""
-    layer = ("torch.nn.TransformerEncoderLayer.forward(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, "
-             'activation=functools.partial(Callable("torch.nn.functional.leaky_relu"), negative_slope={})), '
-             'Tensor([3, 5, 8], "float32"))')
+    layer = (
+        "torch.nn.TransformerEncoderLayer.forward(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, "
+        'activation=functools.partial(Callable("torch.nn.functional.leaky_relu"), negative_slope={})), '
+        'Tensor([3, 5, 8], "float32"))'
+    )
     from api_tracer.replay import prepare
 
     _, _, args, _ = prepare(Config("x", 1, layer.format(0.2)))

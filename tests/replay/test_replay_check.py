@@ -6,23 +6,23 @@ The deliberately wrong kernels are custom operators of the namespace
 namespace is not in replay's allow-list (policy.py: only namespaces of
 torch that compute), so every config here is replayed with
 allow_unsafe=True, the policy's documented switch for trusted files."""
+
 import io
 import json
 import sys
 from xml.etree import ElementTree
 
 import pytest
+import replaycheck_ops  # noqa: F401 - registers the replaycheck operators
 import torch
 
-import replaycheck_ops  # noqa: F401 - registers the replaycheck operators
 from api_tracer.replay import Config, ReplayOptions, replay_one, run_in_process
 from api_tracer.replay.judge.check import upcast
 from api_tracer.replay.judge.compare import Comparison, Mismatch
-from api_tracer.replay.results import Result, Status
 from api_tracer.replay.output import Progress
+from api_tracer.replay.results import Result, Status
 from support import USER_CODE, write_lines
-from support.workloads import traced_configs
-from support.workloads import LONG_SUMS
+from support.workloads import LONG_SUMS, traced_configs
 
 
 def judged(line, check="float64", **options):
@@ -36,8 +36,9 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
     assert wrong.max_abs_error == pytest.approx(1e-3, rel=1e-3)
     # judged by the error model (replay/error_model.py), not a tolerance pair
     assert (wrong.measure, wrong.rtol, wrong.atol) == ("error model", None, None) and wrong.excess > 100
-    assert wrong.message.startswith("output: 8 / 8 elements (100.0%) differ from the float64 side past the error "
-                                    "model's bound: the worst by ")
+    assert wrong.message.startswith(
+        "output: 8 / 8 elements (100.0%) differ from the float64 side past the error model's bound: the worst by "
+    )
     assert "greatest absolute difference 0.001, greatest relative difference " in wrong.message
     right = judged('torch.ops.replaycheck.twice.default(Tensor([8], "float32"))')
     assert (right.status, right.worst, right.message) == ("ok", "output", "")
@@ -47,39 +48,48 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
     assert (loose.status, loose.rtol, loose.atol, loose.measure) == ("ok", 1.3e-6, 2e-3, "rtol/atol")
 
 
-@pytest.mark.parametrize("line", [
-    'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float16"), alpha=2)',
-    # in place: each side builds its own arguments, so the first call cannot spoil the second's
-    'torch.Tensor.add_(Tensor([64], "float32"), Tensor([64], "float32"))',
-    # the module's weights come from the global generator, seeded the same on both sides
-    'torch.nn.Linear.forward(torch.nn.Linear(8, 4), Tensor([2, 8], "float32"))',
-    # a complex result, and one whose NaNs (log of negative numbers) are where the other side has them
-    'torch.fft.fft(Tensor([16], "complex64"))',
-    'torch.log(Tensor([64], "float32"))',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float16"), alpha=2)',
+        # in place: each side builds its own arguments, so the first call cannot spoil the second's
+        'torch.Tensor.add_(Tensor([64], "float32"), Tensor([64], "float32"))',
+        # the module's weights come from the global generator, seeded the same on both sides
+        'torch.nn.Linear.forward(torch.nn.Linear(8, 4), Tensor([2, 8], "float32"))',
+        # a complex result, and one whose NaNs (log of negative numbers) are where the other side has them
+        'torch.fft.fft(Tensor([16], "complex64"))',
+        'torch.log(Tensor([64], "float32"))',
+    ],
+)
 def test_results_within_their_rounding_pass_and_say_how_close(line):
     r = judged(line)
     assert (r.status, r.compared, r.measure) == ("ok", "values", "error model"), r
     assert 0 < r.excess < 1 and r.message == f"error model: the closest at {r.excess:.2g} of its bound ({r.worst})"
 
 
-@pytest.mark.parametrize("line", [
-    'torch.Tensor.item(Tensor([], "float32"))',
-    'torch.Tensor.size(Tensor([2, 5], "float32"))',
-    'torch._C._set_grad_enabled(False)',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'torch.Tensor.item(Tensor([], "float32"))',
+        'torch.Tensor.size(Tensor([2, 5], "float32"))',
+        "torch._C._set_grad_enabled(False)",
+    ],
+)
 def test_equal_results_pass(line):
     r = judged(line)
     assert (r.status, r.compared, r.message) == ("ok", "values", ""), r
 
 
-@pytest.mark.parametrize("line", [
-    # uninitialized memory is filled with NaN (deterministic algorithms): nothing to compare
-    'torch.empty(3, 4)',
-    'torch.ops.aten.empty_like.default(Tensor([5], "float32"))',
-    # inputs outside the operator's domain: NaN for every input, on both sides
-    'torch.ops.replaycheck.outside_domain.default(Tensor([8], "float32"))',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # uninitialized memory is filled with NaN (deterministic algorithms): nothing to compare
+        "torch.empty(3, 4)",
+        'torch.ops.aten.empty_like.default(Tensor([5], "float32"))',
+        # inputs outside the operator's domain: NaN for every input, on both sides
+        'torch.ops.replaycheck.outside_domain.default(Tensor([8], "float32"))',
+    ],
+)
 def test_nan_or_infinite_everywhere_on_both_sides_is_vacuous_not_ok(line):
     r = judged(line)
     assert (r.status, r.compared) == ("vacuous", "values"), r
@@ -148,28 +158,38 @@ def test_backward_compares_the_gradients_of_the_floating_inputs():
     r = judged(line, backward=True)
     assert (r.status, r.worst) == ("mismatch", "the gradient of args[0]")
     assert r.max_abs_error == pytest.approx(1e-3, rel=1e-3)
-    r = judged('torch.nn.functional.linear(Tensor([4, 8], "float32"), Tensor([3, 8], "float32"), '
-               'Tensor([3], "float32"))', backward=True)
+    r = judged(
+        'torch.nn.functional.linear(Tensor([4, 8], "float32"), Tensor([3, 8], "float32"), Tensor([3], "float32"))',
+        backward=True,
+    )
     assert r.status == "ok" and r.worst.startswith(("output", "the gradient of"))
     # in place on an input (it is a view of a non-leaf), an integer input (no gradient)
     assert judged('torch.Tensor.mul_(Tensor([8], "float32"), 0.9)', backward=True).status == "ok"
-    assert judged('torch.nn.functional.embedding(Tensor([4], "int64"), Tensor([10, 3], "float32"))',
-                  backward=True).status == "ok"
+    assert (
+        judged('torch.nn.functional.embedding(Tensor([4], "int64"), Tensor([10, 3], "float32"))', backward=True).status
+        == "ok"
+    )
 
 
 def test_an_argument_that_may_not_require_grad_is_held_and_has_no_gradient():
-    line = ('torch.nn.functional.batch_norm(Tensor([4, 3, 5], "float32"), Tensor([3], "float32"), '
-            'Tensor([3], "float32"), weight=Tensor([3], "float32"), bias=Tensor([3], "float32"), training=True)')
+    line = (
+        'torch.nn.functional.batch_norm(Tensor([4, 3, 5], "float32"), Tensor([3], "float32"), '
+        'Tensor([3], "float32"), weight=Tensor([3], "float32"), bias=Tensor([3], "float32"), training=True)'
+    )
     r = judged(line, backward=True)
     assert r.status == "ok", r
-    assert r.message.endswith("no gradient of args[1] (not differentiable); no gradient of args[2] (not "
-                              "differentiable)")
+    assert r.message.endswith(
+        "no gradient of args[1] (not differentiable); no gradient of args[2] (not differentiable)"
+    )
 
 
 def test_a_reference_that_cannot_run_skips_the_config_and_does_not_blame_the_operator():
     r = judged('torch.ops.replaycheck.float32_only.default(Tensor([8], "float32"))')
-    assert (r.status, r.message) == ("skipped", "no float64 reference: the operator fails in float64 (no float64 "
-                                                "kernel) and torch._decomp has no decomposition of it")
+    assert (r.status, r.message) == (
+        "skipped",
+        "no float64 reference: the operator fails in float64 (no float64 "
+        "kernel) and torch._decomp has no decomposition of it",
+    )
 
 
 def test_an_operator_without_a_float64_kernel_is_judged_against_its_decomposition(monkeypatch):
@@ -178,8 +198,10 @@ def test_an_operator_without_a_float64_kernel_is_judged_against_its_decompositio
     line = 'torch.ops.replaycheck.float32_only.default(Tensor([8], "float32"))'
     monkeypatch.setitem(decomposition_table, torch.ops.replaycheck.float32_only.default, lambda x: x.clone())
     r = judged(line)
-    assert (r.status, r.message) == ("ok", "the reference is its decomposition (torch._decomp) in float64: no "
-                                           "float64 kernel")
+    assert (r.status, r.message) == (
+        "ok",
+        "the reference is its decomposition (torch._decomp) in float64: no float64 kernel",
+    )
     monkeypatch.setitem(decomposition_table, torch.ops.replaycheck.float32_only.default, lambda x: x * 1.001)
     r = judged(line)  # the reference is the decomposition, so a wrong one is a mismatch: it is compared
     assert r.status == "mismatch" and "differ from the float64 decomposition side" in r.message
@@ -187,17 +209,22 @@ def test_an_operator_without_a_float64_kernel_is_judged_against_its_decompositio
 
 def test_torch_operators_without_a_float64_kernel_or_decomposition_are_skipped():
     # mkldnn's LSTM layer (what nn.LSTM runs on the CPU) has neither
-    line = ('torch.ops.aten.mkldnn_rnn_layer.default(Tensor([5, 2, 4], "float32"), Tensor([12, 4], "float32"), '
-            'Tensor([12, 3], "float32"), Tensor([12], "float32"), Tensor([12], "float32"), Tensor([2, 3], "float32"), '
-            'Tensor([2, 3], "float32"), False, [5, 5], 2, 3, 1, True, False, False, False)')
+    line = (
+        'torch.ops.aten.mkldnn_rnn_layer.default(Tensor([5, 2, 4], "float32"), Tensor([12, 4], "float32"), '
+        'Tensor([12, 3], "float32"), Tensor([12], "float32"), Tensor([12], "float32"), Tensor([2, 3], "float32"), '
+        'Tensor([2, 3], "float32"), False, [5, 5], 2, 3, 1, True, False, False, False)'
+    )
     assert replay_one(Config("x", 1, line), ReplayOptions()).status == "ok"  # it runs in float32
     r = judged(line)
     assert r.status == "skipped" and r.message.startswith("no float64 reference: the operator fails in float64 (")
 
 
 def test_device_check_runs_the_device_path():
-    lines = ['torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',  # right in float32
-             'torch.nn.functional.gelu(Tensor([16, 8], "float32"))', 'torch.Tensor.cpu(Tensor([4], "float32"))']
+    lines = [
+        'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',  # right in float32
+        'torch.nn.functional.gelu(Tensor([16, 8], "float32"))',
+        'torch.Tensor.cpu(Tensor([4], "float32"))',
+    ]
     for line in lines:
         r = judged(line, check="device:cpu")
         assert (r.status, r.check, r.compared, r.max_abs_error) == ("ok", "device:cpu", "values", 0.0), r
@@ -225,16 +252,19 @@ def test_workloads_match_float64_long_sums_included(tmp_path, name, level):
     configs = traced_configs(tmp_path, name, level)
     results = run_in_process(configs, ReplayOptions(check="float64", backward=True), lambda r: None)
     assert len(results) >= 10
-    assert all(r.status == "ok" for r in results), [(r.config, r.status, r.message) for r in results
-                                                    if r.status != "ok"]
+    assert all(r.status == "ok" for r in results), [
+        (r.config, r.status, r.message) for r in results if r.status != "ok"
+    ]
     assert any(r.api in LONG_SUMS for r in results) == (name == "cnn" and level > 1)
 
 
 def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code(tmp_path):
     from support import run_script
 
-    lines = ['torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',
-             'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))']
+    lines = [
+        'torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',
+        'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',
+    ]
     path = write_lines(tmp_path, lines)
     code = f"""
         import sys
@@ -246,12 +276,16 @@ def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code
     """
     result = run_script(code, tmp_path)
     assert result.returncode == 1, result.stderr
-    assert ("2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 invalid"
-            in result.stdout)
+    assert (
+        "2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 invalid"
+        in result.stdout
+    )
     assert f"MISMATCH {path}:2: output: 8 / 8 elements (100.0%) differ from the float64 side" in result.stdout
     report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [(r["status"], r["check"], r["worst"], r["measure"]) for r in report] == [
-        ("ok", "float64", "output", "error model"), ("mismatch", "float64", "output", "error model")]
+        ("ok", "float64", "output", "error model"),
+        ("mismatch", "float64", "output", "error model"),
+    ]
     assert report[0]["excess"] == 0 and report[1]["excess"] > 100
     assert report[0]["max_abs_error"] == 0 and report[1]["max_abs_error"] == pytest.approx(1e-3, rel=1e-3)
     suite = ElementTree.parse(tmp_path / "r.xml").getroot()
@@ -270,15 +304,18 @@ def test_flags_that_need_check_or_a_known_mode_are_usage_errors(tmp_path):
     from support import CLI
 
     path = write_lines(tmp_path, ["torch.ones(2)"])
-    for flags, said in ((["--backward"], "--backward needs --check"), (["--rtol", "0.1"], "--rtol needs --check"),
-                        (["--check", "float65"],
-                         "'float65' is not a check: one of float64, device:DEVICE, compile, repeat"),
-                        (["--check", "device:nonsense"], "--check device:nonsense: "),
-                        (["--check", "float64", "--atol", "-1"], "--atol must be at least 0")):
+    for flags, said in (
+        (["--backward"], "--backward needs --check"),
+        (["--rtol", "0.1"], "--rtol needs --check"),
+        (["--check", "float65"], "'float65' is not a check: one of float64, device:DEVICE, compile, repeat"),
+        (["--check", "device:nonsense"], "--check device:nonsense: "),
+        (["--check", "float64", "--atol", "-1"], "--atol must be at least 0"),
+    ):
         result = subprocess.run(CLI + ["replay", str(path), *flags], capture_output=True, text=True)
         assert result.returncode == 2 and said in result.stderr, (flags, result.stderr)
-    result = subprocess.run(CLI + ["replay", str(path), "--check", "device:cpu", "--backward"], capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        CLI + ["replay", str(path), "--check", "device:cpu", "--backward"], capture_output=True, text=True
+    )
     assert result.returncode == 0 and "1 configs (checked against device:cpu): 1 ok, 0 mismatch" in result.stdout
 
 
@@ -307,8 +344,9 @@ def test_a_float64_side_that_needs_more_bytes_than_allowed_skips_the_config_and_
     line = 'torch.neg(Tensor([100], "float32"))'  # 400 bytes in float32, 800 in float64; its output as much
     assert judged(line, max_bytes=1600).status == "ok"
     r = judged(line, max_bytes=1599)
-    assert r.status == "skipped" and r.message.startswith("on the float64 side: its arguments and outputs need 1600 "
-                                                          "bytes")
+    assert r.status == "skipped" and r.message.startswith(
+        "on the float64 side: its arguments and outputs need 1600 bytes"
+    )
     r = judged(line, max_bytes=799)  # the float32 side's arguments and outputs already
     assert r.status == "skipped" and r.message.startswith("its arguments and outputs need 800 bytes")
 
@@ -322,29 +360,34 @@ def test_repeat_makes_the_call_twice_from_one_seed_and_wants_the_same_bits():
     other = judged('torch.nn.functional.dropout(Tensor([64], "float32"), 0.5, True)', check="repeat", seed=1)
     assert other.hashes["output"] != r.hashes["output"]
     wrong = judged('torch.ops.replaycheck.differs_each_call.default(Tensor([8], "float32"))', check="repeat")
-    assert wrong.status == "mismatch" and wrong.message.startswith("output: 8 / 8 elements (100.0%) differ from "
-                                                                   "the repeated side")
+    assert wrong.status == "mismatch" and wrong.message.startswith(
+        "output: 8 / 8 elements (100.0%) differ from the repeated side"
+    )
     zeros = judged('torch.ops.replaycheck.signed_zero_each_call.default(Tensor([8], "float32"))', check="repeat")
-    assert (zeros.status, zeros.message) == ("mismatch", "output: equal in value, not bitwise (signed zeros or NaN "
-                                                         "payloads)")
+    assert (zeros.status, zeros.message) == (
+        "mismatch",
+        "output: equal in value, not bitwise (signed zeros or NaN payloads)",
+    )
     marked = judged('torch.ops.replaycheck.atomic_adds.default(Tensor([8], "float32"))', check="repeat")
     assert (marked.status, marked.compared) == ("ok", "shapes")
-    assert marked.message == ("nondeterministic (replaycheck.atomic_adds.default): compared shapes, dtypes and "
-                              "devices only")
+    assert marked.message == (
+        "nondeterministic (replaycheck.atomic_adds.default): compared shapes, dtypes and devices only"
+    )
     report = json.loads(r.to_json())
     assert report["hashes"] == r.hashes
 
 
 def test_a_call_that_refuses_inputs_requiring_grad_runs_without_and_has_no_gradients():
     r = judged('torch.ops.aten.detach_.default(Tensor([3], "float32"))', backward=True)  # level 3 of a real model
-    assert r.status == "ok" and r.message.startswith("no gradient of args[0] (the call refuses inputs that require "
-                                                     "grad: Can't detach views in-place.")
+    assert r.status == "ok" and r.message.startswith(
+        "no gradient of args[0] (the call refuses inputs that require grad: Can't detach views in-place."
+    )
     r = judged('torch.mm(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"))', backward=True)  # fails either way
     assert (r.status, r.error) == ("failed", "RuntimeError") and "cannot be multiplied" in r.message
 
 
 def test_infinities_the_call_itself_asks_for_are_a_real_comparison():
-    r = judged('torch.ops.aten.full.default([5, 5], -inf, dtype=torch.float32)')  # nn.Transformer's causal mask
+    r = judged("torch.ops.aten.full.default([5, 5], -inf, dtype=torch.float32)")  # nn.Transformer's causal mask
     assert (r.status, r.compared, r.message) == ("ok", "values", ""), r
 
 
@@ -371,14 +414,20 @@ def test_floating_profiles_keep_replayed_inputs_in_the_domain_the_program_used(t
     log_line = next(line for line in profiles if "log" in line)
     [(path, prof)] = profiles[log_line].items()
     assert (path, prof.floating, prof.finite, prof.fmin, prof.fmax) == (
-        "args[0]", True, True, float(x.min()), float(x.max()))
+        "args[0]",
+        True,
+        True,
+        float(x.min()),
+        float(x.max()),
+    )
     configs = [Config("c", i + 1, line) for i, line in enumerate(profiles)]
     results = run_in_process(configs, ReplayOptions(ranges=profiles, check="float64", backward=True), lambda r: None)
     assert [r.status for r in results] == ["ok"] * 3, [(r.config, r.message) for r in results]
     assert all(r.compared == "values" for r in results if "bernoulli" not in r.config)
     bare = run_in_process(configs, ReplayOptions(check="float64"), lambda r: None)
-    assert [(r.status, "(probabilities in [0, 1]), drawn from N(0, 1)" in r.message)
-            for r in bare if "log" not in r.config] == [("skipped", True)] * 2
+    assert [
+        (r.status, "(probabilities in [0, 1]), drawn from N(0, 1)" in r.message) for r in bare if "log" not in r.config
+    ] == [("skipped", True)] * 2
 
 
 def test_float_ranges_need_value_ranges_and_a_merge_keeps_both_sets_ranges(tmp_path):
@@ -394,7 +443,8 @@ def test_float_ranges_need_value_ranges_and_a_merge_keeps_both_sets_ranges(tmp_p
             torch.exp(torch.tensor([lo, hi, float("nan") if i else lo]))
     assert main(["merge", str(tmp_path / "set0"), str(tmp_path / "set1"), "-o", str(tmp_path / "m")]) == 0
     [prof] = read_value_profiles(FileSet(str(tmp_path / "m"), "_level_1").path("api_value_ranges.yaml"))[
-        'torch.exp(Tensor([3], "float32"))'].values()
+        'torch.exp(Tensor([3], "float32"))'
+    ].values()
     assert (prof.fmin, prof.fmax, prof.nan, prof.posinf) == (-3.0, 2.0, True, False)
 
 
@@ -410,11 +460,16 @@ def test_inputs_outside_an_operators_domain_skip_the_config_and_say_which_domain
     floating profile could have helped."""
     r = replay_one(Config("x", 1, 'torch.linalg.cholesky(Tensor([4, 4], "float32"))'))
     assert r.status == "skipped" and r.message.startswith(
-        "inputs outside the operator's domain (a positive-definite matrix), drawn from N(0, 1): no floating profile"), r
+        "inputs outside the operator's domain (a positive-definite matrix), drawn from N(0, 1): no floating profile"
+    ), r
     r = replay_one(Config("x", 1, 'torch.bernoulli(Tensor([8], "float32"))'))
     assert r.status == "skipped" and "(probabilities in [0, 1])" in r.message
     r = replay_one(Config("x", 1, 'torch.set_rng_state(Tensor([5056], "uint8"))'))  # no profile keeps a state
-    assert r.status == "skipped" and "(a generator state torch made (get_rng_state), not any bytes), drawn at " \
-        "random: no value profile keeps that" in r.message, r
-    r = replay_one(Config("x", 1, 'torch.ones(2, -1)'))  # any other error stays the operator's
+    assert (
+        r.status == "skipped"
+        and "(a generator state torch made (get_rng_state), not any bytes), drawn at "
+        "random: no value profile keeps that"
+        in r.message
+    ), r
+    r = replay_one(Config("x", 1, "torch.ones(2, -1)"))  # any other error stays the operator's
     assert r.status == "failed"

@@ -1,6 +1,7 @@
 """api-tracer replay on mutated config files: whatever bytes a file holds,
 every line gets a result, nothing escapes, and nothing outside computation
 happens (the policy is on)."""
+
 import os
 import random
 import re
@@ -8,12 +9,24 @@ import re
 import torch
 
 from api_tracer import APITracer
-from api_tracer.replay import ReplayOptions, run_in_process
 from api_tracer.formats.configs import read_config_file
+from api_tracer.replay import ReplayOptions, run_in_process
 from support.workloads import WORKLOADS
 
-HUGE = [b"9" * 30, str(2 ** 63).encode(), str(-2 ** 63 - 1).encode(), b"1" + b"0" * 400, b"9" * 5000, b"1e999",
-        b"-1e999", b"1e308", b"4294967296", b"-5", b"-1", b"0"]
+HUGE = [
+    b"9" * 30,
+    str(2**63).encode(),
+    str(-(2**63) - 1).encode(),
+    b"1" + b"0" * 400,
+    b"9" * 5000,
+    b"1e999",
+    b"-1e999",
+    b"1e308",
+    b"4294967296",
+    b"-5",
+    b"-1",
+    b"0",
+]
 DTYPES = [b'"int8"', b'"bool"', b'"complex64"', b'"float16"', b'"bogus"', b'"__class__"', b'"save"']
 
 
@@ -27,24 +40,24 @@ def mutate(rng: random.Random, line: bytes, seeds: list) -> bytes:
         dtypes = list(re.finditer(rb'"[a-z0-9]+"', line))
         kind = rng.randrange(9)
         if kind == 0:
-            line = line[:i] + bytes([rng.choice([0x00, 0x80, 0xbf, 0xc3, 0xe2, 0xff])]) + line[i:]
+            line = line[:i] + bytes([rng.choice([0x00, 0x80, 0xBF, 0xC3, 0xE2, 0xFF])]) + line[i:]
         elif kind == 1:
             line = line[:i] + b"\xed\xa0\x80" + line[i:]
         elif kind == 2:
             line = line[:i]
         elif kind == 3:
-            line = line[:i] + line[i:i + 1] * rng.randint(1, 3) + line[i:]
+            line = line[:i] + line[i : i + 1] * rng.randint(1, 3) + line[i:]
         elif kind == 4:
-            line = line[:i] + line[i + 1:]
+            line = line[:i] + line[i + 1 :]
         elif kind == 5 and numbers:
             m = rng.choice(numbers)
-            line = line[:m.start()] + rng.choice(HUGE) + line[m.end():]
+            line = line[: m.start()] + rng.choice(HUGE) + line[m.end() :]
         elif kind == 6 and dtypes:
             m = rng.choice(dtypes)
-            line = line[:m.start()] + rng.choice(DTYPES) + line[m.end():]
+            line = line[: m.start()] + rng.choice(DTYPES) + line[m.end() :]
         elif kind == 7 and b"(" in line:
             other = rng.choice(seeds)
-            line = other[:other.index(b"(")] + line[line.index(b"("):]
+            line = other[: other.index(b"(")] + line[line.index(b"(") :]
         else:
             line = line[:i] + bytes([rng.choice(b'()[]{},="\\.-0123456789 aeTx')]) + line[i:]
     return line

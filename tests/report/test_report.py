@@ -2,6 +2,7 @@
 trace directory, what its HTML holds (every string escaped, nothing to
 load), the icicle's layout, and the command. tests/test_report_browser.py
 opens the pages in Chromium."""
+
 from __future__ import annotations
 
 import base64
@@ -16,8 +17,6 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from support import CLI, user_code_env
-
 from api_tracer import Profile
 from api_tracer.cli import main
 from api_tracer.formats.fileset import find_sets
@@ -26,6 +25,7 @@ from api_tracer.report import render
 from api_tracer.report.charts import Node, _extents, icicle
 from api_tracer.report.profile_html import MEASURES, tree_nodes
 from api_tracer.report.trace_views import trace_views
+from support import CLI, user_code_env
 from support.report_inputs import HOSTILE, STACK_FILE, make_profile, make_traces
 
 ADD = 'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"), alpha=2)'
@@ -129,8 +129,11 @@ def test_strings_from_the_data_are_escaped(traces):
 def test_the_page_loads_nothing_and_runs_only_its_own_script(traces, tmp_path):
     page = render([str(traces["merged"])])
     elements = Elements(page)
-    linked = [(t, a) for t, a in elements.tags
-              if "src" in a or (t == "a" and not a.get("href", "#").startswith("#")) or t in ("link", "iframe")]
+    linked = [
+        (t, a)
+        for t, a in elements.tags
+        if "src" in a or (t == "a" and not a.get("href", "#").startswith("#")) or t in ("link", "iframe")
+    ]
     assert linked == []
     assert "url(" not in page and "@import" not in page
     policy = next(a["content"] for t, a in elements.tags if a.get("http-equiv") == "Content-Security-Policy")
@@ -151,8 +154,13 @@ def test_the_page_has_every_api_and_config(traces):
 
 
 def test_a_container_is_as_wide_as_what_ran_inside_it():
-    nodes = [Node("root", -1, 10, 0, ""), Node("list", 0, 0, 0, ""), Node("a", 1, 3, 1, ""),
-             Node("b", 1, 4, 1, ""), Node("c", 0, -2, 1, "")]
+    nodes = [
+        Node("root", -1, 10, 0, ""),
+        Node("list", 0, 0, 0, ""),
+        Node("a", 1, 3, 1, ""),
+        Node("b", 1, 4, 1, ""),
+        Node("c", 0, -2, 1, ""),
+    ]
     assert _extents(nodes) == [10, 7, 3, 4, 0]
     # a parent smaller than its children is widened to hold them
     assert _extents([Node("p", -1, 1, 0, ""), Node("k", 0, 5, 1, "")]) == [5, 5]
@@ -160,13 +168,19 @@ def test_a_container_is_as_wide_as_what_ran_inside_it():
 
 def rects(svg: str) -> List[Tuple[float, float, float]]:
     """(x, y, width) of each cell."""
-    return [(float(x), float(y), float(w))
-            for x, y, w in re.findall(r'<rect class="node" x="([\d.]+)" y="(\d+)" width="([\d.]+)"', svg)]
+    return [
+        (float(x), float(y), float(w))
+        for x, y, w in re.findall(r'<rect class="node" x="([\d.]+)" y="(\d+)" width="([\d.]+)"', svg)
+    ]
 
 
 def test_icicle_cells_nest_under_their_parents():
-    nodes = [Node("root", -1, 100, 0.1, "r"), Node("a", 0, 60, 0.5, "a"), Node("b", 0, 30, 1, "b"),
-             Node("a1", 1, 60, 1, "a1")]
+    nodes = [
+        Node("root", -1, 100, 0.1, "r"),
+        Node("a", 0, 60, 0.5, "a"),
+        Node("b", 0, 30, 1, "b"),
+        Node("a1", 1, 60, 1, "a1"),
+    ]
     cells = rects(icicle(nodes))
     assert len(cells) == 4
     root, *rest = sorted(cells, key=lambda c: (c[1], c[0]))
@@ -217,8 +231,9 @@ def test_export_html_is_the_report_of_export_json(profile, tmp_path):
 def test_report_of_a_trace_and_a_profile(traces, profile, tmp_path):
     profile.export_json(str(tmp_path / "p.json"))
     out = tmp_path / "r.html"
-    result = subprocess.run(CLI + ["report", str(traces["split"]), str(tmp_path / "p.json"), "-o", str(out)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        CLI + ["report", str(traces["split"]), str(tmp_path / "p.json"), "-o", str(out)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"wrote {out} (")
     page = out.read_text()
@@ -226,10 +241,15 @@ def test_report_of_a_trace_and_a_profile(traces, profile, tmp_path):
     assert "profile: Sequential" in page and "torch.ops.aten.add.Tensor" in page
 
 
-@pytest.mark.parametrize("what,message", [("missing", "is neither a directory nor a file"),
-                                          ("empty_dir", "no file set"),
-                                          ("not_json", "cannot read"),
-                                          ("other_json", "is not a profile")])
+@pytest.mark.parametrize(
+    "what,message",
+    [
+        ("missing", "is neither a directory nor a file"),
+        ("empty_dir", "no file set"),
+        ("not_json", "cannot read"),
+        ("other_json", "is not a profile"),
+    ],
+)
 def test_report_refuses_what_it_cannot_read(tmp_path, capsys, what, message):
     (tmp_path / "empty_dir").mkdir()
     (tmp_path / "not_json").write_text("{")
@@ -242,35 +262,57 @@ def test_report_refuses_what_it_cannot_read(tmp_path, capsys, what, message):
 def test_report_of_a_replay_report_shows_its_verdicts(tmp_path):
 
     configs = tmp_path / "c.yaml"
-    configs.write_text("\n".join([
-        'torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',
-        'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',
-        'torch.ops.replaycheck.outside_domain.default(Tensor([8], "float32"))',
-        'torch.mm(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"))', "os.system('x')"]) + "\n")
+    configs.write_text(
+        "\n".join(
+            [
+                'torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',
+                'torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))',
+                'torch.ops.replaycheck.outside_domain.default(Tensor([8], "float32"))',
+                'torch.mm(Tensor([2, 3], "float32"), Tensor([4, 3], "float32"))',
+                "os.system('x')",
+            ]
+        )
+        + "\n"
+    )
     env = user_code_env()
-    replayed = subprocess.run(CLI + ["replay", str(configs), "--import", "replaycheck_ops", "--check", "float64",
-                                     "-o", str(tmp_path / "r.jsonl")], capture_output=True, text=True, env=env)
+    replayed = subprocess.run(
+        CLI
+        + [
+            "replay",
+            str(configs),
+            "--import",
+            "replaycheck_ops",
+            "--check",
+            "float64",
+            "-o",
+            str(tmp_path / "r.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert replayed.returncode == 1, replayed.stderr
     out = tmp_path / "r.html"
-    result = subprocess.run(CLI + ["report", str(tmp_path / "r.jsonl"), "-o", str(out)], capture_output=True,
-                            text=True)
+    result = subprocess.run(CLI + ["report", str(tmp_path / "r.jsonl"), "-o", str(out)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     page = out.read_text()
     assert "replay: r.jsonl" in page
     assert "5 configs, checked against float64: 1 ok, 1 mismatch, 1 vacuous, 1 failed, 0 skipped, 1 invalid" in page
     assert page.count('id="p0-apis"') == 1 and page.count('id="p0-mismatches"') == 1
-    mismatches = page[page.index('id="p0-mismatches"'):page.index('id="p0-others"')]
+    mismatches = page[page.index('id="p0-mismatches"') : page.index('id="p0-others"')]
     assert "torch.ops.replaycheck.twice_wrong_in_float64.default" in mismatches and "error model" in mismatches
     assert "twice.default(" not in mismatches
-    others = page[page.index('id="p0-others"'):]
+    others = page[page.index('id="p0-others"') :]
     assert all(s in others for s in ("vacuous", "failed", "invalid", "cannot be multiplied", "os.system"))
     # a damaged line is refused, by its file and line
     lines = (tmp_path / "r.jsonl").read_text().splitlines()
     (tmp_path / "bad.jsonl").write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
-    bad = subprocess.run(CLI + ["report", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "b.html")],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        CLI + ["report", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "b.html")], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and f"{tmp_path / 'bad.jsonl'}:2: not a line of a replay report" in bad.stderr
     (tmp_path / "status.jsonl").write_text(lines[0].replace('"status": "ok"', '"status": "great"') + "\n")
-    bad = subprocess.run(CLI + ["report", str(tmp_path / "status.jsonl"), "-o", str(tmp_path / "b.html")],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        CLI + ["report", str(tmp_path / "status.jsonl"), "-o", str(tmp_path / "b.html")], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "status.jsonl:1: unknown status 'great'" in bad.stderr

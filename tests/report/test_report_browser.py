@@ -3,6 +3,7 @@ no string of the data runs as script, the page's own script runs under its
 Content Security Policy, and its tables sort, filter and link as they
 should. The screenshots it takes are kept in tests/artifacts/report/
 (ignored by git), and the test prints where."""
+
 from __future__ import annotations
 
 from pathlib import Path

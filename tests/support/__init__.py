@@ -4,6 +4,7 @@ fresh interpreter, and reading an output set back. The tests import it as
 browser.py (headless Chromium), judge_sets.py (lines the judge must pass and
 fail), report_inputs.py (inputs of the HTML report), workloads.py (real
 models' workloads)."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,14 @@ USER_CODE = TESTS / "usercode"
 # The command line, as the tests run it in a fresh process.
 CLI = [sys.executable, "-m", "api_tracer"]
 
-FILES = ("api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml", "api_statistics.yaml",
-         "api_stacks.yaml")
+FILES = (
+    "api_trace.yaml",
+    "api_trace.txt",
+    "api_apis.txt",
+    "api_configs.yaml",
+    "api_statistics.yaml",
+    "api_stacks.yaml",
+)
 
 
 def user_code_env() -> Dict[str, str]:
@@ -37,15 +44,22 @@ def user_code_env() -> Dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(USER_CODE), os.environ.get("PYTHONPATH", "")])}
 
 
-def run_script(code: str, cwd: Path, *args: str, timeout: float = 600, name: str = "script_under_test.py",
-               env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+def run_script(
+    code: str,
+    cwd: Path,
+    *args: str,
+    timeout: float = 600,
+    name: str = "script_under_test.py",
+    env: Optional[Dict[str, str]] = None,
+) -> subprocess.CompletedProcess:
     """Runs `code` (dedented) as the script `name` in `cwd`, in a fresh interpreter."""
     script = Path(cwd) / name
     script.write_text(textwrap.dedent(code))
     full_env = dict(os.environ, PYTHONUNBUFFERED="1")
     full_env.update(env or {})
-    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=full_env)
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env
+    )
 
 
 def read_set(directory: Path, suffix: str = "") -> Dict[str, str]:

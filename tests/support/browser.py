@@ -6,6 +6,7 @@ screenshot), a small client on urllib: no dependency.
 Chromium and chromedriver are Debian's `chromium` and `chromium-driver`,
 which scripts/setup.sh installs; without them these tests fail, saying so.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,25 +23,39 @@ from typing import Any, List, Optional
 
 # A browser that reaches for nothing: no network of its own, no first-run
 # work, no GPU, no sandbox (the tests may run as root).
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element reference
 
 
 def executable(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise RuntimeError(f"{name} is not installed: scripts/setup.sh installs Debian's chromium and "
-                           "chromium-driver, which the report's browser tests need")
+        raise RuntimeError(
+            f"{name} is not installed: scripts/setup.sh installs Debian's chromium and "
+            "chromium-driver, which the report's browser tests need"
+        )
     return path
 
 
 def dump_dom(page: Path, timeout: float = 60) -> str:
     """The page's DOM, serialized, once its scripts ran."""
     with tempfile.TemporaryDirectory() as profile:
-        result = subprocess.run([executable("chromium"), *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                                 page.resolve().as_uri()], capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [executable("chromium"), *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     if result.returncode != 0:
         raise RuntimeError(f"chromium --dump-dom failed ({result.returncode}): {result.stderr[-2000:]}")
     return result.stdout
@@ -60,8 +75,9 @@ class Browser:
         self.port = _free_port()
         self.timeout = timeout
         self.profile = tempfile.TemporaryDirectory()
-        self.driver = subprocess.Popen([executable("chromedriver"), f"--port={self.port}"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.driver = subprocess.Popen(
+            [executable("chromedriver"), f"--port={self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             self._wait_ready()
             args = FLAGS + [f"--window-size={width},{height}", f"--user-data-dir={self.profile.name}"]
@@ -74,8 +90,12 @@ class Browser:
 
     def _call(self, method: str, path: str, body: Optional[dict] = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.load(response)["value"]

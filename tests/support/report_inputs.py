@@ -2,6 +2,7 @@
 a small program traced several ways, a trace holding an API name, a config
 line and stack frames that would be markup and script were they written
 into the page as they are, and a small layer profile."""
+
 from __future__ import annotations
 
 import types
@@ -12,8 +13,10 @@ import torch
 
 from api_tracer import APITracer, Profile, TracingHook
 
-HOSTILE = ("x.<script>document.body.dataset.pwned='script'</script>"
-           "<img src=x onerror=\"document.body.dataset.pwned='img'\">&amp;'q'")
+HOSTILE = (
+    "x.<script>document.body.dataset.pwned='script'</script>"
+    "<img src=x onerror=\"document.body.dataset.pwned='img'\">&amp;'q'"
+)
 STACK_FILE = "<img src=y onerror=\"document.body.dataset.pwned='stack'\">.py"  # in each stack's frames
 
 
@@ -44,13 +47,18 @@ def make_traces(top: Path) -> Dict[str, Path]:
     ("untraced"), sets whose trace trace_limit cut ("cut"); and HOSTILE
     called at level 5 beside torch.ones at level 1, from STACK_FILE
     ("hostile")."""
-    options = {"split": {}, "merged": {"merge_output": True, "record_stack": True},
-               "untraced": {"stream_trace": False}, "cut": {"trace_limit": 400}}
+    options = {
+        "split": {},
+        "merged": {"merge_output": True, "record_stack": True},
+        "untraced": {"stream_trace": False},
+        "cut": {"trace_limit": 400},
+    }
     for name, opts in options.items():
         with APITracer(output_path=str(top / name), levels=[1, 2], **opts):
             program()
-    calls = compile("torch.ones(2, 3)\nfor _ in range(2):\n    lib.f(torch.ones(2, 3), 'a</td><b>', k='<i>')\n",
-                    STACK_FILE, "exec")
+    calls = compile(
+        "torch.ones(2, 3)\nfor _ in range(2):\n    lib.f(torch.ones(2, 3), 'a</td><b>', k='<i>')\n", STACK_FILE, "exec"
+    )
     with APITracer(output_path=str(top / "hostile"), levels=[1, HostileHook], record_stack=True):
         exec(calls, {"lib": HostileHook.lib, "torch": torch})
     return {name: top / name for name in list(options) + ["hostile"]}
@@ -60,8 +68,9 @@ def make_profile() -> Profile:
     """A profile, with memory, of one step of a small model: Sequential(
     Linear, ReLU, Sequential(Linear, Tanh))."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
-                                torch.nn.Sequential(torch.nn.Linear(32, 8), torch.nn.Tanh()))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Sequential(torch.nn.Linear(32, 8), torch.nn.Tanh())
+    )
     with Profile(model, profile_memory=True) as prof:
         model(torch.randn(4, 16)).sum().backward()
     return prof

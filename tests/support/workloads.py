@@ -2,6 +2,7 @@
 the benchmarks. Each returns a zero-argument callable that runs one step
 (its model as the attribute `model`); the models are built when the
 workload is made, outside any tracing."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,8 +31,14 @@ class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+        )
         self.head = nn.Linear(32, 10)
 
     def forward(self, x):
@@ -58,8 +65,14 @@ def transformer_block(hidden: int = 64, seq: int = 16, batch: int = 2):
     from transformers.models.bert.modeling_bert import BertLayer
 
     torch.manual_seed(0)
-    config = BertConfig(hidden_size=hidden, num_hidden_layers=1, num_attention_heads=4, intermediate_size=2 * hidden,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = BertConfig(
+        hidden_size=hidden,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=2 * hidden,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     config._attn_implementation = "eager"
     layer = BertLayer(config)
     x = torch.randn(batch, seq, hidden, requires_grad=True)
@@ -86,14 +99,18 @@ WORKLOADS = {"mlp": mlp_training_step, "cnn": cnn_forward_backward, "transformer
 # convolution), native_batch_norm_backward sums 4096 values a channel for the
 # bias gradient. Against float64 with torch 2.13 on the CPU: these 3 configs
 # at levels 2 and 3 of the cnn, and nothing else at levels 1 to 3.
-LONG_SUMS = {"torch.ops.aten.convolution_backward.default": ("output[1]", "output[2]"),
-             "torch.ops.aten.native_batch_norm_backward.default": ("output[2]",)}
+LONG_SUMS = {
+    "torch.ops.aten.convolution_backward.default": ("output[1]", "output[2]"),
+    "torch.ops.aten.native_batch_norm_backward.default": ("output[2]",),
+}
 
 # -- models the fidelity benchmark measures (bench/bench_fidelity.py) ---------
+
 
 def training_step(model, optimizer, loss):
     """`step()`: the gradients zeroed, `loss()` backward, an optimizer
     step; `step.model` is the model."""
+
     def step():
         optimizer.zero_grad(set_to_none=True)
         loss().backward()
@@ -119,8 +136,18 @@ def gpt2_training_step():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        vocab_size=64,
+        n_positions=16,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return _causal_lm_step(GPT2LMHeadModel(config), config.vocab_size)
 
 
@@ -130,8 +157,15 @@ def llama_training_step():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=16,
+    )
     config._attn_implementation = "sdpa"
     return _causal_lm_step(LlamaForCausalLM(config), config.vocab_size)
 
@@ -142,9 +176,18 @@ def vit_training_step():
     from transformers import ViTConfig, ViTForImageClassification
 
     torch.manual_seed(0)
-    config = ViTConfig(image_size=16, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=1,
-                       num_attention_heads=2, intermediate_size=64, num_labels=5, hidden_dropout_prob=0.0,
-                       attention_probs_dropout_prob=0.0)
+    config = ViTConfig(
+        image_size=16,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     model = ViTForImageClassification(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     pixels, labels = torch.randn(2, 3, 16, 16), torch.tensor([1, 4])
@@ -199,8 +242,9 @@ class BagClassifier(nn.Module):
         self.head = nn.Linear(16, 3)
 
     def forward(self, ids, offsets, weights):
-        return self.head(torch.cat([self.weighted(ids, offsets, per_sample_weights=weights),
-                                    self.maxed(ids, offsets)], dim=1))
+        return self.head(
+            torch.cat([self.weighted(ids, offsets, per_sample_weights=weights), self.maxed(ids, offsets)], dim=1)
+        )
 
 
 def embedding_bag_training_step():
@@ -213,8 +257,13 @@ def embedding_bag_training_step():
     return training_step(model, optimizer, lambda: nn.functional.cross_entropy(model(ids, offsets, weights), labels))
 
 
-FIDELITY_WORKLOADS = {"gpt2": gpt2_training_step, "llama": llama_training_step, "vit": vit_training_step,
-                      "rnn": rnn_training_step, "embedding_bag": embedding_bag_training_step}
+FIDELITY_WORKLOADS = {
+    "gpt2": gpt2_training_step,
+    "llama": llama_training_step,
+    "vit": vit_training_step,
+    "rnn": rnn_training_step,
+    "embedding_bag": embedding_bag_training_step,
+}
 
 
 def traced_configs(tmp_path: Any, name: str, level: int) -> list:

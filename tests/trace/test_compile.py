@@ -1,4 +1,5 @@
 """A function under torch.compile runs, and returns what it returns untraced, at every level."""
+
 import pytest
 import torch
 
@@ -26,8 +27,12 @@ def test_compiled_function_runs_and_agrees(out, level):
     expected = {
         0: ["torch.sin", "torch.Tensor.__mul__", "torch.Tensor.sum", "torch.Tensor.__add__"],
         1: ["torch.sin", "torch.Tensor.mul", "torch.Tensor.sum", "torch.Tensor.add"],
-        2: ["torch.ops.aten.sin.default", "torch.ops.aten.mul.Tensor", "torch.ops.aten.sum.default",
-            "torch.ops.aten.add.Tensor"],
+        2: [
+            "torch.ops.aten.sin.default",
+            "torch.ops.aten.mul.Tensor",
+            "torch.ops.aten.sum.default",
+            "torch.ops.aten.add.Tensor",
+        ],
     }
     assert names == expected[level]
     # The compiler's stance is back: the function compiles again after stop.

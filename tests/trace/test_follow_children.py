@@ -1,4 +1,5 @@
 """Many processes: children traced into their own sets, never into the parent's."""
+
 import os
 import subprocess
 
@@ -6,7 +7,6 @@ import pytest
 import yaml
 
 from support import CLI, read_set
-
 
 MP = """
 import multiprocessing as mp
@@ -35,8 +35,13 @@ def sets_under(out):
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_multiprocessing_children_get_their_own_sets(tmp_path, method):
     (tmp_path / "prog.py").write_text(MP)
-    r = subprocess.run(CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py", method],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py", method],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "sitecustomize" not in r.stderr  # a spawned child starts it whether or not it shadows one
     out = tmp_path / "out"
@@ -49,8 +54,13 @@ def test_multiprocessing_children_get_their_own_sets(tmp_path, method):
 
 def test_a_forked_child_never_writes_the_parents_files(tmp_path):
     (tmp_path / "prog.py").write_text(MP)
-    r = subprocess.run(CLI + ["run", "--merge", "-o", "out", "prog.py", "fork"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        CLI + ["run", "--merge", "-o", "out", "prog.py", "fork"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
     assert (out / "api_trace.txt").read_text().splitlines() == ["torch.zeros(1)", "torch.zeros(2)"]
@@ -81,8 +91,14 @@ def test_dataloader_workers_are_followed(tmp_path, rank):
     env = {k: v for k, v in os.environ.items() if k != "RANK"}
     if rank is not None:
         env["RANK"] = rank
-    r = subprocess.run(CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run(
+        CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == "28.0\n"
     workers = sets_under(tmp_path / "out")
@@ -108,9 +124,27 @@ dist.destroy_process_group()
 def test_torchrun_ranks_each_write_their_own_complete_set_and_merge_is_their_union(tmp_path):
     (tmp_path / "train.py").write_text(TORCHRUN)
     env = dict(os.environ, MASTER_ADDR="127.0.0.1")
-    r = subprocess.run(CLI + ["run", "--follow-children", "--levels", "1", "-o", "out", "-m", "torch.distributed.run",
-                              "--nproc_per_node=2", "--standalone", "train.py"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run(
+        CLI
+        + [
+            "run",
+            "--follow-children",
+            "--levels",
+            "1",
+            "-o",
+            "out",
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            "--standalone",
+            "train.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "out"
     assert "rank-0" in sets_under(out) and "rank-1" in sets_under(out)
@@ -123,8 +157,9 @@ def test_torchrun_ranks_each_write_their_own_complete_set_and_merge_is_their_uni
         assert len(yaml.safe_load(files["api_trace.yaml"])) == len(lines)  # complete
         ranks[rank] = files
     assert "torch.ones(2)" not in ranks[0]["api_trace.txt"]  # each its own
-    m = subprocess.run(CLI + ["merge", "out/rank-0", "out/rank-1", "-o", "merged"], cwd=tmp_path,
-                       capture_output=True, text=True)
+    m = subprocess.run(
+        CLI + ["merge", "out/rank-0", "out/rank-1", "-o", "merged"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert m.returncode == 0, m.stderr
     merged = read_set(tmp_path / "merged", "_level_1")
     union = set(ranks[0]["api_configs.yaml"].splitlines()) | set(ranks[1]["api_configs.yaml"].splitlines())

@@ -1,4 +1,5 @@
 """The product description's own example produces its expected files, byte for byte."""
+
 import shutil
 
 import pytest

@@ -7,6 +7,7 @@ instrumented code behaves as the original for every introspection a program
 uses, the API objects and torch's caches of them are the very objects they
 are untraced, and tracing in and out leaves nothing behind.
 """
+
 import functools
 import gc
 import inspect
@@ -23,9 +24,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from api_tracer import APITracer, _C
-from api_tracer.trace import instrument
+from api_tracer import _C, APITracer
 from api_tracer.frameworks.torch.dialect import PyTorchDialect
+from api_tracer.trace import instrument
 from support import trace_lines
 
 pytestmark = pytest.mark.skipif(not instrument.SUPPORTED, reason="instrumented code is made for CPython 3.11")
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.skipif(not instrument.SUPPORTED, reason="instrumented c
 
 # -- the instrumented code behaves as the original ---------------------------------------------
 
-SAMPLES = textwrap.dedent('''
+SAMPLES = textwrap.dedent("""
     import warnings
 
     def shapes(a, b=2, *args, k=3, **kw):
@@ -83,7 +84,7 @@ SAMPLES = textwrap.dedent('''
         return a, b, c
 
     def one_line(x): return x * 3
-''')
+""")
 
 
 def _big_function_source(n: int) -> str:
@@ -105,10 +106,17 @@ SAMPLE = _load(SAMPLES, "samples")
 BIG = _load(_big_function_source(400), "big")
 
 CASES = [
-    (SAMPLE.shapes, (1,), {}), (SAMPLE.shapes, (1, 5, 7, -1, 200, 3), {"z": 4}), (SAMPLE.shapes, (1,), {"k": 99}),
-    (SAMPLE.returns_in_finally, (0,), {}), (SAMPLE.returns_in_finally, (2,), {}),
-    (SAMPLE.comprehensions, (3,), {}), (SAMPLE.reraises, ("x",), {}), (SAMPLE.reraises, ("again",), {}),
-    (SAMPLE.positional_only, (1,), {}), (SAMPLE.positional_only, (1, 2, 3), {}), (SAMPLE.one_line, (4,), {}),
+    (SAMPLE.shapes, (1,), {}),
+    (SAMPLE.shapes, (1, 5, 7, -1, 200, 3), {"z": 4}),
+    (SAMPLE.shapes, (1,), {"k": 99}),
+    (SAMPLE.returns_in_finally, (0,), {}),
+    (SAMPLE.returns_in_finally, (2,), {}),
+    (SAMPLE.comprehensions, (3,), {}),
+    (SAMPLE.reraises, ("x",), {}),
+    (SAMPLE.reraises, ("again",), {}),
+    (SAMPLE.positional_only, (1,), {}),
+    (SAMPLE.positional_only, (1, 2, 3), {}),
+    (SAMPLE.one_line, (4,), {}),
     (BIG.big, (390,), {}),
 ]
 
@@ -135,7 +143,7 @@ def observe(fn, args, kwargs):
             hook(tracer if hook is sys.settrace else profiler)
             try:
                 result = ("returned", fn(*args, **kwargs))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - what the call raised is compared, traced and not
                 result = ("raised", "".join(traceback.format_exception(e)))
             finally:
                 hook(None)
@@ -177,13 +185,14 @@ def test_every_python_function_of_the_api_lists_is_instrumented():
 
 # -- the APIs and torch's caches of them are the objects they are untraced -----------------------
 
+
 def relu_block() -> nn.Module:
     return nn.Sequential(nn.Linear(4, 4), nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0))
 
 
 def test_a_device_context_works_while_tracing_and_after(out):
     # The first device context of the process may be entered inside the block.
-    code = textwrap.dedent('''
+    code = textwrap.dedent("""
         import torch
         from api_tracer import APITracer
         with APITracer(output_path=OUT, levels=0):
@@ -192,7 +201,7 @@ def test_a_device_context_works_while_tracing_and_after(out):
         with torch.device("meta"):
             after = torch.empty(3).device, torch.nn.Linear(1000, 1000).weight.device
         print(inside, after)
-    ''').replace("OUT", repr(str(out)))
+    """).replace("OUT", repr(str(out)))
     import subprocess
 
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -244,8 +253,14 @@ def test_identity_checks_of_torch_see_the_api_itself(out):
 
 def test_introspection_sees_the_api_itself(out):
     def seen(f):
-        return (getattr(f, "__module__", None), f.__qualname__, f.__name__, f.__doc__, getattr(f, "__wrapped__", None),
-                str(inspect.signature(f)) if isinstance(f, types.FunctionType) else getattr(f, "__text_signature__"))
+        return (
+            getattr(f, "__module__", None),
+            f.__qualname__,
+            f.__name__,
+            f.__doc__,
+            getattr(f, "__wrapped__", None),
+            str(inspect.signature(f)) if isinstance(f, types.FunctionType) else f.__text_signature__,
+        )
 
     apis = (F.relu, F.dropout, torch.add, torch.Tensor.add, torch.Tensor.dim, nn.Linear.forward, nn.Linear.__init__)
     untraced = [seen(f) for f in apis]
@@ -287,7 +302,8 @@ def test_torch_knows_what_level_0_wraps_while_tracing_and_after(out, built):
     took while tracing is put right at stop. In a fresh process, with the
     caches filled before the tracer starts (torch's own import fills
     TorchScript's) or while it runs."""
-    code = textwrap.dedent('''
+    code = (
+        textwrap.dedent("""
         import torch, torch.jit._builtins as builtins
         from api_tracer import APITracer
         if BUILT_WHILE:
@@ -302,7 +318,10 @@ def test_torch_knows_what_level_0_wraps_while_tracing_and_after(out, built):
         assert builtins._find_builtin(torch.set_num_threads) == "aten::set_num_threads"
         assert any(f is torch.set_num_threads for f in torch.overrides.get_ignored_functions())
         print("ok")
-    ''').replace("OUT", repr(str(out))).replace("BUILT_WHILE", str(built != "before"))
+    """)
+        .replace("OUT", repr(str(out)))
+        .replace("BUILT_WHILE", str(built != "before"))
+    )
     import subprocess
 
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -311,6 +330,7 @@ def test_torch_knows_what_level_0_wraps_while_tracing_and_after(out, built):
 
 # -- the calls are recorded once, whatever happens inside ----------------------------------------
 
+
 def test_an_exception_through_an_instrumented_function_closes_its_call(out):
     with APITracer(output_path=str(out), levels=0, merge_output=True):
         with pytest.raises(IndexError):
@@ -318,9 +338,12 @@ def test_an_exception_through_an_instrumented_function_closes_its_call(out):
         F.softmax(torch.ones(2), dim=0)  # recorded: the failed call is closed
         nn.Dropout(0.5).eval()(torch.ones(2))
     assert trace_lines(out) == [
-        "torch.ones(2)", 'torch.nn.functional.softmax(Tensor([2], "float32"), dim=5)',
-        "torch.ones(2)", 'torch.nn.functional.softmax(Tensor([2], "float32"), dim=0)',
-        "torch.nn.Dropout(p=0.5)", "torch.ones(2)",
+        "torch.ones(2)",
+        'torch.nn.functional.softmax(Tensor([2], "float32"), dim=5)',
+        "torch.ones(2)",
+        'torch.nn.functional.softmax(Tensor([2], "float32"), dim=0)',
+        "torch.nn.Dropout(p=0.5)",
+        "torch.ones(2)",
         'torch.nn.Dropout.forward(Eval(torch.nn.Dropout()), Tensor([2], "float32"))',
     ]
 
@@ -333,10 +356,12 @@ def test_python_functions_are_written_in_one_spelling(out):
         F.dropout(input=x, p=0.2)
         F.dropout(x, training=False)
     assert trace_lines(out) == ['torch.nn.functional.dropout(Tensor([2, 3], "float32"), p=0.2)'] * 3 + [
-        'torch.nn.functional.dropout(Tensor([2, 3], "float32"), training=False)']
+        'torch.nn.functional.dropout(Tensor([2, 3], "float32"), training=False)'
+    ]
 
 
 # -- in and out a thousand times leaves the process as it was --------------------------------------
+
 
 def process_state():
     from torch.nn.modules import module as module_hooks
@@ -344,21 +369,37 @@ def process_state():
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
     return dict(
-        function_modes=len(_get_current_function_mode_stack()), dispatch_modes=len(_get_current_dispatch_mode_stack()),
-        module_hooks=[len(getattr(module_hooks, name)) for name in dir(module_hooks) if name.startswith("_global_")
-                      and isinstance(getattr(module_hooks, name), dict)],
-        rng=torch.random.get_rng_state(), profile=sys.getprofile(), trace=sys.gettrace(),
-        filters=warnings.filters, filters_list=list(warnings.filters),
+        function_modes=len(_get_current_function_mode_stack()),
+        dispatch_modes=len(_get_current_dispatch_mode_stack()),
+        module_hooks=[
+            len(getattr(module_hooks, name))
+            for name in dir(module_hooks)
+            if name.startswith("_global_") and isinstance(getattr(module_hooks, name), dict)
+        ],
+        rng=torch.random.get_rng_state(),
+        profile=sys.getprofile(),
+        trace=sys.gettrace(),
+        filters=warnings.filters,
+        filters_list=list(warnings.filters),
         codes={name: f.__code__ for name, f in vars(F).items() if isinstance(f, types.FunctionType)},
-        tensor=dict(vars(torch.Tensor)), torch_ns=dict(vars(torch)),
+        tensor=dict(vars(torch.Tensor)),
+        torch_ns=dict(vars(torch)),
     )
 
 
 def same_state(a, b):
-    return all(torch.equal(a[k], b[k]) if k == "rng" else
-               (a[k] is b[k] if k in ("filters", "profile", "trace") else
-                (a[k].keys() == b[k].keys() and all(a[k][n] is b[k][n] for n in a[k])) if isinstance(a[k], dict)
-                else a[k] == b[k]) for k in a)
+    return all(
+        torch.equal(a[k], b[k])
+        if k == "rng"
+        else (
+            a[k] is b[k]
+            if k in ("filters", "profile", "trace")
+            else (a[k].keys() == b[k].keys() and all(a[k][n] is b[k][n] for n in a[k]))
+            if isinstance(a[k], dict)
+            else a[k] == b[k]
+        )
+        for k in a
+    )
 
 
 def test_a_thousand_tracers_in_and_out_leave_the_process_as_it_was(tmp_path):
@@ -374,8 +415,11 @@ def test_a_thousand_tracers_in_and_out_leave_the_process_as_it_was(tmp_path):
 
     def one(i, traced=True):
         levels = [0, 1, 2, 3] if i % 2 else 0
-        with APITracer(output_path=str(tmp_path / "o"), levels=levels, stream_trace=False) if traced else \
-                contextlib.nullcontext():
+        with (
+            APITracer(output_path=str(tmp_path / "o"), levels=levels, stream_trace=False)
+            if traced
+            else contextlib.nullcontext()
+        ):
             model(x).sum().backward()
             torch.add(x, 1)
 

@@ -6,6 +6,7 @@ rewritten whole every snapshot_interval seconds; under `api-tracer run`,
 SIGTERM and SIGHUP write everything first, then end the program by the same
 signal; Ctrl-C writes everything at every level, as it always did.
 """
+
 import os
 import signal
 import subprocess
@@ -54,15 +55,18 @@ def kill_while_looping(tmp_path, how, levels, signum, whole_snapshot=False):
     else:
         (tmp_path / "loop.py").write_text(WITH_FORM)
         command = [sys.executable, "loop.py", levels]
-    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_signals)
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals
+    )
     try:
         assert proc.stdout.readline() == "looping\n", proc.stderr.read()
         # past a snapshot holding every config the loop makes, with the trace
         # streaming (how soon the snapshot thread runs depends on the load)
         configs = tmp_path / "out" / "api_configs.yaml"
-        while len(configs.read_bytes().splitlines()) < CONFIGS or \
-                os.path.getsize(tmp_path / "out" / "api_trace.txt") < 300_000:
+        while (
+            len(configs.read_bytes().splitlines()) < CONFIGS
+            or os.path.getsize(tmp_path / "out" / "api_trace.txt") < 300_000
+        ):
             time.sleep(0.01)
         if whole_snapshot:  # and until the next one begins: that one wrote all its files
             written = os.stat(configs).st_ino  # (one by one, each a new inode)
@@ -78,7 +82,7 @@ def kill_while_looping(tmp_path, how, levels, signum, whole_snapshot=False):
 
 def complete_records(text):
     """The trace records before the last one, which a kill may have cut."""
-    return text[:text.rfind("\n- ") + 1]
+    return text[: text.rfind("\n- ") + 1]
 
 
 def check_summaries(files):
@@ -103,8 +107,7 @@ def test_run_writes_everything_on_termination_then_dies_by_the_signal(tmp_path, 
     assert calls == len(lines) == len(records) > 1000  # nothing lost, not even the buffered tail
 
 
-@pytest.mark.parametrize("how,signum", [("run", signal.SIGKILL), ("with", signal.SIGKILL),
-                                        ("with", signal.SIGTERM)])
+@pytest.mark.parametrize("how,signum", [("run", signal.SIGKILL), ("with", signal.SIGKILL), ("with", signal.SIGTERM)])
 def test_a_kill_keeps_the_last_snapshot_whole(tmp_path, how, signum):
     returncode, stderr = kill_while_looping(tmp_path, how, "0,1", signum, whole_snapshot=True)
     assert returncode == -signum, stderr  # the with-form installs no handler: SIGTERM kills
@@ -116,8 +119,9 @@ def test_a_kill_keeps_the_last_snapshot_whole(tmp_path, how, signum):
     assert len(records) >= len(lines) - 1 > 1000
     # A kill that lands inside a snapshot leaves the temporary file it was
     # writing (the file it replaces is whole); the next tracer removes it.
-    with APITracer(output_path=str(tmp_path / "out"), levels=[0, 1], merge_output=True, record_stack=True,
-                   value_ranges=True):
+    with APITracer(
+        output_path=str(tmp_path / "out"), levels=[0, 1], merge_output=True, record_stack=True, value_ranges=True
+    ):
         pass
     assert not [name for name in os.listdir(tmp_path / "out") if name.endswith(".tmp")]
 
@@ -146,8 +150,14 @@ def test_a_program_s_own_handler_and_ignored_signals_stay_its_own(tmp_path):
         signal.pause()
     """
     (tmp_path / "prog.py").write_text(textwrap.dedent(code))
-    result = subprocess.run(CLI + ["run", "--merge", "-o", "out", "prog.py"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300, preexec_fn=default_signals)
+    result = subprocess.run(
+        CLI + ["run", "--merge", "-o", "out", "prog.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=default_signals,
+    )
     assert (result.returncode, result.stdout) == (7, "True\n"), result.stderr
     assert (tmp_path / "out" / "api_trace.txt").read_text() == "torch.ones(1)\ntorch.ones(2)\n"
 
@@ -172,11 +182,14 @@ def test_a_tiny_trace_limit_cuts_the_trace_and_keeps_the_counts(tmp_path):
     assert len(files["api_configs.yaml"].splitlines()) == 5
 
     stats = subprocess.run(CLI + ["stats", str(out)], capture_output=True, text=True, timeout=300)
-    assert f"trace_limit (1000 bytes) reached: {100 - written} calls are counted here but not in api_trace.*" \
-        in stats.stdout, stats.stdout
+    assert (
+        f"trace_limit (1000 bytes) reached: {100 - written} calls are counted here but not in api_trace.*"
+        in stats.stdout
+    ), stats.stdout
 
-    merged = subprocess.run(CLI + ["merge", str(out), str(out), "-o", str(tmp_path / "m")], capture_output=True,
-                            text=True, timeout=300)
+    merged = subprocess.run(
+        CLI + ["merge", str(out), str(out), "-o", str(tmp_path / "m")], capture_output=True, text=True, timeout=300
+    )
     assert merged.returncode == 0, merged.stderr
     m = read_set(tmp_path / "m")
     assert m["api_trace.txt"].splitlines() == lines[:written] * 2 + [note.format(2 * (100 - written)).strip()]
@@ -188,7 +201,7 @@ def test_no_limit_and_no_snapshots_when_asked(tmp_path):
 
     out = tmp_path / "out"
     with APITracer(output_path=str(out), levels=1, merge_output=True, trace_limit=0, snapshot_interval=0):
-        for i in range(20000):
+        for _ in range(20000):
             torch.ones(1)
     assert read_set(out)["api_trace.txt"] == "torch.ones(1)\n" * 20000
 

@@ -78,12 +78,16 @@ def test_module_made_before_tracing_is_its_constructor_call_or_a_placeholder(out
         seq(torch.zeros(2))
         opaque(torch.zeros(3))
     lines = trace_lines(out)
-    assert 'torch.nn.Conv2d.forward(torch.nn.Conv2d(3, 8, (3, 3), stride=(2, 2), bias=False), ' \
-           'Tensor([1, 3, 8, 8], "float32"))' in lines
+    assert (
+        "torch.nn.Conv2d.forward(torch.nn.Conv2d(3, 8, (3, 3), stride=(2, 2), bias=False), "
+        'Tensor([1, 3, 8, 8], "float32"))' in lines
+    )
     assert 'torch.nn.LayerNorm.forward(torch.nn.LayerNorm((4,), eps=0.001), Tensor([2, 4], "float32"))' in lines
     # A container is the constructor call of its children ...
-    assert ('torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Dropout(p=0.25)), '
-            'Tensor([2], "float32"))') in lines
+    assert (
+        "torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Dropout(p=0.25)), "
+        'Tensor([2], "float32"))'
+    ) in lines
     # ... when each can be known; else a placeholder names the class.
     assert 'torch.nn.Sequential.forward(Module("torch.nn.Sequential"), Tensor([3], "float32"))' in lines
 
@@ -100,15 +104,29 @@ def test_a_module_made_while_tracing_is_written_as_one_made_before(out):
         made_while = nn.CrossEntropyLoss(ignore_index=-100), nn.Linear(in_features=3, out_features=2)
         for loss, linear in (made_before, made_while):
             loss(linear(torch.zeros(4, 3)), torch.tensor([0, 1, -100, 1]))
-        transformer = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
-                                     dim_feedforward=16, dropout=0.0, batch_first=True)
+        transformer = nn.Transformer(
+            d_model=8,
+            nhead=2,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+            dim_feedforward=16,
+            dropout=0.0,
+            batch_first=True,
+        )
         transformer(torch.zeros(1, 3, 8), torch.zeros(1, 2, 8))
     lines = trace_lines(out)
     assert lines.count('torch.nn.Linear.forward(torch.nn.Linear(3, 2), Tensor([4, 3], "float32"))') == 2
-    assert lines.count('torch.nn.CrossEntropyLoss.forward(torch.nn.CrossEntropyLoss(), Tensor([4, 2], "float32"), '
-                       'Tensor([4], "int64"))') == 2
-    made = ("torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, "
-            "dim_feedforward=16, dropout=0.0, batch_first=True)")
+    assert (
+        lines.count(
+            'torch.nn.CrossEntropyLoss.forward(torch.nn.CrossEntropyLoss(), Tensor([4, 2], "float32"), '
+            'Tensor([4], "int64"))'
+        )
+        == 2
+    )
+    made = (
+        "torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, "
+        "dim_feedforward=16, dropout=0.0, batch_first=True)"
+    )
     assert f'torch.nn.Transformer.forward({made}, Tensor([1, 3, 8], "float32"), Tensor([1, 2, 8], "float32"))' in lines
 
 
@@ -129,7 +147,7 @@ def test_descriptor_kinds_are_kept(out):
     assert all(Widget.__dict__[k] is v for k, v in before.items())
     lines = trace_lines(out)
     assert lines[0] == f"{W}(2)"
-    assert f"{W}.grow(Opaque(\"{W}\"), k=3)" in lines  # a Python function: bound, optional by keyword
+    assert f'{W}.grow(Opaque("{W}"), k=3)' in lines  # a Python function: bound, optional by keyword
     assert f"{W}.make(4)" in lines
     assert f"{W}.build({__name__}.SubWidget, 6)" in lines
     # property getters are left out by default (noise control) ...
@@ -139,7 +157,7 @@ def test_descriptor_kinds_are_kept(out):
 def test_property_getter_recorded_when_not_excluded(out):
     with APITracer(output_path=str(out), levels=0, merge_output=True, api_list=ALL, exclude_apis=[]):
         assert Widget(5).double == 10
-    assert f"{W}.double.__get__(Opaque(\"{W}\"))" in trace_lines(out)
+    assert f'{W}.double.__get__(Opaque("{W}"))' in trace_lines(out)
 
 
 def snapshot():
@@ -147,8 +165,12 @@ def snapshot():
 
     owners = [torch, F, torch.Tensor, nn.Linear, nn.Conv2d, nn.Tanh, nn.Module, torch.optim.SGD]
     attrs = {(id(o), k): v for o in owners for k, v in list(vars(o).items())}
-    codes = {(id(o), k): v.__code__ for (o_id, k), v in attrs.items() for o in owners
-             if id(o) == o_id and isinstance(v, types.FunctionType)}
+    codes = {
+        (id(o), k): v.__code__
+        for (o_id, k), v in attrs.items()
+        for o in owners
+        if id(o) == o_id and isinstance(v, types.FunctionType)
+    }
     return attrs, codes
 
 

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 import yaml
 
-from api_tracer import APITracer, _C
+from api_tracer import _C, APITracer
 from support import read_set, run_in_threads, trace_lines, yaml_records
 
 
@@ -73,8 +73,11 @@ def test_backward_records_name_their_autograd_node(out):
     records = yaml_records(out)
     forward = [r for r in records if "backward" not in r]
     backward = [r for r in records if "backward" in r]
-    assert [r["api"] for r in forward][:3] == ["torch.ops.aten.linear.default", "torch.ops.aten.relu.default",
-                                              "torch.ops.aten.sum.default"]
+    assert [r["api"] for r in forward][:3] == [
+        "torch.ops.aten.linear.default",
+        "torch.ops.aten.relu.default",
+        "torch.ops.aten.sum.default",
+    ]
     nodes = {r["backward"] for r in backward}
     assert {"ReluBackward0", "AddmmBackward0", "SumBackward0"} <= nodes
     relu_bwd = next(r for r in backward if r["api"] == "torch.ops.aten.threshold_backward.default")
@@ -93,9 +96,12 @@ def test_nesting_choices(out):
     assert names["outermost"] == ["torch.ops.aten.linear.default"]
     every = yaml_records(out / "all")
     assert [(r["api"], r["depth"]) for r in every[:5]] == [
-        ("torch.ops.aten.linear.default", 0), ("torch.ops.aten.t.default", 1),
-        ("torch.ops.aten.transpose.int", 2), ("torch.ops.aten.as_strided.default", 3),
-        ("torch.ops.aten.addmm.default", 1)]
+        ("torch.ops.aten.linear.default", 0),
+        ("torch.ops.aten.t.default", 1),
+        ("torch.ops.aten.transpose.int", 2),
+        ("torch.ops.aten.as_strided.default", 3),
+        ("torch.ops.aten.addmm.default", 1),
+    ]
     # innermost: exactly the calls of "all" that have no call nested in them
     depths = [r["depth"] for r in every] + [-1]
     leaves = [r["api"] for i, r in enumerate(every) if depths[i + 1] <= depths[i]]
@@ -127,7 +133,7 @@ def test_value_ranges(out):
         torch.where(torch.tensor([True, False]), 1.0, 0.0)
         torch.ones(0, dtype=torch.int64).neg()
     ranges = {r["config"]: r["ranges"] for r in yaml.safe_load((out / "api_value_ranges.yaml").read_text())}
-    emb_line = ('torch.ops.aten.embedding.default(Tensor([50, 4], "float32"), Tensor([2, 2], "int64"))')
+    emb_line = 'torch.ops.aten.embedding.default(Tensor([50, 4], "float32"), Tensor([2, 2], "int64"))'
     assert ranges[emb_line] == {"args[1]": [1, 30]}
     where = next(k for k in ranges if k.startswith("torch.ops.aten.where"))
     assert ranges[where] == {"args[0]": [0, 1]}
@@ -163,7 +169,7 @@ def test_exception_in_traced_code_loses_nothing(out):
             torch.ones(2, 3).mm(torch.ones(2, 3))
     lines = trace_lines(out)
     assert lines[-1] == 'torch.ops.aten.mm.default(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"))'
-    assert "torch.ops.aten.neg.default(Tensor([3], \"float32\"))" in lines
+    assert 'torch.ops.aten.neg.default(Tensor([3], "float32"))' in lines
 
 
 def test_merged_with_level_2_one_record_per_op(out):
@@ -172,10 +178,13 @@ def test_merged_with_level_2_one_record_per_op(out):
         torch.nn.functional.linear(torch.ones(1, 2), torch.ones(3, 2))
     pairs = [(r["level"], r["api"]) for r in yaml_records(out)]
     assert pairs == [
-        (3, "torch.ops.aten.ones.default"), (3, "torch.ops.aten.neg.default"),
-        (3, "torch.ops.aten.ones.default"), (3, "torch.ops.aten.ones.default"),
+        (3, "torch.ops.aten.ones.default"),
+        (3, "torch.ops.aten.neg.default"),
+        (3, "torch.ops.aten.ones.default"),
+        (3, "torch.ops.aten.ones.default"),
         (3, "torch.ops.aten.linear.default"),  # composite: level 2 sees its parts
-        (2, "torch.ops.aten.t.default"), (2, "torch.ops.aten.mm.default"),
+        (2, "torch.ops.aten.t.default"),
+        (2, "torch.ops.aten.mm.default"),
     ]
 
 
@@ -216,7 +225,7 @@ def test_an_operator_redefined_by_a_new_library_is_read_by_its_new_schema(tmp_pa
             else:
                 torch.ops.api_tracer_l3_test.redef(torch.ones(2), scale=0.5)
         lib._destroy()
-        lines.append([l for l in trace_lines(out) if "api_tracer_l3_test" in l])
+        lines.append([t for t in trace_lines(out) if "api_tracer_l3_test" in t])
     assert lines[0] == ['torch.ops.api_tracer_l3_test.redef.default(Tensor([2], "float32"), 3)']
     assert lines[1] == ['torch.ops.api_tracer_l3_test.redef.default(Tensor([2], "float32"), scale=0.5)']
 
@@ -229,9 +238,11 @@ def test_operators_that_come_and_go_within_one_session_keep_their_own_names(tmp_
             lib.impl(name, lambda x: x.clone(), "CompositeExplicitAutograd")
             getattr(getattr(torch.ops, f"api_tracer_l3_{name}"), name)(torch.ones(2))
             lib._destroy()
-    lines = [l for l in trace_lines(tmp_path) if "api_tracer_l3_" in l]
-    assert lines == ['torch.ops.api_tracer_l3_first.first.default(Tensor([2], "float32"))',
-                     'torch.ops.api_tracer_l3_other.other.default(Tensor([2], "float32"))']
+    lines = [t for t in trace_lines(tmp_path) if "api_tracer_l3_" in t]
+    assert lines == [
+        'torch.ops.api_tracer_l3_first.first.default(Tensor([2], "float32"))',
+        'torch.ops.api_tracer_l3_other.other.default(Tensor([2], "float32"))',
+    ]
 
 
 def test_the_tracers_own_work_is_not_recorded_at_level_3(out):
@@ -270,7 +281,8 @@ for nesting in ("outermost", "all"):
     r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert [line.split("(")[0] for line in trace_lines(tmp_path / "outermost")] == [
-        "torch.ops.aten.conv_transpose2d.input"]  # 1 + 6 aten.select.int on 2 threads, before
+        "torch.ops.aten.conv_transpose2d.input"
+    ]  # 1 + 6 aten.select.int on 2 threads, before
     every = yaml_records(tmp_path / "all")
     assert every[0]["api"] == "torch.ops.aten.conv_transpose2d.input" and every[0]["depth"] == 0
     assert all(r["depth"] >= 1 for r in every[1:])

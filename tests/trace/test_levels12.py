@@ -1,4 +1,5 @@
 """Levels 1 (TorchFunctionMode) and 2 (TorchDispatchMode)."""
+
 import threading
 
 import torch
@@ -66,6 +67,7 @@ def test_calls_one_tracer_sees_are_ours_only(out):
 
 def test_modes_follow_the_thread_that_started_tracing(out):
     """Levels 1 and 2 are PyTorch modes: thread-local to the starting thread."""
+
     def other_thread():
         for _ in range(10):
             torch.ones(1)
@@ -77,26 +79,35 @@ def test_modes_follow_the_thread_that_started_tracing(out):
             torch.zeros(2)
         t.join()
     assert trace_lines(out, "_level_1") == ["torch.zeros(2)"] * 25
-    assert trace_lines(out, "_level_2") == [
-        'torch.ops.aten.zeros.default([2], device=torch.device("cpu"), pin_memory=False)'] * 25
+    assert (
+        trace_lines(out, "_level_2")
+        == ['torch.ops.aten.zeros.default([2], device=torch.device("cpu"), pin_memory=False)'] * 25
+    )
 
 
 def test_property_getters_are_noise_excluded_by_default(out):
     x = torch.ones(2)
     with APITracer(output_path=str(out / "default"), levels=1, merge_output=True):
-        x.shape, x.requires_grad, x.grad
+        x.shape, x.requires_grad, x.grad  # noqa: B018 - the property getters level 1 sees
         x.abs()
     with APITracer(output_path=str(out / "all"), levels=1, merge_output=True, exclude_apis=[]):
-        x.shape
+        x.shape  # noqa: B018 - a property getter level 1 sees
         x.abs()
     assert trace_lines(out / "default") == ['torch.Tensor.abs(Tensor([2], "float32"))']
-    assert trace_lines(out / "all") == ['torch.Tensor.shape.__get__(Tensor([2], "float32"))',
-                                        'torch.Tensor.abs(Tensor([2], "float32"))']
+    assert trace_lines(out / "all") == [
+        'torch.Tensor.shape.__get__(Tensor([2], "float32"))',
+        'torch.Tensor.abs(Tensor([2], "float32"))',
+    ]
 
 
 def test_include_patterns(out):
-    with APITracer(output_path=str(out), levels=[1, 2], merge_output=True,
-                   include_apis=["torch.ops.aten.*"], exclude_apis=["*.detach.*"]):
+    with APITracer(
+        output_path=str(out),
+        levels=[1, 2],
+        merge_output=True,
+        include_apis=["torch.ops.aten.*"],
+        exclude_apis=["*.detach.*"],
+    ):
         torch.ones(2).abs()
     assert trace_lines(out) == [
         'torch.ops.aten.ones.default([2], device=torch.device("cpu"), pin_memory=False)',
@@ -107,10 +118,12 @@ def test_include_patterns(out):
 def test_operator_packets_are_named_under_torch_ops(out):
     with APITracer(output_path=str(out), levels=[1, 2], merge_output=True):
         torch.ops.aten.abs(torch.ones(1))
-    assert trace_lines(out) == ["torch.ones(1)",
-                                'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)',
-                                'torch.ops.aten.abs(Tensor([1], "float32"))',
-                                'torch.ops.aten.abs.default(Tensor([1], "float32"))']
+    assert trace_lines(out) == [
+        "torch.ones(1)",
+        'torch.ops.aten.ones.default([1], device=torch.device("cpu"), pin_memory=False)',
+        'torch.ops.aten.abs(Tensor([1], "float32"))',
+        'torch.ops.aten.abs.default(Tensor([1], "float32"))',
+    ]
 
 
 def test_module_to_is_not_recorded_as_its_argument_parsing_and_the_trace_replays(tmp_path):
@@ -127,8 +140,12 @@ def test_module_to_is_not_recorded_as_its_argument_parsing_and_the_trace_replays
         model(torch.ones(1, 2, dtype=torch.float64))
     configs = (out / "api_configs_level_1.yaml").read_text()
     assert "_parse_to" not in configs and "torch.nn.functional.linear" in configs
-    r = subprocess.run([sys.executable, "-m", "api_tracer", "replay", str(out / "api_configs_level_1.yaml")],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "api_tracer", "replay", str(out / "api_configs_level_1.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -158,14 +175,19 @@ def test_torch_computes_some_operators_otherwise_under_any_dispatch_mode():
     b = torch.randn(6, 2, dtype=torch.complex64)
     a6 = torch.randn(6, 3, dtype=torch.complex64)
     right = torch.linalg.lstsq(a6, b, driver="gelsd").residuals
-    assert not torch.allclose(_under_a_bare_dispatch_mode(lambda: torch.linalg.lstsq(a6, b, driver="gelsd").residuals),
-                              right, rtol=1e-3)
+    assert not torch.allclose(
+        _under_a_bare_dispatch_mode(lambda: torch.linalg.lstsq(a6, b, driver="gelsd").residuals), right, rtol=1e-3
+    )
     m = torch.randn(6, 6)
     assert not torch.equal(_under_a_bare_dispatch_mode(lambda: torch.linalg.svdvals(m)), torch.linalg.svdvals(m))
     s = m + m.T
     assert not torch.equal(_under_a_bare_dispatch_mode(lambda: torch.linalg.eigvalsh(s)), torch.linalg.eigvalsh(s))
-    assert set(PyTorchDialect.DISPATCH_MODE_ISSUES) == {"aten::linalg_pinv", "aten::linalg_lstsq", "aten::_linalg_svd",
-                                                      "aten::_linalg_eigh"}
+    assert set(PyTorchDialect.DISPATCH_MODE_ISSUES) == {
+        "aten::linalg_pinv",
+        "aten::linalg_lstsq",
+        "aten::_linalg_svd",
+        "aten::_linalg_eigh",
+    }
 
 
 def test_level2_warns_once_at_the_programs_call_where_torch_computes_otherwise(tmp_path):
@@ -173,16 +195,20 @@ def test_level2_warns_once_at_the_programs_call_where_torch_computes_otherwise(t
     import sys
 
     script = tmp_path / "prog.py"
-    script.write_text("import torch\nfrom api_tracer import APITracer\n"
-                      "a = torch.randn(5, 3, dtype=torch.complex64)\n"
-                      f"with APITracer(output_path={str(tmp_path / 'o')!r}, levels=2):\n"
-                      "    torch.linalg.pinv(a)\n"
-                      "    torch.linalg.pinv(a)\n"
-                      f"with APITracer(output_path={str(tmp_path / 'o1')!r}, levels=1):\n"
-                      "    torch.linalg.pinv(a)\n")
+    script.write_text(
+        "import torch\nfrom api_tracer import APITracer\n"
+        "a = torch.randn(5, 3, dtype=torch.complex64)\n"
+        f"with APITracer(output_path={str(tmp_path / 'o')!r}, levels=2):\n"
+        "    torch.linalg.pinv(a)\n"
+        "    torch.linalg.pinv(a)\n"
+        f"with APITracer(output_path={str(tmp_path / 'o1')!r}, levels=1):\n"
+        "    torch.linalg.pinv(a)\n"
+    )
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     warnings = [line for line in r.stderr.splitlines() if "RuntimeWarning" in line]
-    assert warnings == [f"{script}:5: RuntimeWarning: api_tracer: under level 2's dispatch mode torch computes "
-                        "aten::linalg_pinv otherwise: complex inputs give a wrong pseudo-inverse (pinv(A) @ A off "
-                        "the identity by about 1) (a torch issue: README.md, 'Known torch issues')"]
+    assert warnings == [
+        f"{script}:5: RuntimeWarning: api_tracer: under level 2's dispatch mode torch computes "
+        "aten::linalg_pinv otherwise: complex inputs give a wrong pseudo-inverse (pinv(A) @ A off "
+        "the identity by about 1) (a torch issue: README.md, 'Known torch issues')"
+    ]

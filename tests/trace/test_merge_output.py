@@ -1,4 +1,5 @@
 """merge_output: one set for all levels, a call several levels saw is one record."""
+
 import torch
 import yaml
 
@@ -14,9 +15,12 @@ def test_merged_levels_record_a_shared_call_once(out):
     records = yaml_records(out)
     pairs = [(r["level"], r["api"]) for r in records]
     assert pairs == [
-        (0, "torch.ones"), (2, "torch.ops.aten.ones.default"),
-        (0, "torch.add"), (2, "torch.ops.aten.add.Tensor"),
-        (0, "torch.Tensor.sum"), (2, "torch.ops.aten.sum.default"),
+        (0, "torch.ones"),
+        (2, "torch.ops.aten.ones.default"),
+        (0, "torch.add"),
+        (2, "torch.ops.aten.add.Tensor"),
+        (0, "torch.Tensor.sum"),
+        (2, "torch.ops.aten.sum.default"),
     ]
     assert len(trace_lines(out)) == len(records)
 
@@ -25,15 +29,24 @@ def test_separate_sets_per_level(out):
     with APITracer(output_path=str(out), levels=[0, 1, 2], merge_output=False):
         a = torch.ones(2)
         torch.add(a, a, alpha=3)
-    assert trace_lines(out, "_level_0") == ["torch.ones(2)",
-                                            'torch.add(Tensor([2], "float32"), Tensor([2], "float32"), alpha=3)']
+    assert trace_lines(out, "_level_0") == [
+        "torch.ones(2)",
+        'torch.add(Tensor([2], "float32"), Tensor([2], "float32"), alpha=3)',
+    ]
     assert trace_lines(out, "_level_1") == trace_lines(out, "_level_0")
     assert [line.split("(")[0] for line in trace_lines(out, "_level_2")] == [
-        "torch.ops.aten.ones.default", "torch.ops.aten.add.Tensor"]
+        "torch.ops.aten.ones.default",
+        "torch.ops.aten.add.Tensor",
+    ]
     for level in (0, 1, 2):
         files = read_set(out, f"_level_{level}")
-        assert set(files) == {"api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml",
-                              "api_statistics.yaml"}
+        assert set(files) == {
+            "api_trace.yaml",
+            "api_trace.txt",
+            "api_apis.txt",
+            "api_configs.yaml",
+            "api_statistics.yaml",
+        }
         assert "level:" not in files["api_trace.yaml"]
     assert not (out / "api_trace.txt").exists()
 

@@ -1,4 +1,5 @@
 """Nothing recorded is lost, and a traced program behaves as untraced."""
+
 import signal
 import warnings
 
@@ -54,7 +55,7 @@ def test_no_signal_handler_and_no_warning_filter_changes(out):
 def test_warnings_raised_by_traced_code_reach_the_program(out):
     with APITracer(output_path=str(out), levels=[0, 1, 2], merge_output=True):
         with pytest.warns(UserWarning, match="mine"):
-            warnings.warn("mine")
+            warnings.warn("mine", stacklevel=1)
 
 
 def test_start_without_stop_still_writes_at_exit(tmp_path):
@@ -82,8 +83,9 @@ def test_uncaught_exception_inside_block_writes_files_and_keeps_traceback(tmp_pa
     result = run_script(code, tmp_path)
     assert result.returncode == 1
     assert "RuntimeError: The size of tensor a (2) must match" in result.stderr
-    assert (tmp_path / "t" / "api_trace.txt").read_text().splitlines()[-1] == \
-        'torch.add(Tensor([2], "float32"), Tensor([3], "float32"))'
+    assert (tmp_path / "t" / "api_trace.txt").read_text().splitlines()[
+        -1
+    ] == 'torch.add(Tensor([2], "float32"), Tensor([3], "float32"))'
 
 
 def test_results_are_the_same_as_untraced(out):

@@ -1,4 +1,5 @@
 """Bad options fail early and clearly; the lifecycle rules hold."""
+
 import os
 
 import pytest
@@ -126,8 +127,13 @@ def test_start_stop_methods_and_idempotent_stop(out):
     tracer.stop()
     assert not tracer.running
     assert (out / "api_trace.txt").read_text() == "torch.ones(3)\n"
-    assert set(tracer.files()) == {"api_trace.yaml", "api_trace.txt", "api_apis.txt", "api_configs.yaml",
-                                   "api_statistics.yaml"}
+    assert set(tracer.files()) == {
+        "api_trace.yaml",
+        "api_trace.txt",
+        "api_apis.txt",
+        "api_configs.yaml",
+        "api_statistics.yaml",
+    }
 
 
 def test_a_tracer_can_run_twice(out):
@@ -184,13 +190,50 @@ def test_every_option_of_the_command_line_is_the_tracer_s():
     # given is not given (run takes the dialect's: PyTorchDialect.run_levels)
     assert parser.parse_args([]).levels is None
     assert from_run_flags(parser.parse_args([])) == TracerOptions(label=True)
-    given = from_run_flags(parser.parse_args(
-        ["--label", "bert base", "-o", "d", "--levels", "0,3", "--merge", "--stack", "full", "--include", "a.*", "--include", "b",
-         "--no-stream-trace", "--show-device", "--nesting", "all", "--value-ranges", "--snapshot-interval", "0.5",
-         "--trace-limit", "64M", "--disable-torch-api-list"]))
+    given = from_run_flags(
+        parser.parse_args(
+            [
+                "--label",
+                "bert base",
+                "-o",
+                "d",
+                "--levels",
+                "0,3",
+                "--merge",
+                "--stack",
+                "full",
+                "--include",
+                "a.*",
+                "--include",
+                "b",
+                "--no-stream-trace",
+                "--show-device",
+                "--nesting",
+                "all",
+                "--value-ranges",
+                "--snapshot-interval",
+                "0.5",
+                "--trace-limit",
+                "64M",
+                "--disable-torch-api-list",
+            ]
+        )
+    )
     assert given == TracerOptions(
-        "d", [0, 3], True, True, "full", True, label="bert base", include_apis=["a.*", "b"], stream_trace=False,
+        "d",
+        [0, 3],
+        True,
+        True,
+        "full",
+        True,
+        label="bert base",
+        include_apis=["a.*", "b"],
+        stream_trace=False,
         show_device=True,
-        nesting="all", value_ranges=True, snapshot_interval=0.5, trace_limit=64 << 20)
+        nesting="all",
+        value_ranges=True,
+        snapshot_interval=0.5,
+        trace_limit=64 << 20,
+    )
     with pytest.raises(SystemExit):
         parser.parse_args(["--trace-limit", "lots"])

@@ -1,4 +1,5 @@
 """Every kind of argument is written faithfully, and never makes the tracer raise."""
+
 import collections
 import enum
 import functools
@@ -46,7 +47,7 @@ def one(out, *args, **kwargs):
     [line] = trace_sink(out, (args, kwargs))
     prefix = SINK + "("
     assert line.startswith(prefix) and line.endswith(")")
-    return line[len(prefix):-1]
+    return line[len(prefix) : -1]
 
 
 CASES = [
@@ -55,34 +56,49 @@ CASES = [
     ((torch.zeros(()),), 'Tensor([], "float32")'),
     ((nn.Parameter(torch.zeros(3)),), 'Tensor([3], "float32")'),
     ((torch.zeros(2).as_subclass(MyTensor),), 'Tensor([2], "float32")'),
-    ((torch.zeros(2, dtype=torch.bfloat16), torch.zeros(1, dtype=torch.bool)),
-     'Tensor([2], "bfloat16"), Tensor([1], "bool")'),
+    (
+        (torch.zeros(2, dtype=torch.bfloat16), torch.zeros(1, dtype=torch.bool)),
+        'Tensor([2], "bfloat16"), Tensor([1], "bool")',
+    ),
     ((torch.zeros(2, 2).to_sparse(),), 'Tensor([2, 2], "float32", layout=torch.sparse_coo, nnz=0)'),
     (("a\ud800b", "é"), '"a\\\\ud800b", "é"'),  # a lone surrogate is escaped, never an error
-    ((1 + 2j, 3j, float("inf"), float("-inf"), float("nan"), 0.1, 1e-05, -0.0),
-     "(1+2j), 3j, inf, -inf, nan, 0.1, 1e-05, -0.0"),
-    ((2 ** 70, -(2 ** 64), True, None), "1180591620717411303424, -18446744073709551616, True, None"),
+    (
+        (1 + 2j, 3j, float("inf"), float("-inf"), float("nan"), 0.1, 1e-05, -0.0),
+        "(1+2j), 3j, inf, -inf, nan, 0.1, 1e-05, -0.0",
+    ),
+    ((2**70, -(2**64), True, None), "1180591620717411303424, -18446744073709551616, True, None"),
     ((np.float32(1.5), np.int64(3), np.bool_(True)), "numpy.float32(1.5), numpy.int64(3), numpy.bool(True)"),
     ((np.zeros((2, 3)),), 'numpy.ndarray([2, 3], "float64")'),
-    ((torch.Size([2, 3]), torch.float16, torch.device("cuda:1"), torch.device("cpu")),
-     'torch.Size([2, 3]), torch.float16, torch.device("cuda:1"), torch.device("cpu")'),
-    ((torch.strided, torch.channels_last, torch.per_tensor_affine),
-     "torch.strided, torch.channels_last, torch.per_tensor_affine"),
+    (
+        (torch.Size([2, 3]), torch.float16, torch.device("cuda:1"), torch.device("cpu")),
+        'torch.Size([2, 3]), torch.float16, torch.device("cuda:1"), torch.device("cpu")',
+    ),
+    (
+        (torch.strided, torch.channels_last, torch.per_tensor_affine),
+        "torch.strided, torch.channels_last, torch.per_tensor_affine",
+    ),
     ((torch.Generator(),), 'torch.Generator(device="cpu")'),
     ((slice(1, None, 2), ..., slice(None)), "slice(1, None, 2), ..., slice(None, None, None)"),
     (([1, (2, [3.5])], {"a": [1], 2: None}, (), (1,)), '[1, (2, [3.5])], {"a": [1], 2: None}, (), (1,)'),
     ((Point(1, 2),), f"{__name__}.Point(x=1, y=2)"),
     ((Color.RED,), f"{__name__}.Color.RED"),
     ((nn.Linear(3, 4), nn.Linear(2, 2, bias=False)), "torch.nn.Linear(3, 4), torch.nn.Linear(2, 2, bias=False)"),
-    ((torch.relu, torch.Tensor.add, torch.ops.aten.add.Tensor, float),
-     'Callable("torch.relu"), Callable("torch.Tensor.add"), Callable("torch.ops.aten.add.Tensor"), float'),
+    (
+        (torch.relu, torch.Tensor.add, torch.ops.aten.add.Tensor, float),
+        'Callable("torch.relu"), Callable("torch.Tensor.add"), Callable("torch.ops.aten.add.Tensor"), float',
+    ),
     ((Thing(), object(), b"raw"), f'Opaque("{__name__}.Thing"), Opaque("object"), Opaque("bytes")'),
     # a partial is the call that binds its arguments, its callable by its public name
-    ((functools.partial(nn.modules.batchnorm.BatchNorm2d, eps=0.001), functools.partial(torch.relu),
-      functools.partial(torch.nn.functional.dropout, p=0.3)),
-     'functools.partial(torch.nn.BatchNorm2d, eps=0.001), functools.partial(Callable("torch.relu")), '
-     'functools.partial(Callable("torch.nn.functional.dropout"), p=0.3)'),
-    (("a \"q\" \\ \n\t", "é"), '"a \\"q\\" \\\\ \\n\\t", "é"'),
+    (
+        (
+            functools.partial(nn.modules.batchnorm.BatchNorm2d, eps=0.001),
+            functools.partial(torch.relu),
+            functools.partial(torch.nn.functional.dropout, p=0.3),
+        ),
+        'functools.partial(torch.nn.BatchNorm2d, eps=0.001), functools.partial(Callable("torch.relu")), '
+        'functools.partial(Callable("torch.nn.functional.dropout"), p=0.3)',
+    ),
+    (('a "q" \\ \n\t', "é"), '"a \\"q\\" \\\\ \\n\\t", "é"'),
 ]
 
 
@@ -100,8 +116,9 @@ def test_return_types_and_symints(out):
 
     mx = torch.max(torch.tensor([[1.0, 2.0]]), 1)
     s = ShapeEnv().create_unbacked_symint()
-    assert one(out, mx, s) == ('torch.return_types.max(values=Tensor([1], "float32"), '
-                               'indices=Tensor([1], "int64")), torch.SymInt("u0")')
+    assert one(out, mx, s) == (
+        'torch.return_types.max(values=Tensor([1], "float32"), indices=Tensor([1], "int64")), torch.SymInt("u0")'
+    )
 
 
 def test_lambdas_and_local_functions_name_themselves(out):
@@ -128,8 +145,15 @@ def test_yaml_keeps_every_field(out):
         sink(p, torch.device("cuda:0"), 1 + 2j, (1,), slice(None, 2, None), ..., torch.float16)
     [record] = yaml.safe_load(read_set(out)["api_trace.yaml"])
     t, dev, c, tup, sl, ell, dt = record["args"]
-    assert t == {"type": "torch.Tensor", "shape": [3, 2], "dtype": "torch.float32", "device": "cpu",
-                 "stride": [1, 3], "requires_grad": True, "subclass": "torch.nn.Parameter"}
+    assert t == {
+        "type": "torch.Tensor",
+        "shape": [3, 2],
+        "dtype": "torch.float32",
+        "device": "cpu",
+        "stride": [1, 3],
+        "requires_grad": True,
+        "subclass": "torch.nn.Parameter",
+    }
     assert dev == {"type": "object", "name": "torch.device", "args": ["cuda:0"]}
     assert c == {"type": "complex", "real": 1.0, "imag": 2.0}
     assert tup == {"type": "tuple", "items": [1]}
@@ -140,11 +164,13 @@ def test_yaml_keeps_every_field(out):
 
 def test_optional_tensor_fields_in_config_lines(out):
     x = torch.zeros(2, requires_grad=True)
-    with APITracer(output_path=str(out), levels=0, merge_output=True, api_list=[SINK],
-                   show_device=True, show_requires_grad=True):
+    with APITracer(
+        output_path=str(out), levels=0, merge_output=True, api_list=[SINK], show_device=True, show_requires_grad=True
+    ):
         sink(x, torch.zeros(1, device="meta"))
-    assert trace_lines(out) == [f'{SINK}(Tensor([2], "float32", requires_grad=True), '
-                                'Tensor([1], "float32", device="meta"))']
+    assert trace_lines(out) == [
+        f'{SINK}(Tensor([2], "float32", requires_grad=True), Tensor([1], "float32", device="meta"))'
+    ]
 
 
 def test_every_written_line_parses_back(out):

@@ -1,4 +1,5 @@
 """record_stack: up to three distinct stacks per API, in each stack format."""
+
 import yaml
 
 from support import run_script

@@ -10,6 +10,7 @@ Each run must print the same bytes (the losses' reprs, digests of the
 weights, of every random generator's state at the end), write the same
 stderr, exit with the same status and save the same files.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,6 @@ import pytest
 
 from support import PROGRAMS
 
-
 LEVELS = ["0", "1", "2", "3", "0,1", "0,1,2,3"]
 NAMES = ["train_classifier", "language_model", "device_contexts", "data_workers", "compiled", "real_models"]
 
@@ -34,8 +34,9 @@ def saved_files(directory: Path) -> dict:
     for path in sorted(directory.iterdir()):
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as z:
-                found[path.name] = {n.split("/", 1)[1]: z.read(n) for n in z.namelist()
-                                    if not n.endswith(".data/serialization_id")}
+                found[path.name] = {
+                    n.split("/", 1)[1]: z.read(n) for n in z.namelist() if not n.endswith(".data/serialization_id")
+                }
         else:
             found[path.name] = path.read_bytes()
     return found
@@ -46,8 +47,14 @@ def run(name: str, levels: str | None, tmp_path: Path) -> tuple:
     saved.mkdir()
     tracer = ["-m", "api_tracer", "run", "--levels", levels, "-o", str(tmp_path / f"trace-{levels}")] if levels else []
     env = dict(os.environ, PYTHONHASHSEED="0")
-    r = subprocess.run([sys.executable, *tracer, f"{name}.py", str(saved)], cwd=PROGRAMS, capture_output=True,
-                       text=True, timeout=900, env=env)
+    r = subprocess.run(
+        [sys.executable, *tracer, f"{name}.py", str(saved)],
+        cwd=PROGRAMS,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     return r.returncode, r.stdout, r.stderr, saved_files(saved)
 
 
@@ -61,11 +68,13 @@ def test_a_traced_program_prints_saves_and_ends_as_untraced(tmp_path, name):
         assert traced[1] == untraced[1], levels
         assert traced[2] == untraced[2], levels
         assert traced[3] == untraced[3], levels
-        assert (tmp_path / f"trace-{levels}" / "api_statistics.yaml").exists() or \
-            (tmp_path / f"trace-{levels}" / f"api_statistics_level_{levels[0]}.yaml").exists()
+        assert (tmp_path / f"trace-{levels}" / "api_statistics.yaml").exists() or (
+            tmp_path / f"trace-{levels}" / f"api_statistics_level_{levels[0]}.yaml"
+        ).exists()
 
 
 # -- what a level cannot make invisible: documented in README.md, pinned here -------------------
+
 
 def test_level_1_takes_transformer_layers_off_their_fast_path(tmp_path):
     """torch leaves nn.TransformerEncoderLayer's (and MultiheadAttention's)

@@ -11,6 +11,7 @@ on a negative count, an allocation the OOM killer kills, and a division
 by a Python int that raises ZeroDivisionError on an empty row. KINDS says which kind of finding each must give.
 The fuzzer must find every one, and nothing in torch's add and mm seeded
 beside them."""
+
 import ctypes
 import os
 import signal
@@ -115,10 +116,19 @@ SEEDS = {
     "outer_table": 'torch.ops.fuzzdefects.outer_table.default(Tensor([64], "float32"))',
     "row_means": 'torch.ops.fuzzdefects.row_means.default(Tensor([3, 5], "float32"))',
 }
-KINDS = {"first_scaled": ("crash", None), "row_sums": ("mismatch", "layout"), "soft_abs": ("mismatch", "float64"),
-         "scale_rows": ("mismatch", "float64"), "row_max": ("mismatch", "float64"),
-         "bounded_cumsum": ("crash", None), "repeat_rows": ("hang", None), "outer_table": ("crash", None),
-         "row_means": ("error", None)}
+KINDS = {
+    "first_scaled": ("crash", None),
+    "row_sums": ("mismatch", "layout"),
+    "soft_abs": ("mismatch", "float64"),
+    "scale_rows": ("mismatch", "float64"),
+    "row_max": ("mismatch", "float64"),
+    "bounded_cumsum": ("crash", None),
+    "repeat_rows": ("hang", None),
+    "outer_table": ("crash", None),
+    "row_means": ("error", None),
+}
 # torch's own, seeded beside them: nothing may be found in these.
-TORCH_SEEDS = ['torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
-               'torch.mm(Tensor([8, 16], "float32"), Tensor([16, 4], "float32"))']
+TORCH_SEEDS = [
+    'torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
+    'torch.mm(Tensor([8, 16], "float32"), Tensor([16, 4], "float32"))',
+]

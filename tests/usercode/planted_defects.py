@@ -8,6 +8,7 @@ epsilon, a dropped term, one wrong element among thousands, an
 approximated transcendental, a wrong gradient under a right forward, a
 wrong index output. The judge must find every one, and none in torch's own
 kernels (judge_sets.py)."""
+
 from typing import List, Tuple
 
 import torch
@@ -39,7 +40,7 @@ def mm_narrow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return a @ b
     out = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
     for k in range(0, a.shape[1], 32):
-        out = (out + a[:, k:k + 32].float() @ b[k:k + 32].float()).bfloat16().float()
+        out = (out + a[:, k : k + 32].float() @ b[k : k + 32].float()).bfloat16().float()
     return out.to(a.dtype)
 
 
@@ -85,7 +86,7 @@ def x_sin(x: torch.Tensor) -> torch.Tensor:
 
 
 def _x_sin_backward(ctx, grad):
-    x, = ctx.saved_tensors
+    (x,) = ctx.saved_tensors
     if _exact(x):
         return grad * (x.sin() + x * x.cos())
     return grad * x.sin()
@@ -141,6 +142,7 @@ def rms_norm_dropped(x: torch.Tensor) -> torch.Tensor:
 
 # -- kept apart: defects added for the validation split only (judge_sets.py) --------------------
 
+
 @torch.library.custom_op(f"{LIB}::batch_norm_eps", mutates_args=())
 def batch_norm_eps(x: torch.Tensor, eps: float) -> torch.Tensor:
     """Batch norm in training mode with an epsilon of 1e-2 in place of the one given."""
@@ -178,12 +180,13 @@ def softplus(x: torch.Tensor) -> torch.Tensor:
 
 
 def _softplus_backward(ctx, grad):
-    x, = ctx.saved_tensors
+    (x,) = ctx.saved_tensors
     return grad * (x.sigmoid() if _exact(x) else (x.tanh() + 1) / 2)
 
 
-softplus.register_autograd(_softplus_backward,
-                           setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+softplus.register_autograd(
+    _softplus_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0])
+)
 
 
 @torch.library.custom_op(f"{LIB}::topk_off", mutates_args=())
@@ -195,6 +198,7 @@ def topk_off(x: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
 
 # -- kept apart: defects written after the error model's constants were last chosen, judged once
 # (judge_sets.py's "fresh" split) -----------------------------------------------------------------
+
 
 @torch.library.custom_op(f"{LIB}::mean_wrong_n", mutates_args=())
 def mean_wrong_n(x: torch.Tensor) -> torch.Tensor:
@@ -212,6 +216,7 @@ def mm_tf32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     def tf32(t: torch.Tensor) -> torch.Tensor:
         bits = t.float().view(torch.int32)
         return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
     return (tf32(a) @ tf32(b)).to(a.dtype)
 
 
@@ -233,7 +238,7 @@ def softmax_narrow(x: torch.Tensor) -> torch.Tensor:
 def attention_scale(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Attention scaled by 1/sqrt(d + 1) for 1/sqrt(d) in low precision."""
     d = q.shape[-1] if _exact(q) else q.shape[-1] + 1
-    return ((q @ k.transpose(-1, -2)) / d ** 0.5).softmax(-1) @ v
+    return ((q @ k.transpose(-1, -2)) / d**0.5).softmax(-1) @ v
 
 
 @torch.library.custom_op(f"{LIB}::sort_off", mutates_args=())
@@ -255,7 +260,7 @@ def layer_norm_grad(x: torch.Tensor) -> torch.Tensor:
 
 
 def _layer_norm_grad_backward(ctx, grad):
-    x, = ctx.saved_tensors
+    (x,) = ctx.saved_tensors
     n = x.shape[-1]
     xc = x - x.mean(-1, keepdim=True)
     rstd = (xc.pow(2).mean(-1, keepdim=True) + 1e-5).rsqrt()
@@ -264,8 +269,9 @@ def _layer_norm_grad_backward(ctx, grad):
     return rstd * (grad - mean_term - xhat * (grad * xhat).sum(-1, keepdim=True) / n)
 
 
-layer_norm_grad.register_autograd(_layer_norm_grad_backward,
-                                  setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+layer_norm_grad.register_autograd(
+    _layer_norm_grad_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0])
+)
 
 
 @torch.library.custom_op(f"{LIB}::silu_hard", mutates_args=())
@@ -284,6 +290,7 @@ def norm_no_sqrt_eps(x: torch.Tensor) -> torch.Tensor:
 
 # -- kept apart last: written with the error model's constants fixed, judged once, reported as it
 # came (judge_sets.py's "final" split) ----------------------------------------------------------
+
 
 @torch.library.custom_op(f"{LIB}::logsumexp_narrow", mutates_args=())
 def logsumexp_narrow(x: torch.Tensor) -> torch.Tensor:
@@ -316,12 +323,13 @@ def tanh_grad(x: torch.Tensor) -> torch.Tensor:
 
 
 def _tanh_grad_backward(ctx, grad):
-    x, = ctx.saved_tensors
+    (x,) = ctx.saved_tensors
     return grad * (1 - x.tanh() ** 2 if _exact(x) else 1 - x.clamp(-1, 1) ** 2)
 
 
-tanh_grad.register_autograd(_tanh_grad_backward,
-                            setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+tanh_grad.register_autograd(
+    _tanh_grad_backward, setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0])
+)
 
 
 @torch.library.custom_op(f"{LIB}::group_norm_groups", mutates_args=())

@@ -2,6 +2,7 @@
 replay --check (test_replay_check.py): importing this module registers
 them, in the namespace `replaycheck`, in this process. Each is wrong on one
 side of a check only, as a kernel bug would be."""
+
 import torch
 
 
@@ -21,8 +22,9 @@ def sort_wrong_in_float64(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return values, indices.flip(0) if x.dtype == torch.float64 else indices  # wrong int64 output only
 
 
-@torch.library.custom_op("replaycheck::noise_wrong_shape_in_float64", mutates_args=(),
-                         tags=(torch.Tag.nondeterministic_seeded,))
+@torch.library.custom_op(
+    "replaycheck::noise_wrong_shape_in_float64", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,)
+)
 def noise_wrong_shape_in_float64(x: torch.Tensor) -> torch.Tensor:
     return torch.rand(x.numel() + (x.dtype == torch.float64), dtype=x.dtype)
 
@@ -62,7 +64,7 @@ def atomic_adds(x: torch.Tensor) -> torch.Tensor:
 
 @torch.library.custom_op("replaycheck::cube", mutates_args=())
 def cube(x: torch.Tensor) -> torch.Tensor:
-    return x ** 3
+    return x**3
 
 
 def _cube_setup(ctx, inputs, output):
@@ -71,7 +73,7 @@ def _cube_setup(ctx, inputs, output):
 
 def _cube_backward_wrong_in_float64(ctx, grad):
     (x,) = ctx.saved_tensors
-    return grad * 3 * x ** 2 + (1e-3 if x.dtype == torch.float64 else 0.0)  # the bug --backward must find
+    return grad * 3 * x**2 + (1e-3 if x.dtype == torch.float64 else 0.0)  # the bug --backward must find
 
 
 torch.library.register_autograd("replaycheck::cube", _cube_backward_wrong_in_float64, setup_context=_cube_setup)
@@ -80,5 +82,8 @@ torch.library.register_autograd("replaycheck::cube", _cube_backward_wrong_in_flo
 # compilation, torch.compile traces it with is_compiling() true.
 LIB = torch.library.Library("replaycheck", "FRAGMENT")
 LIB.define("twice_wrong_compiled(Tensor x) -> Tensor")
-LIB.impl("twice_wrong_compiled", lambda x: x * 2 + (1e-3 if torch.compiler.is_compiling() else 0.0),
-         "CompositeImplicitAutograd")
+LIB.impl(
+    "twice_wrong_compiled",
+    lambda x: x * 2 + (1e-3 if torch.compiler.is_compiling() else 0.0),
+    "CompositeImplicitAutograd",
+)

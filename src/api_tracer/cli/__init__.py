@@ -24,6 +24,7 @@ command line or its inputs are printed as `api-tracer: ...` with exit code
 is wrong`; what it repaired as `api-tracer: warning: ...`); `run` exits as
 the traced program does.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ def command(name: str) -> Any:
 
 def build_parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParser]]:
     """The parser, and each command's own."""
-    parser = argparse.ArgumentParser(prog=PROG, description="Trace, merge, replay, fuzz, summarize and report API "
-                                                            "calls.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Trace, merge, replay, fuzz, summarize and report API calls."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     return parser, {name: command(name).add_parser(sub) for name in COMMANDS}
 

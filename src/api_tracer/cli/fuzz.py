@@ -2,6 +2,7 @@
 names it, before any case runs), reads the seeds, runs the campaign
 (fuzz/campaign.py) and prints what it found. Exit status 1 where it found
 anything."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,8 @@ from ..formats.io import unmakeable_directory
 from ..fuzz.campaign import ORACLES, RUN_ORACLES, STATE, Campaign, Progress, Settings, oracles_of, read_seeds, summary
 from ..fuzz.findings import FINDINGS
 from ..fuzz.mutate import KINDS
-from ..replay.run import checked_options
 from ..replay.results import first_line
-from ..replay.run import prepare_process
+from ..replay.run import checked_options, prepare_process
 from .replay import check_readable
 
 DEFAULT_TIME = 60.0  # seconds, where neither --time nor --budget is given
@@ -27,23 +27,36 @@ OPTIONS = ("device", "imports", "libraries", "max_bytes")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("fuzz", help="mutate config lines into cases and find crashes, hangs, unclean errors and "
-                                    "wrong results")
-    p.add_argument("configs", nargs="+", metavar="CONFIGS",
-                   help="files of seed config lines (any file replay reads), with api_value_ranges.yaml beside them")
+    p = sub.add_parser(
+        "fuzz", help="mutate config lines into cases and find crashes, hangs, unclean errors and wrong results"
+    )
+    p.add_argument(
+        "configs",
+        nargs="+",
+        metavar="CONFIGS",
+        help="files of seed config lines (any file replay reads), with api_value_ranges.yaml beside them",
+    )
     p.add_argument("-o", "--output", default="fuzz_output", help="the campaign's directory (default fuzz_output)")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--time", type=seconds, metavar="SECONDS",
-                        help=f"run this long (default {DEFAULT_TIME:g} s unless --budget)")
+    budget.add_argument(
+        "--time", type=seconds, metavar="SECONDS", help=f"run this long (default {DEFAULT_TIME:g} s unless --budget)"
+    )
     budget.add_argument("--budget", type=int, metavar="N", help="run this many cases")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--seed", type=int, default=0, help="the campaign's random seed (default 0)")
     p.add_argument("--mutate", default=",".join(KINDS), help=f"the kinds of mutation (default {','.join(KINDS)})")
-    p.add_argument("--oracle", default=",".join(ORACLES),
-                   help=f"what makes a finding: {','.join(ORACLES)}, device:DEVICE, compile (default "
-                        f"{','.join(ORACLES)})")
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"a case's step running longer is a hang; its worker is killed (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument(
+        "--oracle",
+        default=",".join(ORACLES),
+        help=f"what makes a finding: {','.join(ORACLES)}, device:DEVICE, compile (default {','.join(ORACLES)})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a case's step running longer is a hang; its worker is killed (default {DEFAULT_TIMEOUT:g})",
+    )
     add_replay_flags(p.add_argument, OPTIONS, max_bytes=FUZZ_MAX_BYTES)
     p.add_argument("--resume", action="store_true", help="go on with the campaign in -o where it stopped")
     return p
@@ -73,8 +86,9 @@ def settings_of(args: Any) -> Settings:
         oracles = oracles_of(args.oracle)
     except ValueError as e:
         raise UsageError(f"fuzz: --oracle: {e}") from None
-    options = checked_options("fuzz", checks=[o for o in oracles if o not in RUN_ORACLES],
-                              **{name: getattr(args, name) for name in OPTIONS})
+    options = checked_options(
+        "fuzz", checks=[o for o in oracles if o not in RUN_ORACLES], **{name: getattr(args, name) for name in OPTIONS}
+    )
     state = os.path.join(args.output, STATE)
     if unmakeable_directory(args.output):
         raise UsageError(f"fuzz: -o {args.output}: {unmakeable_directory(args.output)}")
@@ -133,4 +147,5 @@ def _stop_on_signals(campaign: Campaign) -> Any:
     def restore() -> None:
         for sig, h in before:
             signal.signal(sig, h)
+
     return restore

@@ -1,5 +1,6 @@
 """`api-tracer merge DIR... -o OUT`: one file set from many runs or ranks
 (corpus/merge.py)."""
+
 from __future__ import annotations
 
 import argparse

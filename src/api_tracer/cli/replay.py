@@ -2,6 +2,7 @@
 names it, before any config runs), reads the configs and their value
 ranges, runs them (in process or isolated: replay/run.py) and reports
 (replay/output.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,14 @@ from ..replay import user_code
 from ..replay.framework import MixedFile, file_framework
 from ..replay.output import JsonlReport, JunitReport, Progress, summary
 from ..replay.results import Result, Status, first_line
-from ..replay.run import (DEFAULT_TIMEOUT, check_framework, checked_options, prepare_process, run_in_process,
-                          run_isolated)
+from ..replay.run import (
+    DEFAULT_TIMEOUT,
+    check_framework,
+    checked_options,
+    prepare_process,
+    run_in_process,
+    run_isolated,
+)
 
 # The options of a replay this command takes, flags.py's REPLAY defines their flags.
 OPTIONS = ("device", "imports", "libraries", "max_bytes", "allow_unsafe", "check", "backward", "rtol", "atol")
@@ -32,16 +39,25 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("file", help="api_configs.yaml, api_trace.txt, or any file of config lines")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (implies --isolate when > 1)")
     p.add_argument("--isolate", action="store_true", help="run configs in worker processes: a crash is reported")
-    p.add_argument("--timeout", type=seconds, metavar="SECONDS",
-                   help="a config running longer fails and its worker is killed and replaced (implies --isolate; "
-                        "default 60 under --isolate; 0: no limit)")
-    p.add_argument("--value-ranges", help="api_value_ranges.yaml to draw integer and floating tensors from "
-                                          "(default: the one beside FILE, if any)")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="a config running longer fails and its worker is killed and replaced (implies --isolate; "
+        "default 60 under --isolate; 0: no limit)",
+    )
+    p.add_argument(
+        "--value-ranges",
+        help="api_value_ranges.yaml to draw integer and floating tensors from (default: the one beside FILE, if any)",
+    )
     p.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     p.add_argument("--junit", help="a JUnit XML report")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--dialect", choices=sorted(FRAMEWORKS),
-                   help="the framework of FILE's lines (default: read from their API names)")
+    p.add_argument(
+        "--dialect",
+        choices=sorted(FRAMEWORKS),
+        help="the framework of FILE's lines (default: read from their API names)",
+    )
     add_replay_flags(p.add_argument, OPTIONS)
     return p
 
@@ -112,8 +128,9 @@ def main(args: Any) -> int:
             if args.isolate or args.jobs > 1 or args.timeout:
                 results = run_isolated(configs, args.jobs, options, on_result, timeout)
             else:
-                results = run_in_process(configs, options, on_result,
-                                         report_fd=report.file.fileno() if report else None)
+                results = run_in_process(
+                    configs, options, on_result, report_fd=report.file.fileno() if report else None
+                )
     except OSError as e:  # the report could not be written (a full disk): said, not a traceback
         raise UsageError(f"replay: -o {args.report}: {e.strerror or e}") from None
     progress.finish()

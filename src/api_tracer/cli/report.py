@@ -1,5 +1,6 @@
 """`api-tracer report INPUT... -o report.html`: one self-contained HTML file
 of traces, profiles, replay reports, fuzz campaigns and diffs (report/)."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,10 +17,14 @@ from ..report.replay_html import is_replay_report, read_replay_report
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="one self-contained HTML file of traces, profiles and replay reports")
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="a trace directory (its file sets, searched recursively), a profile's JSON "
-                        "(Profile.export_json), a replay report (replay -o REPORT.jsonl), a fuzz campaign "
-                        "or a diff (diff --json > DIFF.jsonl)")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="a trace directory (its file sets, searched recursively), a profile's JSON "
+        "(Profile.export_json), a replay report (replay -o REPORT.jsonl), a fuzz campaign "
+        "or a diff (diff --json > DIFF.jsonl)",
+    )
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     return p
 

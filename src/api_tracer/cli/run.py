@@ -6,6 +6,7 @@ exception and traceback (the tracer's own frames left out), same exit code.
 The files are complete whatever way the program ends: normally, through
 sys.exit, an uncaught exception, Ctrl-C, SIGTERM or SIGHUP (signals.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             run.value_options.update(action.option_strings)
 
     add_run_flags(run_option)
-    run_option("--dialect", choices=sorted(FRAMEWORKS), default="torch",
-               help="the framework the program uses, whose API level 0 wraps (default: torch)")
-    run_option("--follow-children", action="store_true",
-               help="trace the processes the program starts too, each into DIR/rank-N or DIR/pid-N")
+    run_option(
+        "--dialect",
+        choices=sorted(FRAMEWORKS),
+        default="torch",
+        help="the framework the program uses, whose API level 0 wraps (default: torch)",
+    )
+    run_option(
+        "--follow-children",
+        action="store_true",
+        help="trace the processes the program starts too, each into DIR/rank-N or DIR/pid-N",
+    )
     run_option("-m", dest="module", help="run a module as a script (like python -m); what follows is its")
     run_option("target", nargs="*", help="script.py and its arguments")
     return run
@@ -55,9 +63,9 @@ def split_argv(argv: List[str], parser: argparse.ArgumentParser) -> Tuple[List[s
     while i < len(argv):
         arg = argv[i]
         if arg == "-m":
-            return argv[:i + 2], argv[i + 2:]
+            return argv[: i + 2], argv[i + 2 :]
         if arg == "--":
-            return argv[:i], argv[i + 1:]
+            return argv[:i], argv[i + 1 :]
         if not arg.startswith("-") or arg == "-":
             return argv[:i], argv[i:]
         i += 2 if arg in parser.value_options else 1  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
 """`api-tracer stats DIR`: a file set summarized as tables (corpus/stats.py)."""
+
 from __future__ import annotations
 
 import argparse

@@ -27,18 +27,19 @@ A name touched that the list (or the registry) does not hold is counted
 apart, "outside", not dropped: a private function level 1 saw, an operator
 of a library not loaded here.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
-from ..frameworks import dialect_named
-from ..frameworks.dialect import FrameworkDialect
 from ..errors import InputError, UsageError, warn
 from ..formats.fileset import FileSet, find_sets
-from ..formats.statistics import checked_api_name, read_api_names, statistics_of
 from ..formats.io import read_text, shown
+from ..formats.statistics import checked_api_name, read_api_names, statistics_of
+from ..frameworks import dialect_named
+from ..frameworks.dialect import FrameworkDialect
 from ..util.text_table import format_table
 
 
@@ -109,8 +110,11 @@ def read_list(path: str) -> List[str]:
         if line.startswith("- "):
             line = line[2:].strip()
         if any(c.isspace() for c in line):
-            raise InputError(path, f"{shown(line[:80])}: not an API name (white space inside; a '#' comment "
-                             "goes on a line of its own)", lineno)
+            raise InputError(
+                path,
+                f"{shown(line[:80])}: not an API name (white space inside; a '#' comment goes on a line of its own)",
+                lineno,
+            )
         names.append(checked_api_name(path, line, lineno))
     if not names:
         raise InputError(path, "no API name in the file (one a line)")
@@ -125,8 +129,10 @@ def set_names(s: FileSet) -> Set[str]:
     missing = [api for api, _ in stats.counts if api not in names]
     if missing:
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        warn(f"{s.path('api_apis.txt')}: no line of {shown(missing[0])}{more}, which "
-             f"{stats.path}:{stats.lines[missing[0]]} counts: the file is cut; counted touched")
+        warn(
+            f"{s.path('api_apis.txt')}: no line of {shown(missing[0])}{more}, which "
+            f"{stats.path}:{stats.lines[missing[0]]} counts: the file is cut; counted touched"
+        )
         names.update(missing)
     return names
 
@@ -142,8 +148,9 @@ def touched_names(sets: Iterable[FileSet]) -> List[str]:
 # -- counting -------------------------------------------------------------------------------
 
 
-def cover(names: Iterable[str], touched: Iterable[str], group_of: Callable[[str], str], what: str, source: str,
-          unit: str) -> Coverage:
+def cover(
+    names: Iterable[str], touched: Iterable[str], group_of: Callable[[str], str], what: str, source: str, unit: str
+) -> Coverage:
     """`touched` held against `names`, grouped by `group_of`."""
     held = set(names)
     hit = set(touched)
@@ -155,8 +162,12 @@ def cover(names: Iterable[str], touched: Iterable[str], group_of: Callable[[str]
     return Coverage(what, source, unit, groups, sorted(hit - held))
 
 
-def coverage_of(sets: List[FileSet], dialect: Optional[FrameworkDialect] = None,
-                api_list: Optional[List[str]] = None, list_source: Optional[str] = None) -> CoverageReport:
+def coverage_of(
+    sets: List[FileSet],
+    dialect: Optional[FrameworkDialect] = None,
+    api_list: Optional[List[str]] = None,
+    list_source: Optional[str] = None,
+) -> CoverageReport:
     """The coverage of the dialect's API list (or `api_list`, read from
     `list_source`) and of its operators by the names the sets touch."""
     dialect = dialect or dialect_named("torch")
@@ -165,16 +176,28 @@ def coverage_of(sets: List[FileSet], dialect: Optional[FrameworkDialect] = None,
     source = f"the list {list_source}" if list_source else f"the {dialect.name} dialect's API list"
     namespace_of = dialect.operator_namespace  # None: not an operator's name
     held = set(listed)
-    apis = cover(held, [n for n in touched if namespace_of(n) is None or n in held], dialect.api_group, "API list",
-                 source, "module")
-    operators = cover(dialect.operators(), [n for n in touched if namespace_of(n) is not None],
-                      lambda n: namespace_of(n) or "", "operator registry", f"the operators {dialect.name} registers",
-                      "namespace")
+    apis = cover(
+        held,
+        [n for n in touched if namespace_of(n) is None or n in held],
+        dialect.api_group,
+        "API list",
+        source,
+        "module",
+    )
+    operators = cover(
+        dialect.operators(),
+        [n for n in touched if namespace_of(n) is not None],
+        lambda n: namespace_of(n) or "",
+        "operator registry",
+        f"the operators {dialect.name} registers",
+        "namespace",
+    )
     return CoverageReport(sets, touched, apis, operators)
 
 
-def coverage_of_dirs(dirs: List[str], dialect: Optional[FrameworkDialect] = None,
-                     list_path: Optional[str] = None) -> CoverageReport:
+def coverage_of_dirs(
+    dirs: List[str], dialect: Optional[FrameworkDialect] = None, list_path: Optional[str] = None
+) -> CoverageReport:
     """coverage_of the file sets under `dirs` (every level's), against the
     list file `list_path` where given."""
     for d in dirs:
@@ -208,11 +231,13 @@ def coverage_text(c: Coverage, untouched: bool = False, top: Optional[int] = Non
     """One coverage as a table of its groups (the `top` largest, the rest
     added up in one row), a line of the names touched outside it, and with
     `untouched` the names never touched, per group."""
-    head = (f"== {c.source}: {c.touched:,} of {c.total:,} touched ({percent_text(c.percent)}); "
-            f"{len(c.outside):,} touched outside the {c.what}\n")
+    head = (
+        f"== {c.source}: {c.touched:,} of {c.total:,} touched ({percent_text(c.percent)}); "
+        f"{len(c.outside):,} touched outside the {c.what}\n"
+    )
     shown_groups = c.groups if not top else c.groups[:top]
     rows = [_row(g.name, len(g.touched), len(g.names)) for g in shown_groups]
-    rest = c.groups[len(shown_groups):]
+    rest = c.groups[len(shown_groups) :]
     if rest:
         rows.append(_row(f"({len(rest)} more)", sum(len(g.touched) for g in rest), sum(len(g.names) for g in rest)))
     rows.append(_row("all", c.touched, c.total))
@@ -222,39 +247,60 @@ def coverage_text(c: Coverage, untouched: bool = False, top: Optional[int] = Non
     if untouched:
         for g in shown_groups:
             if g.untouched:
-                out.append(_names(f"never touched in {g.name} ({len(g.untouched):,} of {len(g.names):,}):",
-                                  g.untouched, top))
+                out.append(
+                    _names(f"never touched in {g.name} ({len(g.untouched):,} of {len(g.names):,}):", g.untouched, top)
+                )
     return "".join(out)
 
 
 def sets_summary(report: CoverageReport) -> str:
-    """"4 file sets (levels 0, 1, 2, 3): 29 distinct names touched"."""
+    """ "4 file sets (levels 0, 1, 2, 3): 29 distinct names touched"."""
     levels = sorted({s.level for s in report.sets if s.level is not None})
-    return (f"{len(report.sets):,} file set{'' if len(report.sets) == 1 else 's'}"
-            + (f" (levels {', '.join(map(str, levels))})" if levels else "")
-            + f": {len(report.touched):,} distinct names touched")
+    return (
+        f"{len(report.sets):,} file set{'' if len(report.sets) == 1 else 's'}"
+        + (f" (levels {', '.join(map(str, levels))})" if levels else "")
+        + f": {len(report.touched):,} distinct names touched"
+    )
 
 
 def report_text(report: CoverageReport, untouched: bool = False, top: Optional[int] = None) -> str:
-    return (sets_summary(report) + "\n\n"
-            + "\n".join(coverage_text(c, untouched, top) for c in (report.apis, report.operators)))
+    return (
+        sets_summary(report)
+        + "\n\n"
+        + "\n".join(coverage_text(c, untouched, top) for c in (report.apis, report.operators))
+    )
 
 
 def coverage_json(c: Coverage) -> Dict[str, Any]:
     def rounded(p: Optional[float]) -> Optional[float]:
         return None if p is None else round(p, 2)
 
-    return {"source": c.source, "total": c.total, "touched": c.touched, "percent": rounded(c.percent),
-            "groups": [{"name": g.name, "total": len(g.names), "touched": len(g.touched),
-                        "percent": rounded(g.percent), "touched_names": g.touched, "untouched": g.untouched}
-                       for g in c.groups],
-            "outside": c.outside}
+    return {
+        "source": c.source,
+        "total": c.total,
+        "touched": c.touched,
+        "percent": rounded(c.percent),
+        "groups": [
+            {
+                "name": g.name,
+                "total": len(g.names),
+                "touched": len(g.touched),
+                "percent": rounded(g.percent),
+                "touched_names": g.touched,
+                "untouched": g.untouched,
+            }
+            for g in c.groups
+        ],
+        "outside": c.outside,
+    }
 
 
 def report_json(report: CoverageReport) -> Dict[str, Any]:
     """Everything the text says, and every name: the sets read, the names
     touched, each coverage's groups with their names touched and never."""
-    return {"sets": [{"directory": s.directory, "level": s.level} for s in report.sets],
-            "touched": report.touched,
-            "apis": coverage_json(report.apis),
-            "operators": coverage_json(report.operators)}
+    return {
+        "sets": [{"directory": s.directory, "level": s.level} for s in report.sets],
+        "touched": report.touched,
+        "apis": coverage_json(report.apis),
+        "operators": coverage_json(report.operators),
+    }

@@ -14,6 +14,7 @@ and in B, null where absent or not known), then a line per section with
 its counts ({"kind": "summary", "in_a", "in_b", "new", "gone", "changed",
 "counted"}); `api-tracer report` shows such a file as a pane.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ from typing import Dict, Iterator, List, Optional, TextIO, Tuple
 from ..errors import UsageError
 from ..formats.fileset import FileSet, find_sets, group_by_suffix
 from ..formats.io import shown, sorted_lines
-from ..formats.statistics import statistics_of
 from ..formats.sources import SOURCES, SourcesFile, sources_path
+from ..formats.statistics import statistics_of
 
 KINDS = ("new", "gone", "changed")  # what a difference is
 SUMMARY = "summary"  # the kind of --json's last lines: a section's counts
@@ -80,7 +81,8 @@ class Tally:
     total_b: int = 0
     counts: Dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     first: Dict[str, List[Tuple[str, Optional[int], Optional[int]]]] = field(
-        default_factory=lambda: {k: [] for k in KINDS})
+        default_factory=lambda: {k: [] for k in KINDS}
+    )
 
     def add(self, kind: str, name: str, a: Optional[int], b: Optional[int]) -> None:
         self.counts[kind] += 1
@@ -126,8 +128,10 @@ class Sink:
 
 def _one_set(top: str, sets: List[FileSet], suffix: str) -> FileSet:
     if len(sets) > 1:
-        raise UsageError(f"diff: {top} holds {len(sets)} sets of {suffix[1:] or 'merged levels'} "
-                         f"({sets[0].directory}, {sets[1].directory}, ...): merge them into one first")
+        raise UsageError(
+            f"diff: {top} holds {len(sets)} sets of {suffix[1:] or 'merged levels'} "
+            f"({sets[0].directory}, {sets[1].directory}, ...): merge them into one first"
+        )
     return sets[0]
 
 
@@ -155,8 +159,14 @@ def diff(a_dir: str, b_dir: str, sink: Sink) -> None:
         where = suffix[1:].replace("_", " ") if suffix else "merged levels"
         if suffix not in groups_a or suffix not in groups_b:  # a level new in B, or gone from it
             side = (where, None)
-            sink.add(sink.section(where, "level"), where, "level", where, side if suffix in groups_a else None,
-                     side if suffix in groups_b else None)
+            sink.add(
+                sink.section(where, "level"),
+                where,
+                "level",
+                where,
+                side if suffix in groups_a else None,
+                side if suffix in groups_b else None,
+            )
             continue
         diff_sets(_one_set(a_dir, groups_a[suffix], suffix), _one_set(b_dir, groups_b[suffix], suffix), where, sink)
 

@@ -15,6 +15,7 @@ The formats are each framework's (frameworks/NAME/__init__.py:
 (frameworks/torch/operator_inputs.py) and PaddleAPITest's config lines
 (frameworks/paddle/paddleapitest.py).
 """
+
 from __future__ import annotations
 
 import os
@@ -53,8 +54,10 @@ def export(configs_path: str, form: str, output: str) -> str:
     text, left_out = chosen.write(configs, left_out)
     replace_atomically(output, text)
     if left_out:
-        warn(f"export: {configs_path}: left out {left_out.total} of {total} config lines, which the "
-             f"{form} format cannot carry: {left_out.describe()}")
+        warn(
+            f"export: {configs_path}: left out {left_out.total} of {total} config lines, which the "
+            f"{form} format cannot carry: {left_out.describe()}"
+        )
     return f"export: {total - left_out.total} config lines of {chosen.holds(text)} written to {output}"
 
 

@@ -16,6 +16,7 @@ last whole record, with a warning. The merged traces are written beside
 their place and renamed into it once everything is read, so a merge that
 refuses its input leaves OUT as it was.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,15 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _C
-from ..errors import InputError, UsageError, warn
-from ..formats.sources import SOURCES, lacking_sources, merge_sources, say_lacking
-from ..formats.fileset import COUNT_MAX, FileSet, find_sets, group_by_suffix
-from ..formats.statistics import Statistics, statistics_of
 from ..config import api_of
-from ..formats.trace import has_trace, read_trace, trace_limit_note
+from ..errors import InputError, UsageError, warn
 from ..formats.configs import read_set_configs
+from ..formats.fileset import COUNT_MAX, FileSet, find_sets, group_by_suffix
+from ..formats.io import shown, temporary_of, unmakeable_directory
+from ..formats.sources import SOURCES, lacking_sources, merge_sources, say_lacking
+from ..formats.statistics import Statistics, statistics_of
 from ..formats.summaries import read_stacks, read_value_profiles
-from ..formats.io import temporary_of, unmakeable_directory, shown
+from ..formats.trace import has_trace, read_trace, trace_limit_note
 
 
 @dataclass
@@ -63,8 +64,11 @@ def _read_group(suffix: str, sets: List[FileSet]) -> _Group:
         for api, n in stats.counts:
             g.counts[api] = g.counts.get(api, 0) + n
             if g.counts[api] > COUNT_MAX:
-                raise InputError(stats.path, f"{shown(api)}: the sets' counts add up past 2^64 - 1, more than the "
-                                 "writers hold", stats.lines[api])
+                raise InputError(
+                    stats.path,
+                    f"{shown(api)}: the sets' counts add up past 2^64 - 1, more than the writers hold",
+                    stats.lines[api],
+                )
         total += stats.total
         if total > COUNT_MAX:
             raise InputError(stats.path, "the sets' calls add up past 2^64 - 1, more than the writers hold", 2)
@@ -94,8 +98,10 @@ def _read_group(suffix: str, sets: List[FileSet]) -> _Group:
     g.traced = all(traced)
     if any(traced) and not g.traced:
         lacking = sets[traced.index(False)]
-        warn(f"{lacking.directory}: no trace of its set is read (api_trace{suffix}.txt and .yaml; "
-             f"stream_trace=False), so the merged set has no api_trace{suffix}.* either")
+        warn(
+            f"{lacking.directory}: no trace of its set is read (api_trace{suffix}.txt and .yaml; "
+            f"stream_trace=False), so the merged set has no api_trace{suffix}.* either"
+        )
     return g
 
 
@@ -214,7 +220,7 @@ def merge_found(sets: List[FileSet], out: str) -> str:
                 raise InputError(path, f"cannot write: {e.strerror or e}") from None
         done = True
     finally:
-        for temporary, _ in ([] if done else staged):
+        for temporary, _ in [] if done else staged:
             try:
                 os.unlink(temporary)
             except OSError:

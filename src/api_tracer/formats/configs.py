@@ -3,6 +3,7 @@ line by line (`read_set_configs`), and any file a user hands replay, fuzz
 or export (`read_config_file`: a set's api_configs.yaml or api_trace.txt, a
 file of lines of their own, or another tool's format a framework reads),
 each line a `Config`; and one config line parsed, its errors located."""
+
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ from ..errors import ConfigSyntaxError, InputError, warn
 from .fileset import FileSet
 from .io import decode_leniently, open_regular, read_all, read_text
 from .statistics import Statistics, checked_api
+
 
 @dataclass
 class Config:
@@ -34,8 +36,13 @@ def parse_config(line: str, path: str, lineno: int) -> Tuple[List[Any], Dict[str
     parser; nothing is evaluated)."""
     control = next((i for i, c in enumerate(line) if c < " " or c == "\x7f"), None)
     if control is not None:  # the tracer escapes every one (docs/format.md)
-        raise InputError(path, f"the control character {line[control]!r} in a config line: the tracer writes "
-                         "none (a carriage return: the file's line endings were changed)", lineno, control + 1)
+        raise InputError(
+            path,
+            f"the control character {line[control]!r} in a config line: the tracer writes "
+            "none (a carriage return: the file's line endings were changed)",
+            lineno,
+            control + 1,
+        )
     api = api_of(line)
     if api == line:
         raise InputError(path, "not a config line: no '(' after its API", lineno)
@@ -68,8 +75,10 @@ def read_set_configs(s: FileSet, stats: Optional[Statistics] = None) -> List[str
         missing = [api for api, _ in stats.counts if api not in have]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            warn(f"{path}: no config line of {missing[0]}{more}, which {stats.path}:{stats.lines[missing[0]]} "
-                 "counts: the file is cut, or older than the statistics (a full disk)")
+            warn(
+                f"{path}: no config line of {missing[0]}{more}, which {stats.path}:{stats.lines[missing[0]]} "
+                "counts: the file is cut, or older than the statistics (a full disk)"
+            )
     return configs
 
 
@@ -117,7 +126,7 @@ def set_file_beside(config_file: str, name: str) -> Optional[str]:
     with its _level_N suffix (none: the merged set's)."""
     directory, base = os.path.split(config_file)
     stem = os.path.splitext(base)[0]
-    fileset = FileSet(directory, stem[stem.index("_level_"):] if "_level_" in stem else "")
+    fileset = FileSet(directory, stem[stem.index("_level_") :] if "_level_" in stem else "")
     return fileset.path(name) if fileset.has(name) else None
 
 

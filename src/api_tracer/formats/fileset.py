@@ -1,6 +1,7 @@
 """File sets (docs/format.md): the files a set has, by the C++ recorder's
 table of them, and the sets found under directories, each named by its
 statistics file (a set without one is not read, and said)."""
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,7 @@ OUTPUT_FILES: Dict[str, OutputFile] = {f.name(): f for f in map(OutputFile._make
 _STATS = OUTPUT_FILES["api_statistics.yaml"]
 STATISTICS = re.compile(rf"^{re.escape(_STATS.stem)}(_level_\d+)?{re.escape(_STATS.ext)}$")
 
-COUNT_MAX = 2 ** 64 - 1  # the largest count the writers hold (uint64)
+COUNT_MAX = 2**64 - 1  # the largest count the writers hold (uint64)
 
 
 # -- finding sets ---------------------------------------------------------------------------
@@ -50,7 +51,7 @@ class FileSet:
 
     @property
     def level(self) -> Optional[int]:
-        return int(self.suffix[len("_level_"):]) if self.suffix else None
+        return int(self.suffix[len("_level_") :]) if self.suffix else None
 
 
 def _walk_error(e: OSError) -> None:
@@ -81,8 +82,9 @@ def find_sets(dirs: List[str], exclude: Optional[str] = None) -> List[FileSet]:
                 continue
             for name in subdirs:
                 if STATISTICS.match(name):
-                    raise InputError(os.path.join(root, name), "a directory, not a regular file: only regular "
-                                     "files are read")
+                    raise InputError(
+                        os.path.join(root, name), "a directory, not a regular file: only regular files are read"
+                    )
             found = []
             for name in sorted(files):
                 m = STATISTICS.match(name)
@@ -94,8 +96,11 @@ def find_sets(dirs: List[str], exclude: Optional[str] = None) -> List[FileSet]:
 
 
 # Any file of a set, by its level suffix (group 1).
-_SET_FILE = re.compile("^(?:" + "|".join(rf"{re.escape(f.stem)}(_level_\d+)?{re.escape(f.ext)}"
-                                         for f in OUTPUT_FILES.values() if f is not _STATS) + ")$")
+_SET_FILE = re.compile(
+    "^(?:"
+    + "|".join(rf"{re.escape(f.stem)}(_level_\d+)?{re.escape(f.ext)}" for f in OUTPUT_FILES.values() if f is not _STATS)
+    + ")$"
+)
 
 
 def _say_orphans(root: str, files: List[str], suffixes: set) -> None:
@@ -110,8 +115,10 @@ def _say_orphans(root: str, files: List[str], suffixes: set) -> None:
                 orphans.setdefault(suffix, []).append(name)
     for suffix, names in orphans.items():
         more = f" and {len(names) - 1} more" if len(names) > 1 else ""
-        warn(f"{os.path.join(root, _STATS.name(suffix))}: missing beside {names[0]}{more}: without it the files "
-             "are not a file set, and are not read")
+        warn(
+            f"{os.path.join(root, _STATS.name(suffix))}: missing beside {names[0]}{more}: without it the files "
+            "are not a file set, and are not read"
+        )
 
 
 def group_by_suffix(sets: List[FileSet]) -> Dict[str, List[FileSet]]:

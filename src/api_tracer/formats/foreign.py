@@ -9,6 +9,7 @@ format (a framework's `Framework.reads`: sniff(data) -> bool, read(path,
 data) -> [Entry]) gives each config line with the first line that gave it
 and its calls.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Dict, List, NamedTuple

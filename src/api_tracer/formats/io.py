@@ -5,6 +5,7 @@ error names the file, line and byte), files read a chunk of whole lines at
 a time, files replaced whole (written aside, then renamed), and whether a
 file can be made before the work that makes it. Every error is an
 `InputError` naming the file."""
+
 from __future__ import annotations
 
 import errno
@@ -17,8 +18,13 @@ from ..errors import InputError
 
 # -- regular files only -------------------------------------------------------------------
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -101,7 +107,7 @@ def decode_leniently(raw: bytes) -> Tuple[str, str, int]:
     try:
         return raw.decode("utf-8"), "", 0
     except UnicodeDecodeError as e:
-        column = len(raw[:e.start].decode("utf-8", "replace")) + 1
+        column = len(raw[: e.start].decode("utf-8", "replace")) + 1
         return raw.decode("utf-8", "backslashreplace"), f"the line is {not_utf8(raw, e)}", column
 
 
@@ -160,8 +166,11 @@ def chunks(path: str, f: BinaryIO) -> Iterator[Tuple[int, Optional[str], bytes]]
         if end:
             cr = buf.find(b"\r", 0, end)
             if cr >= 0:  # the tracer escapes every one (docs/format.md)
-                raise InputError(path, "a carriage return: the tracer writes none (the file's line endings were "
-                                 "changed)", lineno + buf.count(b"\n", 0, cr))
+                raise InputError(
+                    path,
+                    "a carriage return: the tracer writes none (the file's line endings were changed)",
+                    lineno + buf.count(b"\n", 0, cr),
+                )
             text = decode(bytes(buf[:end]), path, lineno)
             del buf[:end]
             yield lineno, text, b""
@@ -187,8 +196,9 @@ def sorted_lines(path: str, noun: str, check: Optional[Callable[[str, str, int],
                     check(path, line, lineno + i)
                 if previous is not None and line <= previous:
                     what = "again" if line == previous else f"after {shown(previous[:80])}"
-                    raise InputError(path, f"{shown(line[:80])} {what}: the tracer writes the {noun} sorted, each "
-                                     "once", lineno + i)
+                    raise InputError(
+                        path, f"{shown(line[:80])} {what}: the tracer writes the {noun} sorted, each once", lineno + i
+                    )
                 previous = line
                 yield line
 
@@ -249,7 +259,7 @@ def _write_through(path: str, content: bytes) -> None:
         os.set_blocking(fd, True)
         view = memoryview(content)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     except OSError as e:
         raise InputError(path, f"cannot write: {e.strerror or e}") from None
     finally:

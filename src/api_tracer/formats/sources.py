@@ -22,6 +22,7 @@ and `sources` is an upper bound.
 The file is read, written and merged by the C++ core (csrc/core/sources.h);
 this module is its Python face.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -133,8 +134,13 @@ def provenance(path: str, top: int = 10) -> Provenance:
     finally:
         f.close()
     names = [str(lo) if lo == hi else f"{lo}-{hi}" if hi < COUNT_MAX else f"{lo}+" for lo, hi in BUCKETS]
-    return Provenance(list(ranked(f.labels)), configs, histogram[0], list(zip(names, histogram)),
-                      [e for *_, e in sorted(widest, key=lambda item: item[:2], reverse=True)])
+    return Provenance(
+        list(ranked(f.labels)),
+        configs,
+        histogram[0],
+        list(zip(names, histogram)),
+        [e for *_, e in sorted(widest, key=lambda item: item[:2], reverse=True)],
+    )
 
 
 # -- merging ----------------------------------------------------------------------------------
@@ -149,8 +155,9 @@ def merge_sources(sets: List[Tuple[FileSet, Statistics]], configs_out: str, sour
     configs) and checks each distinct line once; each set's calls per API
     are then held against its statistics."""
     _allow_open_files(2 * len(sets) + 64)
-    distinct, api_calls = _C.merge_sources([(s.path(SOURCES), s.path("api_configs.yaml")) for s, _ in sets],
-                                           configs_out, sources_out)
+    distinct, api_calls = _C.merge_sources(
+        [(s.path(SOURCES), s.path("api_configs.yaml")) for s, _ in sets], configs_out, sources_out
+    )
     for (s, stats), calls in zip(sets, api_calls):
         _check_statistics(s.path(SOURCES), stats, dict(calls))
     return distinct
@@ -162,12 +169,18 @@ def _check_statistics(path: str, stats: Statistics, calls: Dict[str, int]) -> No
     for api, n in sorted(calls.items()):
         if counted.get(api) != n:
             where = f" ({stats.path}:{stats.lines[api]})" if api in counted else ""
-            raise InputError(path, f"{shown(api)}: its configs' calls add up to {n}, but {stats.path} counts "
-                             f"{counted.get(api, 0)}{where}: the files are not of one set")
+            raise InputError(
+                path,
+                f"{shown(api)}: its configs' calls add up to {n}, but {stats.path} counts "
+                f"{counted.get(api, 0)}{where}: the files are not of one set",
+            )
     missing = [api for api in counted if api not in calls]
     if missing:
-        raise InputError(path, f"no config of {shown(missing[0])}, which {stats.path}:{stats.lines[missing[0]]} "
-                         "counts: the files are not of one set")
+        raise InputError(
+            path,
+            f"no config of {shown(missing[0])}, which {stats.path}:{stats.lines[missing[0]]} "
+            "counts: the files are not of one set",
+        )
 
 
 def _allow_open_files(n: int) -> None:
@@ -186,6 +199,8 @@ def lacking_sources(sets: List[FileSet]) -> List[FileSet]:
 def say_lacking(sets: List[FileSet], suffix: str) -> None:
     lacking = lacking_sources(sets)
     if lacking and len(lacking) < len(sets):
-        warn(f"{lacking[0].directory}: no {OUTPUT_FILES[SOURCES].name(suffix)} (traced without a label)"
-             f"{f', nor in {len(lacking) - 1} more sets' if len(lacking) > 1 else ''}: the merged set has none, "
-             "so where its configs came from is not kept")
+        warn(
+            f"{lacking[0].directory}: no {OUTPUT_FILES[SOURCES].name(suffix)} (traced without a label)"
+            f"{f', nor in {len(lacking) - 1} more sets' if len(lacking) > 1 else ''}: the merged set has none, "
+            "so where its configs came from is not kept"
+        )

@@ -1,5 +1,6 @@
 """A set's api_statistics.yaml and api_apis.txt, read back checked: the
 calls per API, and the API names (docs/format.md)."""
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,11 @@ class Statistics(NamedTuple):
 
 def _count(path: str, digits: str, line: int, what: str = "count") -> int:
     if len(digits) > 20 or int(digits) > COUNT_MAX:
-        raise InputError(path, f"a {what} of {digits[:24]}{'...' if len(digits) > 24 else ''}: above 2^64 - 1, "
-                         "more than a tracer counts", line)
+        raise InputError(
+            path,
+            f"a {what} of {digits[:24]}{'...' if len(digits) > 24 else ''}: above 2^64 - 1, more than a tracer counts",
+            line,
+        )
     return int(digits)
 
 

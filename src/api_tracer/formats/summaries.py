@@ -1,6 +1,7 @@
 """A set's YAML summaries, read back checked: api_stacks.yaml and
 api_value_ranges.yaml (docs/format.md). Each is read as YAML nodes, so
 that what is wrong is said with its line."""
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,7 @@ from .configs import parse_config
 from .fileset import FileSet
 from .io import read_summary_text, shown
 
-_INT64 = (-2 ** 63, 2 ** 63 - 1)  # value profiles' bounds
+_INT64 = (-(2**63), 2**63 - 1)  # value profiles' bounds
 
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -124,9 +125,13 @@ def read_stacks(s: FileSet) -> Optional[Dict[str, List[List[str]]]]:
         fields = dict(doc.mapping(entry, f"the entry of {api}"))
         if set(fields) != {"3stacks"}:
             raise doc.fail(entry, f"the entry of {api}: expected its '3stacks' alone, not {sorted(fields)}")
-        out[api] = [[doc.string(frame, f"a frame of a stack of {api}") for frame in
-                     doc.sequence(stack, f"a stack of {api} (its frames)")]
-                    for stack in doc.sequence(fields["3stacks"], f"the stacks of {api}")]
+        out[api] = [
+            [
+                doc.string(frame, f"a frame of a stack of {api}")
+                for frame in doc.sequence(stack, f"a stack of {api} (its frames)")
+            ]
+            for stack in doc.sequence(fields["3stacks"], f"the stacks of {api}")
+        ]
     return out
 
 
@@ -146,18 +151,25 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
         entry = dict(doc.mapping(node, "a config entry"))
         unknown = set(entry) - _PROFILE_FIELDS
         if unknown or "config" not in entry or not {"ranges", "floats", "nonfinite"} & set(entry):
-            raise doc.fail(node, "a config entry has 'config', 'ranges' "
-                           "(with 'values', 'sentinels', 'sorted', 'sums') "
-                           f"or 'floats' and 'nonfinite'; not {sorted(entry)}")
+            raise doc.fail(
+                node,
+                "a config entry has 'config', 'ranges' "
+                "(with 'values', 'sentinels', 'sorted', 'sums') "
+                f"or 'floats' and 'nonfinite'; not {sorted(entry)}",
+            )
         line = doc.string(entry["config"], "the config line")
         parse_config(line, path, entry["config"].start_mark.line + 1)
-        ranges = {arg: (doc.integers(n, f"the range of {arg}", 2), n)
-                  for arg, n in (doc.mapping(entry["ranges"], "the ranges") if "ranges" in entry else [])}
+        ranges = {
+            arg: (doc.integers(n, f"the range of {arg}", 2), n)
+            for arg, n in (doc.mapping(entry["ranges"], "the ranges") if "ranges" in entry else [])
+        }
         for arg, ((lo, hi), n) in ranges.items():
             if lo > hi:
                 raise doc.fail(n, f"the range of {arg}: {lo} above {hi}")
 
-        def of_ranges(what: str) -> List[Tuple[str, yaml.Node]]:
+        def of_ranges(
+            what: str, entry: Dict[str, yaml.Node] = entry, ranges: Dict[str, Any] = ranges
+        ) -> List[Tuple[str, yaml.Node]]:
             if what not in entry:
                 return []
             items = doc.mapping(entry[what], f"the {what}")
@@ -172,10 +184,15 @@ def read_value_profiles(path: str) -> Dict[str, Dict[str, Any]]:
             fields = dict(doc.mapping(n, f"the sentinels of {arg}"))
             if set(fields) != {"values", "rest"}:
                 raise doc.fail(n, f"the sentinels of {arg}: expected 'values' and 'rest', not {sorted(fields)}")
-            sentinels[arg] = (doc.integers(fields["values"], f"the sentinels of {arg}"),
-                              doc.integers(fields["rest"], f"the rest of {arg}", 2))
-        in_order = ([doc.string(n, "an argument path") for n in doc.sequence(entry["sorted"], "the sorted")]
-                    if "sorted" in entry else [])
+            sentinels[arg] = (
+                doc.integers(fields["values"], f"the sentinels of {arg}"),
+                doc.integers(fields["rest"], f"the rest of {arg}", 2),
+            )
+        in_order = (
+            [doc.string(n, "an argument path") for n in doc.sequence(entry["sorted"], "the sorted")]
+            if "sorted" in entry
+            else []
+        )
         sums = {arg: doc.integer(n, f"the sum of {arg}") for arg, n in of_ranges("sums")}
         for arg, (lo, hi) in ((a, r) for a, (r, _) in ranges.items()):
             outside = [v for v in values.get(arg, []) + sentinels.get(arg, ([], []))[0] if not lo <= v <= hi]
@@ -226,21 +243,22 @@ def _float_profiles(doc: "_Yaml", entry: Dict[str, yaml.Node], ranges: Dict[str,
             out[arg].valid = out[arg].floating = True
         return out[arg]
 
-    for arg, n in (doc.mapping(entry["floats"], "the floats") if "floats" in entry else []):
+    for arg, n in doc.mapping(entry["floats"], "the floats") if "floats" in entry else []:
         bounds = doc.sequence(n, f"the range of {arg}")
         lo, hi = (doc.real(b, f"the range of {arg}") for b in bounds) if len(bounds) == 2 else (None, None)
         if lo is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
             raise doc.fail(n, f"the range of {arg}: expected [min, max] of finite numbers, min at most max")
         p = profile(arg, n)
         p.finite, p.fmin, p.fmax = True, lo, hi
-    for arg, n in (doc.mapping(entry["nonfinite"], "the non-finite values") if "nonfinite" in entry else []):
+    for arg, n in doc.mapping(entry["nonfinite"], "the non-finite values") if "nonfinite" in entry else []:
         p = profile(arg, n)
         for item in doc.sequence(n, f"the non-finite values of {arg}"):
             doc.scalar(item, f"a non-finite value of {arg}")
             field = _NONFINITE.get(item.value)
             if field is None or getattr(p, field):
-                raise doc.fail(item, f"a non-finite value of {arg}: nan, inf or -inf, each once, not "
-                               f"{shown(item.value)[:40]}")
+                raise doc.fail(
+                    item, f"a non-finite value of {arg}: nan, inf or -inf, each once, not {shown(item.value)[:40]}"
+                )
             setattr(p, field, True)
     return out
 

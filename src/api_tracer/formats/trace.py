@@ -3,6 +3,7 @@
 record a kill cut (the two files then end at different records, or inside
 one), is repaired: the records both files hold whole are read, and the
 rest said."""
+
 from __future__ import annotations
 
 import os
@@ -18,6 +19,7 @@ from .fileset import FileSet
 from .io import chunks, open_regular, shown
 from .statistics import api_name
 from .summaries import YAML_LOADER
+
 
 def trace_limit_note(s: FileSet) -> Optional[Tuple[int, int]]:
     """(limit, calls not written) when trace_limit cut the set's trace: its
@@ -93,17 +95,19 @@ def _yaml_records(path: str, f: BinaryIO) -> Iterator[_Record]:
         lineno, parts = pending
         text = "".join(parts)
         first, _, rest = text.partition("\n")
-        api: Optional[str] = api_name(path, first[len(_HEADER):], lineno)
+        api: Optional[str] = api_name(path, first[len(_HEADER) :], lineno)
         level = None
         if rest.startswith(_LEVEL) and end != "cut":
-            value = rest[len(_LEVEL):rest.find("\n")]
+            value = rest[len(_LEVEL) : rest.find("\n")]
             if not _LEVEL_VALUE.fullmatch(value) or int(value) > _C.Level.max:
-                raise InputError(path, f"level: {shown(value[:40])} is not a level (0 to {int(_C.Level.max)})",
-                                 lineno + 1)
+                raise InputError(
+                    path, f"level: {shown(value[:40])} is not a level (0 to {int(_C.Level.max)})", lineno + 1
+                )
             level = int(value)
         return _Record(lineno, api, level, text, end)
 
-    for lineno, text, rest in chunks(path, f):
+    rest = b""
+    for lineno, text, rest in chunks(path, f):  # noqa: B007 - `rest` is read after the loop
         if text is None:
             break
         line, pos, seg = lineno, 0, 0  # the number of the line at `pos`; where pending's part starts
@@ -173,8 +177,9 @@ def _same_shape(value: Any, node: Any) -> bool:
     if isinstance(value, complex):
         return _typed(node, "complex", "real", "imag") and None not in (node["real"], node["imag"])
     if isinstance(value, slice):
-        return (_typed(node, "slice", "start", "stop", "step")
-                and all(_same_shape(getattr(value, f), node[f]) for f in ("start", "stop", "step")))
+        return _typed(node, "slice", "start", "stop", "step") and all(
+            _same_shape(getattr(value, f), node[f]) for f in ("start", "stop", "step")
+        )
     if value is Ellipsis:
         return _typed(node, "ellipsis")
     if isinstance(value, dict):
@@ -182,20 +187,34 @@ def _same_shape(value: Any, node: Any) -> bool:
             return False
         items = node["items"]
         if all(isinstance(k, str) for k in value):
-            return (isinstance(items, dict) and set(items) == set(value)
-                    and all(_same_shape(v, items[k]) for k, v in value.items()))
-        return (isinstance(items, list) and len(items) == len(value)
-                and all(_same_shape([k, v], pair) for (k, v), pair in zip(value.items(), items)))
+            return (
+                isinstance(items, dict)
+                and set(items) == set(value)
+                and all(_same_shape(v, items[k]) for k, v in value.items())
+            )
+        return (
+            isinstance(items, list)
+            and len(items) == len(value)
+            and all(_same_shape([k, v], pair) for (k, v), pair in zip(value.items(), items))
+        )
     if isinstance(value, TensorSpec):
         if not _typed(node, "torch.Tensor", "shape", "dtype", "device"):
             return False
-        wanted = [("stride", value.stride is not None), ("layout", value.layout is not None),
-                  ("nnz", value.nnz is not None), ("qscheme", value.qscheme is not None),
-                  ("scale", value.scale is not None), ("zero_point", value.zero_point is not None),
-                  ("axis", value.axis is not None)]
-        return (_same_shape(list(value.shape), node["shape"]) and None not in (node["dtype"], node["device"])
-                and all(f in node and node[f] is not None for f, there in wanted if there)
-                and (value.stride is None or _same_shape(list(value.stride), node["stride"])))
+        wanted = [
+            ("stride", value.stride is not None),
+            ("layout", value.layout is not None),
+            ("nnz", value.nnz is not None),
+            ("qscheme", value.qscheme is not None),
+            ("scale", value.scale is not None),
+            ("zero_point", value.zero_point is not None),
+            ("axis", value.axis is not None),
+        ]
+        return (
+            _same_shape(list(value.shape), node["shape"])
+            and None not in (node["dtype"], node["device"])
+            and all(f in node and node[f] is not None for f, there in wanted if there)
+            and (value.stride is None or _same_shape(list(value.stride), node["stride"]))
+        )
     if isinstance(value, Symbol):
         return _typed(node, "symbol", "name") and node["name"] is not None
     if isinstance(value, Call):
@@ -203,8 +222,11 @@ def _same_shape(value: Any, node: Any) -> bool:
             return False
         if value.args and not ("args" in node and _same_shape(list(value.args), node["args"])):
             return False
-        if value.kwargs and not (isinstance(node.get("kwargs"), dict) and set(node["kwargs"]) == set(value.kwargs)
-                                 and all(_same_shape(v, node["kwargs"][k]) for k, v in value.kwargs.items())):
+        if value.kwargs and not (
+            isinstance(node.get("kwargs"), dict)
+            and set(node["kwargs"]) == set(value.kwargs)
+            and all(_same_shape(v, node["kwargs"][k]) for k, v in value.kwargs.items())
+        ):
             return False
         return True
     return True  # a value of no kind above: not checked
@@ -221,9 +243,13 @@ def _record_is_whole(line: str, record: str, txt_path: str, lineno: int) -> bool
     if not (isinstance(loaded, list) and len(loaded) == 1 and isinstance(loaded[0], dict)):
         return False
     node = loaded[0]
-    return (isinstance(node.get("args"), list) and _same_shape(list(args), node["args"])
-            and isinstance(node.get("kwargs"), dict) and set(node["kwargs"]) == set(kwargs)
-            and all(_same_shape(v, node["kwargs"][k]) for k, v in kwargs.items()))
+    return (
+        isinstance(node.get("args"), list)
+        and _same_shape(list(args), node["args"])
+        and isinstance(node.get("kwargs"), dict)
+        and set(node["kwargs"]) == set(kwargs)
+        and all(_same_shape(v, node["kwargs"][k]) for k, v in kwargs.items())
+    )
 
 
 def _rest(first: Any, items: Iterator[Any]) -> int:
@@ -253,8 +279,12 @@ def read_trace(s: FileSet, dropped: str, said: Optional[List[str]] = None) -> It
 
         def agree(t: _Line, y: _Record) -> None:
             if t.text is not None and y.api is not None and y.api != api_of(t.text):
-                raise InputError(yaml_path, f"a record of {shown(y.api)}, but line {t.lineno} of {txt_path} is a call "
-                                 f"of {shown(api_of(t.text))}: the two trace files do not agree", y.lineno)
+                raise InputError(
+                    yaml_path,
+                    f"a record of {shown(y.api)}, but line {t.lineno} of {txt_path} is a call "
+                    f"of {shown(api_of(t.text))}: the two trace files do not agree",
+                    y.lineno,
+                )
 
         prev: Optional[Tuple[_Line, _Record]] = None
         kept = 0
@@ -279,21 +309,27 @@ def read_trace(s: FileSet, dropped: str, said: Optional[List[str]] = None) -> It
         if prev is not None:
             t0, y0 = prev
             agree(t0, y0)
-            whole = (t0.text is not None and y0.end != "cut"
-                     and (y0.end == "next" or _record_is_whole(t0.text, y0.text, txt_path, t0.lineno)))
+            whole = (
+                t0.text is not None
+                and y0.end != "cut"
+                and (y0.end == "next" or _record_is_whole(t0.text, y0.text, txt_path, t0.lineno))
+            )
             if whole:
                 kept += 1
                 yield keep(t0, y0)
             else:
                 n_txt, n_yaml = n_txt + 1, n_yaml + 1
     if n_txt or n_yaml:
+
         def counted(n: int, noun: str) -> str:
             return f"{n} {noun}{'' if n == 1 else 's'}"
 
-        message = (f"{txt_path}:{ends[0]} and {yaml_path}:{ends[1]}: {counted(n_txt, 'line')} and "
-                   f"{counted(n_yaml, 'record')} from there on are {dropped}: the trace's two files end at "
-                   "different records, or inside one (a killed run, or a copy of a running one); the "
-                   f"{counted(kept, 'record')} both hold whole are read")
+        message = (
+            f"{txt_path}:{ends[0]} and {yaml_path}:{ends[1]}: {counted(n_txt, 'line')} and "
+            f"{counted(n_yaml, 'record')} from there on are {dropped}: the trace's two files end at "
+            "different records, or inside one (a killed run, or a copy of a running one); the "
+            f"{counted(kept, 'record')} both hold whole are read"
+        )
         warn(message)
         if said is not None:
             said.append(message)

@@ -15,6 +15,7 @@ there. Nothing outside a framework's folder imports from it; the generic
 stages ask this module (dialect_named, framework, framework_of) or take
 the object it names (replay/framework.py: `ReplayFramework`).
 """
+
 from __future__ import annotations
 
 import functools

@@ -7,6 +7,7 @@ out), as a subclass of `ApiLists`; what they share is here: the scan of one
 module, the walk over a package's modules, keeping what the dialect's level
 0 can wrap (its skip_reason), writing the files beside the dialect
 (FrameworkDialect.api_list_file) and checking them."""
+
 from __future__ import annotations
 
 import argparse
@@ -128,9 +129,11 @@ class ApiLists:
         }
 
     def header(self, names: List[str], what: str) -> str:
-        return (f"# {what}\n# Generated for {self.framework} {self.version()} by: {self.command()}\n"
-                f"# {len(names)} APIs, each a dotted name level 0 records.\n"
-                + (f"# {self.order_note}\n" if self.order_note else ""))
+        return (
+            f"# {what}\n# Generated for {self.framework} {self.version()} by: {self.command()}\n"
+            f"# {len(names)} APIs, each a dotted name level 0 records.\n"
+            + (f"# {self.order_note}\n" if self.order_note else "")
+        )
 
     def write(self, path: Path, names: List[str], what: str) -> None:
         path.write_text(self.header(names, what) + "".join(f"- {n}\n" for n in names), encoding="utf-8")
@@ -138,8 +141,12 @@ class ApiLists:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
-    parser.add_argument("--dialect", choices=sorted(FRAMEWORKS), default="torch",
-                        help="the framework whose lists are made (default: torch)")
+    parser.add_argument(
+        "--dialect",
+        choices=sorted(FRAMEWORKS),
+        default="torch",
+        help="the framework whose lists are made (default: torch)",
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 if the files are out of date")
     args = parser.parse_args(argv)
     lists = load(framework(args.dialect).api_lists)()

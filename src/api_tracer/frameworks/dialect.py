@@ -8,6 +8,7 @@ own types are written in a config. Each framework's folder has its own
 base) to serialize your own types or to add levels, and pass the instance
 as ``APITracer(dialect=...)``. docs/dialects.md, "Writing a dialect".
 """
+
 from __future__ import annotations
 
 import enum
@@ -234,8 +235,17 @@ class FrameworkDialect:
         another type."""
         if issubclass(tp, functools.partial):
             return (_C.Rule.instance, lambda f: Call(PARTIAL, f.func, *f.args, **f.keywords))
-        if issubclass(tp, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                           types.MethodDescriptorType, types.WrapperDescriptorType) + more):
+        if issubclass(
+            tp,
+            (
+                types.FunctionType,
+                types.BuiltinFunctionType,
+                types.MethodType,
+                types.MethodDescriptorType,
+                types.WrapperDescriptorType,
+            )
+            + more,
+        ):
             # "instance": worked out once per callable, not per call
             return (_C.Rule.instance, lambda f: Call("Callable", self._callable_name(f)))
         return None

@@ -4,11 +4,26 @@ value, scalar), campaign.py runs cases in worker processes under the
 oracles (crash, hang, error; replay --check's float64, layout, repeat,
 device:D, compile), findings.py deduplicates, minimizes and keeps what
 they find, command.py is the command line. docs/fuzz.md says more."""
+
 from __future__ import annotations
 
 from .campaign import ORACLES, Campaign, Settings, read_seeds, render
 from .findings import FINDINGS, REPRODUCERS, Finding, Findings
 from .mutate import KINDS, Line, Mutation, apply, propose
 
-__all__ = ["Campaign", "Settings", "read_seeds", "render", "ORACLES", "KINDS", "Finding", "Findings", "FINDINGS",
-           "REPRODUCERS", "Line", "Mutation", "apply", "propose"]
+__all__ = [
+    "Campaign",
+    "Settings",
+    "read_seeds",
+    "render",
+    "ORACLES",
+    "KINDS",
+    "Finding",
+    "Findings",
+    "FINDINGS",
+    "REPRODUCERS",
+    "Line",
+    "Mutation",
+    "apply",
+    "propose",
+]

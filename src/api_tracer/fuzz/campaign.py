@@ -12,6 +12,7 @@ holds a worker for --timeout), so only a campaign without timeouts draws
 the very same cases again.
 Cases 0 .. seeds-1 are the seeds themselves, unmutated; a seed that does
 not run as it is (invalid, skipped) is left out after that."""
+
 from __future__ import annotations
 
 import json
@@ -55,6 +56,8 @@ def oracles_of(text: str) -> Tuple[str, ...]:
     if not oracles:
         raise ValueError("empty")
     return oracles
+
+
 MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
 HANG_TRIES = 2
 # A case past --timeout runs again with this many times it: a hang only if it times out again (a large
@@ -161,12 +164,12 @@ class Minimizer:
 
     def _plan(self) -> List[Tuple[Mutation, ...]]:
         ms = self.mutations
-        drops = [ms[:i] + ms[i + 1:] for i in range(len(ms))] if len(ms) > 1 else []
+        drops = [ms[:i] + ms[i + 1 :] for i in range(len(ms))] if len(ms) > 1 else []
         try:
             current = apply(self.seed.line, ms)
         except NotApplicable:
             return drops
-        growing = [ms[:i] + (smaller(m),) + ms[i + 1:] for i, m in enumerate(ms) if smaller(m)]
+        growing = [ms[:i] + (smaller(m),) + ms[i + 1 :] for i, m in enumerate(ms) if smaller(m)]
         return drops + [(s,) + ms for s in shrinks(current)] + growing
 
     def next(self) -> Optional[Tuple[Mutation, ...]]:
@@ -210,17 +213,24 @@ class Campaign:
 
     # -- state --------------------------------------------------------------
     def state(self) -> Dict[str, Any]:
-        return {"seed": self.s.seed, "seeds": len(self.seeds), "next_case": self.done_below,
-                "cases_run": self.cases_run, "seconds": round(self.elapsed + self.now(), 3),
-                "inactive_seeds": sorted(set(range(len(self.seeds))) - set(self.active)),
-                "findings": len(self.findings)}
+        return {
+            "seed": self.s.seed,
+            "seeds": len(self.seeds),
+            "next_case": self.done_below,
+            "cases_run": self.cases_run,
+            "seconds": round(self.elapsed + self.now(), 3),
+            "inactive_seeds": sorted(set(range(len(self.seeds))) - set(self.active)),
+            "findings": len(self.findings),
+        }
 
     def resume(self) -> None:
         with open(os.path.join(self.s.out, STATE), encoding="utf-8") as f:
             state = json.load(f)
         if state.get("seeds") != len(self.seeds) or state.get("seed") != self.s.seed:
-            raise ValueError(f"{self.s.out}/{STATE}: the campaign ran {state.get('seeds')} seed lines with --seed "
-                             f"{state.get('seed')}; these are {len(self.seeds)} with --seed {self.s.seed}")
+            raise ValueError(
+                f"{self.s.out}/{STATE}: the campaign ran {state.get('seeds')} seed lines with --seed "
+                f"{state.get('seed')}; these are {len(self.seeds)} with --seed {self.s.seed}"
+            )
         self.next_id = self.done_below = int(state["next_case"])
         self.cases_run, self.elapsed = int(state["cases_run"]), float(state["seconds"])
         inactive = set(state.get("inactive_seeds", []))
@@ -297,8 +307,9 @@ class Campaign:
         limit = self.s.options.max_bytes
         return None if limit is None else limit // 8
 
-    def _case(self, n: int, seed: Seed, mutations: Tuple[Mutation, ...],
-              minimizing: Optional[str] = None) -> Optional[Case]:
+    def _case(
+        self, n: int, seed: Seed, mutations: Tuple[Mutation, ...], minimizing: Optional[str] = None
+    ) -> Optional[Case]:
         try:
             text = render(apply(seed.line, mutations))
         except (NotApplicable, ValueError, OverflowError):
@@ -329,8 +340,11 @@ class Campaign:
         # A timeout counts once the case times out again, CONFIRM_FACTOR times as long: a new hang's, and
         # any minimization candidate's (on a loaded machine a candidate can be slow: it would shrink a
         # hang to a line that does not hang, or keep a crash from shrinking).
-        unconfirmed = isinstance(event, pool.TimedOut) and not case.confirming and (
-            case.minimizing is not None or outcome.signature not in self.findings.by_signature)
+        unconfirmed = (
+            isinstance(event, pool.TimedOut)
+            and not case.confirming
+            and (case.minimizing is not None or outcome.signature not in self.findings.by_signature)
+        )
         if unconfirmed:
             self.confirm.append(replace(case, confirming=True))  # (same key: it finishes when that does)
             return
@@ -340,8 +354,13 @@ class Campaign:
             if m is not None:
                 m.result(case.mutations, same)
             if same:
-                self.findings.shrunk(self.findings.by_signature[case.minimizing], case.text,
-                                     [x.describe() for x in case.mutations], outcome.message, case.seed.profiles)
+                self.findings.shrunk(
+                    self.findings.by_signature[case.minimizing],
+                    case.text,
+                    [x.describe() for x in case.mutations],
+                    outcome.message,
+                    case.seed.profiles,
+                )
                 self.save()
             return
         self.cases_run += 1
@@ -351,9 +370,15 @@ class Campaign:
             if last is None or (last[0] == RUN and last[1] in (Status.INVALID.value, Status.SKIPPED.value)):
                 self.active = [i for i in self.active if i != case.id]
         if outcome.kind:
-            finding, new = self.findings.add(outcome, case.text, case.seed.text,
-                                             f"{case.seed.file}:{case.seed.number}",
-                                             [m.describe() for m in case.mutations], case.id, case.seed.profiles)
+            finding, new = self.findings.add(
+                outcome,
+                case.text,
+                case.seed.text,
+                f"{case.seed.file}:{case.seed.number}",
+                [m.describe() for m in case.mutations],
+                case.id,
+                case.seed.profiles,
+            )
             if new:
                 self.minimizers[finding.signature] = Minimizer(finding, case.seed, case.mutations)
                 self.save()
@@ -367,13 +392,15 @@ class Campaign:
     # -- running ------------------------------------------------------------
     def run(self, progress: Optional["Progress"] = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
-        workers = pool.WorkerPool(_worker, (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG)),
-                                  self.s.jobs, self.s.timeout)
+        workers = pool.WorkerPool(
+            _worker, (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG)), self.s.jobs, self.s.timeout
+        )
 
         def tick() -> None:
             self.tick()
             if progress:
                 progress(self)
+
         try:
             workers.run(self.feed, self.on_event, tick=tick)
         finally:
@@ -400,8 +427,9 @@ class Progress:
     def __call__(self, c: Campaign) -> None:
         if self.shown:
             left = "" if c.s.time_limit is None else f", {max(0.0, c.s.time_limit - c.elapsed - c.now()):.0f} s left"
-            self.stream.write(f"\rfuzz: {c.cases_run} cases, {len(c.findings)} findings, "
-                              f"{c.rate():.1f} cases/s{left}   ")
+            self.stream.write(
+                f"\rfuzz: {c.cases_run} cases, {len(c.findings)} findings, {c.rate():.1f} cases/s{left}   "
+            )
             self.stream.flush()
 
     def finish(self, c: Campaign) -> None:
@@ -411,8 +439,10 @@ class Progress:
 
 def summary(c: Campaign) -> str:
     seconds = c.elapsed + c.now()
-    lines = [f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
-             f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}"]
+    lines = [
+        f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
+        f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}"
+    ]
     for f in sorted(c.findings, key=lambda f: f.case):
         how = "" if f.check is None else f" [--check {f.check}]"
         lines.append(f"  {f.kind}{how} x{f.count}: {f.line}")

@@ -9,6 +9,7 @@ complete state:
 - api_value_ranges.yaml: the value profiles those lines' integer tensors
   were drawn from, where they had some (replay reads it beside
   findings.yaml)."""
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,24 @@ RUN = "run"  # the oracle of a plain replay: crash, hang and error are found the
 # A Python exception that is not a clean error of torch's (which raises
 # RuntimeError, ValueError, TypeError, IndexError, NotImplementedError with a
 # message for the user): the error oracle's finding.
-UNCLEAN_TYPES = frozenset({"SystemError", "AssertionError", "ZeroDivisionError", "UnboundLocalError", "NameError",
-                           "AttributeError", "KeyError", "RecursionError", "UnicodeDecodeError"})
-UNCLEAN_MESSAGES = re.compile(r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
-                              r"returned a result with an (?:error|exception) set", re.IGNORECASE)
+UNCLEAN_TYPES = frozenset(
+    {
+        "SystemError",
+        "AssertionError",
+        "ZeroDivisionError",
+        "UnboundLocalError",
+        "NameError",
+        "AttributeError",
+        "KeyError",
+        "RecursionError",
+        "UnicodeDecodeError",
+    }
+)
+UNCLEAN_MESSAGES = re.compile(
+    r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
+    r"returned a result with an (?:error|exception) set",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -99,11 +114,21 @@ def classify(api: str, event: Any) -> Outcome:
     oracle = lambda note: note or RUN  # noqa: E731
     if isinstance(event, pool.Died):
         sig = signal_name(event.exitcode)
-        return Outcome("crash", api, oracle(event.note), f"{api} crash {sig} [{oracle(event.note)}]",
-                       f"the worker died: {sig}" + (" (killed: out of memory?)" if event.exitcode == -9 else ""))
+        return Outcome(
+            "crash",
+            api,
+            oracle(event.note),
+            f"{api} crash {sig} [{oracle(event.note)}]",
+            f"the worker died: {sig}" + (" (killed: out of memory?)" if event.exitcode == -9 else ""),
+        )
     if isinstance(event, pool.TimedOut):
-        return Outcome("hang", api, oracle(event.note), f"{api} hang [{oracle(event.note)}]",
-                       f"no result after {event.seconds:g} s (--timeout)")
+        return Outcome(
+            "hang",
+            api,
+            oracle(event.note),
+            f"{api} hang [{oracle(event.note)}]",
+            f"no result after {event.seconds:g} s (--timeout)",
+        )
     for run, status, error, message in event.result:
         if status == Status.MISMATCH.value:
             leaf = message.split(":", 1)[0]
@@ -146,15 +171,33 @@ class Findings:
                 self.by_signature[finding.signature] = finding
         self.profiles = read_value_ranges(os.path.join(self.directory, RANGES))
 
-    def add(self, outcome: Outcome, line: str, seed_line: str, file: str, mutation: List[str], case: int,
-            profiles: Dict[str, Any]) -> Tuple[Finding, bool]:
+    def add(
+        self,
+        outcome: Outcome,
+        line: str,
+        seed_line: str,
+        file: str,
+        mutation: List[str],
+        case: int,
+        profiles: Dict[str, Any],
+    ) -> Tuple[Finding, bool]:
         """The finding of `outcome`, new (True) or counted once more."""
         known = self.by_signature.get(outcome.signature)
         if known:
             known.count += 1
             return known, False
-        finding = Finding(outcome.kind, outcome.api, outcome.oracle, line, seed_line, file, mutation,
-                          outcome.signature, outcome.message, case=case)
+        finding = Finding(
+            outcome.kind,
+            outcome.api,
+            outcome.oracle,
+            line,
+            seed_line,
+            file,
+            mutation,
+            outcome.signature,
+            outcome.message,
+            case=case,
+        )
         self.by_signature[outcome.signature] = finding
         if profiles:
             self.profiles[line] = profiles
@@ -172,8 +215,7 @@ class Findings:
             if other.profiles.get(f.line):
                 self.profiles[f.line] = other.profiles[f.line]
 
-    def shrunk(self, finding: Finding, line: str, mutation: List[str], message: str,
-               profiles: Dict[str, Any]) -> None:
+    def shrunk(self, finding: Finding, line: str, mutation: List[str], message: str, profiles: Dict[str, Any]) -> None:
         """A smaller reproducer of `finding`."""
         self.profiles.pop(finding.line, None)
         finding.line, finding.mutation, finding.message = line, mutation, message
@@ -183,8 +225,10 @@ class Findings:
     def save(self) -> None:
         """Every file, each replaced whole."""
         findings = sorted(self, key=lambda f: f.case)
-        replace_atomically(os.path.join(self.directory, FINDINGS),
-                 "".join(json.dumps(asdict(f), ensure_ascii=False) + "\n" for f in findings))
+        replace_atomically(
+            os.path.join(self.directory, FINDINGS),
+            "".join(json.dumps(asdict(f), ensure_ascii=False) + "\n" for f in findings),
+        )
         replace_atomically(os.path.join(self.directory, REPRODUCERS), "".join(f.line + "\n" for f in findings))
         ranges = [(f.line, sorted(self.profiles[f.line].items())) for f in findings if self.profiles.get(f.line)]
         target = os.path.join(self.directory, RANGES)

@@ -22,6 +22,7 @@ The kinds (fuzz --mutate):
   index of -1, of the size): Filled(Tensor(...), value);
 - scalar: an int, float or bool argument made 0, negative, huge, a
   dimension out of range; a list emptied or shortened."""
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,7 @@ COMPLEX = ("complex64", "complex128")
 INTEGER = ("uint8", "int8", "int16", "int32", "int64")
 # sizes kernels special-case: around powers of two and vector widths
 SPECIAL_SIZES = (3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025)
-ELEMENTS_PAST_INT32 = 2 ** 31 + 1
+ELEMENTS_PAST_INT32 = 2**31 + 1
 
 
 class NotApplicable(Exception):
@@ -102,8 +103,11 @@ def replace_at(line: Line, where: str, fn: Callable[[Any], Any]) -> None:
 
 def plain_tensors(line: Line) -> List[Tuple[str, TensorSpec]]:
     """The strided, unquantized tensor descriptions of the line."""
-    return [(w, v) for w, v in leaves(line) if isinstance(v, TensorSpec) and v.layout in (None, "torch.strided")
-            and v.qscheme is None]
+    return [
+        (w, v)
+        for w, v in leaves(line)
+        if isinstance(v, TensorSpec) and v.layout in (None, "torch.strided") and v.qscheme is None
+    ]
 
 
 def with_fields(spec: TensorSpec, **changes: Any) -> TensorSpec:
@@ -118,6 +122,7 @@ def with_fields(spec: TensorSpec, **changes: Any) -> TensorSpec:
 
 
 # -- applying ---------------------------------------------------------------
+
 
 def apply(seed: Line, mutations: Sequence[Mutation]) -> Line:
     """The seed line with each mutation applied in turn (NotApplicable from
@@ -162,7 +167,8 @@ def _merge_dims(line: Line, m: Mutation) -> None:
         if dim + 1 >= len(s.shape):
             raise NotApplicable(m.where)
         shape = list(s.shape)
-        return with_fields(s, shape=shape[:dim] + [shape[dim] * shape[dim + 1]] + shape[dim + 2:])
+        return with_fields(s, shape=shape[:dim] + [shape[dim] * shape[dim + 1]] + shape[dim + 2 :])
+
     replace_at(line, m.where, merge)
 
 
@@ -214,9 +220,9 @@ def _layout(line: Line, m: Mutation) -> None:
             (offset,) = m.params
             stride = list(s.stride) if s.stride is not None else contiguous_strides(shape)
             size = offset + storage_numel(shape, stride) + offset
-            return with_fields(s, stride=None if s.stride is None else stride, storage_offset=offset,
-                               storage_size=size)
+            return with_fields(s, stride=None if s.stride is None else stride, storage_offset=offset, storage_size=size)
         return with_fields(s, stride=stride, storage_offset=None, storage_size=None)
+
     replace_at(line, m.where, relayout)
 
 
@@ -237,20 +243,33 @@ def _shorten(line: Line, m: Mutation) -> None:
         if not isinstance(v, (list, tuple)) or len(v) <= keep:
             raise NotApplicable(m.where)
         return type(v)(list(v)[:keep])
+
     replace_at(line, m.where, cut)
 
 
 APPLY: Dict[str, Callable[[Line, Mutation], None]] = {
-    "resize": _resize, "set_dim": _set_dim, "unsqueeze": _unsqueeze, "merge_dims": _merge_dims,
-    "retype": _retype, "transpose": _layout, "step": _layout, "expand": _layout, "channels_last": _layout,
-    "offset": _layout, "fill": _fill, "scalar": _scalar, "shorten": _shorten,
+    "resize": _resize,
+    "set_dim": _set_dim,
+    "unsqueeze": _unsqueeze,
+    "merge_dims": _merge_dims,
+    "retype": _retype,
+    "transpose": _layout,
+    "step": _layout,
+    "expand": _layout,
+    "channels_last": _layout,
+    "offset": _layout,
+    "fill": _fill,
+    "scalar": _scalar,
+    "shorten": _shorten,
 }
 
 
 # -- drawing ----------------------------------------------------------------
 
-def propose(rng: random.Random, line: Line, kinds: Sequence[str], ranges: Dict[str, Any],
-            max_elements: Optional[int] = None) -> Optional[Mutation]:
+
+def propose(
+    rng: random.Random, line: Line, kinds: Sequence[str], ranges: Dict[str, Any], max_elements: Optional[int] = None
+) -> Optional[Mutation]:
     """A mutation of `line` of one of `kinds`, drawn with `rng`; None where
     none of them has anything to change. `ranges` are the line's value
     profiles (argument -> _C.ValueProfile); `max_elements`, the most
@@ -264,7 +283,9 @@ def propose(rng: random.Random, line: Line, kinds: Sequence[str], ranges: Dict[s
     return None
 
 
-def _draw_shape(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]) -> Optional[Mutation]:
+def _draw_shape(
+    rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]
+) -> Optional[Mutation]:
     tensors = plain_tensors(line)
     if not tensors:
         return None
@@ -288,26 +309,33 @@ def _draw_shape(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elem
     return Mutation("shape", "merge_dims", where, (rng.randrange(len(spec.shape) - 1),))
 
 
-def _draw_dtype(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]) -> Optional[Mutation]:
+def _draw_dtype(
+    rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]
+) -> Optional[Mutation]:
     tensors = [(w, s) for w, s in plain_tensors(line) if s.dtype in FLOATING + COMPLEX + INTEGER + ("bool",)]
     if not tensors:
         return None
     where, spec = rng.choice(tensors)
-    family = (FLOATING + COMPLEX if spec.dtype in FLOATING + COMPLEX else INTEGER + ("bool",))
+    family = FLOATING + COMPLEX if spec.dtype in FLOATING + COMPLEX else INTEGER + ("bool",)
     if rng.random() < 0.25:  # mixed: one tensor, any other dtype
         family = FLOATING + COMPLEX + INTEGER + ("bool",)
         return Mutation("dtype", "retype", where, (spec.dtype, rng.choice([d for d in family if d != spec.dtype])))
     return Mutation("dtype", "retype", "", (spec.dtype, rng.choice([d for d in family if d != spec.dtype])))
 
 
-def _draw_layout(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]) -> Optional[Mutation]:
+def _draw_layout(
+    rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]
+) -> Optional[Mutation]:
     tensors = [(w, s) for w, s in plain_tensors(line) if s.shape and math.prod(s.shape) > 1]
     if not tensors:
         return None
     where, spec = rng.choice(tensors)
     rank = len(spec.shape)
-    ops = ["step", "offset", "expand"] + (["transpose", "transpose"] if rank >= 2 else []) + \
-        (["channels_last"] if rank == 4 else [])
+    ops = (
+        ["step", "offset", "expand"]
+        + (["transpose", "transpose"] if rank >= 2 else [])
+        + (["channels_last"] if rank == 4 else [])
+    )
     op = rng.choice(ops)
     if op == "transpose":
         i, j = sorted(rng.sample(range(rank), 2))
@@ -322,7 +350,9 @@ def _draw_layout(rng: random.Random, line: Line, ranges: Dict[str, Any], max_ele
     return Mutation("layout", op, where, (rng.choice([1, 3, 8, 17]),))
 
 
-def _draw_value(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]) -> Optional[Mutation]:
+def _draw_value(
+    rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]
+) -> Optional[Mutation]:
     import torch
 
     tensors = [(w, s) for w, s in plain_tensors(line) if not w.endswith(".args[0]")]
@@ -331,8 +361,17 @@ def _draw_value(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elem
     where, spec = rng.choice(tensors)
     if spec.dtype in FLOATING + COMPLEX:
         info = torch.finfo(getattr(torch, spec.dtype))
-        values = [math.nan, math.inf, -math.inf, -0.0, info.smallest_normal / 2, info.smallest_normal, info.max,
-                  -info.max, info.eps]
+        values = [
+            math.nan,
+            math.inf,
+            -math.inf,
+            -0.0,
+            info.smallest_normal / 2,
+            info.smallest_normal,
+            info.max,
+            -info.max,
+            info.eps,
+        ]
     elif spec.dtype in INTEGER:
         info = torch.iinfo(getattr(torch, spec.dtype))
         values = [info.max, info.min, -1, 0]
@@ -348,9 +387,14 @@ def _draw_value(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elem
     return Mutation("value", "fill", where, (rng.choice(values),))
 
 
-def _draw_scalar(rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]) -> Optional[Mutation]:
-    found = [(w, v) for w, v in leaves(line) if type(v) in (int, float, bool) or
-             (isinstance(v, (list, tuple)) and v and all(type(x) is int for x in v))]
+def _draw_scalar(
+    rng: random.Random, line: Line, ranges: Dict[str, Any], max_elements: Optional[int]
+) -> Optional[Mutation]:
+    found = [
+        (w, v)
+        for w, v in leaves(line)
+        if type(v) in (int, float, bool) or (isinstance(v, (list, tuple)) and v and all(type(x) is int for x in v))
+    ]
     if not found:
         return None
     where, v = rng.choice(found)
@@ -362,17 +406,23 @@ def _draw_scalar(rng: random.Random, line: Line, ranges: Dict[str, Any], max_ele
         return Mutation("scalar", "scalar", where, (not v,))
     if type(v) is int:
         rank = max((len(s.shape) for _, s in plain_tensors(line)), default=1)
-        options = [0, -1, -v, -abs(v) - 1, v + 1, 2 ** 31, 2 ** 63 - 1, rank, -rank - 1]
+        options = [0, -1, -v, -abs(v) - 1, v + 1, 2**31, 2**63 - 1, rank, -rank - 1]
     else:
         options = [0.0, -v, -abs(v) - 1.0, 1e308, math.nan, math.inf, -math.inf]
     return Mutation("scalar", "scalar", where, (rng.choice([o for o in options if o != v] or [v]),))
 
 
-DRAW = {"shape": _draw_shape, "dtype": _draw_dtype, "layout": _draw_layout, "value": _draw_value,
-        "scalar": _draw_scalar}
+DRAW = {
+    "shape": _draw_shape,
+    "dtype": _draw_dtype,
+    "layout": _draw_layout,
+    "value": _draw_value,
+    "scalar": _draw_scalar,
+}
 
 
 # -- shrinking --------------------------------------------------------------
+
 
 def shrinks(line: Line) -> List[Mutation]:
     """Mutations making the line's tensors smaller, to try before its

@@ -47,6 +47,7 @@ process, or a pool of workers: pool.py), output.py (the reports),
 user_code.py (--import, --load-library); retrace.py is the tests' round
 trip. docs/design.md says more of each.
 """
+
 from __future__ import annotations
 
 from ..formats.configs import Config
@@ -58,7 +59,20 @@ from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
 __all__ = [
-    "Config", "ReplayOptions", "Result", "Status", "Invalid", "Skip", "BuildError",
-    "ReplayFramework", "replay_framework", "Builder", "Perturbation", "prepare",
-    "replay_one", "run_in_process", "run_isolated", "roundtrip",
+    "Config",
+    "ReplayOptions",
+    "Result",
+    "Status",
+    "Invalid",
+    "Skip",
+    "BuildError",
+    "ReplayFramework",
+    "replay_framework",
+    "Builder",
+    "Perturbation",
+    "prepare",
+    "replay_one",
+    "run_in_process",
+    "run_isolated",
+    "roundtrip",
 ]

@@ -10,6 +10,7 @@ Builder (its ReplayFramework.builder) makes them its own: torch's keeps
 them and builds torch.nn modules, Paddle's converts them. A check's
 reference side hands the builder a `Perturbation` (the error model's
 probes, judge/error_model.py), which sees every floating value made."""
+
 from __future__ import annotations
 
 import functools
@@ -18,9 +19,24 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
 from ..formats.configs import Config
-from ..values import (EVAL_MODE, FILLED, MODULE_PLACEHOLDER, OPAQUE, PARTIAL, Call, Symbol, TensorSpec,
-                      argument_path, call_argument_path, call_keyword_path, item_path, key_path, keyword_path,
-                      value_path, walk)
+from ..values import (
+    EVAL_MODE,
+    FILLED,
+    MODULE_PLACEHOLDER,
+    OPAQUE,
+    PARTIAL,
+    Call,
+    Symbol,
+    TensorSpec,
+    argument_path,
+    call_argument_path,
+    call_keyword_path,
+    item_path,
+    key_path,
+    keyword_path,
+    value_path,
+    walk,
+)
 from .draw import draw, draw_floats
 from .memory import byte_limit, contiguous_strides, human_bytes, storage_numel
 from .options import ReplayOptions
@@ -32,8 +48,11 @@ BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 PLACEHOLDERS = (OPAQUE, MODULE_PLACEHOLDER, "torch.SymInt", "torch.SymFloat", "torch.SymBool")
 
 # The sparse layouts replay builds, with the Tensor method that makes one from dense.
-SPARSE_LAYOUTS = {"torch.sparse_coo": "to_sparse", "torch.sparse_csr": "to_sparse_csr",
-                  "torch.sparse_csc": "to_sparse_csc"}
+SPARSE_LAYOUTS = {
+    "torch.sparse_coo": "to_sparse",
+    "torch.sparse_csr": "to_sparse_csr",
+    "torch.sparse_csc": "to_sparse_csc",
+}
 
 
 class Perturbation:
@@ -73,9 +92,17 @@ class Builder:
     LAYER = "layer"  # what the framework calls a layer, in messages
     WRITTEN: Tuple[str, ...] = ()  # the namespaces whose layers the tracer writes as their constructor calls
 
-    def __init__(self, framework: Any, device: str, ranges: Dict[str, Any], generator: Any, line: str,
-                 safe: bool = True, cast: Optional[Callable[[Any], Any]] = None,
-                 perturb: Optional[Perturbation] = None) -> None:
+    def __init__(
+        self,
+        framework: Any,
+        device: str,
+        ranges: Dict[str, Any],
+        generator: Any,
+        line: str,
+        safe: bool = True,
+        cast: Optional[Callable[[Any], Any]] = None,
+        perturb: Optional[Perturbation] = None,
+    ) -> None:
         self.framework, self.r = framework, framework.resolver
         self.device, self.ranges, self.gen, self.line = device, ranges, generator, line
         self.safe = safe  # the replay policy holds
@@ -146,15 +173,18 @@ class Builder:
                 self.resolve(_callable_name(leaf))
             elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":
                 self.numpy_scalar(leaf.name)
-            elif isinstance(leaf, Call) and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED, PARTIAL) \
-                    and not leaf.name.startswith("numpy."):
+            elif (
+                isinstance(leaf, Call)
+                and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED, PARTIAL)
+                and not leaf.name.startswith("numpy.")
+            ):
                 self.allowed(leaf.name)
 
     def numpy_scalar(self, name: str) -> type:
         """The numpy scalar type `numpy.NAME` names (numpy.float32, ...)."""
         import numpy as np
 
-        scalar = getattr(np, name[len("numpy."):], None)
+        scalar = getattr(np, name[len("numpy.") :], None)
         if not (isinstance(scalar, type) and issubclass(scalar, np.generic)):
             raise Invalid(f"{name!r} is not a numpy scalar type", self.line.find(name) + 1)
         return scalar
@@ -169,8 +199,11 @@ class Builder:
             self.dtype(spec)
             bad = [d for d in spec.shape if d < -1]
             if bad:
-                raise Invalid(f"{path}: Tensor({list(spec.shape)}, ...) has the size {bad[0]}: a size is at least 0, "
-                              "or -1 for a symbolic one", self.line.find(str(bad[0])) + 1 or 1)
+                raise Invalid(
+                    f"{path}: Tensor({list(spec.shape)}, ...) has the size {bad[0]}: a size is at least 0, "
+                    "or -1 for a symbolic one",
+                    self.line.find(str(bad[0])) + 1 or 1,
+                )
         if any(-1 in spec.shape for _, spec in specs):
             raise Skip("a tensor with a symbolic size")
         self.limit = max_bytes
@@ -185,8 +218,10 @@ class Builder:
         past the limit."""
         self.spent += n
         if self.limit is not None and self.spent > self.limit:
-            raise Skip(f"{what} need {self.spent} bytes ({human_bytes(self.spent)}), more than the limit of "
-                       f"{self.limit} bytes ({human_bytes(self.limit)}; --max-bytes)")
+            raise Skip(
+                f"{what} need {self.spent} bytes ({human_bytes(self.spent)}), more than the limit of "
+                f"{self.limit} bytes ({human_bytes(self.limit)}; --max-bytes)"
+            )
 
     def tensor_bytes(self, spec: TensorSpec) -> int:
         """What making the tensor `spec` describes allocates: its storage as
@@ -205,10 +240,17 @@ class Builder:
         """What numpy.ndarray(shape, dtype) allocates."""
         import numpy as np
 
-        if len(c.args) != 2 or c.kwargs or not isinstance(c.args[0], list) or not isinstance(c.args[1], str) \
-                or not all(isinstance(d, int) and d >= 0 for d in c.args[0]):
-            raise Invalid("numpy.ndarray(...) takes a list of sizes (0 or more) and a dtype's name",
-                          self.line.find("numpy.ndarray") + 1)
+        if (
+            len(c.args) != 2
+            or c.kwargs
+            or not isinstance(c.args[0], list)
+            or not isinstance(c.args[1], str)
+            or not all(isinstance(d, int) and d >= 0 for d in c.args[0])
+        ):
+            raise Invalid(
+                "numpy.ndarray(...) takes a list of sizes (0 or more) and a dtype's name",
+                self.line.find("numpy.ndarray") + 1,
+            )
         try:
             itemsize = np.dtype(c.args[1]).itemsize
         except TypeError:
@@ -234,7 +276,7 @@ class Builder:
             return self._build(v, path)
         except (Invalid, Skip, BuildError):
             raise
-        except Exception as e:  # noqa: BLE001 - reported as the config's failure
+        except Exception as e:
             raise BuildError(path, e) from e
 
     def _build(self, v: Any, path: str) -> Any:
@@ -245,11 +287,12 @@ class Builder:
         if isinstance(v, tuple):
             return tuple(self.build(x, item_path(path, i)) for i, x in enumerate(v))
         if isinstance(v, dict):
-            return {self.build(k, key_path(path, i)): self.build(x, value_path(path, k))
-                    for i, (k, x) in enumerate(v.items())}
+            return {
+                self.build(k, key_path(path, i)): self.build(x, value_path(path, k))
+                for i, (k, x) in enumerate(v.items())
+            }
         if isinstance(v, slice):
-            return slice(*(self.build(x, call_argument_path(path, i))
-                           for i, x in enumerate((v.start, v.stop, v.step))))
+            return slice(*(self.build(x, call_argument_path(path, i)) for i, x in enumerate((v.start, v.stop, v.step))))
         if isinstance(v, Symbol):
             return BUILTIN_TYPES[v.name] if v.name in BUILTIN_TYPES else self.cast_symbol(self.symbol(v.name))
         if isinstance(v, Call):
@@ -265,8 +308,10 @@ class Builder:
         import torch
 
         if fill is not None and (spec.layout not in (None, "torch.strided") or spec.qscheme is not None):
-            raise Invalid(f"{FILLED}(...) holds a strided tensor, not a {spec.layout or spec.qscheme} one",
-                          self.line.find(FILLED) + 1)
+            raise Invalid(
+                f"{FILLED}(...) holds a strided tensor, not a {spec.layout or spec.qscheme} one",
+                self.line.find(FILLED) + 1,
+            )
         if spec.layout in SPARSE_LAYOUTS:
             return self.sparse(spec)
         if spec.layout not in (None, "torch.strided"):
@@ -344,8 +389,13 @@ class Builder:
         else:
             axis = spec.axis if spec.axis is not None else 0
             channels = spec.shape[axis] if 0 <= axis < len(spec.shape) else 0
-            t = torch.quantize_per_channel(values, torch.full((channels,), 0.1, dtype=torch.float64),
-                                           torch.zeros(channels, dtype=torch.int64), axis, dtype)
+            t = torch.quantize_per_channel(
+                values,
+                torch.full((channels,), 0.1, dtype=torch.float64),
+                torch.zeros(channels, dtype=torch.int64),
+                axis,
+                dtype,
+            )
         return t.to(self.device)
 
     def partial(self, c: Call, path: str) -> Any:
@@ -353,14 +403,16 @@ class Builder:
         class the policy allows, or Callable(...), resolved through it)
         with the rest bound."""
         if not c.args or not isinstance(c.args[0], (Symbol, Call)):
-            raise Invalid(f"{PARTIAL}(...) takes a callable first: a class, or Callable(\"name\")",
-                          self.line.find(PARTIAL) + 1)
+            raise Invalid(
+                f'{PARTIAL}(...) takes a callable first: a class, or Callable("name")', self.line.find(PARTIAL) + 1
+            )
         func = self.build(c.args[0], call_argument_path(path, 0))
         if not callable(func):
             raise Invalid(f"{PARTIAL}(...) takes a callable first, not {c.args[0]!r}", self.line.find(PARTIAL) + 1)
         args = [self.build(a, call_argument_path(path, i)) for i, a in enumerate(c.args[1:], 1)]
-        return functools.partial(func, *args, **{k: self.build(v, call_keyword_path(path, k))
-                                                 for k, v in c.kwargs.items()})
+        return functools.partial(
+            func, *args, **{k: self.build(v, call_keyword_path(path, k)) for k, v in c.kwargs.items()}
+        )
 
     def placeholder(self, c: Call, path: str) -> str:
         """Why a placeholder `c` at `path` skips the config."""
@@ -376,19 +428,28 @@ class Builder:
             return self.partial(c, path)
         if name == EVAL_MODE:
             if len(c.args) != 1 or c.kwargs or not isinstance(c.args[0], Call):
-                raise Invalid(f"{EVAL_MODE}(...) takes one {self.LAYER}'s constructor call",
-                              self.line.find(EVAL_MODE) + 1)
+                raise Invalid(
+                    f"{EVAL_MODE}(...) takes one {self.LAYER}'s constructor call", self.line.find(EVAL_MODE) + 1
+                )
             layer = self.build(c.args[0], call_argument_path(path, 0))
             if not isinstance(layer, self.layer_type()):
-                raise Invalid(f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a {self.LAYER}",
-                              self.line.find(EVAL_MODE) + 1)
+                raise Invalid(
+                    f"{EVAL_MODE}(...) holds {c.args[0].name}(...), which does not build a {self.LAYER}",
+                    self.line.find(EVAL_MODE) + 1,
+                )
             layer.eval()
             return layer
         if name == FILLED:
-            if len(c.args) != 2 or c.kwargs or not isinstance(c.args[0], TensorSpec) \
-                    or not isinstance(c.args[1], (bool, int, float, complex)):
-                raise Invalid(f"{FILLED}(...) takes a tensor's description and the value of its elements",
-                              self.line.find(FILLED) + 1)
+            if (
+                len(c.args) != 2
+                or c.kwargs
+                or not isinstance(c.args[0], TensorSpec)
+                or not isinstance(c.args[1], (bool, int, float, complex))
+            ):
+                raise Invalid(
+                    f"{FILLED}(...) takes a tensor's description and the value of its elements",
+                    self.line.find(FILLED) + 1,
+                )
             return self.tensor(c.args[0], call_argument_path(path, 0), fill=c.args[1])
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
             raise Skip("a symbolic argument")
@@ -416,13 +477,20 @@ def placeholder_reason(c: Call, path: str, layer: str = "module", written: Tuple
         return f"{path} is {shown}: the tracer wrote this value by its type only, it cannot be rebuilt"
     namespace = next((n for n in written if what.startswith(n + ".")), None)
     if namespace:
-        return (f"{path} is {shown}: the tracer could not read this {namespace} {layer}'s constructor arguments "
-                "back, it cannot be rebuilt")
+        return (
+            f"{path} is {shown}: the tracer could not read this {namespace} {layer}'s constructor arguments "
+            "back, it cannot be rebuilt"
+        )
     framework = written[0].split(".")[0]
-    whose = f"of {framework}'s, outside {' and '.join(written)}:" if what.startswith(framework + ".") else \
-        "of the program's own:"
-    return (f"{path} is {shown}, a {layer} {whose} only {' and '.join(written)}'s {layer}s are written as their "
-            "constructor calls, it cannot be rebuilt")
+    whose = (
+        f"of {framework}'s, outside {' and '.join(written)}:"
+        if what.startswith(framework + ".")
+        else "of the program's own:"
+    )
+    return (
+        f"{path} is {shown}, a {layer} {whose} only {' and '.join(written)}'s {layer}s are written as their "
+        "constructor calls, it cannot be rebuilt"
+    )
 
 
 def _callable_name(c: Call) -> str:
@@ -441,9 +509,17 @@ def parse(config: Config) -> Tuple[str, list, dict]:
         raise Invalid(e.message, e.column) from None
 
 
-def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any,
-          cast: Optional[Callable[[Any], Any]] = None, perturb: Optional[Perturbation] = None,
-          device: Optional[str] = None) -> Tuple[Callable, list, dict]:
+def build(
+    config: Config,
+    api: str,
+    args: list,
+    kwargs: dict,
+    options: ReplayOptions,
+    framework: Any,
+    cast: Optional[Callable[[Any], Any]] = None,
+    perturb: Optional[Perturbation] = None,
+    device: Optional[str] = None,
+) -> Tuple[Callable, list, dict]:
     """The callable `api` names and the arguments, built on `device`
     (options.device) from options.seed (floating values cast, if `cast`:
     see Builder) by the framework's builder; raises Invalid, Skip or
@@ -455,9 +531,16 @@ def build(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
     import torch
 
     device = device or options.device
-    b = framework.builder(framework, device, options.ranges.get(config.text, {}),
-                          torch.Generator().manual_seed(options.seed), config.text, safe=not options.allow_unsafe,
-                          cast=cast, perturb=perturb)
+    b = framework.builder(
+        framework,
+        device,
+        options.ranges.get(config.text, {}),
+        torch.Generator().manual_seed(options.seed),
+        config.text,
+        safe=not options.allow_unsafe,
+        cast=cast,
+        perturb=perturb,
+    )
     b.input_dtypes = {leaf.dtype for _, leaf in walk(args, kwargs) if isinstance(leaf, TensorSpec)}
     func = b.resolve(api)
     if api.endswith(".__get__") or api.endswith(".__set__"):

@@ -4,6 +4,7 @@ api_value_ranges.yaml by formats/summaries.py): integers inside its range,
 among its distinct values or its sentinels, in order where it was, adding
 up to its sum where every call's did; floats inside its finite range, or
 the non-finite value it held."""
+
 from __future__ import annotations
 
 import math
@@ -67,7 +68,7 @@ def meet_sum(values: Any, profile: Any, gen: Any) -> None:
     counts) are left as drawn: the arithmetic would wrap."""
     import torch
 
-    if max(abs(profile.min), abs(profile.max)) * len(values) >= 2 ** 62:
+    if max(abs(profile.min), abs(profile.max)) * len(values) >= 2**62:
         return
     free = torch.arange(1, len(values) - 1) if profile.sorted else torch.arange(len(values))
     need = profile.sum - int(values.sum())
@@ -76,9 +77,11 @@ def meet_sum(values: Any, profile: Any, gen: Any) -> None:
     order = free[torch.randperm(len(free), generator=gen)]
     room = (profile.max - values[order]) if need > 0 else (values[order] - profile.min)
     if int(room.sum()) < abs(need):
-        raise ValueError(f"its values cannot add up to the sum of its profile, {profile.sum}: {len(values)} "
-                         f"values in [{profile.min}, {profile.max}]{' in order' if profile.sorted else ''} "
-                         "(api_value_ranges.yaml)")
+        raise ValueError(
+            f"its values cannot add up to the sum of its profile, {profile.sum}: {len(values)} "
+            f"values in [{profile.min}, {profile.max}]{' in order' if profile.sorted else ''} "
+            "(api_value_ranges.yaml)"
+        )
     before = room.cumsum(0) - room  # the room of the values moved before each one
     step = (abs(need) - before).clamp(min=0).minimum(room)
     values[order] += step if need > 0 else -step

@@ -18,6 +18,7 @@ user's module or a line that does not parse, say nothing) or given
 (`MixedFile`), naming the first line of the other. Without a file
 (replay_one of one line), the line's own API decides.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -82,8 +83,9 @@ class ReplayFramework:
         """The device whose memory bounds a call made on `device`."""
         return device
 
-    def run_side(self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any,
-                 watch: bool = False) -> Any:
+    def run_side(
+        self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any, watch: bool = False
+    ) -> Any:
         """One side of a call (side.py: `Side`), built and made; its
         `Outcome`, the output's tensors torch's."""
         raise NotImplementedError
@@ -119,9 +121,11 @@ class MixedFile(ValueError):
     """A file of lines of two frameworks: the first line of the second one."""
 
     def __init__(self, config: Any, framework_name: str, first: Any, first_framework: str) -> None:
-        super().__init__(f"{config.file}:{config.line}: a {framework_name} line in a file of {first_framework} "
-                         f"lines ({first.file}:{first.line} is {first_framework}'s): replay one framework's lines at "
-                         "a time, or name it with --dialect (the other's lines are then invalid)")
+        super().__init__(
+            f"{config.file}:{config.line}: a {framework_name} line in a file of {first_framework} "
+            f"lines ({first.file}:{first.line} is {first_framework}'s): replay one framework's lines at "
+            "a time, or name it with --dialect (the other's lines are then invalid)"
+        )
 
 
 def file_framework(configs: Iterable[Any], given: Optional[str] = None) -> str:

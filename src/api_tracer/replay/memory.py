@@ -2,6 +2,7 @@
 shape and strides lay it out, and the memory free on a device to make
 them in (replay's --max-bytes); and the bound on what a call may
 allocate on its way, which no count made before it can know (`bounded`)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,7 @@ def storage_numel(shape: Sequence[int], stride: Optional[Sequence[int]]) -> int:
 
 def human_bytes(n: float) -> str:
     """A byte count as people read it: 512 B, 1.5 KiB, 8.0 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):  # noqa: B007 - `unit` is read after the loop
         if n < 1024:
             break
         n /= 1024
@@ -118,5 +119,6 @@ def out_of_memory(e: BaseException) -> bool:
     if isinstance(e, MemoryError):
         return True
     text = str(e)
-    return isinstance(e, RuntimeError) and any(sign in text for sign in (
-        "can't allocate memory", "Cannot allocate memory", "std::bad_alloc"))
+    return isinstance(e, RuntimeError) and any(
+        sign in text for sign in ("can't allocate memory", "Cannot allocate memory", "std::bad_alloc")
+    )

@@ -3,11 +3,11 @@ a run shares (the device, the value ranges, the seed, the policy switch,
 the byte limit, what --check compares against, the framework), handed whole
 from the command line to the runs, the workers and the checks. The flags
 that give it are flags.py's REPLAY; run.py checks what they give."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
-
 
 
 @dataclass(frozen=True)

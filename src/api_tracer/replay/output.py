@@ -1,6 +1,7 @@
 """What replay shows and writes of its results: `Progress`, the bar on a
 terminal; `summary`, the text at the end; `JsonlReport` (-o) and
 `JunitReport` (--junit)."""
+
 from __future__ import annotations
 
 import re
@@ -38,8 +39,13 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def summary(results: List[Result], allow_unsafe: bool = False, check: Optional[str] = None, loaded: str = "",
-            framework: str = "torch") -> str:
+def summary(
+    results: List[Result],
+    allow_unsafe: bool = False,
+    check: Optional[str] = None,
+    loaded: str = "",
+    framework: str = "torch",
+) -> str:
     counts = {s: sum(r.status == s for r in results) for s in counted(check)}
     against = f" (checked against {check})" if check else ""
     lines = [f"{len(results)} configs{against}: " + ", ".join(f"{v} {k}" for k, v in counts.items())]
@@ -106,14 +112,25 @@ class JunitReport:
     def write(self, results: List[Result]) -> None:
         from xml.etree import ElementTree as ET
 
-        suite = ET.Element("testsuite", name="api-tracer replay", tests=str(len(results)),
-                           failures=str(sum(r.status in (Status.FAILED, Status.MISMATCH) for r in results)),
-                           errors=str(sum(r.status == Status.INVALID for r in results)),
-                           skipped=str(sum(r.status in (Status.SKIPPED, Status.VACUOUS) for r in results)),
-                           time=f"{sum(r.seconds for r in results):.3f}")
+        suite = ET.Element(
+            "testsuite",
+            name="api-tracer replay",
+            tests=str(len(results)),
+            failures=str(sum(r.status in (Status.FAILED, Status.MISMATCH) for r in results)),
+            errors=str(sum(r.status == Status.INVALID for r in results)),
+            skipped=str(sum(r.status in (Status.SKIPPED, Status.VACUOUS) for r in results)),
+            time=f"{sum(r.seconds for r in results):.3f}",
+        )
         for r in results:
-            case = ET.SubElement(suite, "testcase", classname=r.api or "invalid", name=r.config,
-                                 file=r.file, line=str(r.line), time=f"{r.seconds:.6f}")
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=r.api or "invalid",
+                name=r.config,
+                file=r.file,
+                line=str(r.line),
+                time=f"{r.seconds:.6f}",
+            )
             if r.status == Status.FAILED:
                 ET.SubElement(case, "failure", type=r.error, message=r.message)
             elif r.status == Status.MISMATCH:
@@ -141,9 +158,11 @@ def xml_safe(text: str) -> str:
     """`text` with what XML cannot hold written as Python writes it in a
     string (\\x02; an undecodable byte of a file name, kept as a
     surrogate, as the byte: \\xff)."""
+
     def escape(m: "re.Match[str]") -> str:
         c = ord(m.group())
         if 0xDC80 <= c <= 0xDCFF:
             return f"\\x{c - 0xDC00:02x}"
         return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
     return _NOT_XML.sub(escape, text)

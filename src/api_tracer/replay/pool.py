@@ -11,6 +11,7 @@ A worker's side of the protocol: it receives a task (None: stop), says
 `started(conn, note)` as it begins each step of the task (the timeout
 counts from the latest, and the note says which step a death or a timeout
 came in), and sends `("done", result)`."""
+
 from __future__ import annotations
 
 import time
@@ -69,8 +70,7 @@ class WorkerPool:
     """`jobs` spawned workers running `target(conn, *init)`, each task
     limited to `timeout` seconds a step (None: no limit)."""
 
-    def __init__(self, target: Callable[..., None], init: Tuple[Any, ...], jobs: int,
-                 timeout: Optional[float]) -> None:
+    def __init__(self, target: Callable[..., None], init: Tuple[Any, ...], jobs: int, timeout: Optional[float]) -> None:
         import multiprocessing as mp
 
         # Workers fork from a server process that has imported torch and the target's module once (and
@@ -80,9 +80,13 @@ class WorkerPool:
         self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
         self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
 
-    def run(self, feed: Callable[[], Optional[Tuple[Any, ...]]],
-            on_event: Callable[[Hashable, Any], None], stop: Callable[[], bool] = lambda: False,
-            tick: Optional[Callable[[], None]] = None) -> None:
+    def run(
+        self,
+        feed: Callable[[], Optional[Tuple[Any, ...]]],
+        on_event: Callable[[Hashable, Any], None],
+        stop: Callable[[], bool] = lambda: False,
+        tick: Optional[Callable[[], None]] = None,
+    ) -> None:
         """Runs tasks until `feed` (called whenever a worker is free) gives
         None and no worker holds one, or `stop()` says so; `on_event(key,
         Done | Died | TimedOut)` for each task; `tick` about every second.

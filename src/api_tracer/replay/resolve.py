@@ -3,6 +3,7 @@ framework's module (or a module the user imported, --import) through
 objects that are its own, never evaluated. Each framework's resolver
 (frameworks/torch/resolve.py, frameworks/paddle/replay.py) says where a
 name starts, what is its own, and which dunders a line may name."""
+
 from __future__ import annotations
 
 import sys
@@ -49,18 +50,22 @@ class NameResolver:
         (as the last step), or named_dunder does."""
         column = line.find(name) + 1 or 1
         root, obj = self.start(name, line)
-        parts = name[len(root) + 1:].split(".")
+        parts = name[len(root) + 1 :].split(".")
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
-            if (part.startswith("__") and part.endswith("__") and not (last and dunder_ok(obj, part))
-                    and not self.named_dunder(obj, part)):
+            if (
+                part.startswith("__")
+                and part.endswith("__")
+                and not (last and dunder_ok(obj, part))
+                and not self.named_dunder(obj, part)
+            ):
                 raise Invalid(f"{name!r}: dunder access {part!r} is not allowed", column)
             try:
                 obj = getattr(obj, part)
             except AttributeError:
-                raise Skip(f"{root}.{'.'.join(parts[:i + 1])} does not exist in this {root}") from None
+                raise Skip(f"{root}.{'.'.join(parts[: i + 1])} does not exist in this {root}") from None
             if not last and not self.inside(obj, root):
-                raise Invalid(f"{name!r} leads out of {root} at {root}.{'.'.join(parts[:i + 1])}", column)
+                raise Invalid(f"{name!r} leads out of {root} at {root}.{'.'.join(parts[: i + 1])}", column)
         return obj
 
     def root_of(self, name: str) -> str:

@@ -2,6 +2,7 @@
 read): `Result`, its outcome as the reports write it, and its `Status`;
 the exceptions that decide an outcome on the way (`Invalid`, `Skip`,
 `BuildError`, `SideError`)."""
+
 from __future__ import annotations
 
 import enum

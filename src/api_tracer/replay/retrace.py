@@ -1,6 +1,7 @@
 """The tests' round trip: a config replayed while the tracer records it
 must be traced as the very same line, by the tracer's dialect of the
 config's framework (framework.py: the file's)."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,7 @@ from .framework import file_framework, replay_framework
 from .options import ReplayOptions
 
 
-def roundtrip(configs: List[Config], level: int,
-              options: ReplayOptions = ReplayOptions()) -> List[Tuple[Config, str]]:
+def roundtrip(configs: List[Config], level: int, options: ReplayOptions = ReplayOptions()) -> List[Tuple[Config, str]]:
     """Replays each config while tracing `level`, recording only its API; for
     each, what went wrong ("" when the traced line is the config itself)."""
     framework = replay_framework(file_framework(configs, options.dialect))
@@ -44,8 +44,14 @@ def _roundtrip_one(framework: Any, config: Config, level: int, options: ReplayOp
         except Exception as e:  # noqa: BLE001 - Invalid, Skip, BuildError
             return f"not replayed: {type(e).__name__}: {e}"
     with tempfile.TemporaryDirectory() as out:
-        tracer = APITracer(dialect=framework.name, output_path=out, levels=level, merge_output=True,
-                           include_apis=[api, *constructors], api_list=[api, *constructors] if level == 0 else None)
+        tracer = APITracer(
+            dialect=framework.name,
+            output_path=out,
+            levels=level,
+            merge_output=True,
+            include_apis=[api, *constructors],
+            api_list=[api, *constructors] if level == 0 else None,
+        )
         with framework.grad_mode_kept(), tracer:
             if built is None:
                 try:
@@ -56,13 +62,13 @@ def _roundtrip_one(framework: Any, config: Config, level: int, options: ReplayOp
             try:
                 # resolved again now: level 0 has put its wrapper there
                 framework.resolve(api, config.text)(*built_args, **built_kwargs)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - the call's own failure, said
                 return f"the replay failed: {type(e).__name__}: {e}"
         return _traced(out, config, -1 if constructors else 0)
 
 
 def _traced(out: str, config: Config, which: int = 0) -> str:
-    """"" where the trace in `out` holds the config's line, else what it
+    """ "" where the trace in `out` holds the config's line, else what it
     holds (its line `which`: the last, after the constructors', where they
     are traced)."""
     with open(os.path.join(out, "api_trace.txt"), encoding="utf-8") as f:

@@ -5,6 +5,7 @@ died) or in a pool of worker processes (`run_isolated`, where a worker's
 death fails the config it held). Before any runs, `checked_options` checks
 what the flags of `api-tracer replay`, `api-tracer fuzz` and the pytest
 plugin give, alike, and `prepare_process` readies the process."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,8 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import _C
-from ..errors import UsageError
 from ..config import api_of
+from ..errors import UsageError
 from ..formats.configs import Config
 from . import pool, user_code
 from .builder import parse
@@ -57,12 +58,17 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
             profiled = any(p.floating for p in options.ranges.get(config.text, {}).values())
             status, error = Status.SKIPPED, ""
             unprofiled = any(pattern.search(message) for pattern, _ in UNPROFILED_DOMAIN_ERRORS)
-            drawn = ("drawn at random: no value profile keeps that" if unprofiled else
-                     "drawn in the program's ranges, which do not keep that" if profiled else
-                     "drawn from N(0, 1): no floating profile (trace with float_ranges=True)")
+            drawn = (
+                "drawn at random: no value profile keeps that"
+                if unprofiled
+                else "drawn in the program's ranges, which do not keep that"
+                if profiled
+                else "drawn from N(0, 1): no floating profile (trace with float_ranges=True)"
+            )
             message = f"inputs outside the operator's domain ({domain}), {drawn}: {type(e).__name__}: {message}"
-    result = Result(config.file, config.line, config.text, api, status, error, message, column,
-                    time.perf_counter() - start)
+    result = Result(
+        config.file, config.line, config.text, api, status, error, message, column, time.perf_counter() - start
+    )
     if verdict:
         worst = verdict.worst
         result.check, result.compared, result.hashes = options.check or "", verdict.compared, verdict.hashes
@@ -94,11 +100,11 @@ UNPROFILED_DOMAIN_ERRORS = (
 def outside_domain(message: str) -> str:
     """The domain an operator's error `message` says its inputs fell
     outside of ("" for any other error)."""
-    return next((domain for pattern, domain in DOMAIN_ERRORS + UNPROFILED_DOMAIN_ERRORS
-                 if pattern.search(message)), "")
+    return next((domain for pattern, domain in DOMAIN_ERRORS + UNPROFILED_DOMAIN_ERRORS if pattern.search(message)), "")
 
 
 # -- a run's options, checked ------------------------------------------------------------
+
 
 def checked_options(command: str, *, checks: Iterable[str] = (), **given: Any) -> ReplayOptions:
     """The ReplayOptions the flags give (`given`: fields of ReplayOptions,
@@ -114,8 +120,11 @@ def checked_options(command: str, *, checks: Iterable[str] = (), **given: Any) -
     if options.max_bytes is not None and options.max_bytes < 0:
         raise UsageError(f"{command}: --max-bytes must be at least 0")
     if not options.check:
-        for flag, set_ in (("--backward", options.backward), ("--rtol", options.rtol is not None),
-                           ("--atol", options.atol is not None)):
+        for flag, set_ in (
+            ("--backward", options.backward),
+            ("--rtol", options.rtol is not None),
+            ("--atol", options.atol is not None),
+        ):
             if set_:
                 raise UsageError(f"{command}: {flag} needs --check")
     for flag, value in (("--rtol", options.rtol), ("--atol", options.atol)):
@@ -148,6 +157,7 @@ def check_framework(options: ReplayOptions, command: str) -> None:
 
 # -- running many -------------------------------------------------------------
 
+
 def prepare_process(options: ReplayOptions) -> None:
     """What a process that replays the options' framework does first (its
     ReplayFramework.prepare_process: Paddle imported, quietly), then the
@@ -177,8 +187,13 @@ def _worker(conn: Any, options: ReplayOptions) -> None:
 DEFAULT_TIMEOUT = 60.0
 
 
-def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
-                 on_result: Callable[[Result], None], timeout: Optional[float] = DEFAULT_TIMEOUT) -> List[Result]:
+def run_isolated(
+    configs: List[Config],
+    jobs: int,
+    options: ReplayOptions,
+    on_result: Callable[[Result], None],
+    timeout: Optional[float] = DEFAULT_TIMEOUT,
+) -> List[Result]:
     """Each config in a worker process (`jobs` of them, pool.py): a worker
     that dies (a crashing kernel) fails the config it held, and is
     replaced; so is one that holds a config past `timeout` seconds (None:
@@ -197,11 +212,25 @@ def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
         if isinstance(event, pool.Done):
             result = event.result
         elif isinstance(event, pool.Died):
-            result = Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error="WorkerCrashed",
-                            message=f"the worker process died (exit code {event.exitcode})")
+            result = Result(
+                c.file,
+                c.line,
+                c.text,
+                api=api_of(c.text),
+                status=Status.FAILED,
+                error="WorkerCrashed",
+                message=f"the worker process died (exit code {event.exitcode})",
+            )
         else:
-            result = Result(c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error="Timeout",
-                            message=f"timeout: no result after {event.seconds:g} s (--timeout); the worker was killed")
+            result = Result(
+                c.file,
+                c.line,
+                c.text,
+                api=api_of(c.text),
+                status=Status.FAILED,
+                error="Timeout",
+                message=f"timeout: no result after {event.seconds:g} s (--timeout); the worker was killed",
+            )
         out[index] = result
         on_result(result)
 
@@ -209,8 +238,13 @@ def run_isolated(configs: List[Config], jobs: int, options: ReplayOptions,
     return [out[i] for i in range(len(configs))]
 
 
-def run_in_process(configs: List[Config], options: ReplayOptions, on_result: Callable[[Result], None], *,
-                   report_fd: Optional[int] = None) -> List[Result]:
+def run_in_process(
+    configs: List[Config],
+    options: ReplayOptions,
+    on_result: Callable[[Result], None],
+    *,
+    report_fd: Optional[int] = None,
+) -> List[Result]:
     """Each config in this process, in turn. A fatal signal (a crashing
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
@@ -248,15 +282,25 @@ class CrashNote:
         if config is None:
             _C.replay_crash_note_set({})
             return
-        held = (f"the report holds the {done} configs before it" if self.report_fd >= 0
-                else f"{done} configs ran before it")
+        held = (
+            f"the report holds the {done} configs before it" if self.report_fd >= 0 else f"{done} configs ran before it"
+        )
         notes = {}
         for sig in _C.replay_crash_signals:
             died = f"the process died (signal {sig}, {signal.Signals(sig).name})"
-            message = (f"{self.newline}api-tracer replay: {died} while replaying {config.file}:{config.line}: "
-                       f"{config.text}; {held}; rerun with --isolate to go on past a crash\n")
-            line = Result(config.file, config.line, config.text, api=api_of(config.text), status=Status.FAILED,
-                          error="Crashed", message=died)
+            message = (
+                f"{self.newline}api-tracer replay: {died} while replaying {config.file}:{config.line}: "
+                f"{config.text}; {held}; rerun with --isolate to go on past a crash\n"
+            )
+            line = Result(
+                config.file,
+                config.line,
+                config.text,
+                api=api_of(config.text),
+                status=Status.FAILED,
+                error="Crashed",
+                message=died,
+            )
             notes[sig] = (encodable(message), encodable(line.to_json() + "\n"))
         _C.replay_crash_note_set(notes)
 

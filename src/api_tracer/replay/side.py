@@ -5,6 +5,7 @@ frameworks/torch/side.py, frameworks/paddle/replay.py), within a bound on
 what the call may allocate on its way; what it returned, the random
 operators it ran, and, with --backward, the gradients of its floating
 inputs (`Outcome`, its tensors torch's whatever the framework)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -87,8 +88,16 @@ def device_of(device: str) -> Any:
     return torch.empty(0, device=device).device
 
 
-def run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any,
-             side: Side, watch: bool = False) -> Outcome:
+def run_side(
+    config: Config,
+    api: str,
+    args: list,
+    kwargs: dict,
+    options: ReplayOptions,
+    framework: Any,
+    side: Side,
+    watch: bool = False,
+) -> Outcome:
     """The call of one side, made by `framework` (a ReplayFramework: built
     on side.device, cast as side.cast says, from the options' seed; with
     options.backward the gradients of its floating inputs; `watch` notes
@@ -102,6 +111,8 @@ def run_side(config: Config, api: str, args: list, kwargs: dict, options: Replay
         except Exception as e:
             if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
                 raise
-            raise Skip(f"it allocates more than a call may on its way ({human_bytes(working)}: "
-                       f"{WORKING_FACTOR} x the limit of {human_bytes(limit)}, --max-bytes, and "
-                       f"{human_bytes(WORKING_SLACK)}): {first_line(e) or type(e).__name__}") from None
+            raise Skip(
+                f"it allocates more than a call may on its way ({human_bytes(working)}: "
+                f"{WORKING_FACTOR} x the limit of {human_bytes(limit)}, --max-bytes, and "
+                f"{human_bytes(WORKING_SLACK)}): {first_line(e) or type(e).__name__}"
+            ) from None

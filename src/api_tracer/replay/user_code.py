@@ -5,6 +5,7 @@ user's explicit act, on the command line; a config file can never ask for
 it. The operator namespaces the loaded code registers are then allowed by
 the policy, private operators and all: they are the user's own; so are,
 for Paddle's configs, the functions of the modules imported."""
+
 from __future__ import annotations
 
 import importlib
@@ -27,8 +28,9 @@ def load(imports: Iterable[str], libraries: Iterable[str]) -> None:
     register. Raises what a failed import or load raises."""
     import torch
 
-    todo = [("library", p) for p in libraries if f"--load-library {p}" not in _loaded] + \
-        [("module", m) for m in imports if f"--import {m}" not in _loaded]
+    todo = [("library", p) for p in libraries if f"--load-library {p}" not in _loaded] + [
+        ("module", m) for m in imports if f"--import {m}" not in _loaded
+    ]
     if not todo:
         return
     before = _operator_namespaces()

@@ -20,6 +20,7 @@ style and its one script (report.js, about a hundred lines of plain
 JavaScript for sorting, filtering and switching panes) are inlined, and its
 Content Security Policy lets nothing load.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,12 @@ from ..corpus.coverage import CoverageReport, coverage_of
 from ..errors import InputError, UsageError
 from ..formats.fileset import find_sets
 from ..formats.io import open_regular, replace_atomically, unwritable
-from .page import esc, page, switch
 from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
 from ..fuzz.findings import FINDINGS
 from .coverage_html import coverage_pane
 from .diff_html import diff_pane
 from .fuzz_html import fuzz_pane, read_findings
+from .page import esc, page, switch
 from .profile_html import is_profile, profile_pane
 from .replay_html import replay_pane
 from .trace_html import view_pane
@@ -44,10 +45,13 @@ from .trace_views import trace_views
 TITLE = "api_tracer report"
 
 
-def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
-           replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
-           campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
-           diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> str:
+def render(
+    trace_dirs: Sequence[str] = (),
+    profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
+    replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+    campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
+    diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+) -> str:
     """The report's HTML: a pane per view of each trace directory, one per
     (name, Profile.raw() data) profile, one per (name, results) replay
     report, one per (name, findings, campaign state) fuzz campaign, one per
@@ -72,24 +76,31 @@ def render(trace_dirs: Sequence[str] = (), profiles: Sequence[Tuple[str, Dict[st
             markup = profile_pane(data, pane)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             # a JSON with the profile's top fields, but rows of another shape
-            raise InputError(name, f"not a profile as Profile.export_json writes it ({type(e).__name__}: {e})") \
-                from None
+            raise InputError(
+                name, f"not a profile as Profile.export_json writes it ({type(e).__name__}: {e})"
+            ) from None
         panes.append((pane, f"profile: {data.get('root', name)}", markup))
     for name, results in replays:
         pane = f"p{len(panes)}"
         panes.append((pane, f"replay: {os.path.basename(name)}", replay_pane(name, results, pane)))
     for name, findings, state in campaigns:
         pane = f"p{len(panes)}"
-        panes.append((pane, f"fuzz: {os.path.basename(os.path.normpath(name))}", fuzz_pane(name, findings, state, pane)))
+        panes.append(
+            (pane, f"fuzz: {os.path.basename(os.path.normpath(name))}", fuzz_pane(name, findings, state, pane))
+        )
     for name, lines in diffs:
         pane = f"p{len(panes)}"
         panes.append((pane, f"diff: {os.path.basename(name)}", diff_pane(name, lines, pane)))
     for title, coverage in coverages:
         pane = f"p{len(panes)}"
         panes.append((pane, title, coverage_pane(coverage, title, pane)))
-    sources = ([f"trace {d}" for d in trace_dirs] + [f"profile {n}" for n, _ in profiles]
-               + [f"replay report {n}" for n, _ in replays] + [f"fuzz campaign {n}" for n, _, _ in campaigns]
-               + [f"diff {n}" for n, _ in diffs])
+    sources = (
+        [f"trace {d}" for d in trace_dirs]
+        + [f"profile {n}" for n, _ in profiles]
+        + [f"replay report {n}" for n, _ in replays]
+        + [f"fuzz campaign {n}" for n, _, _ in campaigns]
+        + [f"diff {n}" for n, _ in diffs]
+    )
     subtitle = esc("From " + ", ".join(sources) + ".")
     return page(TITLE, subtitle, switch("views", panes))
 
@@ -104,11 +115,14 @@ def check_output(path: str) -> None:
         raise InputError(path, f"cannot write here: {why}")
 
 
-def write_report(path: str, trace_dirs: Sequence[str] = (),
-                 profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
-                 replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
-                 campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
-                 diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = ()) -> int:
+def write_report(
+    path: str,
+    trace_dirs: Sequence[str] = (),
+    profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
+    replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+    campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
+    diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+) -> int:
     """Writes the page (an OSError where it cannot be written); its size in
     bytes."""
     data = render(trace_dirs, profiles, replays, campaigns, diffs).encode("utf-8")

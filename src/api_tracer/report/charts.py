@@ -1,6 +1,7 @@
 """The report's charts, drawn here as static SVG: a horizontal bar chart
 (APIs by calls) and an icicle (a module tree by time or memory). Hovering
 a bar or a cell shows its <title>; nothing needs script."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ def clip(label: str, width: float) -> str:
     room = int(width / CHAR)
     if len(label) <= room:
         return label
-    return label[:max(room - 1, 0)] + "…" if room > 1 else ""
+    return label[: max(room - 1, 0)] + "…" if room > 1 else ""
 
 
 def bar_chart(items: Sequence[Tuple[str, int, str]], row: int = 18) -> str:
@@ -30,15 +31,25 @@ def bar_chart(items: Sequence[Tuple[str, int, str]], row: int = 18) -> str:
     for i, (label, value, tooltip) in enumerate(items):
         y = i * row
         w = max(room * value / top, 1.0)
-        bars.append(tag("g",
-                        tag("title", esc(tooltip))
-                        + tag("text", esc(clip(label, label_width - 10)), x=label_width - 8, y=y + 13,
-                              text_anchor="end")
-                        + tag("rect", cls="bar", x=label_width, y=y + 3, width=f"{w:.1f}", height=row - 5)
-                        + tag("text", esc(f"{value:,}"), x=f"{label_width + w + 6:.1f}", y=y + 13)))
+        bars.append(
+            tag(
+                "g",
+                tag("title", esc(tooltip))
+                + tag("text", esc(clip(label, label_width - 10)), x=label_width - 8, y=y + 13, text_anchor="end")
+                + tag("rect", cls="bar", x=label_width, y=y + 3, width=f"{w:.1f}", height=row - 5)
+                + tag("text", esc(f"{value:,}"), x=f"{label_width + w + 6:.1f}", y=y + 13),
+            )
+        )
     height = len(items) * row + 4
-    return tag("svg", "".join(bars), width=WIDTH, height=height, viewBox=f"0 0 {WIDTH} {height}",
-               role="img", aria_label="bar chart")
+    return tag(
+        "svg",
+        "".join(bars),
+        width=WIDTH,
+        height=height,
+        viewBox=f"0 0 {WIDTH} {height}",
+        role="img",
+        aria_label="bar chart",
+    )
 
 
 @dataclass
@@ -99,22 +110,38 @@ def icicle(nodes: Sequence[Node], row: int = 22) -> str:
         depth_max = max(depth_max, depth)
         n = nodes[i]
         label = clip(n.label, w - 8) if w > 24 else ""
-        cells.append(tag("g",
-                         tag("title", esc(n.tooltip))
-                         + tag("rect", cls="node", x=f"{x:.1f}", y=depth * row, width=f"{w:.1f}", height=row,
-                               fill=_colour(n.shade))
-                         + (tag("text", esc(label), x=f"{x + 4:.1f}", y=depth * row + 15) if label else ""),
-                         cls="node"))
+        cells.append(
+            tag(
+                "g",
+                tag("title", esc(n.tooltip))
+                + tag(
+                    "rect", cls="node", x=f"{x:.1f}", y=depth * row, width=f"{w:.1f}", height=row, fill=_colour(n.shade)
+                )
+                + (tag("text", esc(label), x=f"{x + 4:.1f}", y=depth * row + 15) if label else ""),
+                cls="node",
+            )
+        )
         cx = x
         for c in children.get(i, []):
             place.append((c, cx, depth + 1))
             cx += extent[c] * scale
     height = (depth_max + 1) * row if cells else row
-    return tag("svg", "".join(cells), width=WIDTH, height=height, viewBox=f"0 0 {WIDTH} {height}",
-               role="img", aria_label="icicle chart")
+    return tag(
+        "svg",
+        "".join(cells),
+        width=WIDTH,
+        height=height,
+        viewBox=f"0 0 {WIDTH} {height}",
+        role="img",
+        aria_label="icicle chart",
+    )
 
 
 def legend_icicle(what: Optional[str] = None) -> str:
     swatches = "".join(tag("span", "&#9632;", style=f"color:{_colour(s)}") for s in (0, 0.25, 0.5, 0.75, 1))
-    return tag("p", f"Width: {esc(what or 'size')}. Colour {swatches}: from blue (its children's) to red "
-                    "(its own, self). Hover a cell for its numbers.", cls="legend")
+    return tag(
+        "p",
+        f"Width: {esc(what or 'size')}. Colour {swatches}: from blue (its children's) to red "
+        "(its own, self). Hover a cell for its numbers.",
+        cls="legend",
+    )

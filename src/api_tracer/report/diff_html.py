@@ -1,6 +1,7 @@
 """The report's pane of a diff (the JSON lines `api-tracer diff --json`
 writes): per set, the APIs and configs new, gone and changed, as a bar
 chart of the counts and a sortable, filterable table of each difference."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List
@@ -23,8 +24,11 @@ def is_diff(first_line: bytes) -> bool:
         line = json.loads(first_line)
     except (ValueError, RecursionError):
         return False
-    return isinstance(line, dict) and all(isinstance(line.get(k), str) for k in FIELDS) and (
-        line["kind"] in KINDS + (SUMMARY,))
+    return (
+        isinstance(line, dict)
+        and all(isinstance(line.get(k), str) for k in FIELDS)
+        and (line["kind"] in KINDS + (SUMMARY,))
+    )
 
 
 def read_diff(path: str, data: bytes) -> List[Dict[str, Any]]:
@@ -49,16 +53,53 @@ def _calls(value: Any) -> str:
 def diff_pane(name: str, lines: List[Dict[str, Any]], pane: str) -> str:
     summaries = [line for line in lines if line["kind"] == SUMMARY]
     differences = [line for line in lines if line["kind"] != SUMMARY]
-    bars = bar_chart([(f"{s['set']}: {s['what']} {kind}", s[kind], f"{s[kind]:,} {s['what']} {kind}")
-                      for s in summaries for kind in KINDS])
-    heads = [tag("li", esc(f"{s['set']}: {s['what']}: A has {s['in_a']:,}, B {s['in_b']:,}"
-                           + ("" if s.get("counted", True) else " (calls not known: traced without a label)")))
-             for s in summaries]
-    columns = [Column("set"), Column("what"), Column("kind"), Column("A calls", numeric=True),
-               Column("B calls", numeric=True), Column("name")]
-    rows = [[text(d["set"]), text(d["what"]), text(d["kind"]), number(d.get("a") or 0, _calls(d.get("a"))),
-             number(d.get("b") or 0, _calls(d.get("b"))), text(d["name"])] for d in differences[:ROWS]]
-    cut = (note(esc(f"The table lists the first {ROWS:,} of the {len(differences):,} differences."))
-           if len(differences) > ROWS else "")
-    return (tag("h2", esc(f"diff: {name}")) + tag("ul", "".join(heads)) + tag("h3", "Differences by kind") + bars
-            + tag("h3", "Differences") + cut + sortable_table(f"{pane}-diff", columns, rows, noun="differences"))
+    bars = bar_chart(
+        [
+            (f"{s['set']}: {s['what']} {kind}", s[kind], f"{s[kind]:,} {s['what']} {kind}")
+            for s in summaries
+            for kind in KINDS
+        ]
+    )
+    heads = [
+        tag(
+            "li",
+            esc(
+                f"{s['set']}: {s['what']}: A has {s['in_a']:,}, B {s['in_b']:,}"
+                + ("" if s.get("counted", True) else " (calls not known: traced without a label)")
+            ),
+        )
+        for s in summaries
+    ]
+    columns = [
+        Column("set"),
+        Column("what"),
+        Column("kind"),
+        Column("A calls", numeric=True),
+        Column("B calls", numeric=True),
+        Column("name"),
+    ]
+    rows = [
+        [
+            text(d["set"]),
+            text(d["what"]),
+            text(d["kind"]),
+            number(d.get("a") or 0, _calls(d.get("a"))),
+            number(d.get("b") or 0, _calls(d.get("b"))),
+            text(d["name"]),
+        ]
+        for d in differences[:ROWS]
+    ]
+    cut = (
+        note(esc(f"The table lists the first {ROWS:,} of the {len(differences):,} differences."))
+        if len(differences) > ROWS
+        else ""
+    )
+    return (
+        tag("h2", esc(f"diff: {name}"))
+        + tag("ul", "".join(heads))
+        + tag("h3", "Differences by kind")
+        + bars
+        + tag("h3", "Differences")
+        + cut
+        + sortable_table(f"{pane}-diff", columns, rows, noun="differences")
+    )

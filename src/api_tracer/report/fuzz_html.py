@@ -2,6 +2,7 @@
 findings.jsonl): what the campaign ran, its findings by kind, and each
 finding with its API, oracle, count, message, the mutations from its seed
 and the reproducer line, as a sortable, filterable table."""
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,36 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
         rate = f", {state['cases_run'] / seconds:.1f} cases/s" if seconds else ""
         ran = f"{state['cases_run']:,} cases in {seconds:,.0f} s{rate} from {state.get('seeds', '?')} seed lines; "
     summary = ran + f"{len(findings)} findings: " + ", ".join(f"{kinds[k]} {k}" for k in KINDS)
-    columns = [Column("kind"), Column("API"), Column("oracle"), Column("count", numeric=True), Column("message"),
-               Column("mutation"), Column("seed"), Column("reproducer")]
-    rows = [[text(f["kind"]), Cell(tag("code", esc(f["api"])), f["api"]), text(f.get("oracle", "")),
-             number(int(f.get("count") or 0)), text(str(f.get("message", ""))[:500]),
-             text("; ".join(map(str, f.get("mutation") or [])) or "(the seed itself)"), text(f.get("file", "")),
-             Cell(tag("code", esc(f["line"])), f["line"])]
-            for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"]))]
+    columns = [
+        Column("kind"),
+        Column("API"),
+        Column("oracle"),
+        Column("count", numeric=True),
+        Column("message"),
+        Column("mutation"),
+        Column("seed"),
+        Column("reproducer"),
+    ]
+    rows = [
+        [
+            text(f["kind"]),
+            Cell(tag("code", esc(f["api"])), f["api"]),
+            text(f.get("oracle", "")),
+            number(int(f.get("count") or 0)),
+            text(str(f.get("message", ""))[:500]),
+            text("; ".join(map(str, f.get("mutation") or [])) or "(the seed itself)"),
+            text(f.get("file", "")),
+            Cell(tag("code", esc(f["line"])), f["line"]),
+        ]
+        for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"]))
+    ]
     out = [tag("h2", esc(f"fuzz: {name}")), tag("p", esc(summary), cls="sub")]
     if rows:
-        out += [note("each reproducer is a config line: api-tracer replay shows it failing again (with --isolate "
-                     "for a crash or a hang, --check ORACLE for a mismatch)"),
-                sortable_table(f"{pane}-findings", columns, rows, noun="findings")]
+        out += [
+            note(
+                "each reproducer is a config line: api-tracer replay shows it failing again (with --isolate "
+                "for a crash or a hang, --check ORACLE for a mismatch)"
+            ),
+            sortable_table(f"{pane}-findings", columns, rows, noun="findings"),
+        ]
     return "".join(out)

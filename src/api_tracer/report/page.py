@@ -8,6 +8,7 @@ carries a Content Security Policy that lets nothing load (no network, no
 file) and lets only its own script run, by the script's hash: were a string
 ever left unescaped, the browser would still run none of it.
 """
+
 from __future__ import annotations
 
 import base64
@@ -58,19 +59,30 @@ def number(value: Union[int, float], shown: Optional[str] = None) -> Cell:
     return Cell(esc(value if shown is None else shown), value)
 
 
-def sortable_table(table_id: str, columns: Sequence[Column], rows: Sequence[Sequence[Cell]],
-                   noun: str = "rows") -> str:
+def sortable_table(table_id: str, columns: Sequence[Column], rows: Sequence[Sequence[Cell]], noun: str = "rows") -> str:
     """A table whose headers sort it (report.js) and a box that filters its
     rows by their text, with the count of rows shown."""
-    head = "".join(tag("th", esc(c.title), data_type="num" if c.numeric else "str", tabindex="0", scope="col")
-                   for c in columns)
-    body = "".join(tag("tr", "".join(tag("td", c.html, data_v=c.sort, cls="num" if col.numeric else None)
-                                     for c, col in zip(row, columns)))
-                   for row in rows)
-    box = tag("input", type="search", cls="filter", data_table=table_id, placeholder=f"filter {noun}",
-              aria_label=f"filter {noun}")
-    count = tag("span", esc(f"{len(rows)} of {len(rows)} {noun}"), cls="count", data_count=table_id,
-                data_noun=noun)
+    head = "".join(
+        tag("th", esc(c.title), data_type="num" if c.numeric else "str", tabindex="0", scope="col") for c in columns
+    )
+    body = "".join(
+        tag(
+            "tr",
+            "".join(
+                tag("td", c.html, data_v=c.sort, cls="num" if col.numeric else None) for c, col in zip(row, columns)
+            ),
+        )
+        for row in rows
+    )
+    box = tag(
+        "input",
+        type="search",
+        cls="filter",
+        data_table=table_id,
+        placeholder=f"filter {noun}",
+        aria_label=f"filter {noun}",
+    )
+    count = tag("span", esc(f"{len(rows)} of {len(rows)} {noun}"), cls="count", data_count=table_id, data_noun=noun)
     table = tag("table", tag("thead", tag("tr", head)) + tag("tbody", body), id=table_id, cls="sortable")
     return tag("div", box + " " + count, cls="tools") + tag("div", table, cls="scroll")
 
@@ -78,11 +90,21 @@ def sortable_table(table_id: str, columns: Sequence[Column], rows: Sequence[Sequ
 def switch(group: str, panes: Sequence[Tuple[str, str, str]], cls: str = "tabs") -> str:
     """Buttons that show one pane of `group` at a time, each (pane id, label,
     its markup). Without script every pane shows, one after the other."""
-    buttons = "".join(tag("button", esc(label), type="button", data_group=group, data_pane=pane_id,
-                          aria_selected="true" if i == 0 else "false")
-                      for i, (pane_id, label, _) in enumerate(panes))
-    bodies = "".join(tag("div", markup, id=pane_id, cls="pane shown" if i == 0 else "pane", data_group=group)
-                     for i, (pane_id, _, markup) in enumerate(panes))
+    buttons = "".join(
+        tag(
+            "button",
+            esc(label),
+            type="button",
+            data_group=group,
+            data_pane=pane_id,
+            aria_selected="true" if i == 0 else "false",
+        )
+        for i, (pane_id, label, _) in enumerate(panes)
+    )
+    bodies = "".join(
+        tag("div", markup, id=pane_id, cls="pane shown" if i == 0 else "pane", data_group=group)
+        for i, (pane_id, _, markup) in enumerate(panes)
+    )
     return tag("nav", buttons, cls=cls, role="tablist") + bodies
 
 
@@ -94,19 +116,23 @@ def policy(script: str) -> str:
     """The Content Security Policy: nothing loads; inline style; one script,
     this one, by its hash."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    return (f"default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; "
-            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
 
 
 def page(title: str, subtitle: str, body: str) -> str:
     """The whole document. `subtitle` and `body` are markup."""
     script = _asset("report.js")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f'<meta http-equiv="Content-Security-Policy" content="{esc(policy(script))}">\n'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{esc(title)}</title>\n<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
-            f"<header>{tag('h1', esc(title))}{tag('p', subtitle, cls='sub')}</header>\n<main>\n{body}\n</main>\n"
-            f"<script>{script}</script>\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy(script))}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{esc(title)}</title>\n<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
+        f"<header>{tag('h1', esc(title))}{tag('p', subtitle, cls='sub')}</header>\n<main>\n{body}\n</main>\n"
+        f"<script>{script}</script>\n</body>\n</html>\n"
+    )
 
 
 def note(markup: str) -> str:

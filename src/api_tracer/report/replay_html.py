@@ -3,6 +3,7 @@
 invalid), every mismatch with the measure that judged it, by how much it
 exceeds it and its line, and the configs that did not run, as sortable,
 filterable tables."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ from collections import Counter
 from typing import Any, Dict, List, Tuple
 
 from ..errors import InputError
-from ..replay.results import Status
 from ..replay.output import counted
+from ..replay.results import Status
 from .page import Cell, Column, esc, note, number, sortable_table, tag, text
 
 STATUSES = [s.value for s in Status]
@@ -27,8 +28,9 @@ def is_replay_report(first_line: bytes) -> bool:
     return isinstance(line, dict) and all(k in line for k in FIELDS)
 
 
-def read_json_lines(path: str, data: bytes, what: str, fields: Tuple[str, ...], key: str,
-                    values: List[str]) -> List[Dict[str, Any]]:
+def read_json_lines(
+    path: str, data: bytes, what: str, fields: Tuple[str, ...], key: str, values: List[str]
+) -> List[Dict[str, Any]]:
     """The JSON objects of a JSON-lines file, each checked to be `what`:
     its `fields` strings, its `key` one of `values`; InputError at the
     first line that is not one (path:line)."""
@@ -73,41 +75,86 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
     checks = sorted({r.get("check") or "" for r in results} - {""})
     counts = Counter(r["status"] for r in results)
     shown = [s.value for s in counted(",".join(checks) or None)]  # as replay's own summary counts
-    summary = f"{len(results):,} configs" + (f", checked against {', '.join(checks)}" if checks else "") + ": " + \
-        ", ".join(f"{counts[s]:,} {s}" for s in shown)
+    summary = (
+        f"{len(results):,} configs"
+        + (f", checked against {', '.join(checks)}" if checks else "")
+        + ": "
+        + ", ".join(f"{counts[s]:,} {s}" for s in shown)
+    )
     per_api: Dict[str, Counter] = {}
     for r in results:
         per_api.setdefault(r["api"] or "(invalid)", Counter())[r["status"]] += 1
     columns = [Column("API")] + [Column(s, numeric=True) for s in shown] + [Column("configs", numeric=True)]
-    rows = [[Cell(tag("code", esc(api)), api)] + [number(c[s]) for s in shown] + [number(sum(c.values()))]
-            for api, c in sorted(per_api.items(), key=lambda kv: (-kv[1]["mismatch"] - kv[1]["failed"], kv[0]))]
-    out = [tag("h2", esc(f"replay: {name}")), tag("p", esc(summary), cls="sub"),
-           tag("h3", "Verdicts per API"), sortable_table(f"{pane}-apis", columns, rows, noun="APIs")]
+    rows = [
+        [Cell(tag("code", esc(api)), api)] + [number(c[s]) for s in shown] + [number(sum(c.values()))]
+        for api, c in sorted(per_api.items(), key=lambda kv: (-kv[1]["mismatch"] - kv[1]["failed"], kv[0]))
+    ]
+    out = [
+        tag("h2", esc(f"replay: {name}")),
+        tag("p", esc(summary), cls="sub"),
+        tag("h3", "Verdicts per API"),
+        sortable_table(f"{pane}-apis", columns, rows, noun="APIs"),
+    ]
     mismatches = [r for r in results if r["status"] == "mismatch"]
     if mismatches:
-        columns = [Column("API"), Column("excess", numeric=True), Column("measure"), Column("worst"),
-                   Column("max abs", numeric=True), Column("max rel", numeric=True), Column("where"),
-                   Column("what"), Column("config")]
+        columns = [
+            Column("API"),
+            Column("excess", numeric=True),
+            Column("measure"),
+            Column("worst"),
+            Column("max abs", numeric=True),
+            Column("max rel", numeric=True),
+            Column("where"),
+            Column("what"),
+            Column("config"),
+        ]
         rows = []
         for r in sorted(mismatches, key=lambda r: -_float(r.get("excess"))):
             excess = _float(r.get("excess"))
-            rows.append([Cell(tag("code", esc(r["api"])), r["api"]),
-                         number(excess, f"{excess:.3g}x" if r.get("excess") is not None else "-"),
-                         text(r.get("measure") or "-"), text(r.get("worst") or "-"),
-                         number(_float(r.get("max_abs_error")), f"{_float(r.get('max_abs_error')):.3g}"),
-                         number(_float(r.get("max_rel_error")), f"{_float(r.get('max_rel_error')):.3g}"),
-                         text(_where(r)), text(r.get("message", "")), Cell(tag("code", esc(r["config"])), r["config"])])
-        out += [tag("h3", "Mismatches"),
-                note("excess: the worst element's difference over what its measure allows (the error model's "
-                     "bound, or rtol/atol); above 1 is a mismatch"),
-                sortable_table(f"{pane}-mismatches", columns, rows, noun="mismatches")]
+            rows.append(
+                [
+                    Cell(tag("code", esc(r["api"])), r["api"]),
+                    number(excess, f"{excess:.3g}x" if r.get("excess") is not None else "-"),
+                    text(r.get("measure") or "-"),
+                    text(r.get("worst") or "-"),
+                    number(_float(r.get("max_abs_error")), f"{_float(r.get('max_abs_error')):.3g}"),
+                    number(_float(r.get("max_rel_error")), f"{_float(r.get('max_rel_error')):.3g}"),
+                    text(_where(r)),
+                    text(r.get("message", "")),
+                    Cell(tag("code", esc(r["config"])), r["config"]),
+                ]
+            )
+        out += [
+            tag("h3", "Mismatches"),
+            note(
+                "excess: the worst element's difference over what its measure allows (the error model's "
+                "bound, or rtol/atol); above 1 is a mismatch"
+            ),
+            sortable_table(f"{pane}-mismatches", columns, rows, noun="mismatches"),
+        ]
     others = [r for r in results if r["status"] not in ("ok", "mismatch")]
     if others:
-        columns = [Column("status"), Column("API"), Column("error"), Column("message"), Column("where"),
-                   Column("config")]
-        rows = [[text(r["status"]), Cell(tag("code", esc(r["api"])), r["api"]), text(r.get("error") or ""),
-                 text(r.get("message", "")), text(_where(r)), Cell(tag("code", esc(r["config"])), r["config"])]
-                for r in others]
-        out += [tag("h3", "Not judged ok: vacuous, failed, skipped, invalid"),
-                sortable_table(f"{pane}-others", columns, rows, noun="configs")]
+        columns = [
+            Column("status"),
+            Column("API"),
+            Column("error"),
+            Column("message"),
+            Column("where"),
+            Column("config"),
+        ]
+        rows = [
+            [
+                text(r["status"]),
+                Cell(tag("code", esc(r["api"])), r["api"]),
+                text(r.get("error") or ""),
+                text(r.get("message", "")),
+                text(_where(r)),
+                Cell(tag("code", esc(r["config"])), r["config"]),
+            ]
+            for r in others
+        ]
+        out += [
+            tag("h3", "Not judged ok: vacuous, failed, skipped, invalid"),
+            sortable_table(f"{pane}-others", columns, rows, noun="configs"),
+        ]
     return "".join(out)

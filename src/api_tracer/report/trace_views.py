@@ -6,6 +6,7 @@ its configs (counted from api_trace.txt where there is one), its stacks
 files are read checked, as merge reads them (filesets.py): bad input is an
 InputError naming the file; a cut trace is counted up to its last whole
 record, which the view's notes say."""
+
 from __future__ import annotations
 
 import os
@@ -14,15 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .. import _C
-from ..formats.fileset import FileSet, find_sets
 from ..config import api_of
-from ..formats.trace import has_trace, read_trace, trace_limit_note
 from ..formats.configs import read_set_configs
-from ..formats.summaries import read_stacks
-from ..formats.statistics import statistics_of
+from ..formats.fileset import FileSet, find_sets
 from ..formats.sources import Provenance, calls_of, provenance, sources_path
+from ..formats.statistics import statistics_of
+from ..formats.summaries import read_stacks
+from ..formats.trace import has_trace, read_trace, trace_limit_note
 from ..values import Call, TensorSpec
-
 
 PROVENANCE_TOP = 50  # the configs of the most sources a view lists
 
@@ -68,7 +68,7 @@ def tensor_args(line: str, api: str) -> Iterator[Tuple[str, TensorSpec]]:
     for a line whose arguments do not parse. The API is set aside first, so
     that any name (a dialect's own) reads."""
     try:
-        _, args, kwargs = _C.parse_call("f" + line[len(api):])
+        _, args, kwargs = _C.parse_call("f" + line[len(api) :])
     except ValueError:  # not a line the tracer wrote
         return
     stack: List[Tuple[str, Any]] = [(f"kwargs.{k}", v) for k, v in reversed(list(kwargs.items()))]
@@ -90,8 +90,14 @@ def describe(t: TensorSpec) -> str:
     return f"[{', '.join(map(str, t.shape))}] {t.dtype}"
 
 
-def build_view(title: str, api_calls: Iterable[Tuple[str, int]], lines: Iterable[str],
-               line_calls: Optional[Counter], stacks: Dict[str, List[List[str]]], notes: List[str]) -> View:
+def build_view(
+    title: str,
+    api_calls: Iterable[Tuple[str, int]],
+    lines: Iterable[str],
+    line_calls: Optional[Counter],
+    stacks: Dict[str, List[List[str]]],
+    notes: List[str],
+) -> View:
     """A view from its APIs' calls, its config lines and, when counted, each
     line's calls."""
     apis = {name: Api(name, calls, stacks=stacks.get(name, [])) for name, calls in api_calls}
@@ -110,6 +116,7 @@ def build_view(title: str, api_calls: Iterable[Tuple[str, int]], lines: Iterable
 def set_views(s: FileSet, name: str) -> List[View]:
     """The views of one file set: itself, and for a merged set of several
     levels each level (split by the levels its api_trace.yaml names)."""
+
     def title(*words: str) -> str:
         return " ".join(filter(None, (name,) + words)) or "trace"
 
@@ -128,14 +135,18 @@ def set_views(s: FileSet, name: str) -> List[View]:
             if record.level is not None:
                 per_level.setdefault(record.level, Counter())[record.line] += 1
         if cut:
-            notes.append(f"trace_limit ({cut[0]} bytes) cut api_trace{s.suffix}.txt: config counts are of the "
-                         f"calls written; the {cut[1]} calls after are in the API totals only.")
+            notes.append(
+                f"trace_limit ({cut[0]} bytes) cut api_trace{s.suffix}.txt: config counts are of the "
+                f"calls written; the {cut[1]} calls after are in the API totals only."
+            )
     elif sourced:
         line_calls = Counter(calls_of(sourced))
     else:
-        what = (f"the trace is not read (one of api_trace{s.suffix}.txt and .yaml is missing)"
-                if s.has("api_trace.txt") or s.has("api_trace.yaml") else
-                f"no api_trace{s.suffix}.txt (stream_trace=False)")
+        what = (
+            f"the trace is not read (one of api_trace{s.suffix}.txt and .yaml is missing)"
+            if s.has("api_trace.txt") or s.has("api_trace.yaml")
+            else f"no api_trace{s.suffix}.txt (stream_trace=False)"
+        )
         notes.append(f"{what}: calls are counted per API, not per config; shapes count configs, not calls.")
     level = f"level {s.level}" if s.level is not None else ""
     views = [build_view(title(level), stats.counts, configs, line_calls, stacks, notes)]
@@ -144,14 +155,21 @@ def set_views(s: FileSet, name: str) -> List[View]:
     if s.level is None and line_calls is not None:
         if len(per_level) > 1:
             views[0].title = title("all levels")
-            level_notes = [f"Calls per level are read from api_trace.yaml: the {cut[1]} calls trace_limit left "
-                           "out are not in them."] if cut else []
+            level_notes = (
+                [
+                    f"Calls per level are read from api_trace.yaml: the {cut[1]} calls trace_limit left "
+                    "out are not in them."
+                ]
+                if cut
+                else []
+            )
             for n, calls in sorted(per_level.items()):
                 api_calls: Counter = Counter()
                 for line, k in calls.items():
                     api_calls[api_of(line)] += k
-                views.append(build_view(title(f"level {n}"), api_calls.most_common(), sorted(calls), calls,
-                                        stacks, level_notes))
+                views.append(
+                    build_view(title(f"level {n}"), api_calls.most_common(), sorted(calls), calls, stacks, level_notes)
+                )
     return views
 
 

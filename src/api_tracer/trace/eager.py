@@ -10,6 +10,7 @@ not imported it has no compiled code yet, so the stance is not set then:
 with ``when_loaded=True`` it is set the moment torch._dynamo is imported
 (the program compiles something inside the block), else not at all.
 """
+
 from __future__ import annotations
 
 import importlib.abc

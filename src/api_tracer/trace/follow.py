@@ -17,6 +17,7 @@ own RANK down in API_TRACER_PARENT_RANK so that its children can tell.
 multiprocessing's own helper processes (resource tracker, forkserver) run
 none of the program's code and are not traced.
 """
+
 from __future__ import annotations
 
 import json

@@ -24,6 +24,7 @@ To add a strategy, subclass ``TracingHook``, give it a ``level`` number and
 implement ``install``/``uninstall``; ``record``, ``wrap`` and ``patch`` do
 the work. Pass the class in ``APITracer(levels=[..., MyHook])``.
 """
+
 from __future__ import annotations
 
 import abc
@@ -185,9 +186,15 @@ class SetattrHook(TracingHook):
             binds = kind == "classmethod" or (kind == "method" and hasattr(type(raw), "__get__"))
             wrapper = self.wrap(inner, api, binds=binds)
         self._wrappers.append((wrapper, inner))
-        new = (property(wrapper, raw.fset, raw.fdel, raw.__doc__) if kind == "property" else
-               staticmethod(wrapper) if kind == "staticmethod" else
-               classmethod(wrapper) if kind == "classmethod" else wrapper)
+        new = (
+            property(wrapper, raw.fset, raw.fdel, raw.__doc__)
+            if kind == "property"
+            else staticmethod(wrapper)
+            if kind == "staticmethod"
+            else classmethod(wrapper)
+            if kind == "classmethod"
+            else wrapper
+        )
         self.patch(t.owner, t.attr, new)
 
     def _in_place(self, fn: Any, api: Optional[str], owners: Optional[List[Tuple[type, str]]]) -> bool:
@@ -205,12 +212,18 @@ class SetattrHook(TracingHook):
             def undo() -> None:
                 if fn.__code__ is code:  # (not if the program has put code of its own there since)
                     fn.__code__ = original
+
             self.undo_with(undo)
             return True
         if api is None:
             return False
-        patch = _C.patch_c_function if isinstance(fn, types.BuiltinFunctionType) else \
-            _C.patch_method_descriptor if isinstance(fn, types.MethodDescriptorType) else None
+        patch = (
+            _C.patch_c_function
+            if isinstance(fn, types.BuiltinFunctionType)
+            else _C.patch_method_descriptor
+            if isinstance(fn, types.MethodDescriptorType)
+            else None
+        )
         if patch is None or not patch(fn, api, self.level):
             return False
         self.undo_with(lambda: _C.unpatch(fn))
@@ -224,8 +237,12 @@ def _binding_function(fn: Any) -> Any:
     function, as far down as such wrappers go. (A constructor is recorded
     from its parameters, ``self`` first: Paddle decorates layers'
     ``__init__`` so.)"""
-    while isinstance(fn, types.FunctionType) and fn.__code__.co_argcount == 0 and \
-            fn.__code__.co_flags & inspect.CO_VARARGS and isinstance(getattr(fn, "__wrapped__", None), types.FunctionType):
+    while (
+        isinstance(fn, types.FunctionType)
+        and fn.__code__.co_argcount == 0
+        and fn.__code__.co_flags & inspect.CO_VARARGS
+        and isinstance(getattr(fn, "__wrapped__", None), types.FunctionType)
+    ):
         fn = fn.__wrapped__
     return fn
 

@@ -26,6 +26,7 @@ on another version, and for generators and coroutines (their frames are
 suspended and resumed): level 0 then wraps the function by setattr as it
 wraps what it cannot patch in place.
 """
+
 from __future__ import annotations
 
 import dis
@@ -244,19 +245,31 @@ def instrument(code: types.CodeType, hook: Any) -> Optional[types.CodeType]:
 
     items: List[_Ins] = instructions[: resume + 1] + prologue
     first = {}  # per original instruction, the first item that stands for it (a jump's target)
-    for ins in instructions[resume + 1:]:
+    for ins in instructions[resume + 1 :]:
         if ins.op == _OP["RETURN_VALUE"]:
             p = ins.position
             # [token, value] -> returned(token) -> [value]
-            epilogue = [_Ins(_OP["SWAP"], 2, p), _Ins(_OP["PUSH_NULL"], 0, p), _Ins(_OP["SWAP"], 2, p),
-                        _Ins(_OP["LOAD_CONST"], k_returned, p), _Ins(_OP["SWAP"], 2, p),
-                        *_call(1, p), _Ins(_OP["POP_TOP"], 0, p)]
+            epilogue = [
+                _Ins(_OP["SWAP"], 2, p),
+                _Ins(_OP["PUSH_NULL"], 0, p),
+                _Ins(_OP["SWAP"], 2, p),
+                _Ins(_OP["LOAD_CONST"], k_returned, p),
+                _Ins(_OP["SWAP"], 2, p),
+                *_call(1, p),
+                _Ins(_OP["POP_TOP"], 0, p),
+            ]
             first[id(ins)] = epilogue[0]
             items += epilogue
         items.append(ins)
     # [token, lasti, exc] -> unwound(token) -> RERAISE with the frame's lasti put back
-    handler = [_Ins(_OP["PUSH_NULL"]), _Ins(_OP["LOAD_CONST"], k_unwound), _Ins(_OP["COPY"], 5),
-               *_call(1, _NO_POSITION), _Ins(_OP["POP_TOP"]), _Ins(_OP["RERAISE"], 1)]
+    handler = [
+        _Ins(_OP["PUSH_NULL"]),
+        _Ins(_OP["LOAD_CONST"], k_unwound),
+        _Ins(_OP["COPY"], 5),
+        *_call(1, _NO_POSITION),
+        _Ins(_OP["POP_TOP"]),
+        _Ins(_OP["RERAISE"], 1),
+    ]
     end_of_body = len(items)
     items += handler
     for ins in items:
@@ -277,7 +290,7 @@ def instrument(code: types.CodeType, hook: Any) -> Optional[types.CodeType]:
             return body_end
         return first[id(ins)].offset if id(ins) in first else offset_of[id(ins)]
 
-    entries = sorted((off(s), off(e), off(t), d, l) for s, e, t, d, l in own)
+    entries = sorted((off(s), off(e), off(t), d, lasti) for s, e, t, d, lasti in own)
     ours, cursor = [], entered.offset
     for start, end, _, _, _ in entries:
         if start > cursor:
@@ -289,9 +302,13 @@ def instrument(code: types.CodeType, hook: Any) -> Optional[types.CodeType]:
 
     raw, positions = _assemble(items)
     stack = max(code.co_stacksize + 1, nparams + 2, 6)
-    return code.replace(co_code=raw, co_consts=tuple(consts), co_stacksize=stack,
-                        co_linetable=_encode_positions(positions, code.co_firstlineno),
-                        co_exceptiontable=_encode_exception_table(table))
+    return code.replace(
+        co_code=raw,
+        co_consts=tuple(consts),
+        co_stacksize=stack,
+        co_linetable=_encode_positions(positions, code.co_firstlineno),
+        co_exceptiontable=_encode_exception_table(table),
+    )
 
 
 # Per function, the hook and instrumented code made for its code: made once

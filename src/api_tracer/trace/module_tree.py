@@ -7,6 +7,7 @@ its children. A module instance reachable under several paths (shared) is,
 for each call, given the path whose parent is the path the thread is in.
 Hooks are PyTorch's global forward hooks: nothing is set on the model.
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,8 +20,9 @@ class ModuleTree:
     def __init__(self, model: Any, subtrees: Optional[Iterable[PathLike]] = None) -> None:
         self.root = type(model).__name__
         wanted = None if subtrees is None else [self.as_path(p) for p in subtrees]
-        known = {self.as_path(name) if name else (self.root,): m
-                 for name, m in model.named_modules(remove_duplicate=False)}
+        known = {
+            self.as_path(name) if name else (self.root,): m for name, m in model.named_modules(remove_duplicate=False)
+        }
         if wanted is not None:
             missing = [".".join(p) for p in wanted if p not in known]
             if missing:
@@ -30,7 +32,7 @@ class ModuleTree:
         self.scopes_of: Dict[int, List[int]] = {}
         index: Dict[Tuple[str, ...], int] = {}
         for path, module in known.items():
-            if wanted is not None and not any(path[:len(p)] == p for p in wanted):
+            if wanted is not None and not any(path[: len(p)] == p for p in wanted):
                 continue
             index[path] = len(self.paths)
             self.parents.append(index.get(path[:-1], -1))
@@ -61,8 +63,10 @@ class ModuleHooks:
     def install(self) -> None:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-        self.handles = [register_module_forward_pre_hook(self._pre),
-                        register_module_forward_hook(self._post, always_call=True)]
+        self.handles = [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post, always_call=True),
+        ]
 
     def remove(self) -> None:
         for handle in self.handles:

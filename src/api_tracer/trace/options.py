@@ -12,6 +12,7 @@ Adding an option: a field here, and the C++ field that uses it (with its
 binding in csrc/python/session_bindings.cc, which a test holds to this
 class).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,7 +93,7 @@ def as_label(text: str) -> str:
     label = "".join(c if c.isprintable() else "?" for c in text) or "?"
     if len(label) > LABEL_MAX:
         digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        label = f"{label[:LABEL_MAX - 17]}~{digest}"
+        label = f"{label[: LABEL_MAX - 17]}~{digest}"
     return label
 
 
@@ -104,8 +105,10 @@ def check_label(name: str, value: Any) -> Optional[str]:
     if value is None:
         return None
     if not isinstance(value, str) or not value or not value.isprintable() or len(value) > LABEL_MAX:
-        raise ValueError(f"{name} must be None, True (the program's name) or printable text of 1 to {LABEL_MAX} "
-                         f"characters, not {value!r}")
+        raise ValueError(
+            f"{name} must be None, True (the program's name) or printable text of 1 to {LABEL_MAX} "
+            f"characters, not {value!r}"
+        )
     return value
 
 
@@ -123,7 +126,7 @@ def amount(kind: type, unit: str) -> Callable[[str, Any], Any]:
     accepted = (int, float) if kind is float else int
 
     def check(name: str, value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, accepted) or not 0 <= value < 2 ** 63:
+        if isinstance(value, bool) or not isinstance(value, accepted) or not 0 <= value < 2**63:
             raise ValueError(f"{name} must be a number of {unit} (0 or more), not {value!r}")
         return kind(value)
 
@@ -153,10 +156,16 @@ def _member(enum: Any) -> Callable[[str], Any]:
     return lambda name: enum.__members__[name]
 
 
-def option(value: Any, help: str, check: Callable[[str, Any], Any], *,
-           native: Optional[Callable[[Any], Any]] = _same,
-           flags: Optional[Tuple[str, ...]] = None, from_flag: Optional[Callable[[Any], Dict[str, Any]]] = None,
-           **flag_options: Any) -> Any:
+def option(
+    value: Any,
+    help: str,
+    check: Callable[[str, Any], Any],
+    *,
+    native: Optional[Callable[[Any], Any]] = _same,
+    flags: Optional[Tuple[str, ...]] = None,
+    from_flag: Optional[Callable[[Any], Dict[str, Any]]] = None,
+    **flag_options: Any,
+) -> Any:
     """A field of TracerOptions whose default is `value`. Its flag on
     `api-tracer run` is --NAME (with dashes; --no-NAME for a bool that
     defaults to True) unless `flags` says otherwise (() for none); `native`
@@ -172,65 +181,118 @@ class TracerOptions:
     """The options of one APITracer (see its docstring for each one)."""
 
     output_path: Union[str, os.PathLike] = option(
-        _DEFAULTS.output_path, "output directory (created if needed; a relative one is taken from the working "
-        "directory at start, so a program that changes directory later writes there still)", check_path,
-        native=lambda path: os.path.abspath(os.fsdecode(path)), flags=("-o", "--output"), metavar="DIR")
+        _DEFAULTS.output_path,
+        "output directory (created if needed; a relative one is taken from the working "
+        "directory at start, so a program that changes directory later writes there still)",
+        check_path,
+        native=lambda path: os.path.abspath(os.fsdecode(path)),
+        flags=("-o", "--output"),
+        metavar="DIR",
+    )
     levels: Any = option(
-        0, "comma-separated levels: 0 setattr, 1 torch function mode, 2 dispatch mode, 3 native observer",
-        check_levels, native=None, type=level_list, default=None, metavar="1,2")
-    merge_output: bool = option(
-        False, "one file set for all levels", check_bool, flags=("--merge",))
+        0,
+        "comma-separated levels: 0 setattr, 1 torch function mode, 2 dispatch mode, 3 native observer",
+        check_levels,
+        native=None,
+        type=level_list,
+        default=None,
+        metavar="1,2",
+    )
+    merge_output: bool = option(False, "one file set for all levels", check_bool, flags=("--merge",))
     record_stack: bool = option(False, "write api_stacks.yaml", check_bool, flags=())
     stack_format: str = option(
-        _DEFAULTS.stack_format.name, "record call stacks, in this format", one_of(STACK_FORMATS), flags=("--stack",),
-        native=_member(_C.StackFormat), choices=STACK_FORMATS, default=None,
-        from_flag=lambda v: {} if v is None else {"record_stack": True, "stack_format": v})
+        _DEFAULTS.stack_format.name,
+        "record call stacks, in this format",
+        one_of(STACK_FORMATS),
+        flags=("--stack",),
+        native=_member(_C.StackFormat),
+        choices=STACK_FORMATS,
+        default=None,
+        from_flag=lambda v: {} if v is None else {"record_stack": True, "stack_format": v},
+    )
     disable_torch_api_list: bool = option(
-        False, "level 0 wraps everything a full scan of torch found, not the public API list", check_bool,
-        native=None)
+        False, "level 0 wraps everything a full scan of torch found, not the public API list", check_bool, native=None
+    )
     _: dataclasses.KW_ONLY
     label: Optional[Union[str, bool]] = option(
-        None, "the name of the set's source (a model, a test, a job), kept per config in api_config_sources.yaml "
-        "(default: the program's name)", check_label, native=lambda label: label or "", flags=("--label",),
-        default=True, metavar="NAME")
+        None,
+        "the name of the set's source (a model, a test, a job), kept per config in api_config_sources.yaml "
+        "(default: the program's name)",
+        check_label,
+        native=lambda label: label or "",
+        flags=("--label",),
+        default=True,
+        metavar="NAME",
+    )
     include_apis: Optional[List[str]] = option(
-        None, "API-name pattern to record (repeatable; default: all)", check_include, flags=("--include",),
+        None,
+        "API-name pattern to record (repeatable; default: all)",
+        check_include,
+        flags=("--include",),
         native=lambda patterns: patterns or [],
-        action="append", metavar="PATTERN")
+        action="append",
+        metavar="PATTERN",
+    )
     exclude_apis: Optional[List[str]] = option(
-        None, "API-name pattern not to record (repeatable; default: the dialect's)", check_patterns,
-        native=None, flags=("--exclude",), action="append", metavar="PATTERN")
+        None,
+        "API-name pattern not to record (repeatable; default: the dialect's)",
+        check_patterns,
+        native=None,
+        flags=("--exclude",),
+        action="append",
+        metavar="PATTERN",
+    )
     api_list: Optional[List[str]] = option(
-        None, "level 0 wraps these API names instead of a list file", check_patterns, native=None, flags=())
-    show_device: bool = option(
-        _DEFAULTS.show_device, "config lines show tensors' devices other than cpu", check_bool)
-    show_requires_grad: bool = option(
-        _DEFAULTS.show_requires_grad, "config lines show requires_grad=True", check_bool)
+        None, "level 0 wraps these API names instead of a list file", check_patterns, native=None, flags=()
+    )
+    show_device: bool = option(_DEFAULTS.show_device, "config lines show tensors' devices other than cpu", check_bool)
+    show_requires_grad: bool = option(_DEFAULTS.show_requires_grad, "config lines show requires_grad=True", check_bool)
     stream_trace: bool = option(
-        _DEFAULTS.stream_trace, "write api_trace.yaml and api_trace.txt (off: configs, APIs and statistics only)",
-        check_bool)
+        _DEFAULTS.stream_trace,
+        "write api_trace.yaml and api_trace.txt (off: configs, APIs and statistics only)",
+        check_bool,
+    )
     nesting: str = option(
-        _DEFAULTS.nesting.name, "which operator calls level 3 keeps", one_of(NESTINGS), native=_member(_C.Nesting),
-        choices=NESTINGS)
+        _DEFAULTS.nesting.name,
+        "which operator calls level 3 keeps",
+        one_of(NESTINGS),
+        native=_member(_C.Nesting),
+        choices=NESTINGS,
+    )
     value_ranges: bool = option(
-        _DEFAULTS.value_ranges, "keep a value profile of each integer and bool tensor argument (replay draws from it)",
-        check_bool)
+        _DEFAULTS.value_ranges,
+        "keep a value profile of each integer and bool tensor argument (replay draws from it)",
+        check_bool,
+    )
     float_ranges: bool = option(
-        _DEFAULTS.float_ranges, "with value_ranges: profile floating tensor arguments too, their finite values' "
-        "range and their non-finite values (replay draws inside it)", check_bool)
+        _DEFAULTS.float_ranges,
+        "with value_ranges: profile floating tensor arguments too, their finite values' "
+        "range and their non-finite values (replay draws inside it)",
+        check_bool,
+    )
     snapshot_interval: float = option(
-        _DEFAULTS.snapshot_interval, "rewrite the summary files this often, so a killed job keeps them "
-        "(seconds; 0: at start and stop only)", amount(float, "seconds"), type=seconds, metavar="SECONDS")
+        _DEFAULTS.snapshot_interval,
+        "rewrite the summary files this often, so a killed job keeps them (seconds; 0: at start and stop only)",
+        amount(float, "seconds"),
+        type=seconds,
+        metavar="SECONDS",
+    )
     trace_limit: int = option(
-        _DEFAULTS.trace_limit, "the most bytes api_trace.* of a file set take (512M, 1G; 0: no limit)",
-        amount(int, "bytes"), type=byte_count, metavar="BYTES")
+        _DEFAULTS.trace_limit,
+        "the most bytes api_trace.* of a file set take (512M, 1G; 0: no limit)",
+        amount(int, "bytes"),
+        type=byte_count,
+        metavar="BYTES",
+    )
 
     def __post_init__(self) -> None:
         for f in fields():
             object.__setattr__(self, f.name, spec(f).check(f.name, getattr(self, f.name)))
         if self.float_ranges and not self.value_ranges:
-            raise ValueError("float_ranges=True needs value_ranges=True: the floating profiles are written with "
-                             "the others, to api_value_ranges.yaml")
+            raise ValueError(
+                "float_ranges=True needs value_ranges=True: the floating profiles are written with "
+                "the others, to api_value_ranges.yaml"
+            )
 
     def asdict(self) -> Dict[str, Any]:
         """The options as plain data (JSON), for a child process."""

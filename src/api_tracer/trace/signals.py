@@ -10,6 +10,7 @@ the program left the signal's default action: a signal it ignores stays
 ignored, and a handler it installs later is its own. Hooks are left in
 place: the process is ending, and a hook without a session calls through.
 """
+
 from __future__ import annotations
 
 import os

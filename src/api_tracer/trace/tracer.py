@@ -10,6 +10,7 @@ level, and on stop removes the hooks and writes the files. Exactly one
 tracer runs at a time in a process; one that gives way (``give_way``) stops
 for another and is resumed after it.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -20,13 +21,12 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from .. import _C
+from ..formats.fileset import OUTPUT_FILES
 from ..frameworks import FRAMEWORKS, dialect_named
 from ..frameworks.dialect import FrameworkDialect
-from ..formats.fileset import OUTPUT_FILES
 from .hooks import TracingHook
 from .module_tree import ModuleHooks, ModuleTree
 from .options import TracerOptions, fields, spec
-
 
 _lock = threading.Lock()
 _running: Optional["APITracer"] = None
@@ -48,8 +48,9 @@ class APITracer:
 
     """
 
-    def __init__(self, dialect: Union[str, FrameworkDialect] = "torch", *args: Any, tag_modules: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, dialect: Union[str, FrameworkDialect] = "torch", *args: Any, tag_modules: Any = None, **kwargs: Any
+    ) -> None:
         if isinstance(dialect, FrameworkDialect):
             self.dialect = dialect
         elif isinstance(dialect, str) and dialect in FRAMEWORKS:
@@ -93,8 +94,9 @@ class APITracer:
             if isinstance(item, type) and issubclass(item, TracingHook):
                 number, cls = item.level, item
                 if not isinstance(number, int) or not 0 <= number <= _C.Level.max:
-                    raise ValueError(f"levels: {cls.__name__}.level must be an int in 0..{int(_C.Level.max)}, "
-                                     f"not {number!r}")
+                    raise ValueError(
+                        f"levels: {cls.__name__}.level must be an int in 0..{int(_C.Level.max)}, not {number!r}"
+                    )
             elif isinstance(item, int) and not isinstance(item, bool) and item in offered:
                 number, cls = item, offered[item]
             else:
@@ -208,7 +210,7 @@ class APITracer:
             try:
                 if step is not None:
                     step()
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001 - every step of the stop runs; the first error is raised after
                 errors.append(e)
         _running = None
         if errors:
@@ -274,9 +276,12 @@ def _document_options() -> None:
         lines.append(f"    {f.name} = {default!r}: {spec(f).help}")
     APITracer.__doc__ = (APITracer.__doc__ or "") + "\n".join(lines) + "\n"
     init = inspect.signature(APITracer.__init__)
-    params = [init.parameters["self"], init.parameters["dialect"],
-              *inspect.signature(TracerOptions).parameters.values(),
-              init.parameters["tag_modules"]]
+    params = [
+        init.parameters["self"],
+        init.parameters["dialect"],
+        *inspect.signature(TracerOptions).parameters.values(),
+        init.parameters["tag_modules"],
+    ]
     APITracer.__init__.__signature__ = init.replace(parameters=params)  # type: ignore[attr-defined]
 
 

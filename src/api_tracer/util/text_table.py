@@ -1,11 +1,11 @@
 """Aligned text tables, as `api-tracer stats` and the layer profile print them."""
+
 from __future__ import annotations
 
 from typing import List, Sequence
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], sep: str = "  ",
-                 rule_sep: str = "  ") -> str:
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], sep: str = "  ", rule_sep: str = "  ") -> str:
     """The header, a rule of dashes, then one line per row: the first column
     left-aligned, the others right-aligned, trailing blanks stripped."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]

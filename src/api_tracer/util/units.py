@@ -1,5 +1,6 @@
 """Times and byte counts as people read them: the profile's text table and
 the HTML report write them alike."""
+
 from __future__ import annotations
 
 from typing import Optional

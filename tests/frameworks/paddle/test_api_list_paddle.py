@@ -3,6 +3,7 @@ makes for the installed paddle, they hold paddle's public API and nothing
 level 0 must leave alone, every name is a patch target, and wrapping them
 all leaves a paddle program's results as they are. Torch's lists are as
 before."""
+
 import subprocess
 import sys
 
@@ -11,7 +12,6 @@ import pytest
 from api_tracer.frameworks import dialect_named
 from api_tracer.frameworks.dialect import FrameworkDialect, read_api_list
 from api_tracer.frameworks.paddle import names as paddle_names
-
 from support import run_script
 
 pytest.importorskip("paddle")
@@ -20,16 +20,34 @@ DEFAULT = dialect_named("paddle").api_list_file()
 FULL = dialect_named("paddle").api_list_file(full=True)
 TORCH = dialect_named("torch").api_list_file()
 
-REPRESENTATIVE = ("paddle.concat", "paddle.matmul", "paddle.nn.functional.relu", "paddle.nn.functional.conv2d",
-                  "paddle.linalg.norm", "paddle.fft.fft", "paddle.Tensor.__add__", "paddle.Tensor.reshape",
-                  "paddle.nn.Linear", "paddle.nn.Linear.forward", "paddle.nn.Conv2D", "paddle.optimizer.Adam",
-                  "paddle.optimizer.Adam.step", "paddle.optimizer.Optimizer.clear_grad",
-                  "paddle.optimizer.Optimizer.zero_grad", "paddle.Tensor.__getitem__", "paddle.Tensor.backward")
+REPRESENTATIVE = (
+    "paddle.concat",
+    "paddle.matmul",
+    "paddle.nn.functional.relu",
+    "paddle.nn.functional.conv2d",
+    "paddle.linalg.norm",
+    "paddle.fft.fft",
+    "paddle.Tensor.__add__",
+    "paddle.Tensor.reshape",
+    "paddle.nn.Linear",
+    "paddle.nn.Linear.forward",
+    "paddle.nn.Conv2D",
+    "paddle.optimizer.Adam",
+    "paddle.optimizer.Adam.step",
+    "paddle.optimizer.Optimizer.clear_grad",
+    "paddle.optimizer.Optimizer.zero_grad",
+    "paddle.Tensor.__getitem__",
+    "paddle.Tensor.backward",
+)
 
 
 def generate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "ignore", "-m", "api_tracer.api_list", *args],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "api_tracer.api_list", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_paddle_lists_are_current():
@@ -62,8 +80,16 @@ def test_lists_leave_out_what_level_0_must_not_wrap():
         names = read_api_list(path)
         assert not [n for n in names if n in paddle_names.SKIP], path.name
         assert not [n for n in names if n.startswith(prefixes)], path.name
-    for name in ("paddle.Tensor.__repr__", "paddle.Tensor.__deepcopy__", "paddle.Tensor.__hash__",
-                 "paddle.nn.Layer", "paddle.optimizer.Optimizer", "paddle.set_device", "paddle.seed", "paddle.save"):
+    for name in (
+        "paddle.Tensor.__repr__",
+        "paddle.Tensor.__deepcopy__",
+        "paddle.Tensor.__hash__",
+        "paddle.nn.Layer",
+        "paddle.optimizer.Optimizer",
+        "paddle.set_device",
+        "paddle.seed",
+        "paddle.save",
+    ):
         assert name in paddle_names.SKIP
     assert all(isinstance(why, str) and why for why in {**paddle_names.SKIP, **paddle_names.SKIP_PREFIXES}.values())
 
@@ -84,9 +110,13 @@ def test_every_listed_name_is_a_patch_target():
 def test_a_function_records_under_its_own_name_first():
     # level 0 records a function listed under several names under the first
     names = read_api_list(DEFAULT)
-    before = [("paddle.reshape", "paddle.Tensor.reshape"), ("paddle.concat", "paddle.cat"),
-              ("paddle.nn.functional.conv2d", "paddle.conv2d"), ("paddle.nn.Conv2D", "paddle.nn.Conv2d"),
-              ("paddle.optimizer.Optimizer.clear_grad", "paddle.optimizer.Adam.clear_grad")]
+    before = [
+        ("paddle.reshape", "paddle.Tensor.reshape"),
+        ("paddle.concat", "paddle.cat"),
+        ("paddle.nn.functional.conv2d", "paddle.conv2d"),
+        ("paddle.nn.Conv2D", "paddle.nn.Conv2d"),
+        ("paddle.optimizer.Optimizer.clear_grad", "paddle.optimizer.Adam.clear_grad"),
+    ]
     for first, alias in before:
         assert names.index(first) < names.index(alias), (first, alias)
 
@@ -139,7 +169,13 @@ def test_wrapping_the_default_list_leaves_a_program_as_it_was(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "SAME", result.stdout
     apis = (tmp_path / "out" / "api_apis_level_0.txt").read_text().split()
-    for name in ("paddle.nn.Conv2D.forward", "paddle.nn.functional.cross_entropy", "paddle.optimizer.Adam.step",
-                 "paddle.optimizer.Optimizer.clear_grad", "paddle.concat", "paddle.Tensor.__mul__"):
+    for name in (
+        "paddle.nn.Conv2D.forward",
+        "paddle.nn.functional.cross_entropy",
+        "paddle.optimizer.Adam.step",
+        "paddle.optimizer.Optimizer.clear_grad",
+        "paddle.concat",
+        "paddle.Tensor.__mul__",
+    ):
         assert name in apis, apis
     assert not [name for name in apis if name.startswith(("paddle.Tensor.numpy", "paddle.Tensor.is_"))]  # printing's

@@ -3,6 +3,7 @@ ResNet-18 and MobileNetV2 of paddle.vision.models and a Transformer encoder
 of paddle.nn, random weights, two training steps each, then evaluation).
 Traced, each prints, writes to stderr and exits exactly as untraced; every
 config level 0 recorded replays, and traces back to itself."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,14 @@ OPTION_SETS = [[], ["--merge", "--value-ranges", "--stack", "short", "--show-req
 
 def run(tmp_path: Path, tracer: list) -> tuple:
     env = dict(os.environ, PYTHONHASHSEED="0")
-    r = subprocess.run([sys.executable, *tracer, "paddle_models.py"], cwd=PROGRAMS, capture_output=True, text=True,
-                       timeout=600, env=env)
+    r = subprocess.run(
+        [sys.executable, *tracer, "paddle_models.py"],
+        cwd=PROGRAMS,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
@@ -44,8 +51,15 @@ def test_a_traced_paddle_program_prints_and_ends_as_untraced(tmp_path, untraced,
     # called, Tensor methods, optimizers; a model's construction, and its
     # layers (made inside it, not configs of their own) written as the
     # constructor calls that made them
-    for start in ("paddle.nn.functional.cross_entropy(", "paddle.vision.models.ResNet(",
-                  "paddle.nn.Conv2D.forward(paddle.nn.Conv2D(3, 64, 7, ", "paddle.nn.Linear.forward(",
-                  "paddle.nn.TransformerEncoder.forward(", "paddle.Tensor.backward(", "paddle.optimizer.AdamW(",
-                  "paddle.optimizer.Momentum(", "paddle.randint("):
+    for start in (
+        "paddle.nn.functional.cross_entropy(",
+        "paddle.vision.models.ResNet(",
+        "paddle.nn.Conv2D.forward(paddle.nn.Conv2D(3, 64, 7, ",
+        "paddle.nn.Linear.forward(",
+        "paddle.nn.TransformerEncoder.forward(",
+        "paddle.Tensor.backward(",
+        "paddle.optimizer.AdamW(",
+        "paddle.optimizer.Momentum(",
+        "paddle.randint(",
+    ):
         assert any(line.startswith(start) for line in configs), start

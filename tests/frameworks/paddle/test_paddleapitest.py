@@ -3,6 +3,7 @@ of value our config lines give for Paddle, exported, reads back as itself
 through a reader that scans a line as PaddleAPITest's does; a few lines are
 held to their exact text; what the format cannot carry is counted by kind;
 and export refuses a broken input with path:line."""
+
 import ast
 import math
 import re
@@ -59,8 +60,22 @@ class TypeOf(NamedTuple):
 
 
 # The dtypes their Dtype(...) reads (through paddle's converter of numpy's names).
-DTYPES = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
-          "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"}
+DTYPES = {
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "float8_e4m3fn",
+    "float8_e5m2",
+}
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-")
 
 
@@ -108,8 +123,12 @@ def _evaluate(node: ast.AST) -> Any:
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_evaluate(node.operand)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math" \
-            and node.attr in ("inf", "nan"):
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "math"
+        and node.attr in ("inf", "nan")
+    ):
         return getattr(math, node.attr)
     if isinstance(node, ast.Name) and node.id == "Ellipsis":
         return Ellipsis
@@ -137,15 +156,18 @@ class TheirReader:
     def __init__(self, line: str) -> None:
         text = re.sub(r"paddle\.Size\(\s*(\[[^\]]*\])\s*\)", r"\1", line.replace("\n", ""))
         text = text.replace("Tensor(", "TensorConfig(")
-        self.api = text[:text.index("(")]
+        self.api = text[: text.index("(")]
         self.args: List[Any] = []
         self.kwargs: dict = {}
         at = len(self.api)
         if self.api == "paddle.einsum":
             first = text.index('"')
             close = text.index('"', first + 1)
-            (self.kwargs.__setitem__("equation", text[first + 1:close]) if "equation" in text
-             else self.args.append(text[first + 1:close]))
+            (
+                self.kwargs.__setitem__("equation", text[first + 1 : close])
+                if "equation" in text
+                else self.args.append(text[first + 1 : close])
+            )
             at = close
         while True:
             token, at_end = self.token(text, at)
@@ -188,7 +210,7 @@ class TheirReader:
         if token == "TensorConfig":
             start = end - len(token)
             close = text.index(")", start)
-            args, kwargs = _call(text[start:close + 1], "TensorConfig")
+            args, kwargs = _call(text[start : close + 1], "TensorConfig")
             return _tensor_config(*args, **kwargs), close + 1
         if token == "Dtype":
             name, after = self.token(text, end)
@@ -196,7 +218,7 @@ class TheirReader:
             return Dtype(name), after
         if token in ("Place", "type", "slice", "complex"):
             opening, close = text.index("(", end), text.index(")", end)
-            inner = text[opening + 1:close]
+            inner = text[opening + 1 : close]
             if token == "Place":
                 kind, _, index = inner.partition(":")
                 return (Place(f"gpu:{int(index or 0)}") if kind.startswith("gpu") else Place("cpu")), close + 1
@@ -207,14 +229,14 @@ class TheirReader:
             args, kwargs = _call(f"{token}({inner})", token)
             return (slice if token == "slice" else complex)(*args, **kwargs), close + 1
         if token in ("list", "tuple"):
-            opening, closing = "[(" [token == "tuple"], "])"[token == "tuple"]
+            opening, closing = "[("[token == "tuple"], "])"[token == "tuple"]
             depth, i = 0, end
             while True:
                 depth += {opening: 1, closing: -1}.get(text[i], 0)
                 if depth == 0:
                     break
                 i += 1
-            inner = text[end:i + 1]
+            inner = text[end : i + 1]
             if token == "list" and "TensorConfig" not in inner:
                 inner = inner.replace(",", " ")
             if token == "tuple":
@@ -225,7 +247,7 @@ class TheirReader:
             return math.nan, end
         if text[end - len(token) - 1] == '"':
             close = text.index('"', end)
-            return text[end - len(token):close], close
+            return text[end - len(token) : close], close
         return _evaluate(ast.parse("0" + token if token.startswith(".") else token, mode="eval").body), end
 
 
@@ -291,30 +313,103 @@ def reads_back(line: str) -> str:
 T = 'Tensor([2, 3], "float32")'
 ANYWHERE = [
     # tensors: every dtype, 0-d, empty, not contiguous; requires_grad and a GPU go unsaid
-    *(f'Tensor([4], "{d}")' for d in sorted(DTYPES)), 'Tensor([], "float64")', 'Tensor([0, 4], "int64")',
-    'Tensor([3, 2], "float32", stride=[1, 3])', 'Tensor([2, 4], "float16", stride=[0, 0])',
-    'Tensor([31376, 768], "float32", requires_grad=True)', 'Tensor([2], "bfloat16", device="gpu:0")',
+    *(f'Tensor([4], "{d}")' for d in sorted(DTYPES)),
+    'Tensor([], "float64")',
+    'Tensor([0, 4], "int64")',
+    'Tensor([3, 2], "float32", stride=[1, 3])',
+    'Tensor([2, 4], "float16", stride=[0, 0])',
+    'Tensor([31376, 768], "float32", requires_grad=True)',
+    'Tensor([2], "bfloat16", device="gpu:0")',
     # scalars
-    "0", "-1", "9223372036854775808", "-" + "7" * 100, "0.1", "1e-05", "2.0", "-0.0", "-2.5", "inf", "-inf", "nan",
-    "5e-324", "1.7976931348623157e+308", "1e+22", "True", "False", "None", "...",
+    "0",
+    "-1",
+    "9223372036854775808",
+    "-" + "7" * 100,
+    "0.1",
+    "1e-05",
+    "2.0",
+    "-0.0",
+    "-2.5",
+    "inf",
+    "-inf",
+    "nan",
+    "5e-324",
+    "1.7976931348623157e+308",
+    "1e+22",
+    "True",
+    "False",
+    "None",
+    "...",
     # strings their reader takes back: words, spaces, a sign, digits, dots
-    '"NCHW"', '"bilinear"', '"upscale_in_train"', '"gpu:0"', '"linear_0.w_0"', '"a b  c"', '"-1"', '"-1.5"',
-    '".5x"', '"2."', '"2"', '"x\\\\y"', '"ab c=1"', '"type_"', '"lists"', '"nanx"',
+    '"NCHW"',
+    '"bilinear"',
+    '"upscale_in_train"',
+    '"gpu:0"',
+    '"linear_0.w_0"',
+    '"a b  c"',
+    '"-1"',
+    '"-1.5"',
+    '".5x"',
+    '"2."',
+    '"2"',
+    '"x\\\\y"',
+    '"ab c=1"',
+    '"type_"',
+    '"lists"',
+    '"nanx"',
     # dtypes, places, classes, numpy scalars
-    "paddle.float32", "paddle.bfloat16", "paddle.float8_e5m2", "paddle.bool", "paddle.complex128",
-    "paddle.CPUPlace()", "paddle.CUDAPlace(0)", "paddle.CUDAPlace(3)", "numpy.float32", "numpy.bool", "numpy.int64",
-    "float", "int", "bool", "numpy.float32(1.5)", "numpy.int64(-3)", "numpy.float64(nan)", "numpy.bool(True)",
+    "paddle.float32",
+    "paddle.bfloat16",
+    "paddle.float8_e5m2",
+    "paddle.bool",
+    "paddle.complex128",
+    "paddle.CPUPlace()",
+    "paddle.CUDAPlace(0)",
+    "paddle.CUDAPlace(3)",
+    "numpy.float32",
+    "numpy.bool",
+    "numpy.int64",
+    "float",
+    "int",
+    "bool",
+    "numpy.float32(1.5)",
+    "numpy.int64(-3)",
+    "numpy.float64(nan)",
+    "numpy.bool(True)",
     # containers
-    "[]", "()", "(1,)", "(1, 2)", "[1, [2, [3, (4,)]]]", "[[]]", "((), [])", '["NCHW", "gpu:0"]',
-    f"[{T}, {T}]", f"[[{T}], ({T}, 1)]", f"({T}, [1, 2], None)", "[paddle.float32, paddle.CPUPlace(), float]",
+    "[]",
+    "()",
+    "(1,)",
+    "(1, 2)",
+    "[1, [2, [3, (4,)]]]",
+    "[[]]",
+    "((), [])",
+    '["NCHW", "gpu:0"]',
+    f"[{T}, {T}]",
+    f"[[{T}], ({T}, 1)]",
+    f"({T}, [1, 2], None)",
+    "[paddle.float32, paddle.CPUPlace(), float]",
 ]
 NOT_IN_A_LIST_OF_NO_TENSOR = [  # their commas would become spaces there
-    "1j", "-1j", "(1+2j)", "(-0-1j)", "(1-infj)", "(nan+nanj)", "(inf+0j)", "numpy.complex64((1+2j))",
-    "slice(None, 2, None)", "slice(1, None, -1)", "slice(-3, -1, 2)", "(slice(None, None, None), ..., -1)",
+    "1j",
+    "-1j",
+    "(1+2j)",
+    "(-0-1j)",
+    "(1-infj)",
+    "(nan+nanj)",
+    "(inf+0j)",
+    "numpy.complex64((1+2j))",
+    "slice(None, 2, None)",
+    "slice(1, None, -1)",
+    "slice(-3, -1, 2)",
+    "(slice(None, None, None), ..., -1)",
     f"[{T}, slice(0, 1, 1), (1+2j)]",
 ]
 AT_THE_TOP = [  # outside a list or tuple only: a container is cut at brackets, its commas rewritten
-    '"ij,jk->ik"', '"f(x)"', '"a[0]"', '"a, b"',
+    '"ij,jk->ik"',
+    '"f(x)"',
+    '"a[0]"',
+    '"a, b"',
 ]
 
 
@@ -332,8 +427,13 @@ def test_every_value_reads_back_as_itself(value):
 
 def test_many_values_in_one_line_read_back():
     values = ANYWHERE + NOT_IN_A_LIST_OF_NO_TENSOR + AT_THE_TOP
-    line = "paddle.nn.functional.f(" + ", ".join(values) + \
-        ", " + ", ".join(f"k{i}={v}" for i, v in enumerate(values)) + ")"
+    line = (
+        "paddle.nn.functional.f("
+        + ", ".join(values)
+        + ", "
+        + ", ".join(f"k{i}={v}" for i, v in enumerate(values))
+        + ")"
+    )
     reads_back(line)
 
 
@@ -348,9 +448,9 @@ def test_the_reader_is_no_pushover():
     assert TheirReader('paddle.f(list["a,b",1,], )').args == [["a b", 1]]
     assert TheirReader('paddle.f(tuple("a,b",), )').args == [("a , b",)]
     assert TheirReader('paddle.f("nan", )').args != ["nan"]
-    assert TheirReader('paddle.f(list[1,2,], )').args == [[1, 2]]
+    assert TheirReader("paddle.f(list[1,2,], )").args == [[1, 2]]
     with pytest.raises((SyntaxError, ValueError)):
-        TheirReader('paddle.f(list[slice(1,2,None),], )')
+        TheirReader("paddle.f(list[slice(1,2,None),], )")
     with pytest.raises((SyntaxError, ValueError)):
         TheirReader('paddle.f(".a", )')
     with pytest.raises(ValueError):
@@ -360,18 +460,26 @@ def test_the_reader_is_no_pushover():
 # -- the exact text ---------------------------------------------------------------------
 
 GOLDEN = [
-    ('paddle.concat([Tensor([3, 5], "float32"), Tensor([3, 5], "float32")], axis=0)',
-     'paddle.concat(list[Tensor([3, 5],"float32"),Tensor([3, 5],"float32"),], axis=0, )'),
+    (
+        'paddle.concat([Tensor([3, 5], "float32"), Tensor([3, 5], "float32")], axis=0)',
+        'paddle.concat(list[Tensor([3, 5],"float32"),Tensor([3, 5],"float32"),], axis=0, )',
+    ),
     ('paddle.Tensor.__add__(Tensor([6, 5], "float32"), 1)', 'paddle.Tensor.__add__(Tensor([6, 5],"float32"), 1, )'),
     ('paddle.cast(Tensor([2, 3], "int64"), paddle.float32)', 'paddle.cast(Tensor([2, 3],"int64"), Dtype(float32), )'),
-    ('paddle.Tensor.__getitem__(Tensor([4, 8], "float32", stride=[1, 4], requires_grad=True), '
-     '(slice(None, 2, None), ..., -1))',
-     'paddle.Tensor.__getitem__(Tensor([4, 8],"float32",is_contiguous=False,strides=[1, 4]), '
-     'tuple(slice(None,2,None),Ellipsis,-1,), )'),
-    ('paddle.full([2, 3], -inf, dtype=paddle.bfloat16, place=paddle.CUDAPlace(0))',
-     'paddle.full(list[2,3,], -math.inf, dtype=Dtype(bfloat16), place=Place(gpu:0), )'),
-    ('paddle.full_like(Tensor([], "complex64"), (nan+1e-05j), dtype=numpy.float32, name="x")',
-     'paddle.full_like(Tensor([],"complex64"), complex(math.nan,1e-05), dtype=type(numpy.float32), name="x", )'),
+    (
+        'paddle.Tensor.__getitem__(Tensor([4, 8], "float32", stride=[1, 4], requires_grad=True), '
+        "(slice(None, 2, None), ..., -1))",
+        'paddle.Tensor.__getitem__(Tensor([4, 8],"float32",is_contiguous=False,strides=[1, 4]), '
+        "tuple(slice(None,2,None),Ellipsis,-1,), )",
+    ),
+    (
+        "paddle.full([2, 3], -inf, dtype=paddle.bfloat16, place=paddle.CUDAPlace(0))",
+        "paddle.full(list[2,3,], -math.inf, dtype=Dtype(bfloat16), place=Place(gpu:0), )",
+    ),
+    (
+        'paddle.full_like(Tensor([], "complex64"), (nan+1e-05j), dtype=numpy.float32, name="x")',
+        'paddle.full_like(Tensor([],"complex64"), complex(math.nan,1e-05), dtype=type(numpy.float32), name="x", )',
+    ),
     ("paddle.get_default_dtype()", "paddle.get_default_dtype()"),
     ("paddle.f((), [], ((1,),))", "paddle.f(tuple(), list[], tuple(tuple(1,),), )"),
 ]
@@ -387,20 +495,20 @@ def test_the_lines_are_written_exactly_so(line, written):
 NOT_CARRIED = [
     ('torch.add(Tensor([2], "float32"), 1)', "not a Paddle API"),
     ('torch.ops.aten.relu.default(Tensor([2], "float32"))', "not a Paddle API"),
-    ("paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), Tensor([3, 4], \"float32\"))", "object"),
+    ('paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), Tensor([3, 4], "float32"))', "object"),
     ('paddle.f(paddle.ParamAttr(name="w"))', "object"),
     ('paddle.f({"a": 1})', "dict"),
     ('paddle.f(Opaque("x"))', "Opaque"),
     ('paddle.nn.functional.relu(Module("paddle.nn.ReLU"))', "Module"),
-    ('paddle.f(Eval(paddle.nn.Dropout(p=0.5)))', "Eval"),
+    ("paddle.f(Eval(paddle.nn.Dropout(p=0.5)))", "Eval"),
     ('paddle.f(Callable("f"))', "Callable"),
     ('paddle.f(Filled(Tensor([2], "float32"), nan))', "Filled"),
     ('paddle.f(Tensor([2], "float32", device="xpu:0"))', "tensor device"),
     ('paddle.f(Tensor([2], "float32", storage_offset=1, storage_size=4))', "tensor storage offset"),
     ('paddle.f(Tensor([2, 3], "float32", layout=torch.sparse_coo, nnz=2))', "tensor layout"),
     ('paddle.f(Tensor([2], "uint16"))', "tensor dtype"),
-    ('paddle.f(paddle.CUDAPinnedPlace())', "place"),
-    ('paddle.f(paddle.XPUPlace(0))', "place"),
+    ("paddle.f(paddle.CUDAPinnedPlace())", "place"),
+    ("paddle.f(paddle.XPUPlace(0))", "place"),
     ("paddle.f(paddle.nn.initializer.Normal)", "named constant"),
     ('paddle.f("")', "string"),
     ('paddle.f("say \\"hi\\"")', "string"),
@@ -412,8 +520,8 @@ NOT_CARRIED = [
     ('paddle.f("k=v")', "string"),
     ('paddle.f("Tensor(2)")', "string"),
     ('paddle.f(["a,b"])', "string"),
-    ('paddle.f([slice(1, 2, None)])', "slice or complex in a list of no tensor"),
-    ("paddle.f([[Tensor([2], \"float32\")], [(1+2j)]])", "slice or complex in a list of no tensor"),
+    ("paddle.f([slice(1, 2, None)])", "slice or complex in a list of no tensor"),
+    ('paddle.f([[Tensor([2], "float32")], [(1+2j)]])', "slice or complex in a list of no tensor"),
     ("paddle.f(slice(0.5, None, None))", "slice"),
     ('paddle.einsum(Tensor([2], "float32"))', "einsum equation"),
     ('paddle.einsum("i,j", Tensor([2], "float32"), equation=1)', "einsum equation"),
@@ -442,19 +550,28 @@ def test_what_the_format_cannot_carry_is_counted_by_kind():
 
 def test_export_writes_each_line_once_and_says_what_it_left_out(tmp_path, capsys):
     configs = tmp_path / "api_trace.txt"
-    lines = [f"paddle.add({T}, {T})"] * 3 + ['torch.add(Tensor([2], "float32"), 1)'] * 2 + \
-        [f"paddle.add({T[:-1]}, requires_grad=True), {T})",  # the same line once requires_grad goes
-         'paddle.f(Opaque("x"))', 'paddle.nn.functional.relu(Tensor([2], "float16"))',
-         b'paddle.f("\xff")'.decode("latin-1")]
+    lines = (
+        [f"paddle.add({T}, {T})"] * 3
+        + ['torch.add(Tensor([2], "float32"), 1)'] * 2
+        + [
+            f"paddle.add({T[:-1]}, requires_grad=True), {T})",  # the same line once requires_grad goes
+            'paddle.f(Opaque("x"))',
+            'paddle.nn.functional.relu(Tensor([2], "float16"))',
+            b'paddle.f("\xff")'.decode("latin-1"),
+        ]
+    )
     configs.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
     out = tmp_path / "configs.txt"
     assert main(["export", "--format", "paddleapitest", str(configs), "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
         f"api-tracer: warning: export: {configs}: left out 3 of 6 config lines, which the paddleapitest format "
-        "cannot carry: 1 not a Paddle API (line 4), 1 Opaque (line 7), 1 unreadable line (line 9)"]
-    assert out.read_text() == ('paddle.add(Tensor([2, 3],"float32"), Tensor([2, 3],"float32"), )\n'
-                               'paddle.nn.functional.relu(Tensor([2],"float16"), )\n')
+        "cannot carry: 1 not a Paddle API (line 4), 1 Opaque (line 7), 1 unreadable line (line 9)"
+    ]
+    assert out.read_text() == (
+        'paddle.add(Tensor([2, 3],"float32"), Tensor([2, 3],"float32"), )\n'
+        'paddle.nn.functional.relu(Tensor([2],"float16"), )\n'
+    )
     assert captured.out == f"export: 3 config lines of 2 APIs written to {out}\n"
 
 

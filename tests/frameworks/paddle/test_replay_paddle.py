@@ -12,6 +12,7 @@ The planted defects are functions of this module: each is right in float64
 and wrong in float32 the way kernels go wrong (one wrong element, a few
 hundred ulps, a dropped term, a narrow accumulation, a wrong epsilon, an
 approximated function, a wrong divisor)."""
+
 import json
 import os
 import subprocess
@@ -23,21 +24,22 @@ from support import CLI, PROGRAMS, TESTS
 from support import write_lines as write
 
 paddle = pytest.importorskip("paddle")
-import paddle.nn.functional as F  # noqa: E402
-import torch  # noqa: E402
+import paddle.nn.functional as F  # noqa: E402 - after importorskip("paddle")
+import torch  # noqa: E402 - after importorskip("paddle")
 
-from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
-from api_tracer.formats.configs import read_config_file  # noqa: E402
-from api_tracer.frameworks.paddle import policy as paddle_policy  # noqa: E402
-from api_tracer.replay.results import Invalid, Skip  # noqa: E402
-from api_tracer.replay.framework import MixedFile, file_framework  # noqa: E402
-from api_tracer.frameworks.paddle.replay import PaddleResolver, to_paddle, to_torch  # noqa: E402
+from api_tracer.formats.configs import read_config_file  # noqa: E402 - after importorskip("paddle")
+from api_tracer.frameworks.paddle import policy as paddle_policy  # noqa: E402 - after importorskip("paddle")
+from api_tracer.frameworks.paddle.replay import PaddleResolver, to_paddle, to_torch  # noqa: E402 - after importorskip("paddle")
+from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process  # noqa: E402 - after importorskip("paddle")
+from api_tracer.replay.framework import MixedFile, file_framework  # noqa: E402 - after importorskip("paddle")
+from api_tracer.replay.results import Invalid, Skip  # noqa: E402 - after importorskip("paddle")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ME = "test_replay_paddle"  # this module, as --import names it
 
 
 # -- planted defects -----------------------------------------------------------
+
 
 def _exact(x):
     return x.dtype == paddle.float64
@@ -59,7 +61,7 @@ def matmul_one_off(a, b):
 def softmax_ulps(x):
     """softmax, every element off by 1000 units in float32's last place."""
     y = F.softmax(x, axis=-1)
-    return y if _exact(x) else y * (1 + 1000 * 2.0 ** -24)
+    return y if _exact(x) else y * (1 + 1000 * 2.0**-24)
 
 
 def conv_dropped(x, w):
@@ -248,7 +250,7 @@ CORRECT = {
         f"paddle.nn.functional.gelu({T((4096,))})",
         f"paddle.nn.functional.sigmoid({T((10000,))})",
         f"paddle.nn.functional.silu({T((10000,))})",
-        f'paddle.sqrt(Filled({T((1000,))}, 2.5))',
+        f"paddle.sqrt(Filled({T((1000,))}, 2.5))",
         f"paddle.add({T((256, 256))}, {T((256,))})",
         f"paddle.Tensor.__add__({T((512, 64))}, 1.5)",
         f"paddle.Tensor.__matmul__({T((50, 300))}, {T((300, 40))})",
@@ -304,7 +306,7 @@ DEFECTS = {
         f"{ME}.linear_bias_last({T((32, 128))}, {T((128, 64))}, {T((64,))})",
         f"{ME}.cumsum_narrow({T((8, 1024))})",
         f"{ME}.tanh_one_wrong({T((4096,))})",
-        f'{ME}.rsqrt_newton(Filled({T((1024,))}, 3.0))',
+        f"{ME}.rsqrt_newton(Filled({T((1024,))}, 3.0))",
         f"{ME}.matmul_dropped({T((64, 256))}, {T((256, 64))})",
         f"{ME}.softmax_half_sum({T((32, 500))})",
         f"{ME}.mean_off_by_one({T((64, 1000))})",
@@ -320,10 +322,10 @@ DEFECTS = {
 # What the judge does not find, measured: the held-out defect it missed on
 # its one judging, with why.
 KNOWN_MISSES = {
-    f"{ME}.softplus_log({T((5000,))})":
-        "log(1 + exp(x)) rounds 1 + exp(x) to float32: an error of u in units of 1, which for inputs of N(0, 1) "
-        "(softplus of at least exp(-4)) stays inside what the error model allows an elementwise output of an "
-        "input's size, C_OUT * u * |x| (judged at 0.66 of its bound); it shows only where exp(x) is far below u",
+    f"{ME}.softplus_log({T((5000,))})": "log(1 + exp(x)) rounds 1 + exp(x) to float32: an error of u in units of 1, "
+    "which for inputs of N(0, 1) "
+    "(softplus of at least exp(-4)) stays inside what the error model allows an elementwise output of an "
+    "input's size, C_OUT * u * |x| (judged at 0.66 of its bound); it shows only where exp(x) is far below u",
 }
 PADDLE = ReplayOptions(dialect="paddle")
 
@@ -345,6 +347,7 @@ def cli(*args, **kwargs):
 
 
 # -- the judge -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("split", sorted(CORRECT))
 def test_paddles_own_kernels_pass_the_float64_check(split):
@@ -372,7 +375,9 @@ def test_a_layer_of_layers_is_judged_with_its_sublayers_roundings(monkeypatch):
     in one of its layers is still found."""
     from api_tracer.replay.judge import error_model
 
-    good = f"paddle.nn.Sequential.forward(paddle.nn.Sequential(paddle.nn.Linear(64, 64), {ME}.Softmax()), {T((32, 64))})"
+    good = (
+        f"paddle.nn.Sequential.forward(paddle.nn.Sequential(paddle.nn.Linear(64, 64), {ME}.Softmax()), {T((32, 64))})"
+    )
     bad = good.replace(f"{ME}.Softmax()", f"{ME}.HalfInputSoftmax()")
     results = dict(judge([good, bad]))
     assert results[good].status == "ok", results[good].message
@@ -399,6 +404,7 @@ def test_a_paddle_float64_reference_holds_the_very_same_numbers():
 
 # -- lines replayed ------------------------------------------------------------
 
+
 def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
     lines = {
         f"paddle.concat([{T((3, 5))}, {T((3, 5))}], axis=0)": "ok",
@@ -414,7 +420,7 @@ def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
         'paddle.add(Opaque("T"), 1)': "skipped",
         f"paddle.no_such_function({T((3,))})": "invalid",  # (not in the allow-list)
         f"paddle.save({T((3,))}, 'x.pdparams')": "invalid",
-        f'torch.add({T((3,))}, 1)': "invalid",
+        f"torch.add({T((3,))}, 1)": "invalid",
         'os.system("touch PWNED")': "invalid",
         f"paddle.Tensor.__class__({T((3,))})": "invalid",
         "paddle.os.system('touch PWNED')": "invalid",
@@ -422,22 +428,27 @@ def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
         "paddle.add(": "invalid",
     }
     path = write(tmp_path, list(lines))
-    results = run_in_process([Config(str(path), i + 1, line) for i, line in enumerate(lines)], PADDLE,
-                             lambda r: None)
+    results = run_in_process([Config(str(path), i + 1, line) for i, line in enumerate(lines)], PADDLE, lambda r: None)
     assert [(r.config, r.status) for r in results] == list(lines.items())
     by_line = {r.config: r for r in results}
     assert by_line[f"paddle.matmul({T((3, 4))}, {T((5, 2))})"].error in ("ValueError", "RuntimeError")
-    assert 'Module("paddle.nn.Linear"): the tracer could not read this paddle.nn layer' in \
-        by_line[f'paddle.nn.Linear.forward(Module("paddle.nn.Linear"), {T((3, 4))})'].message
-    assert "torch.add is refused: it is not in replay's allow-list of Paddle's computing APIs" in \
-        by_line[f'torch.add({T((3,))}, 1)'].message
+    assert (
+        'Module("paddle.nn.Linear"): the tracer could not read this paddle.nn layer'
+        in by_line[f'paddle.nn.Linear.forward(Module("paddle.nn.Linear"), {T((3, 4))})'].message
+    )
+    assert (
+        "torch.add is refused: it is not in replay's allow-list of Paddle's computing APIs"
+        in by_line[f"torch.add({T((3,))}, 1)"].message
+    )
     assert all(r.message for r in results if r.status != "ok")
     assert not (tmp_path / "PWNED").exists() and not os.path.exists("PWNED")
 
 
 def test_layers_get_the_same_weights_on_every_side_and_named_parameters_build_twice():
-    line = (f'paddle.nn.Linear.forward(paddle.nn.Linear(4, 5, weight_attr=paddle.ParamAttr(name="w", '
-            f'initializer=paddle.nn.initializer.Constant(value=0.5))), {T((3, 4))})')
+    line = (
+        f'paddle.nn.Linear.forward(paddle.nn.Linear(4, 5, weight_attr=paddle.ParamAttr(name="w", '
+        f"initializer=paddle.nn.initializer.Constant(value=0.5))), {T((3, 4))})"
+    )
     for _ in range(2):  # (paddle refuses a parameter name twice a process: each side has its own names)
         r = replay(line, check="float64")
         assert (r.status, r.compared) == ("ok", "values"), r
@@ -446,16 +457,19 @@ def test_layers_get_the_same_weights_on_every_side_and_named_parameters_build_tw
 
 
 def test_random_calls_are_compared_by_shapes_only_and_say_so():
-    for line, api in ((f"paddle.nn.functional.dropout({T((100,))}, 0.5)", "paddle.nn.functional.dropout"),
-                      (f"paddle.nn.Dropout.forward(paddle.nn.Dropout(p=0.5), {T((100,))})",
-                       "paddle.nn.Dropout.forward"),
-                      ("paddle.randn([3, 4])", "paddle.randn")):
+    for line, api in (
+        (f"paddle.nn.functional.dropout({T((100,))}, 0.5)", "paddle.nn.functional.dropout"),
+        (f"paddle.nn.Dropout.forward(paddle.nn.Dropout(p=0.5), {T((100,))})", "paddle.nn.Dropout.forward"),
+        ("paddle.randn([3, 4])", "paddle.randn"),
+    ):
         r = replay(line, check="float64")
         assert (r.status, r.compared) == ("ok", "shapes"), r
         assert r.message.startswith(f"random ({api}): compared shapes, dtypes and devices only"), r.message
     # no draw, no random: dropout of 0, and in evaluation mode
-    for line in (f"paddle.nn.functional.dropout({T((100,))}, 0.0)",
-                 f"paddle.nn.Dropout.forward(Eval(paddle.nn.Dropout(p=0.5)), {T((100,))})"):
+    for line in (
+        f"paddle.nn.functional.dropout({T((100,))}, 0.0)",
+        f"paddle.nn.Dropout.forward(Eval(paddle.nn.Dropout(p=0.5)), {T((100,))})",
+    ):
         assert replay(line, check="float64").compared == "values"
 
 
@@ -471,8 +485,24 @@ def test_grad_mode_and_the_generator_are_put_back():
 
 # -- values across the boundary ------------------------------------------------
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-                                   "uint8", "bool", "complex64", "complex128"])
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "float32",
+        "float64",
+        "float16",
+        "bfloat16",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "bool",
+        "complex64",
+        "complex128",
+    ],
+)
 def test_tensors_cross_to_paddle_and_back_with_their_values(dtype):
     t = (torch.randn(3, 5) * 100).to(getattr(torch, dtype))
     p = to_paddle(t)
@@ -504,10 +534,10 @@ def test_check_outputs_of_every_dtype_are_converted_and_compared():
         f"paddle.fft.fft({T((64,))})",
         f"paddle.topk({T((8, 10))}, 3)",
         f'paddle.cast({T((16,), "bfloat16")}, "float32")',
-        f'paddle.cast({T((16,), "float16")}, paddle.float32)',
-        f'paddle.abs({T((16,), "complex64")})',
-        f'paddle.sum({T((3, 4), "int32")}, axis=0)',
-        f'paddle.logical_not({T((3, 4), "bool")})',
+        f"paddle.cast({T((16,), 'float16')}, paddle.float32)",
+        f"paddle.abs({T((16,), 'complex64')})",
+        f"paddle.sum({T((3, 4), 'int32')}, axis=0)",
+        f"paddle.logical_not({T((3, 4), 'bool')})",
         f"paddle.sum({T((300,))}, dtype=paddle.float32)",  # a dtype naming the input's follows it to float64
         f'paddle.sum({T((300,))}, dtype="float32")',
     ]
@@ -526,9 +556,9 @@ def test_check_outputs_of_every_dtype_are_converted_and_compared():
 DENIED_LINES = {
     "reads or writes files": f"paddle.save({T((3,))}, 'x.pdparams')",
     "downloads files": 'paddle.hub.load("repo", "model")',
-    "trains, saves and loads whole models": "paddle.Model(Opaque(\"Net\"))",
+    "trains, saves and loads whole models": 'paddle.Model(Opaque("Net"))',
     "loads, builds or imports code": 'paddle.utils.try_import("os")',
-    "starts processes or threads": "paddle.io.DataLoader(Opaque(\"Dataset\"))",
+    "starts processes or threads": 'paddle.io.DataLoader(Opaque("Dataset"))',
     "creates shared memory": f"paddle.Tensor._share_memory({T((3,))})",
     "views a window of memory": f"paddle.as_strided({T((12,))}, [4], [1000000])",
     "changes process-wide state: devices": 'paddle.set_device("cpu")',
@@ -536,13 +566,14 @@ DENIED_LINES = {
     "changes process-wide state: the random generators": "paddle.seed(1)",
     "prints": "paddle.summary(paddle.nn.Linear(4, 5), (1, 4))",
     "talks to other processes": "paddle.distributed.init_parallel_env()",
-    "compiles or traces programs": "paddle.jit.to_static(Callable(\"paddle.add\"))",
+    "compiles or traces programs": 'paddle.jit.to_static(Callable("paddle.add"))',
 }
 
 
 def test_every_denied_family_has_a_line_here_and_each_is_refused_with_its_reason():
     assert sorted(k for k in DENIED_LINES) == sorted(
-        next(k for k in DENIED_LINES if reason.startswith(k)) for reason in paddle_policy.DENIED)
+        next(k for k in DENIED_LINES if reason.startswith(k)) for reason in paddle_policy.DENIED
+    )
     for family, line in DENIED_LINES.items():
         r = replay(line)
         assert r.status == "invalid" and f"is refused: it {family}" in r.message, (line, r.message)
@@ -557,10 +588,20 @@ def test_the_denied_names_are_paddles_and_the_computing_apis_are_allowed():
                 for part in pattern.split(".")[1:]:
                     obj = getattr(obj, part)  # (raises where this paddle has no such name)
     allowed = paddle_policy.allow_list()
-    for name in ("paddle.add", "paddle.matmul", "paddle.concat", "paddle.nn.functional.relu",
-                 "paddle.nn.functional.conv2d", "paddle.nn.functional.linear", "paddle.Tensor.__add__",
-                 "paddle.nn.Linear", "paddle.nn.Linear.forward", "paddle.CPUPlace", "paddle.ParamAttr",
-                 "paddle.nn.initializer.Constant"):
+    for name in (
+        "paddle.add",
+        "paddle.matmul",
+        "paddle.concat",
+        "paddle.nn.functional.relu",
+        "paddle.nn.functional.conv2d",
+        "paddle.nn.functional.linear",
+        "paddle.Tensor.__add__",
+        "paddle.nn.Linear",
+        "paddle.nn.Linear.forward",
+        "paddle.CPUPlace",
+        "paddle.ParamAttr",
+        "paddle.nn.initializer.Constant",
+    ):
         assert name in allowed and paddle_policy.refusal(name) is None, name
     assert len(allowed) > 1000
     resolver = PaddleResolver()
@@ -576,28 +617,30 @@ def test_the_denied_names_are_paddles_and_the_computing_apis_are_allowed():
 
 def test_kernels_that_index_without_looking_get_their_indices_checked():
     lines = {
-        f'paddle.Tensor.__getitem__({T((12,))}, Filled({T((1,), "int64")}, 12))':
-            "the key: the index 12 is out of range for dimension 0 of size 12",
-        f'paddle.Tensor.__setitem__({T((3, 4))}, (1, Filled({T((1,), "int64")}, -5)), 1.0)':
-            "the key: the index -5 is out of range for dimension 1 of size 4",
-        f'paddle.Tensor.__getitem__({T((3, 4))}, (..., Filled({T((2,), "int64")}, 4)))':
-            "the index 4 is out of range for dimension 1 of size 4",
-        f'paddle.index_put({T((12,))}, [Filled({T((1,), "int64")}, -13)], {T((1,))})':
-            "indices: the index -13 is out of range for dimension 0 of size 12",
-        f'paddle.index_put({T((3, 4))}, [{T((2,), "bool")}], {T((1,))})':
-            "a boolean mask of shape [2] for the dimensions [3]",
-        f'paddle.index_fill({T((12,))}, Filled({T((1,), "int64")}, -13), 0, 1.0)':
-            "index: -13 is out of range for axis 0 of size 12",
+        f"paddle.Tensor.__getitem__({T((12,))}, Filled({T((1,), 'int64')}, "
+        f"12))": "the key: the index 12 is out of range for dimension 0 of size 12",
+        f"paddle.Tensor.__setitem__({T((3, 4))}, (1, Filled({T((1,), 'int64')}, -5)), "
+        f"1.0)": "the key: the index -5 is out of range for dimension 1 of size 4",
+        f"paddle.Tensor.__getitem__({T((3, 4))}, (..., Filled({T((2,), 'int64')}, "
+        f"4)))": "the index 4 is out of range for dimension 1 of size 4",
+        f"paddle.index_put({T((12,))}, [Filled({T((1,), 'int64')}, -13)], "
+        f"{T((1,))})": "indices: the index -13 is out of range for dimension 0 of size 12",
+        f"paddle.index_put({T((3, 4))}, [{T((2,), 'bool')}], "
+        f"{T((1,))})": "a boolean mask of shape [2] for the dimensions [3]",
+        f"paddle.index_fill({T((12,))}, Filled({T((1,), 'int64')}, -13), 0, "
+        f"1.0)": "index: -13 is out of range for axis 0 of size 12",
         f"paddle.select_scatter({T((3, 4))}, {T((4,))}, 0, 100000)": "index: 100000 is out of range for axis 0",
-        f'paddle.nn.functional.ctc_loss({T((5, 1, 3))}, Filled({T((1, 1), "int32")}, 7), '
-        f'Filled({T((1,), "int64")}, 5), Filled({T((1,), "int64")}, 1))': "labels must be in [0, 2]",
+        f"paddle.nn.functional.ctc_loss({T((5, 1, 3))}, Filled({T((1, 1), 'int32')}, 7), "
+        f"Filled({T((1,), 'int64')}, 5), Filled({T((1,), 'int64')}, 1))": "labels must be in [0, 2]",
     }
     for line, why in lines.items():
         r = replay(line)
         assert r.status == "invalid" and why in r.message, (line, r.message)
-    for line in (f'paddle.Tensor.__getitem__({T((12,))}, Filled({T((1,), "int64")}, -12))',
-                 f'paddle.index_put({T((3, 4))}, [{T((3,), "bool")}], {T((1,))})',
-                 f'paddle.Tensor.__getitem__({T((3, 4))}, (..., Filled({T((2,), "int64")}, 3)))'):
+    for line in (
+        f"paddle.Tensor.__getitem__({T((12,))}, Filled({T((1,), 'int64')}, -12))",
+        f"paddle.index_put({T((3, 4))}, [{T((3,), 'bool')}], {T((1,))})",
+        f"paddle.Tensor.__getitem__({T((3, 4))}, (..., Filled({T((2,), 'int64')}, 3)))",
+    ):
         assert replay(line).status == "ok", line
 
 
@@ -606,19 +649,22 @@ def test_the_probes_that_show_those_kernels_trust_their_indices(tmp_path):
     that runs it, or hangs it (heap corruption: glibc aborts, or Paddle's
     own fatal-signal handler never returns): --isolate keeps each to its
     worker."""
-    lines = [f'paddle.index_put({T((12,))}, [Filled({T((1,), "int64")}, -13)], {T((1,))})',
-             f'paddle.index_fill({T((12,))}, Filled({T((1,), "int64")}, -13), 0, 1.0)',
-             f'paddle.Tensor.__setitem__({T((12,))}, Filled({T((1,), "int64")}, -13), 5.0)',
-             f"paddle.as_strided({T((12,))}, [4], [{10 ** 12}])"]  # (far enough to be unmapped)
+    lines = [
+        f"paddle.index_put({T((12,))}, [Filled({T((1,), 'int64')}, -13)], {T((1,))})",
+        f"paddle.index_fill({T((12,))}, Filled({T((1,), 'int64')}, -13), 0, 1.0)",
+        f"paddle.Tensor.__setitem__({T((12,))}, Filled({T((1,), 'int64')}, -13), 5.0)",
+        f"paddle.as_strided({T((12,))}, [4], [{10**12}])",
+    ]  # (far enough to be unmapped)
     path = write(tmp_path, lines)
-    r = cli("replay", path, "--allow-unsafe", "--jobs", "2", "--timeout", "5", "-o", tmp_path / "r.jsonl",
-            timeout=120)
+    r = cli("replay", path, "--allow-unsafe", "--jobs", "2", "--timeout", "5", "-o", tmp_path / "r.jsonl", timeout=120)
     results = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert len(results) == len(lines) and all(
-        x["status"] == "failed" and x["error"] in ("WorkerCrashed", "Timeout") for x in results), r.stdout
+        x["status"] == "failed" and x["error"] in ("WorkerCrashed", "Timeout") for x in results
+    ), r.stdout
 
 
 # -- the framework of a file ---------------------------------------------------
+
 
 def test_the_framework_is_read_from_the_files_names_or_given(tmp_path):
     paddle_lines = [Config("f", 1, "os.system(1)"), Config("f", 2, f"paddle.add({T((3,))}, 1)")]
@@ -643,9 +689,10 @@ def test_the_cli_replays_paddle_files_and_refuses_mixed_ones_and_torchs_modes(tm
     assert f"replay: {mixed}:3: a torch line in a file of paddle lines ({mixed}:1 is paddle's)" in r.stderr
     r = cli("replay", mixed, "--dialect", "paddle")
     assert r.returncode == 1 and "1 ok" in r.stdout and f"INVALID {mixed}:3:1" in r.stdout
-    for flags, said in ((["--check", "compile"], "--check compile: Paddle's configs are checked by float64 or repeat"),
-                        (["--check", "float64", "--backward"], "--backward: Paddle's configs are judged by their "
-                                                               "outputs only")):
+    for flags, said in (
+        (["--check", "compile"], "--check compile: Paddle's configs are checked by float64 or repeat"),
+        (["--check", "float64", "--backward"], "--backward: Paddle's configs are judged by their outputs only"),
+    ):
         r = cli("replay", path, *flags)
         assert r.returncode == 2 and said in r.stderr, r.stderr
 
@@ -653,8 +700,11 @@ def test_the_cli_replays_paddle_files_and_refuses_mixed_ones_and_torchs_modes(tm
 def test_the_users_functions_are_called_only_when_imported_on_the_command_line(tmp_path):
     path = write(tmp_path, [DEFECTS["development"][0], DEFECTS["development"][6]])
     r = cli("replay", path, "--dialect", "paddle")
-    assert r.returncode == 1 and "0 ok" in r.stdout and \
-        f"{ME}.matmul_one_off is refused: it is not in replay's allow-list of Paddle's computing APIs" in r.stdout
+    assert (
+        r.returncode == 1
+        and "0 ok" in r.stdout
+        and f"{ME}.matmul_one_off is refused: it is not in replay's allow-list of Paddle's computing APIs" in r.stdout
+    )
     r = cli("replay", path, "--dialect", "paddle", "--import", ME, "--check", "float64", "--isolate")
     assert r.returncode == 1 and "2 configs (checked against float64): 0 ok, 2 mismatch" in r.stdout, r.stdout
     assert f"loaded --import {ME}" in r.stdout
@@ -665,23 +715,28 @@ def test_the_users_functions_are_called_only_when_imported_on_the_command_line(t
 
 # -- the round trip, and a real program -----------------------------------------
 
+
 def test_tracing_a_paddle_replay_gives_back_the_config():
-    lines = [f"paddle.concat([{T((3, 5))}, {T((3, 5))}], axis=0)",
-             f"paddle.Tensor.__add__({T((6, 5))}, 1)",
-             f"paddle.nn.functional.conv2d({T((1, 3, 8, 8))}, {T((4, 3, 3, 3))}, padding=1)",
-             f"paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), {T((3, 4))})",
-             f"paddle.cast({T((2, 3), 'int64')}, paddle.float32)",
-             f'paddle.matmul(Tensor([3, 4], "float32", stride=[1, 3]), {T((4, 2))})',
-             # a block of paddle.vision, its norm layer a partial (MobileNetV3's)
-             "paddle.nn.Sequential.forward(paddle.vision.ops.ConvNormActivation(3, 8, norm_layer=functools.partial("
-             f"paddle.nn.BatchNorm2D, epsilon=0.001, momentum=0.99)), {T((1, 3, 8, 8))})"]
-    problems = [(c.text, why) for c, why in roundtrip([Config("x", i, l) for i, l in enumerate(lines)], 0) if why]
+    lines = [
+        f"paddle.concat([{T((3, 5))}, {T((3, 5))}], axis=0)",
+        f"paddle.Tensor.__add__({T((6, 5))}, 1)",
+        f"paddle.nn.functional.conv2d({T((1, 3, 8, 8))}, {T((4, 3, 3, 3))}, padding=1)",
+        f"paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), {T((3, 4))})",
+        f"paddle.cast({T((2, 3), 'int64')}, paddle.float32)",
+        f'paddle.matmul(Tensor([3, 4], "float32", stride=[1, 3]), {T((4, 2))})',
+        # a block of paddle.vision, its norm layer a partial (MobileNetV3's)
+        "paddle.nn.Sequential.forward(paddle.vision.ops.ConvNormActivation(3, 8, norm_layer=functools.partial("
+        f"paddle.nn.BatchNorm2D, epsilon=0.001, momentum=0.99)), {T((1, 3, 8, 8))})",
+    ]
+    problems = [(c.text, why) for c, why in roundtrip([Config("x", i, text) for i, text in enumerate(lines)], 0) if why]
     assert problems == []
 
 
 def test_a_partial_binds_its_arguments_and_its_callable_goes_through_the_policy():
-    bound = ("paddle.nn.Sequential.forward(paddle.vision.ops.ConvNormActivation(3, 8, norm_layer=functools.partial("
-             f"paddle.nn.BatchNorm2D, epsilon={{}})), {T((2, 3, 8, 8))})")
+    bound = (
+        "paddle.nn.Sequential.forward(paddle.vision.ops.ConvNormActivation(3, 8, norm_layer=functools.partial("
+        f"paddle.nn.BatchNorm2D, epsilon={{}})), {T((2, 3, 8, 8))})"
+    )
     # the bound epsilon reaches the layer: 100 is not 1e-5 (the outputs differ)
     from api_tracer.replay import prepare
 
@@ -689,11 +744,13 @@ def test_a_partial_binds_its_arguments_and_its_callable_goes_through_the_policy(
     assert args[0][1]._epsilon == 100.0
     assert replay(bound.format(100.0), check="float64").status == "ok"
     for line, why in [
-        ('paddle.add(functools.partial(Callable("paddle.save"), path="/tmp/x"), 1)',
-         "paddle.save is refused: it reads or writes"),
+        (
+            'paddle.add(functools.partial(Callable("paddle.save"), path="/tmp/x"), 1)',
+            "paddle.save is refused: it reads or writes",
+        ),
         ('paddle.add(functools.partial(paddle.save, path="/tmp/x"), 1)', "'paddle.save' is not a paddle constant"),
         ('paddle.add(functools.partial(Callable("os.system"), "true"), 1)', "os.system is refused"),
-        ('paddle.add(functools.partial(3), 1)', "takes a callable first"),
+        ("paddle.add(functools.partial(3), 1)", "takes a callable first"),
     ]:
         r = replay(line)
         assert r.status == "invalid" and why in r.message, (line, r.message)
@@ -709,9 +766,13 @@ def test_the_configs_of_a_real_paddle_program_replay_pass_the_check_and_trace_ba
     over two samples blow its sublayers' roundings up to 1, is judged with
     them (error_model.Sublayers)."""
     out = tmp_path / "trace"
-    traced = subprocess.run([sys.executable, "-m", "api_tracer", "run", "--dialect", "paddle", "-o", str(out),
-                             "paddle_models.py"], cwd=PROGRAMS, capture_output=True, text=True,
-                            timeout=300)
+    traced = subprocess.run(
+        [sys.executable, "-m", "api_tracer", "run", "--dialect", "paddle", "-o", str(out), "paddle_models.py"],
+        cwd=PROGRAMS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert traced.returncode == 0, traced.stderr
     configs = read_config_file(str(next(out.glob("api_configs*.yaml"))))
     results = run_in_process(configs, ReplayOptions(check="float64"), lambda r: None)

@@ -1,4 +1,5 @@
 """The committed API lists are what the generator makes for the pinned torch."""
+
 import subprocess
 import sys
 
@@ -6,8 +7,12 @@ from api_tracer.frameworks.torch.dialect import PyTorchDialect
 
 
 def test_api_lists_are_current():
-    result = subprocess.run([sys.executable, "-W", "ignore", "-m", "api_tracer.api_list", "--check"],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "api_tracer.api_list", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
 
 

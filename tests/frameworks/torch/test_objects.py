@@ -4,6 +4,7 @@ torch.nn and every optimizer of torch.optim, built with each optional
 argument changed in turn, the written value, read back and built by
 replay's builder, is an object equal to the original. The classes that do
 not come back are listed, with the reason, and checked not to."""
+
 import pytest
 import torch
 from torch import nn
@@ -32,13 +33,46 @@ def value(v):
 # -- modules -------------------------------------------------------------------
 
 # Required arguments, by parameter name; by class where the name says too little.
-REQUIRED = dict(in_features=4, out_features=3, in1_features=2, in2_features=3, n_classes=6, cutoffs=[2, 4],
-                output_size=2, kernel_size=2, num_features=4, groups=2, padding=1, value=0.5, in_channels=4,
-                out_channels=6, size=3, num_embeddings=10, embedding_dim=4, input_size=4, hidden_size=6,
-                num_groups=2, num_channels=4, norm_type=2.0, normalized_shape=4, num_classes=5, embed_dim=8,
-                num_heads=2, upscale_factor=2, downscale_factor=2, mode="LSTM", bias=True, num_chunks=4,
-                threshold=0.1, num_layers=2, d_model=8, nhead=2, dim=1, unflattened_size=(2, 2),
-                module=lambda: nn.Linear(2, 2))
+REQUIRED = dict(
+    in_features=4,
+    out_features=3,
+    in1_features=2,
+    in2_features=3,
+    n_classes=6,
+    cutoffs=[2, 4],
+    output_size=2,
+    kernel_size=2,
+    num_features=4,
+    groups=2,
+    padding=1,
+    value=0.5,
+    in_channels=4,
+    out_channels=6,
+    size=3,
+    num_embeddings=10,
+    embedding_dim=4,
+    input_size=4,
+    hidden_size=6,
+    num_groups=2,
+    num_channels=4,
+    norm_type=2.0,
+    normalized_shape=4,
+    num_classes=5,
+    embed_dim=8,
+    num_heads=2,
+    upscale_factor=2,
+    downscale_factor=2,
+    mode="LSTM",
+    bias=True,
+    num_chunks=4,
+    threshold=0.1,
+    num_layers=2,
+    d_model=8,
+    nhead=2,
+    dim=1,
+    unflattened_size=(2, 2),
+    module=lambda: nn.Linear(2, 2),
+)
 CLASS_REQUIRED = {
     "Fold": dict(output_size=(4, 4), kernel_size=2),
     "TransformerDecoder": dict(decoder_layer=lambda: nn.TransformerDecoderLayer(8, 2, 16), num_layers=2),
@@ -52,11 +86,31 @@ CONTAINERS = {
 }
 # An optional argument changed: a flag flipped, a number moved; by name where
 # its default (a string, None) does not say to what.
-CHANGED = {"reduction": "sum", "padding_mode": "reflect", "nonlinearity": "relu", "approximate": "tanh",
-           "activation": "gelu", "mode": "max", "padding_idx": 1, "max_norm": 1.0, "kdim": 4, "vdim": 4, "dim": 1,
-           "stride": 1, "eps": 1e-3, "weight": lambda: torch.ones(3), "pos_weight": lambda: torch.ones(3),
-           "scale_factor": 2.0, "beta": 0.5, "divisor_override": 2, "output_size": 2, "output_ratio": 0.5,
-           "foreach": True, "fused": True, "max_eval": 10}
+CHANGED = {
+    "reduction": "sum",
+    "padding_mode": "reflect",
+    "nonlinearity": "relu",
+    "approximate": "tanh",
+    "activation": "gelu",
+    "mode": "max",
+    "padding_idx": 1,
+    "max_norm": 1.0,
+    "kdim": 4,
+    "vdim": 4,
+    "dim": 1,
+    "stride": 1,
+    "eps": 1e-3,
+    "weight": lambda: torch.ones(3),
+    "pos_weight": lambda: torch.ones(3),
+    "scale_factor": 2.0,
+    "beta": 0.5,
+    "divisor_override": 2,
+    "output_size": 2,
+    "output_ratio": 0.5,
+    "foreach": True,
+    "fused": True,
+    "max_eval": 10,
+}
 
 
 def changed(p):
@@ -107,15 +161,26 @@ NOT_REBUILT = {
     "PairwiseDistance": ({"p=1.0"}, "keeps p as norm"),
     "RNNCellBase": (None, "keeps no num_chunks (the cells' base class, not one to build)"),
     "SyncBatchNorm": (None, "replay's policy refuses it: it talks to other processes"),
-    "Transformer": ({"num_encoder_layers=7", "num_decoder_layers=7", "dim_feedforward=2049", "dropout=0.05",
-                     "layer_norm_eps=5e-06"}, "keeps none of these: they are its layers' arguments"),
+    "Transformer": (
+        {
+            "num_encoder_layers=7",
+            "num_decoder_layers=7",
+            "dim_feedforward=2049",
+            "dropout=0.05",
+            "layer_norm_eps=5e-06",
+        },
+        "keeps none of these: they are its layers' arguments",
+    ),
     "TransformerDecoder": (None, "keeps copies of decoder_layer, not it"),
     "TransformerDecoderLayer": (None, "keeps no d_model, nhead, dim_feedforward, dropout"),
     "TransformerEncoder": (None, "keeps copies of encoder_layer, not it"),
     "TransformerEncoderLayer": (None, "keeps no d_model, nhead, dim_feedforward, dropout"),
 }
-MODULE_CLASSES = sorted(name for name, obj in vars(nn).items()
-                        if isinstance(obj, type) and issubclass(obj, nn.Module) and obj is not nn.Module)
+MODULE_CLASSES = sorted(
+    name
+    for name, obj in vars(nn).items()
+    if isinstance(obj, type) and issubclass(obj, nn.Module) and obj is not nn.Module
+)
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -138,15 +203,19 @@ def test_module_calls_read_back_what_was_passed():
     def written(m):
         return format_call("f", m)[2:-1]
 
-    assert (written(nn.LSTM(4, 8, num_layers=2, batch_first=True))
-            == "torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)")
+    assert (
+        written(nn.LSTM(4, 8, num_layers=2, batch_first=True)) == "torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)"
+    )
     assert written(nn.RNN(3, 5, nonlinearity="relu")) == 'torch.nn.RNN(3, 5, nonlinearity="relu")'
     assert written(nn.Linear(3, 4, dtype=torch.float64)) == "torch.nn.Linear(3, 4, dtype=torch.float64)"
     assert written(nn.MultiheadAttention(8, 2, bias=False)) == "torch.nn.MultiheadAttention(8, 2, bias=False)"
-    assert written(nn.FractionalMaxPool2d(2, output_size=3)) == \
-        "torch.nn.FractionalMaxPool2d((2, 2), output_size=(3, 3))"
-    assert written(nn.CrossEntropyLoss(weight=torch.ones(3), ignore_index=-1)) == \
-        'torch.nn.CrossEntropyLoss(weight=Tensor([3], "float32"), ignore_index=-1)'
+    assert (
+        written(nn.FractionalMaxPool2d(2, output_size=3)) == "torch.nn.FractionalMaxPool2d((2, 2), output_size=(3, 3))"
+    )
+    assert (
+        written(nn.CrossEntropyLoss(weight=torch.ones(3), ignore_index=-1))
+        == 'torch.nn.CrossEntropyLoss(weight=Tensor([3], "float32"), ignore_index=-1)'
+    )
     # what others set on a module after it was built is not the constructor's
     tagged = nn.Linear(3, 4)
     tagged._is_hf_initialized = True  # as transformers does
@@ -155,8 +224,10 @@ def test_module_calls_read_back_what_was_passed():
     named = nn.Sequential(__import__("collections").OrderedDict(fc=nn.Linear(2, 2)))
     assert written(named) == 'Module("torch.nn.Sequential")'
     # a container's children have dtypes of their own, a module's parameters one
-    assert written(nn.Sequential(nn.Linear(2, 2).double())) == \
-        "torch.nn.Sequential(torch.nn.Linear(2, 2, dtype=torch.float64))"
+    assert (
+        written(nn.Sequential(nn.Linear(2, 2).double()))
+        == "torch.nn.Sequential(torch.nn.Linear(2, 2, dtype=torch.float64))"
+    )
     mixed = nn.Linear(2, 2)
     mixed.bias = nn.Parameter(torch.zeros(2, dtype=torch.float64))
     assert written(mixed) == 'Module("torch.nn.Linear")'
@@ -172,18 +243,24 @@ def test_a_module_of_the_programs_own_stays_a_placeholder_and_replay_says_why():
     assert format_call("f", Net(2, 2)) == 'f(Module("test_objects.Net"))'
     r = replay_one(Config("x", 1, 'torch.nn.Linear.forward(Module("mypkg.Net"), Tensor([2], "float32"))'))
     assert r.status == "skipped"
-    assert r.message == ('args[0] is Module("mypkg.Net"), a module of the program\'s own: only torch.nn\'s modules '
-                         'are written as their constructor calls, it cannot be rebuilt')
+    assert r.message == (
+        "args[0] is Module(\"mypkg.Net\"), a module of the program's own: only torch.nn's modules "
+        "are written as their constructor calls, it cannot be rebuilt"
+    )
     r = replay_one(Config("x", 1, 'torch.nn.Transformer.forward(Module("torch.nn.Transformer"))'))
-    assert r.message == ('args[0] is Module("torch.nn.Transformer"): the tracer could not read this torch.nn '
-                         "module's constructor arguments back, it cannot be rebuilt")
+    assert r.message == (
+        'args[0] is Module("torch.nn.Transformer"): the tracer could not read this torch.nn '
+        "module's constructor arguments back, it cannot be rebuilt"
+    )
 
 
 # -- optimizers ----------------------------------------------------------------
 
+
 def optimizer_variants(cls):
     """(what differs, the optimizer): defaults, each optional argument
     changed, two parameter groups, a scheduler's initial_lr in the group."""
+
     def params():
         return [nn.Parameter(torch.randn(3, 2)), nn.Parameter(torch.randn(4, 3))]
 
@@ -201,9 +278,11 @@ def optimizer_variants(cls):
             continue
 
 
-OPTIMIZERS = sorted(name for name, obj in vars(torch.optim).items()
-                    if isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer)
-                    and obj is not torch.optim.Optimizer)
+OPTIMIZERS = sorted(
+    name
+    for name, obj in vars(torch.optim).items()
+    if isinstance(obj, type) and issubclass(obj, torch.optim.Optimizer) and obj is not torch.optim.Optimizer
+)
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)
@@ -220,8 +299,10 @@ def test_optimizers_are_written_with_the_arguments_their_constructor_takes():
     assert adamw.defaults["decoupled_weight_decay"] is True  # kept by Adam's code, refused by AdamW's constructor
     assert format_call("f", adamw) == 'f(torch.optim.AdamW([Tensor([3, 2], "float32")], lr=0.01))'
     torch.optim.lr_scheduler.StepLR(adamw, 2)
-    assert format_call("f", adamw) == \
-        'f(torch.optim.AdamW([{"params": [Tensor([3, 2], "float32")], "initial_lr": 0.01}], lr=0.01))'
+    assert (
+        format_call("f", adamw)
+        == 'f(torch.optim.AdamW([{"params": [Tensor([3, 2], "float32")], "initial_lr": 0.01}], lr=0.01))'
+    )
 
     class Mine(torch.optim.SGD):
         pass
@@ -238,8 +319,8 @@ def test_torch_dataclasses_and_cxx_enums_are_written_as_what_builds_them(tmp_pat
     import torch.nn.functional as F
 
     from api_tracer import APITracer
-    from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
     from api_tracer.formats.configs import read_config_file
+    from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
 
     options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=4, chunking_method="auto")
     a = torch.randn(16, 16).to(torch.float8_e4m3fn)
@@ -250,12 +331,17 @@ def test_torch_dataclasses_and_cxx_enums_are_written_as_what_builds_them(tmp_pat
         F.scaled_mm(a, b, one, F.ScalingType.TensorWise, one, F.ScalingType.TensorWise)
     # (level 1 sees scaled_mm as the call it makes, torch._scaled_mm_v2, the enum's values as ints)
     scaled = "torch.nn.functional.scaled_mm" if level == 0 else "torch._scaled_mm_v2"
-    configs = [c for c in read_config_file(str(tmp_path / "api_configs.yaml"))
-               if c.text.startswith(("torch.nn.functional.linear_cross_entropy", scaled))]
+    configs = [
+        c
+        for c in read_config_file(str(tmp_path / "api_configs.yaml"))
+        if c.text.startswith(("torch.nn.functional.linear_cross_entropy", scaled))
+    ]
     [lce] = [c for c in configs if c.text.startswith("torch.nn.functional.linear_cross_entropy")]
     [mm] = [c for c in configs if c.text.startswith(scaled)]
-    assert "options=torch.nn.LinearCrossEntropyOptions(allow_retain_graph=False, batch_chunk_size=4, " \
-           'chunking_method="auto", acc_policy="auto", acc_dtype=None)' in lce.text
+    assert (
+        "options=torch.nn.LinearCrossEntropyOptions(allow_retain_graph=False, batch_chunk_size=4, "
+        'chunking_method="auto", acc_policy="auto", acc_dtype=None)' in lce.text
+    )
     assert mm.text.count("torch.nn.functional.ScalingType.TensorWise") == (2 if level == 0 else 0)
     assert [r.status for r in run_in_process(configs, ReplayOptions(), lambda r: None)] == ["ok", "ok"]
     assert [why for _, why in roundtrip(configs, level)] == ["", ""]
@@ -270,13 +356,15 @@ def test_operators_torch_registers_from_python_replay(tmp_path, level):
     import torch.nn.functional as F
 
     from api_tracer import APITracer
-    from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
     from api_tracer.formats.configs import read_config_file
+    from api_tracer.replay import ReplayOptions, roundtrip, run_in_process
 
     options = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2, chunking_method=None)
     with APITracer(output_path=str(tmp_path), levels=level, merge_output=True):
         F.linear_cross_entropy(torch.randn(4, 8), torch.randn(10, 8), torch.randint(0, 10, (4,)), options=options)
-    configs = [c for c in read_config_file(str(tmp_path / "api_configs.yaml")) if c.text.startswith("torch.ops.torch_nn.")]
+    configs = [
+        c for c in read_config_file(str(tmp_path / "api_configs.yaml")) if c.text.startswith("torch.ops.torch_nn.")
+    ]
     assert len(configs) == 1
     assert [(r.status, r.message) for r in run_in_process(configs, ReplayOptions(), lambda r: None)] == [("ok", "")]
     assert [why for _, why in roundtrip(configs, level)] == [""]

@@ -2,6 +2,7 @@
 lines written as it come back as the very same lines, what it cannot carry
 is counted by kind, hostile files are refused with path:line:column and
 never evaluated, and export, replay, fuzz and the pytest plugin read it."""
+
 import ast
 import builtins
 import json
@@ -10,14 +11,17 @@ import subprocess
 
 import pytest
 
-from support import CLI
-
-from api_tracer import APITracer
+from api_tracer import APITracer, format_call, parse_call
 from api_tracer.cli import main
-from api_tracer import format_call, parse_call
 from api_tracer.errors import InputError
-from api_tracer.frameworks.torch.operator_inputs import TENSOR_DTYPES, is_operator_inputs, read_operator_inputs, write_operator_inputs
 from api_tracer.formats.configs import read_config_file
+from api_tracer.frameworks.torch.operator_inputs import (
+    TENSOR_DTYPES,
+    is_operator_inputs,
+    read_operator_inputs,
+    write_operator_inputs,
+)
+from support import CLI
 
 OP = "torch.ops.aten.op.default"
 
@@ -25,6 +29,7 @@ OP = "torch.ops.aten.op.default"
 @pytest.fixture(autouse=True)
 def no_hang():
     """Every test here ends within 60 s, or fails (a reader that loops)."""
+
     def timeout(signum, frame):
         raise TimeoutError("the test ran for 60 s")
 
@@ -47,30 +52,87 @@ def round_trip(lines):
 
 CARRIED = [
     # tensors: strides, 0-d, empty, expanded
-    'Tensor([2, 3], "float32")', 'Tensor([2, 3], "float32", stride=[1, 2])', 'Tensor([], "float64")',
-    'Tensor([0, 4], "int64")', 'Tensor([2, 4], "float16", stride=[0, 0])', 'Tensor([5], "bool", stride=[2])',
+    'Tensor([2, 3], "float32")',
+    'Tensor([2, 3], "float32", stride=[1, 2])',
+    'Tensor([], "float64")',
+    'Tensor([0, 4], "int64")',
+    'Tensor([2, 4], "float16", stride=[0, 0])',
+    'Tensor([5], "bool", stride=[2])',
     # scalars
-    "0", "-1", "9223372036854775808", "-" + "7" * 100, "0.1", "1e-05", "2.0", "-0.0", "inf", "-inf", "nan",
-    "5e-324", "1.7976931348623157e+308", "True", "False", "None",
-    "1j", "-1j", "(1+2j)", "(-0-1j)", "(1-infj)", "(nan+nanj)", "infj", "1e+300j", "(1.5e-10+0j)",
+    "0",
+    "-1",
+    "9223372036854775808",
+    "-" + "7" * 100,
+    "0.1",
+    "1e-05",
+    "2.0",
+    "-0.0",
+    "inf",
+    "-inf",
+    "nan",
+    "5e-324",
+    "1.7976931348623157e+308",
+    "True",
+    "False",
+    "None",
+    "1j",
+    "-1j",
+    "(1+2j)",
+    "(-0-1j)",
+    "(1-infj)",
+    "(nan+nanj)",
+    "infj",
+    "1e+300j",
+    "(1.5e-10+0j)",
     # strings
-    '""', '"a"', '"a\\"b"', '"it\'s"', '"both \' and \\""', '"\\\\"', '"\\n\\r\\t"', '"\\x00\\x7f"', '"é中😀"',
+    '""',
+    '"a"',
+    '"a\\"b"',
+    '"it\'s"',
+    '"both \' and \\""',
+    '"\\\\"',
+    '"\\n\\r\\t"',
+    '"\\x00\\x7f"',
+    '"é中😀"',
     # containers
-    "[]", "()", "(1,)", "(1, 2)", "[1, [2, [3, (4,)]]]", "{}", '{"k": 1, 1: [2], None: ()}',
-    '{torch.Size([2]): Tensor([2], "float32")}', '[{"a": (Tensor([1], "int32"), [None])}]',
+    "[]",
+    "()",
+    "(1,)",
+    "(1, 2)",
+    "[1, [2, [3, (4,)]]]",
+    "{}",
+    '{"k": 1, 1: [2], None: ()}',
+    '{torch.Size([2]): Tensor([2], "float32")}',
+    '[{"a": (Tensor([1], "int32"), [None])}]',
     # slices, Ellipsis
-    "slice(None, 2, None)", "slice(1, None, -1)", "...", "[..., slice(0, 1, 1)]",
+    "slice(None, 2, None)",
+    "slice(1, None, -1)",
+    "...",
+    "[..., slice(0, 1, 1)]",
     # torch constants and objects
-    "torch.float16", "torch.bfloat16", "torch.uint16", "torch.float8_e4m3fn", "torch.bool", "torch.strided",
-    "torch.sparse_coo", "torch.channels_last", "torch.contiguous_format", "torch.preserve_format",
-    "torch.per_tensor_affine", 'torch.device("cpu")', 'torch.device("cuda:0")', "torch.Size([2, 3])",
-    "torch.Size([])", 'torch.SymInt("s0")', 'torch.SymInt("u12")',
+    "torch.float16",
+    "torch.bfloat16",
+    "torch.uint16",
+    "torch.float8_e4m3fn",
+    "torch.bool",
+    "torch.strided",
+    "torch.sparse_coo",
+    "torch.channels_last",
+    "torch.contiguous_format",
+    "torch.preserve_format",
+    "torch.per_tensor_affine",
+    'torch.device("cpu")',
+    'torch.device("cuda:0")',
+    "torch.Size([2, 3])",
+    "torch.Size([])",
+    'torch.SymInt("s0")',
+    'torch.SymInt("u12")',
 ]
 
 
 @pytest.mark.parametrize("value", CARRIED)
 def test_every_carried_kind_comes_back_as_the_same_line(value):
-    lines = [f"{OP}({value})", f"{OP}(Tensor([2], \"float32\"), x={value})", f"{OP}([{value}], ({value},))"]
+    lines = [f"{OP}({value})", f'{OP}(Tensor([2], "float32"), x={value})', f"{OP}([{value}], ({value},))"]
     for line in lines:  # each as the formatter writes it
         api, args, kwargs = parse_call(line)
         assert format_call(api, *args, **kwargs) == line
@@ -89,8 +151,11 @@ def test_every_dtype_a_tensor_has_comes_back():
 
 
 def test_operators_of_any_namespace_and_no_arguments_come_back():
-    lines = ["torch.ops.prims.convert_element_type.default(Tensor([2], \"float32\"), torch.float16)",
-             "torch.ops.mylib.op.Tensor()", "torch.ops.aten.add.out(Tensor([1], \"int8\"), out=Tensor([1], \"int8\"))"]
+    lines = [
+        'torch.ops.prims.convert_element_type.default(Tensor([2], "float32"), torch.float16)',
+        "torch.ops.mylib.op.Tensor()",
+        'torch.ops.aten.add.out(Tensor([1], "int8"), out=Tensor([1], "int8"))',
+    ]
     back, text, _, _ = round_trip(lines)
     assert sorted(back) == sorted(lines)
     assert "Operator: mylib.op.Tensor\ncnt: 1, ((), {})\n" in text
@@ -136,15 +201,19 @@ def test_what_the_format_cannot_carry_is_counted_by_kind():
 
 def test_export_says_what_it_left_out_in_one_line(tmp_path, capsys):
     configs = tmp_path / "api_trace.txt"
-    lines = [f'{OP}(Tensor([2], "float32"))'] * 3 + ['torch.add(Tensor([2], "float32"), 1)'] * 2 + \
-        [f'{OP}(Opaque("x"))', b"torch.ops.aten.op.default(\"\xff\")".decode("latin-1")]
+    lines = (
+        [f'{OP}(Tensor([2], "float32"))'] * 3
+        + ['torch.add(Tensor([2], "float32"), 1)'] * 2
+        + [f'{OP}(Opaque("x"))', b'torch.ops.aten.op.default("\xff")'.decode("latin-1")]
+    )
     configs.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
     out = tmp_path / "ops.txt"
     assert main(["export", "--format", "operator-inputs", str(configs), "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
         f"api-tracer: warning: export: {configs}: left out 3 of 4 config lines, which the operator-inputs format "
-        "cannot carry: 1 not an operator (line 4), 1 Opaque (line 6), 1 unreadable line (line 7)"]
+        "cannot carry: 1 not an operator (line 4), 1 Opaque (line 6), 1 unreadable line (line 7)"
+    ]
     assert out.read_text() == "Operator: aten.op.default\ncnt: 3, ((T([2], f32),), {})\n"  # api_trace.txt: counted
     assert "1 config lines of 1 operators" in captured.out
 
@@ -153,21 +222,27 @@ def test_export_says_what_it_left_out_in_one_line(tmp_path, capsys):
 
 
 def test_counts_add_up_and_come_back(tmp_path):
-    data = (b"# made by hand\n\nOperator: aten.sum.dim_IntList\n"
-            b"cnt: 3, ((T([64, 128], f32), [0], True), {'dtype': torch.float32})\n"
-            b"cnt: 4, ((T([64, 128], f32), [0], True), {'dtype': f32})\n"  # the same config line
-            b"cnt: 18446744073709551615, ((T([2], f16), [0]), {})\n"
-            b"Operator: aten.sum.SymInt\n"  # old files' name of dim_IntList
-            b"cnt: 2, ((T([2], f16), [0]), {})\n")
+    data = (
+        b"# made by hand\n\nOperator: aten.sum.dim_IntList\n"
+        b"cnt: 3, ((T([64, 128], f32), [0], True), {'dtype': torch.float32})\n"
+        b"cnt: 4, ((T([64, 128], f32), [0], True), {'dtype': f32})\n"  # the same config line
+        b"cnt: 18446744073709551615, ((T([2], f16), [0]), {})\n"
+        b"Operator: aten.sum.SymInt\n"  # old files' name of dim_IntList
+        b"cnt: 2, ((T([2], f16), [0]), {})\n"
+    )
     entries, left_out = read_operator_inputs("ops.txt", data)
     line = 'torch.ops.aten.sum.dim_IntList(Tensor([64, 128], "float32"), [0], True, dtype=torch.float32)'
     assert [(e.line, e.config, e.calls) for e in entries] == [
-        (4, line, 7), (6, 'torch.ops.aten.sum.dim_IntList(Tensor([2], "float16"), [0])', 2 ** 64 - 1)]
+        (4, line, 7),
+        (6, 'torch.ops.aten.sum.dim_IntList(Tensor([2], "float16"), [0])', 2**64 - 1),
+    ]
     assert not left_out
     text, _ = write_operator_inputs(entries)
-    assert text == ("Operator: aten.sum.dim_IntList\n"
-                    "cnt: 7, ((T([64, 128], f32), [0], True), {'dtype': f32})\n"
-                    "cnt: 18446744073709551615, ((T([2], f16), [0]), {})\n")
+    assert text == (
+        "Operator: aten.sum.dim_IntList\n"
+        "cnt: 7, ((T([64, 128], f32), [0], True), {'dtype': f32})\n"
+        "cnt: 18446744073709551615, ((T([2], f16), [0]), {})\n"
+    )
 
 
 def test_export_takes_the_calls_from_the_sets_sources(tmp_path, capsys):
@@ -183,27 +258,34 @@ def test_export_takes_the_calls_from_the_sets_sources(tmp_path, capsys):
                 torch.relu(x)
         out = tmp_path / f"{label}.txt"
         assert main(["export", "--format", "operator-inputs", str(directory / "api_configs.yaml"), "-o", str(out)]) == 0
-        assert out.read_text().splitlines() == ["Operator: aten.relu.default",
-                                                f"cnt: {5 if label else 1}, ((T([2, 3], f32),), {{}})"]
+        assert out.read_text().splitlines() == [
+            "Operator: aten.relu.default",
+            f"cnt: {5 if label else 1}, ((T([2, 3], f32),), {{}})",
+        ]
 
 
 def test_symbolic_sizes_are_left_out_and_said(tmp_path, capsys):
     path = tmp_path / "ops.txt"
-    path.write_text("Operator: aten.relu.default\ncnt: 1, ((T([s0, 128], f16),), {})\n"
-                    "cnt: 2, ((T([8, 128], f16, stride=(u0, 1)),), {})\ncnt: 5, ((T([8], f16),), {})\n"
-                    "Operator: aten.add.Tensor\ncnt: 1, ((ST([2, 3], f32, torch.sparse_coo, False), 1), {})\n")
+    path.write_text(
+        "Operator: aten.relu.default\ncnt: 1, ((T([s0, 128], f16),), {})\n"
+        "cnt: 2, ((T([8, 128], f16, stride=(u0, 1)),), {})\ncnt: 5, ((T([8], f16),), {})\n"
+        "Operator: aten.add.Tensor\ncnt: 1, ((ST([2, 3], f32, torch.sparse_coo, False), 1), {})\n"
+    )
     configs = read_config_file(str(path))
     assert [(c.line, c.text) for c in configs] == [(4, 'torch.ops.aten.relu.default(Tensor([8], "float16"))')]
     assert capsys.readouterr().err.splitlines() == [
         f"api-tracer: warning: {path}: left out 3 input lines, which a config line cannot carry: "
-        "2 symbolic size (first at line 2), 1 sparse tensor without nnz (line 6)"]
+        "2 symbolic size (first at line 2), 1 sparse tensor without nnz (line 6)"
+    ]
 
 
 def test_sparse_tensors_with_nnz_are_read():
-    entries, _ = read_operator_inputs("ops.txt", b"Operator: aten.add.Tensor\n"
-                                                 b"cnt: 1, ((ST([2, 3], f32, torch.sparse_coo, True, 4), 1), {})\n")
+    entries, _ = read_operator_inputs(
+        "ops.txt", b"Operator: aten.add.Tensor\ncnt: 1, ((ST([2, 3], f32, torch.sparse_coo, True, 4), 1), {})\n"
+    )
     assert [e.config for e in entries] == [
-        'torch.ops.aten.add.Tensor(Tensor([2, 3], "float32", layout=torch.sparse_coo, nnz=4), 1)']
+        'torch.ops.aten.add.Tensor(Tensor([2, 3], "float32", layout=torch.sparse_coo, nnz=4), 1)'
+    ]
 
 
 # -- hostile and broken files ------------------------------------------------------------
@@ -262,8 +344,10 @@ def test_replay_says_a_broken_file_as_bad_input(tmp_path, capsys):
     path = tmp_path / "ops.txt"
     path.write_bytes(HEAD + b"cnt: 1, ((T([2], f32),), {})\ncnt: 1, ((T([2], f99),), {})\n")
     assert main(["replay", str(path)]) == 2
-    assert capsys.readouterr().err.strip() == f"api-tracer: {path}:3:18: unknown dtype abbreviation 'f99' (the " \
+    assert (
+        capsys.readouterr().err.strip() == f"api-tracer: {path}:3:18: unknown dtype abbreviation 'f99' (the "
         "format's: bf16, f16, f32, f64, c32, c64, c128, i8, i16, i32, i64, b8, u8)"
+    )
 
 
 def test_reading_evaluates_nothing(tmp_path, monkeypatch):
@@ -275,6 +359,7 @@ def test_reading_evaluates_nothing(tmp_path, monkeypatch):
         def call(*args, **kwargs):
             called.append(name)
             return original(*args, **kwargs)
+
         return call
 
     lines = [f"{OP}({value})" for value in CARRIED]
@@ -310,8 +395,13 @@ def test_the_format_is_found_by_content():
 def traced_set(directory):
     import torch
 
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(4 * 6 * 6, 5), torch.nn.LogSoftmax(dim=1))
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 6 * 6, 5),
+        torch.nn.LogSoftmax(dim=1),
+    )
     x = torch.randn(2, 3, 8, 8)
     with APITracer(output_path=str(directory), levels=[2], merge_output=True):
         for _ in range(2):
@@ -327,12 +417,12 @@ def test_an_exported_set_replays_every_line(tmp_path, capsys):
     assert capsys.readouterr().err == ""  # level 2 holds operators only: every line carried
     text = out.read_text()
     trace = (traced / "api_trace.txt").read_text().splitlines()
-    assert sum(int(line.split(",")[0][len("cnt: "):]) for line in text.splitlines() if line.startswith("cnt")) \
-        == len(trace)  # every call counted
+    assert sum(int(line.split(",")[0][len("cnt: ") :]) for line in text.splitlines() if line.startswith("cnt")) == len(
+        trace
+    )  # every call counted
     assert not list(tmp_path.glob(".*.tmp"))
     report = tmp_path / "report.jsonl"
-    result = subprocess.run(CLI + ["replay", str(out), "-o", str(report)], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(CLI + ["replay", str(out), "-o", str(report)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     results = [json.loads(line) for line in report.read_text().splitlines()]
     assert len(results) == len(configs)
@@ -346,12 +436,15 @@ def test_fuzz_and_the_pytest_plugin_read_the_format(tmp_path, pytester):
     from api_tracer.fuzz.campaign import read_seeds
 
     path = pytester.path / "ops.txt"
-    path.write_text("Operator: aten.relu.default\ncnt: 4, ((T([2, 3], f32),), {})\n"
-                    "Operator: aten.add.Tensor\ncnt: 1, ((T([3], f16), T([3], f16)), {'alpha': 2})\n")
+    path.write_text(
+        "Operator: aten.relu.default\ncnt: 4, ((T([2, 3], f32),), {})\n"
+        "Operator: aten.add.Tensor\ncnt: 1, ((T([3], f16), T([3], f16)), {'alpha': 2})\n"
+    )
     seeds, left_out = read_seeds([str(path)])
     assert [(s.number, s.text) for s in seeds] == [
         (2, 'torch.ops.aten.relu.default(Tensor([2, 3], "float32"))'),
-        (4, 'torch.ops.aten.add.Tensor(Tensor([3], "float16"), Tensor([3], "float16"), alpha=2)')] and not left_out
+        (4, 'torch.ops.aten.add.Tensor(Tensor([3], "float16"), Tensor([3], "float16"), alpha=2)'),
+    ] and not left_out
     result = pytester.runpytest_subprocess("--api-replay", str(path), "-p", "no:cacheprovider", "-rA")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*L2:torch.ops.aten.relu.default*", "*L4:torch.ops.aten.add.Tensor*"])
@@ -370,10 +463,12 @@ def test_export_refuses_bad_paths_and_keeps_the_old_file(tmp_path, capsys):
     assert main(["export", "--format", "operator-inputs", str(tmp_path / "none"), "-o", str(out)]) == 2
     assert main(["export", "--format", "operator-inputs", str(configs), "-o", str(tmp_path / "no" / "x")]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"api-tracer: {broken}:2:6: a count is a whole number, not 'x'",
-                   f"api-tracer: export: -o {configs}: it is {configs}, which export reads",
-                   f"api-tracer: {tmp_path / 'none'}: no such file",
-                   f"api-tracer: export: -o {tmp_path / 'no' / 'x'}: no directory {tmp_path / 'no'}"]
+    assert err == [
+        f"api-tracer: {broken}:2:6: a count is a whole number, not 'x'",
+        f"api-tracer: export: -o {configs}: it is {configs}, which export reads",
+        f"api-tracer: {tmp_path / 'none'}: no such file",
+        f"api-tracer: export: -o {tmp_path / 'no' / 'x'}: no directory {tmp_path / 'no'}",
+    ]
     assert main(["export", "--format", "operator-inputs", str(configs), "-o", str(out)]) == 0
     assert out.read_text() == "Operator: aten.op.default\ncnt: 1, ((T([2], f32),), {})\n"
     with pytest.raises(SystemExit):

@@ -4,14 +4,14 @@ sets of judge_sets.py: the part the error model was tuned on, and the parts
 kept apart from it. Also the issue's own lines: the reference's failure
 is not the operator's, dtype arguments follow the reference, and the
 user's operators are loaded by --import, never by a config file."""
-import subprocess
 
+import subprocess
 
 import pytest
 
 from api_tracer.replay import Config, ReplayOptions, replay_one, run_in_process
-from support.judge_sets import CORRECT, DEFECTS, KNOWN_MISSES
 from support import CLI, user_code_env, write_lines
+from support.judge_sets import CORRECT, DEFECTS, KNOWN_MISSES
 
 IMPORTS = ("planted_defects",)
 
@@ -43,7 +43,7 @@ def test_planted_defects_are_mismatches_but_the_known_misses(split):
     missed = {line for line, r in results if r.status != "mismatch"}
     expected = {line for line, _ in DEFECTS[split] if line in KNOWN_MISSES}
     assert missed == expected, (missed - expected, expected - missed)
-    for line, r in results:
+    for _line, r in results:
         if r.status == "mismatch":
             assert "past the error model's bound" in r.message or r.message.startswith("output[1]"), r.message
 
@@ -55,15 +55,19 @@ def test_known_misses_are_low_precision_lines_and_say_why():
     assert not [line for line in KNOWN_MISSES if '"float32"' in line]
 
 
-@pytest.mark.parametrize("line", [
-    # the issue's lines that the rtol/atol pair of float32 called mismatches
-    'torch.ops.aten.mm.default(Tensor([64, 500], "float32"), Tensor([500, 64], "float32"))',
-    'torch.ops.aten.bmm.default(Tensor([8, 64, 1000], "float32"), Tensor([8, 1000, 64], "float32"))',
-    'torch.ops.aten.addmm.default(Tensor([64], "float32"), Tensor([64, 800], "float32"), Tensor([800, 64], "float32"))',
-    'torch.ops.aten._log_softmax_backward_data.default(Tensor([32, 500], "float32"), Tensor([32, 500], "float32"), '
-    '1, torch.float32)',
-    'torch.linalg.vector_norm(Tensor([1000000], "float32"))',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the issue's lines that the rtol/atol pair of float32 called mismatches
+        'torch.ops.aten.mm.default(Tensor([64, 500], "float32"), Tensor([500, 64], "float32"))',
+        'torch.ops.aten.bmm.default(Tensor([8, 64, 1000], "float32"), Tensor([8, 1000, 64], "float32"))',
+        'torch.ops.aten.addmm.default(Tensor([64], "float32"), Tensor([64, 800], "float32"), Tensor([800, 64], '
+        '"float32"))',
+        'torch.ops.aten._log_softmax_backward_data.default(Tensor([32, 500], "float32"), Tensor([32, 500], "float32"), '
+        "1, torch.float32)",
+        'torch.linalg.vector_norm(Tensor([1000000], "float32"))',
+    ],
+)
 def test_long_float32_sums_of_torch_are_ok(line):
     r = replay_one(Config("x", 1, line), ReplayOptions(check="float64", backward=True))
     assert (r.status, r.measure) == ("ok", "error model"), r
@@ -72,7 +76,7 @@ def test_long_float32_sums_of_torch_are_ok(line):
 
 
 def test_a_dtype_argument_naming_the_inputs_dtype_follows_the_reference():
-    line = ('torch.linalg.vector_norm(Tensor([5, 5], "float32"), 2.0, (0,), True, dtype=torch.float32)')
+    line = 'torch.linalg.vector_norm(Tensor([5, 5], "float32"), 2.0, (0,), True, dtype=torch.float32)'
     r = replay_one(Config("x", 1, line), ReplayOptions(check="float64"))
     assert (r.status, r.measure) == ("ok", "error model"), r
     line = 'torch.sum(Tensor([300], "float16"), dtype=torch.float16)'
@@ -81,13 +85,18 @@ def test_a_dtype_argument_naming_the_inputs_dtype_follows_the_reference():
 
 def test_the_grouped_matmul_of_experts_has_no_float64_reference_and_is_skipped():
     # a private operator not on replay's reviewed list: replayed from a trusted file (allow_unsafe)
-    line = ('torch.ops.aten._grouped_mm.default(Tensor([12, 16], "bfloat16"), Tensor([3, 16, 8], "bfloat16"), '
-            'Tensor([3], "int32"))')
+    line = (
+        'torch.ops.aten._grouped_mm.default(Tensor([12, 16], "bfloat16"), Tensor([3, 16, 8], "bfloat16"), '
+        'Tensor([3], "int32"))'
+    )
     assert replay_one(Config("x", 1, line), ReplayOptions(allow_unsafe=True)).status == "ok"
     r = replay_one(Config("x", 1, line), ReplayOptions(check="float64", allow_unsafe=True))
-    assert (r.status, r.message) == ("skipped", "no float64 reference: the operator fails in float64 (Expected "
-                                                "mat_a to be Float32, BFloat16 or Float16 matrix, got Double) and "
-                                                "torch._decomp has no decomposition of it")
+    assert (r.status, r.message) == (
+        "skipped",
+        "no float64 reference: the operator fails in float64 (Expected "
+        "mat_a to be Float32, BFloat16 or Float16 matrix, got Double) and "
+        "torch._decomp has no decomposition of it",
+    )
 
 
 def test_user_operators_are_refused_unless_imported_on_the_command_line(tmp_path):
@@ -97,37 +106,52 @@ def test_user_operators_are_refused_unless_imported_on_the_command_line(tmp_path
     refused = subprocess.run(CLI + ["replay", str(path)], capture_output=True, text=True, env=env)
     assert refused.returncode == 1 and "it is an operator of defects, not of a computing namespace" in refused.stdout
     for isolate in ([], ["--isolate"]):
-        r = subprocess.run(CLI + ["replay", str(path), "--import", "planted_defects", "--check", "float64", *isolate],
-                           capture_output=True, text=True, env=env)
+        r = subprocess.run(
+            CLI + ["replay", str(path), "--import", "planted_defects", "--check", "float64", *isolate],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert r.returncode == 1, r.stderr
         assert "2 configs (checked against float64): 0 ok, 2 mismatch" in r.stdout, r.stdout
         assert "  loaded --import planted_defects (operators of defects)" in r.stdout
-    missing = subprocess.run(CLI + ["replay", str(path), "--import", "no_such_module_here"], capture_output=True,
-                             text=True, env=env)
+    missing = subprocess.run(
+        CLI + ["replay", str(path), "--import", "no_such_module_here"], capture_output=True, text=True, env=env
+    )
     assert missing.returncode == 2
-    assert "replay: loading the user's code: ModuleNotFoundError: No module named 'no_such_module_here'" in \
-        missing.stderr
-    library = subprocess.run(CLI + ["replay", str(path), "--load-library", str(tmp_path / "nope.so")],
-                             capture_output=True, text=True, env=env)
+    assert (
+        "replay: loading the user's code: ModuleNotFoundError: No module named 'no_such_module_here'" in missing.stderr
+    )
+    library = subprocess.run(
+        CLI + ["replay", str(path), "--load-library", str(tmp_path / "nope.so")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert library.returncode == 2 and "replay: loading the user's code: OSError: " in library.stderr
 
 
 def test_a_config_line_cannot_load_code():
-    for line, why in (('torch.ops.load_library("/tmp/x.so")', "it loads code or a shared library"),
-                      ('torch.ops.import_module("planted_defects")', "it loads code or a shared library"),
-                      ('importlib.import_module("planted_defects")', "not in replay's allow-list")):
+    for line, why in (
+        ('torch.ops.load_library("/tmp/x.so")', "it loads code or a shared library"),
+        ('torch.ops.import_module("planted_defects")', "it loads code or a shared library"),
+        ('importlib.import_module("planted_defects")', "not in replay's allow-list"),
+    ):
         r = replay_one(Config("x", 1, line), ReplayOptions(check="float64"))
         assert r.status == "invalid" and why in r.message, r
 
 
 def test_the_embedding_bags_workspace_outputs_are_not_compared_and_it_says_so():
     # its float32 fast path leaves offset2bag empty where the float64 kernel fills it
-    line = ('torch.ops.aten._embedding_bag.default(Tensor([40, 8], "float32"), Tensor([10], "int64"), '
-            'Tensor([4], "int64"), False, 0, False, Tensor([10], "float32"))')
+    line = (
+        'torch.ops.aten._embedding_bag.default(Tensor([40, 8], "float32"), Tensor([10], "int64"), '
+        'Tensor([4], "int64"), False, 0, False, Tensor([10], "float32"))'
+    )
     r = replay_one(Config("x", 1, line), ReplayOptions(check="float64"))
     assert (r.status, r.worst) == ("ok", "output[0]"), r
-    assert r.message.endswith("output[1], output[2], output[3] not compared (kept for the backward, in a form of "
-                              "the kernel's choosing)")
+    assert r.message.endswith(
+        "output[1], output[2], output[3] not compared (kept for the backward, in a form of the kernel's choosing)"
+    )
     line = 'torch.ops.aten.max.dim(Tensor([40, 8], "float32"), 1)'  # an operator's other outputs are compared
     assert "not compared" not in replay_one(Config("x", 1, line), ReplayOptions(check="float64")).message
 
@@ -140,8 +164,10 @@ def test_a_module_of_modules_is_judged_with_its_submodules_roundings(monkeypatch
     from api_tracer.replay.judge import error_model
 
     x = 'Tensor([32, 64], "float32", requires_grad=True)'
-    composite = (f"torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), "
-                 f"torch.nn.Linear(64, 64), torch.nn.Softmax(-1)), {x})")
+    composite = (
+        f"torch.nn.Sequential.forward(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), "
+        f"torch.nn.Linear(64, 64), torch.nn.Softmax(-1)), {x})"
+    )
     leaf = f"torch.nn.Linear.forward(torch.nn.Linear(64, 64), {x})"
 
     def excess(line, backward):

@@ -2,6 +2,7 @@
 dtypes, names.py), its API lists (api_list.py and the YAML files), replay
 (replay.py, policy.py, preconditions.py), and PaddleAPITest's config format
 (paddleapitest.py); paddle itself, imported once (paddle_module)."""
+
 import sys
 from typing import Any
 
@@ -12,10 +13,13 @@ FRAMEWORK = Framework(
     dialect="api_tracer.frameworks.paddle.dialect:PaddleDialect",
     api_lists="api_tracer.frameworks.paddle.api_list:PaddleLists",
     replay="api_tracer.frameworks.paddle.replay:PaddleReplay",
-    exports={"paddleapitest": Export(
-        "PaddleAPITest's config files (tester/api_config/config_analyzer.py reads them); Paddle APIs only",
-        "api_tracer.frameworks.paddle.paddleapitest:write_paddleapitest",
-        "api_tracer.frameworks.paddle.paddleapitest:apis_held")},
+    exports={
+        "paddleapitest": Export(
+            "PaddleAPITest's config files (tester/api_config/config_analyzer.py reads them); Paddle APIs only",
+            "api_tracer.frameworks.paddle.paddleapitest:write_paddleapitest",
+            "api_tracer.frameworks.paddle.paddleapitest:apis_held",
+        )
+    },
 )
 
 
@@ -27,5 +31,5 @@ def paddle_module() -> Any:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import paddle  # noqa: F401
+            import paddle  # noqa: F401 - imported for sys.modules, quietly
     return sys.modules["paddle"]

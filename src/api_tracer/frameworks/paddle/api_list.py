@@ -2,6 +2,7 @@
 those of its computing namespaces, paddle.Tensor methods and operators,
 paddle.nn's and paddle.vision's layers, optimizers), and what a full scan
 of its modules leaves out (frameworks/api_lists.py does the rest)."""
+
 from __future__ import annotations
 
 import importlib
@@ -28,17 +29,28 @@ class PaddleLists(ApiLists):
     framework = "paddle"
     default_what = "paddle's public API, wrapped by level 0 by default."
     full_what = "Everything a full scan of paddle's public modules finds."
-    order_note = ("Sorted, but a function (or class) listed under several names comes first under its own, "
-                  "which level 0 records; its aliases follow the rest.")
+    order_note = (
+        "Sorted, but a function (or class) listed under several names comes first under its own, "
+        "which level 0 records; its aliases follow the rest."
+    )
     # Public namespaces whose functions are part of the default list (their
     # __all__). paddle.nn.initializer is not: its initializers are objects
     # that layers call on their parameters as they are built.
-    FUNCTION_NAMESPACES = ("paddle.nn.functional", "paddle.linalg", "paddle.fft", "paddle.signal",
-                           "paddle.special", "paddle.autograd")
+    FUNCTION_NAMESPACES = (
+        "paddle.nn.functional",
+        "paddle.linalg",
+        "paddle.fft",
+        "paddle.signal",
+        "paddle.special",
+        "paddle.autograd",
+    )
     # paddle's functions that paddle's namespace holds but leaves out of its
     # __all__: the ones of the modules that define tensor computations.
-    TENSOR_MODULES = ("paddle.tensor.", "paddle.base.dygraph.generated_tensor_methods_patch",
-                      "paddle.audio.functional.window")
+    TENSOR_MODULES = (
+        "paddle.tensor.",
+        "paddle.base.dygraph.generated_tensor_methods_patch",
+        "paddle.audio.functional.window",
+    )
     OPTIMIZER_METHODS = ("step", "clear_grad", "zero_grad")
     # paddle.vision's layers, beside paddle.nn's: the models' classes and
     # their blocks (paddle.vision.models.resnet.BasicBlock), which a model
@@ -60,7 +72,7 @@ class PaddleLists(ApiLists):
         with warnings.catch_warnings():  # paddle warns on import that ccache is missing
             warnings.simplefilter("ignore")
             import paddle
-            import paddle.nn.functional  # noqa: F401 - the namespaces scanned
+            import paddle.nn.functional
         return paddle
 
     def _tensor_methods(self) -> Set[str]:
@@ -86,15 +98,20 @@ class PaddleLists(ApiLists):
 
         def layers(module: types.ModuleType, own: bool) -> Iterator[Tuple[str, Any]]:
             for name, cls in vars(module).items():
-                if public(name) and isinstance(cls, type) and issubclass(cls, paddle.nn.Layer) \
-                        and (not own or cls.__module__ == module.__name__):
+                if (
+                    public(name)
+                    and isinstance(cls, type)
+                    and issubclass(cls, paddle.nn.Layer)
+                    and (not own or cls.__module__ == module.__name__)
+                ):
                     yield f"{module.__name__}.{name}", cls
 
         yield from layers(paddle.nn, own=False)
         for package_name in self.LAYER_PACKAGES:
             package = importlib.import_module(package_name)
-            yield from ((api, cls) for api, cls in layers(package, own=False)
-                        if cls.__module__.startswith(package_name + "."))
+            yield from (
+                (api, cls) for api, cls in layers(package, own=False) if cls.__module__.startswith(package_name + ".")
+            )
             for info in pkgutil.iter_modules(package.__path__, package_name + "."):
                 if public(info.name.rpartition(".")[2]):
                     yield from layers(importlib.import_module(info.name), own=True)
@@ -105,8 +122,13 @@ class PaddleLists(ApiLists):
     def default(self) -> List[str]:
         paddle = self._paddle()
         names = functions("paddle") | self._tensor_methods()
-        names |= {f"paddle.{name}" for name, obj in vars(paddle).items() if public(name)
-                  and isinstance(obj, FUNCTION_TYPES) and (obj.__module__ or "").startswith(self.TENSOR_MODULES)}
+        names |= {
+            f"paddle.{name}"
+            for name, obj in vars(paddle).items()
+            if public(name)
+            and isinstance(obj, FUNCTION_TYPES)
+            and (obj.__module__ or "").startswith(self.TENSOR_MODULES)
+        }
         for ns in self.FUNCTION_NAMESPACES:
             names |= functions(ns)
         for api, cls in self._layers():
@@ -129,7 +151,6 @@ class PaddleLists(ApiLists):
         names = set(self.default()) | scan_package(self._paddle(), skip)
         return self.wrappable(names)
 
-
     @staticmethod
     def _preferred(target: Any) -> Tuple:
         """How much a name is its function's own (the lowest first): a name
@@ -145,11 +166,14 @@ class PaddleLists(ApiLists):
         owner, _, last = api.rpartition(".")
         qualname = getattr(obj, "__qualname__", "") or ""
         module = getattr(obj, "__module__", "") or ""
-        return (api.startswith("paddle.Tensor."),
-                last != getattr(obj, "__name__", last),
-                "." in qualname and not api.endswith("." + qualname),
-                -len(owner) if module.startswith(owner + ".") else 0,
-                api.count("."), api)
+        return (
+            api.startswith("paddle.Tensor."),
+            last != getattr(obj, "__name__", last),
+            "." in qualname and not api.endswith("." + qualname),
+            -len(owner) if module.startswith(owner + ".") else 0,
+            api.count("."),
+            api,
+        )
 
     def order(self, targets: List[Any]) -> List[str]:
         """The names sorted, but where one function (or class) is listed

@@ -27,6 +27,7 @@ How Paddle's values are written (docs/format.md):
   calls, read back from the object and kept only if the call builds an
   equal one.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,11 +37,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ... import _C
+from ...trace.hooks import SetattrHook
+from ...values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
 from ..dialect import FrameworkDialect, Rule, public_name
 from . import names
 from .names import DTYPES
-from ...trace.hooks import SetattrHook
-from ...values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
 
 # Where paddle's objects that are not computation live: constructor calls
 # of these are read back from the object (ParamAttr, initializers,
@@ -83,9 +84,17 @@ class PaddleDialect(FrameworkDialect):
     @functools.cached_property
     def tensor_reader(self) -> Any:
         """How the C++ converter reads a paddle.Tensor (convert.h)."""
-        return _C.TensorReader(shape="shape", dtype="dtype", dtypes=self._dtype_names, dtype_name=_dtype_name,
-                               stride="strides", requires_grad="stop_gradient", grad_negated=True,
-                               device=tensor_device, values=tensor_values)
+        return _C.TensorReader(
+            shape="shape",
+            dtype="dtype",
+            dtypes=self._dtype_names,
+            dtype_name=_dtype_name,
+            stride="strides",
+            requires_grad="stop_gradient",
+            grad_negated=True,
+            device=tensor_device,
+            values=tensor_values,
+        )
 
     def classify(self, tp: type) -> Rule:
         import paddle
@@ -127,11 +136,20 @@ class PaddleDialect(FrameworkDialect):
     def _namespaces() -> Tuple[Tuple[str, Any], ...]:
         import paddle
 
-        return tuple((name, ns) for name, ns in (
-            ("paddle", paddle), ("paddle.Tensor", paddle.Tensor), ("paddle.nn.functional", paddle.nn.functional),
-            ("paddle.linalg", paddle.linalg), ("paddle.fft", paddle.fft),
-            ("paddle.signal", getattr(paddle, "signal", None)), ("paddle.special", getattr(paddle, "special", None)),
-            ("paddle.autograd", getattr(paddle, "autograd", None))) if ns is not None)
+        return tuple(
+            (name, ns)
+            for name, ns in (
+                ("paddle", paddle),
+                ("paddle.Tensor", paddle.Tensor),
+                ("paddle.nn.functional", paddle.nn.functional),
+                ("paddle.linalg", paddle.linalg),
+                ("paddle.fft", paddle.fft),
+                ("paddle.signal", getattr(paddle, "signal", None)),
+                ("paddle.special", getattr(paddle, "special", None)),
+                ("paddle.autograd", getattr(paddle, "autograd", None)),
+            )
+            if ns is not None
+        )
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -164,8 +182,12 @@ def place_call(place: Any) -> Call:
     text = str(place)  # Place(cpu), Place(gpu:0), Place(gpu_pinned), Place(xpu:1)
     inner = text[6:-1] if text.startswith("Place(") else text
     kind, _, index = inner.partition(":")
-    names = {"cpu": "paddle.CPUPlace", "gpu": "paddle.CUDAPlace", "gpu_pinned": "paddle.CUDAPinnedPlace",
-             "xpu": "paddle.XPUPlace"}
+    names = {
+        "cpu": "paddle.CPUPlace",
+        "gpu": "paddle.CUDAPlace",
+        "gpu_pinned": "paddle.CUDAPinnedPlace",
+        "xpu": "paddle.XPUPlace",
+    }
     if kind not in names:
         return Call(OPAQUE, public_name(type(place)))
     return Call(names[kind], int(index)) if index.isdigit() else Call(names[kind])
@@ -214,7 +236,7 @@ def _same_state(a: Any, b: Any, depth: int = 0) -> bool:
     if not hasattr(a, "__dict__"):
         try:
             return bool(a == b)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - an == that raises: not equal
             return False
     da, db = vars(a), vars(b)
     if da.keys() != db.keys():
@@ -228,7 +250,6 @@ def _same_state(a: Any, b: Any, depth: int = 0) -> bool:
             try:
                 if not bool(va == vb):
                     return False
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - an == that raises: not equal
                 return False
     return True
-

@@ -6,6 +6,7 @@ Names are API names as the lists write them (``paddle.Tensor.__repr__``);
 a prefix matches the start of a name (``paddle.jit.`` matches
 ``paddle.jit.to_static``). Nothing here imports paddle.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -15,8 +16,22 @@ from ..dialect import methods
 # Paddle's dtypes, by the name paddle exports each under (paddle.float32),
 # which the format writes as torch's are ("float32"), and which torch names
 # alike: replay draws a Paddle tensor in torch first.
-DTYPES: Tuple[str, ...] = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-                           "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2")
+DTYPES: Tuple[str, ...] = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "float8_e4m3fn",
+    "float8_e5m2",
+)
 FLOATING: Tuple[str, ...] = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
 COMPLEX: Tuple[str, ...] = ("complex64", "complex128")
 
@@ -157,7 +172,16 @@ SKIP_PREFIXES: Dict[str, str] = {
 # pickling and copying a tensor or parameter call paddle's own APIs
 # (numpy(), tensor_to_string's slicing, to_tensor on unpickling).
 QUIET: Tuple[str, ...] = (
-    *methods("paddle.Tensor", "__repr__", "__str__", "__format__", "__reduce__", "__reduce_ex__", "__getstate__",
-             "__deepcopy__"),
+    *methods(
+        "paddle.Tensor",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__getstate__",
+        "__deepcopy__",
+    ),
     *methods("paddle.nn.Parameter", "__repr__", "__str__", "__deepcopy__"),
-    "paddle.base.dygraph.math_op_patch._rebuild_tensor")
+    "paddle.base.dygraph.math_op_patch._rebuild_tensor",
+)

@@ -25,6 +25,7 @@ Lines of other frameworks' APIs (torch.add, torch.ops.aten...) are left
 out: PaddleAPITest runs Paddle's. Writing only: nothing here reads the
 format back.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,18 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ...config import parse_call
-from ...formats.foreign import (OBJECT, PLACEHOLDERS, QUANTIZED, TENSOR_DEVICE, TENSOR_DTYPE, TENSOR_LAYOUT, TENSOR_VIEW,
-                                UNREADABLE, LeftOut, NotCarried)
+from ...formats.foreign import (
+    OBJECT,
+    PLACEHOLDERS,
+    QUANTIZED,
+    TENSOR_DEVICE,
+    TENSOR_DTYPE,
+    TENSOR_LAYOUT,
+    TENSOR_VIEW,
+    UNREADABLE,
+    LeftOut,
+    NotCarried,
+)
 from ...values import Call, Symbol, TensorSpec
 from .names import DTYPES
 
@@ -41,13 +52,28 @@ from .names import DTYPES
 # which Dtype(...) names too: Paddle's.
 TENSOR_DTYPES = frozenset(DTYPES)
 # The classes `type(...)` names: numpy's scalar types, and Python's.
-NUMPY_TYPES = frozenset({"bool", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-                         "float64", "complex64", "complex128"})
+NUMPY_TYPES = frozenset(
+    {
+        "bool",
+        "bool_",
+        "uint8",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    }
+)
 BUILTIN_TYPES = frozenset({"bool", "int", "float", "complex"})
 # The first tokens their reader dispatches on: a string that starts with
 # one is read as that, not as a string.
-READER_NAMES = frozenset({"TensorConfig", "Dtype", "Place", "VarType", "list", "tuple", "slice", "complex", "type",
-                          "nan"})
+READER_NAMES = frozenset(
+    {"TensorConfig", "Dtype", "Place", "VarType", "list", "tuple", "slice", "complex", "type", "nan"}
+)
 EINSUM = "paddle.einsum"  # their reader takes its equation, the line's first string, apart
 
 _GPU = re.compile(r"gpu(?::[0-9]+)?")
@@ -73,8 +99,9 @@ CONSTANT = "named constant"  # not a dtype nor a class type(...) names: an enum 
 PLACE = "place"  # other than CPUPlace and CUDAPlace: their reader makes CPUPlace of any other
 
 
-def write_paddleapitest(configs: Iterable[Tuple[int, str, int]],
-                        left_out: Optional[LeftOut] = None) -> Tuple[str, LeftOut]:
+def write_paddleapitest(
+    configs: Iterable[Tuple[int, str, int]], left_out: Optional[LeftOut] = None
+) -> Tuple[str, LeftOut]:
     """PaddleAPITest's text of config lines, each given as (its line
     number, its text, its calls), and the lines left out (added to
     `left_out` where given): a line per distinct call, in the order of the
@@ -168,19 +195,18 @@ class _Writer:
         token = _first_token(s)
         if token is None or token in READER_NAMES:
             raise NotCarried(STRING)
-        if not contained and not self.keyword and s[len(token):len(token) + 1] == "=":
+        if not contained and not self.keyword and s[len(token) : len(token) + 1] == "=":
             raise NotCarried(STRING)  # their reader would take it for a keyword argument's name
         return f'"{s}"'
 
     def _call(self, c: Call, contained: bool, spaced: bool) -> str:
         if c.name == "paddle.CPUPlace" and not c.args and not c.kwargs:
             return "Place(cpu)"
-        if c.name == "paddle.CUDAPlace" and not c.kwargs and len(c.args) == 1 and _is_int(c.args[0]) \
-                and c.args[0] >= 0:
+        if c.name == "paddle.CUDAPlace" and not c.kwargs and len(c.args) == 1 and _is_int(c.args[0]) and c.args[0] >= 0:
             return f"Place(gpu:{c.args[0]})"
         if c.name.endswith("Place") and c.name.startswith("paddle."):
             raise NotCarried(PLACE)
-        scalar = c.name.startswith("numpy.") and c.name[len("numpy."):] in NUMPY_TYPES
+        scalar = c.name.startswith("numpy.") and c.name[len("numpy.") :] in NUMPY_TYPES
         if scalar and len(c.args) == 1 and not c.kwargs and isinstance(c.args[0], (bool, int, float, complex)):
             return self.value(c.args[0], contained, spaced)  # a numpy scalar as Python's (their tracer's way)
         raise NotCarried(c.name if c.name in PLACEHOLDERS else OBJECT)
@@ -228,8 +254,11 @@ def _tensor(t: TensorSpec) -> str:
 
 # What a tensor of theirs has no place for: a quantized tensor's parameters,
 # a sparse layout, a view's place in a larger storage.
-_UNSAID = ((QUANTIZED, ("qscheme", "scale")), (TENSOR_LAYOUT, ("layout", "nnz")),
-           (TENSOR_VIEW, ("storage_offset", "storage_size")))
+_UNSAID = (
+    (QUANTIZED, ("qscheme", "scale")),
+    (TENSOR_LAYOUT, ("layout", "nnz")),
+    (TENSOR_VIEW, ("storage_offset", "storage_size")),
+)
 
 
 def _symbol(name: str) -> str:
@@ -255,7 +284,7 @@ def _is_int(v: Any) -> bool:
 
 def apis(text: str) -> List[str]:
     """The distinct APIs of a written text, in the order of their first lines."""
-    return list(dict.fromkeys(line[:line.index("(")] for line in text.splitlines()))
+    return list(dict.fromkeys(line[: line.index("(")] for line in text.splitlines()))
 
 
 def apis_held(text: str) -> str:

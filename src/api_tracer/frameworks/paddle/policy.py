@@ -25,6 +25,7 @@ built, for the API and every name in the arguments (constructor calls,
 ``Callable(...)``, classes); paddle_preconditions.py then checks the built
 arguments of the kernels that index without looking.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -35,8 +36,14 @@ from . import paddle_module
 
 # Classes replay constructs to rebuild argument values (besides the
 # initializers and regularizers: value_classes()).
-VALUE_CONSTRUCTORS = ("paddle.CPUPlace", "paddle.CUDAPlace", "paddle.CUDAPinnedPlace", "paddle.XPUPlace",
-                      "paddle.ParamAttr", "paddle.framework.ParamAttr")
+VALUE_CONSTRUCTORS = (
+    "paddle.CPUPlace",
+    "paddle.CUDAPlace",
+    "paddle.CUDAPinnedPlace",
+    "paddle.XPUPlace",
+    "paddle.ParamAttr",
+    "paddle.framework.ParamAttr",
+)
 
 # Calls that change state replay restores after each config.
 SCOPED_STATE = ("paddle.set_grad_enabled",)
@@ -48,41 +55,107 @@ DOWNLOADS = "downloads files and runs the code it fetches (hub), or downloads da
 # module's functions or a class's methods).
 DENIED: Dict[str, Tuple[str, ...]] = {
     "reads or writes files (paddle.load unpickles: it can run code)": (
-        "paddle.save", "paddle.load", "paddle.async_save", "paddle.clear_async_save_task_queue",
-        "paddle.framework.save", "paddle.framework.load", "paddle.framework.io", "paddle.onnx",
-        "paddle.inference", "paddle.sysconfig", "paddle.audio.load", "paddle.audio.save", "paddle.audio.info",
-        "paddle.audio.backends", "paddle.vision.image_load"),
+        "paddle.save",
+        "paddle.load",
+        "paddle.async_save",
+        "paddle.clear_async_save_task_queue",
+        "paddle.framework.save",
+        "paddle.framework.load",
+        "paddle.framework.io",
+        "paddle.onnx",
+        "paddle.inference",
+        "paddle.sysconfig",
+        "paddle.audio.load",
+        "paddle.audio.save",
+        "paddle.audio.info",
+        "paddle.audio.backends",
+        "paddle.vision.image_load",
+    ),
     DOWNLOADS: (
-        "paddle.hub", "paddle.dataset", "paddle.vision.datasets", "paddle.text.datasets", "paddle.audio.datasets"),
+        "paddle.hub",
+        "paddle.dataset",
+        "paddle.vision.datasets",
+        "paddle.text.datasets",
+        "paddle.audio.datasets",
+    ),
     "trains, saves and loads whole models, writing logs and checkpoints (hapi)": (
-        "paddle.Model", "paddle.hapi", "paddle.callbacks"),
+        "paddle.Model",
+        "paddle.hapi",
+        "paddle.callbacks",
+    ),
     "loads, builds or imports code (paddle.utils: cpp_extension compiles, try_import imports any module; "
     "paddle.library registers operators)": ("paddle.utils", "paddle.library"),
     "starts processes or threads that outlive the config (data loaders' workers, multiprocessing)": (
-        "paddle.io.DataLoader", "paddle.io.get_worker_info", "paddle.incubate.multiprocessing", "paddle.reader"),
+        "paddle.io.DataLoader",
+        "paddle.io.get_worker_info",
+        "paddle.incubate.multiprocessing",
+        "paddle.reader",
+    ),
     "creates shared memory": ("paddle.Tensor._share_memory",),
     "views a window of memory by sizes, strides and an offset it does not check against the tensor's storage (a "
     "config's could read or write anywhere: it crashed the process)": (
-        "paddle.as_strided", "paddle.Tensor.as_strided", "paddle.Tensor.set_"),
+        "paddle.as_strided",
+        "paddle.Tensor.as_strided",
+        "paddle.Tensor.set_",
+    ),
     "changes process-wide state: devices (sets, guards, synchronizes, streams, caches)": (
-        "paddle.set_device", "paddle.device", "paddle.device_guard", "paddle.set_default_device",
-        "paddle.get_device_module", "paddle.cuda", "paddle.cuda_env"),
+        "paddle.set_device",
+        "paddle.device",
+        "paddle.device_guard",
+        "paddle.set_default_device",
+        "paddle.get_device_module",
+        "paddle.cuda",
+        "paddle.cuda_env",
+    ),
     "changes process-wide state: flags, defaults and modes (static graph, the torch proxy, print options)": (
-        "paddle.set_flags", "paddle.get_flags", "paddle.set_default_dtype", "paddle.enable_static",
-        "paddle.disable_static", "paddle.enable_compat", "paddle.disable_compat", "paddle.use_compat_guard",
-        "paddle.compat.enable_torch_proxy", "paddle.compat.disable_torch_proxy",
-        "paddle.compat.extend_torch_proxy_blocked_modules", "paddle.set_printoptions", "paddle.monkey_patch_dtype",
-        "paddle.disable_signal_handler", "paddle.ir_guard", "paddle.pir_utils", "paddle.LazyGuard",
-        "paddle.incubate.autotune", "paddle.amp.auto_cast", "paddle.amp.amp_guard", "paddle.autocast"),
+        "paddle.set_flags",
+        "paddle.get_flags",
+        "paddle.set_default_dtype",
+        "paddle.enable_static",
+        "paddle.disable_static",
+        "paddle.enable_compat",
+        "paddle.disable_compat",
+        "paddle.use_compat_guard",
+        "paddle.compat.enable_torch_proxy",
+        "paddle.compat.disable_torch_proxy",
+        "paddle.compat.extend_torch_proxy_blocked_modules",
+        "paddle.set_printoptions",
+        "paddle.monkey_patch_dtype",
+        "paddle.disable_signal_handler",
+        "paddle.ir_guard",
+        "paddle.pir_utils",
+        "paddle.LazyGuard",
+        "paddle.incubate.autotune",
+        "paddle.amp.auto_cast",
+        "paddle.amp.amp_guard",
+        "paddle.autocast",
+    ),
     "changes process-wide state: the random generators (every device's: replay restores only its own)": (
-        "paddle.seed", "paddle.manual_seed", "paddle.set_rng_state", "paddle.set_cuda_rng_state",
-        "paddle.framework.seed", "paddle.framework.random"),
+        "paddle.seed",
+        "paddle.manual_seed",
+        "paddle.set_rng_state",
+        "paddle.set_cuda_rng_state",
+        "paddle.framework.seed",
+        "paddle.framework.random",
+    ),
     "prints (a config could write anything to replay's own output) or profiles, writing files": (
-        "paddle.summary", "paddle.flops", "paddle.profiler"),
+        "paddle.summary",
+        "paddle.flops",
+        "paddle.profiler",
+    ),
     "talks to other processes (process groups, collectives, parameter servers)": (
-        "paddle.distributed", "paddle.DataParallel", "paddle.nn.SyncBatchNorm", "paddle.incubate.distributed"),
+        "paddle.distributed",
+        "paddle.DataParallel",
+        "paddle.nn.SyncBatchNorm",
+        "paddle.incubate.distributed",
+    ),
     "compiles or traces programs (JIT, static graphs, CINN)": (
-        "paddle.jit", "paddle.static", "paddle.incubate.jit", "paddle.pir", "paddle.decomposition"),
+        "paddle.jit",
+        "paddle.static",
+        "paddle.incubate.jit",
+        "paddle.pir",
+        "paddle.decomposition",
+    ),
 }
 
 
@@ -116,12 +189,17 @@ def model_functions() -> FrozenSet[str]:
     paddle_module()
     package = importlib.import_module(VISION_MODELS)
     found = set()
-    for module in [package] + [importlib.import_module(info.name)
-                               for info in pkgutil.iter_modules(package.__path__, VISION_MODELS + ".")]:
+    for module in [package] + [
+        importlib.import_module(info.name) for info in pkgutil.iter_modules(package.__path__, VISION_MODELS + ".")
+    ]:
         if isinstance(module, types.ModuleType):
-            found.update(f"{module.__name__}.{name}" for name, value in vars(module).items()
-                         if isinstance(value, types.FunctionType) and not name.startswith("_")
-                         and "pretrained" in inspect.signature(value).parameters)
+            found.update(
+                f"{module.__name__}.{name}"
+                for name, value in vars(module).items()
+                if isinstance(value, types.FunctionType)
+                and not name.startswith("_")
+                and "pretrained" in inspect.signature(value).parameters
+            )
     return frozenset(found)
 
 
@@ -132,8 +210,10 @@ def value_classes() -> FrozenSet[str]:
     their constructor calls (in ParamAttr), which replay builds."""
     paddle = paddle_module()
     found = set(VALUE_CONSTRUCTORS)
-    for prefix, module, base in (("paddle.nn.initializer", paddle.nn.initializer, paddle.nn.initializer.Initializer),
-                                 ("paddle.regularizer", paddle.regularizer, paddle.regularizer.WeightDecayRegularizer)):
+    for prefix, module, base in (
+        ("paddle.nn.initializer", paddle.nn.initializer, paddle.nn.initializer.Initializer),
+        ("paddle.regularizer", paddle.regularizer, paddle.regularizer.WeightDecayRegularizer),
+    ):
         for name, value in vars(module).items():
             if not name.startswith("_") and isinstance(value, type) and issubclass(value, base):
                 found.add(f"{prefix}.{name}")
@@ -157,8 +237,7 @@ def named_apis() -> FrozenSet[str]:
 
 def _private(name: str) -> bool:
     """Whether a part of `name` is private (`_`-prefixed), but a dunder."""
-    return any(part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
-               for part in name.split("."))
+    return any(part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in name.split("."))
 
 
 def _users(name: str) -> bool:
@@ -181,7 +260,8 @@ def refusal(name: str, obj: Any = None) -> Optional[str]:
         why = "it is private: replay calls Paddle's public API only"
     elif name not in named_apis():
         why = "it is not in replay's allow-list of Paddle's computing APIs" + (
-            "" if api_list() else " (api_list/paddle_api_list.yaml is missing)")
+            "" if api_list() else " (api_list/paddle_api_list.yaml is missing)"
+        )
     return f"{name} is refused: {why} (--allow-unsafe lifts the policy)" if why else None
 
 

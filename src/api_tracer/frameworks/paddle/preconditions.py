@@ -23,6 +23,7 @@ window of memory they are given, are refused by the policy instead
 were: a kernel not listed here may still trust its arguments, and
 --isolate keeps a crash to its config.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -77,7 +78,7 @@ def _key_problem(shape: List[int], items: tuple, what: str) -> Optional[str]:
     indexing key's, index_put's) of a tensor of `shape`."""
     ellipsis = next((i for i, item in enumerate(items) if item is Ellipsis), None)
     front = items if ellipsis is None else items[:ellipsis]
-    back = () if ellipsis is None else items[ellipsis + 1:]
+    back = () if ellipsis is None else items[ellipsis + 1 :]
     placed = []
     dim = 0
     for item in front:
@@ -92,10 +93,12 @@ def _key_problem(shape: List[int], items: tuple, what: str) -> Optional[str]:
         if array is None or array.size == 0 and array.dtype != bool:
             continue
         if array.dtype == bool:
-            covered = list(shape[dim:dim + array.ndim]) if dim >= 0 else []
+            covered = list(shape[dim : dim + array.ndim]) if dim >= 0 else []
             if list(array.shape) != covered:
-                return (f"{what}: a boolean mask of shape {list(array.shape)} for the dimensions {covered} of a "
-                        f"tensor of shape {list(shape)}")
+                return (
+                    f"{what}: a boolean mask of shape {list(array.shape)} for the dimensions {covered} of a "
+                    f"tensor of shape {list(shape)}"
+                )
             continue
         if array.dtype.kind not in "iu":
             continue
@@ -141,6 +144,7 @@ def _index_on_axis(index_name: str) -> Check:
             return None
         bad = _outside(values, size)
         return None if bad is None else f"{index_name}: {bad} is out of range for axis {axis} of size {size}"
+
     return check
 
 
@@ -157,8 +161,11 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
         return f"blank={blank!r} is not one of the {classes} classes"
     if labels.shape[0] != batch or input_lengths.numel() != batch or label_lengths.numel() != batch:
         return f"labels, input_lengths and label_lengths must have one entry per batch entry ({batch})"
-    for name, values, low, high in (("labels", labels, 0, classes - 1), ("input_lengths", input_lengths, 0, steps),
-                                    ("label_lengths", label_lengths, 0, labels.shape[1])):
+    for name, values, low, high in (
+        ("labels", labels, 0, classes - 1),
+        ("input_lengths", input_lengths, 0, steps),
+        ("label_lengths", label_lengths, 0, labels.shape[1]),
+    ):
         array = _array(values)
         if array.size and (array.min() < low or array.max() > high):
             return f"{name} must be in [{low}, {high}]"
@@ -168,10 +175,13 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
 INDEXING = ("paddle.Tensor.__getitem__", "paddle.Tensor.__setitem__")
 CHECKS: Dict[str, Check] = {
     **dict.fromkeys(INDEXING, _indexing),
-    **dict.fromkeys(("paddle.index_put", "paddle.index_put_", "paddle.Tensor.index_put", "paddle.Tensor.index_put_"),
-                    _index_put),
-    **dict.fromkeys(("paddle.index_fill", "paddle.index_fill_", "paddle.Tensor.index_fill",
-                     "paddle.Tensor.index_fill_"), _index_on_axis("index")),
+    **dict.fromkeys(
+        ("paddle.index_put", "paddle.index_put_", "paddle.Tensor.index_put", "paddle.Tensor.index_put_"), _index_put
+    ),
+    **dict.fromkeys(
+        ("paddle.index_fill", "paddle.index_fill_", "paddle.Tensor.index_fill", "paddle.Tensor.index_fill_"),
+        _index_on_axis("index"),
+    ),
     **dict.fromkeys(("paddle.select_scatter", "paddle.Tensor.select_scatter"), _index_on_axis("index")),
     "paddle.nn.functional.ctc_loss": _ctc_loss,
 }

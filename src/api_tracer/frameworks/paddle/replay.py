@@ -25,6 +25,7 @@ and its parts.
 
 Paddle replays on the CPU, without --backward; its checks are float64 and
 repeat."""
+
 from __future__ import annotations
 
 import contextlib
@@ -41,20 +42,77 @@ from ...replay.resolve import NameResolver, framework_start, user_root, user_sta
 from ...replay.results import Invalid, Skip
 from ...replay.side import Outcome
 from ...values import Call, Symbol, TensorSpec, call_keyword_path, walk
-from . import policy, preconditions
-from . import paddle_module
+from . import paddle_module, policy, preconditions
 from .names import COMPLEX, DTYPES, FLOATING
-
 
 # The Tensor operators a line may name (paddle.Tensor.__add__), where
 # paddle.Tensor has them.
-TENSOR_OPERATORS = frozenset(f"__{name}__" for name in (
-    "add", "radd", "iadd", "sub", "rsub", "isub", "mul", "rmul", "imul", "truediv", "rtruediv", "itruediv",
-    "floordiv", "rfloordiv", "ifloordiv", "mod", "rmod", "imod", "pow", "rpow", "ipow", "matmul", "rmatmul",
-    "neg", "pos", "abs", "invert", "and", "rand", "iand", "or", "ror", "ior", "xor", "rxor", "ixor",
-    "lshift", "rlshift", "rshift", "rrshift", "eq", "ne", "lt", "le", "gt", "ge", "getitem", "setitem",
-    "len", "bool", "float", "int", "index", "complex", "nonzero", "div", "rdiv", "long", "array", "dlpack",
-    "dlpack_device"))
+TENSOR_OPERATORS = frozenset(
+    f"__{name}__"
+    for name in (
+        "add",
+        "radd",
+        "iadd",
+        "sub",
+        "rsub",
+        "isub",
+        "mul",
+        "rmul",
+        "imul",
+        "truediv",
+        "rtruediv",
+        "itruediv",
+        "floordiv",
+        "rfloordiv",
+        "ifloordiv",
+        "mod",
+        "rmod",
+        "imod",
+        "pow",
+        "rpow",
+        "ipow",
+        "matmul",
+        "rmatmul",
+        "neg",
+        "pos",
+        "abs",
+        "invert",
+        "and",
+        "rand",
+        "iand",
+        "or",
+        "ror",
+        "ior",
+        "xor",
+        "rxor",
+        "ixor",
+        "lshift",
+        "rlshift",
+        "rshift",
+        "rrshift",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "getitem",
+        "setitem",
+        "len",
+        "bool",
+        "float",
+        "int",
+        "index",
+        "complex",
+        "nonzero",
+        "div",
+        "rdiv",
+        "long",
+        "array",
+        "dlpack",
+        "dlpack_device",
+    )
+)
 
 # APIs whose first tensor must require grad (stop_gradient=False) to be called at all.
 NEEDS_GRAD = frozenset({"paddle.Tensor.backward", "paddle.autograd.backward", "paddle.grad"})
@@ -72,9 +130,11 @@ class PaddleResolver(NameResolver):
         self.torch = torch  # (Builder draws the values with torch)
         self.paddle = paddle_module()
         self.tensor_dunders = {d for d in TENSOR_OPERATORS if callable(getattr(self.paddle.Tensor, d, None))}
-        self.places = tuple(getattr(self.paddle, n) for n in ("CPUPlace", "CUDAPlace", "CUDAPinnedPlace",
-                                                               "XPUPlace", "CustomPlace")
-                            if isinstance(getattr(self.paddle, n, None), type))
+        self.places = tuple(
+            getattr(self.paddle, n)
+            for n in ("CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "XPUPlace", "CustomPlace")
+            if isinstance(getattr(self.paddle, n, None), type)
+        )
 
     def start(self, name: str, line: str) -> Tuple[str, Any]:
         return user_start(name) or framework_start(name, "paddle", self.paddle, line)
@@ -97,12 +157,19 @@ class PaddleResolver(NameResolver):
             return False
         if cls in self.places or cls is paddle.set_grad_enabled:  # (its change is undone: grad_mode_kept)
             return True
-        bases = (paddle.nn.Layer, paddle.optimizer.Optimizer, paddle.optimizer.lr.LRScheduler, paddle.ParamAttr,
-                 paddle.nn.initializer.Initializer, paddle.regularizer.WeightDecayRegularizer)
+        bases = (
+            paddle.nn.Layer,
+            paddle.optimizer.Optimizer,
+            paddle.optimizer.lr.LRScheduler,
+            paddle.ParamAttr,
+            paddle.nn.initializer.Initializer,
+            paddle.regularizer.WeightDecayRegularizer,
+        )
         return issubclass(cls, bases) and (self.inside(cls, "paddle") or user_root(f"{cls.__module__}.x") is not None)
 
 
 # -- values across the boundary -------------------------------------------------
+
 
 def dtype_name(dtype: Any) -> str:
     """A paddle dtype's name ("float32"); "" for none of DTYPES."""
@@ -131,8 +198,10 @@ def to_paddle(t: Any) -> Any:
         try:
             p = paddle.as_strided(p, list(t.shape), list(t.stride()), t.storage_offset() * t.element_size())
         except Exception as e:  # noqa: BLE001 - a layout Paddle cannot view
-            raise Skip(f"a tensor of strides {list(t.stride())} (offset {t.storage_offset()}): paddle.as_strided "
-                       f"cannot make it ({type(e).__name__})") from None
+            raise Skip(
+                f"a tensor of strides {list(t.stride())} (offset {t.storage_offset()}): paddle.as_strided "
+                f"cannot make it ({type(e).__name__})"
+            ) from None
     if requires_grad:
         p.stop_gradient = False
     return p
@@ -222,6 +291,7 @@ def least_precise(args: list, kwargs: dict) -> Any:
 
 
 # -- building -------------------------------------------------------------------
+
 
 class PaddleBuilder(Builder):
     """Builder, for Paddle's configs (see the module)."""
@@ -326,6 +396,7 @@ def round_layer_outputs(layer: Any, relative: float, seed: int) -> None:
 
 # -- one side -------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def seeded(seed: int) -> Iterator[None]:
     """Paddle's global generator seeded with `seed`, and its state back after."""
@@ -401,17 +472,28 @@ class PaddleReplay(ReplayFramework):
         return grad_mode_kept()
 
     def constructors_traced(self, args: list, kwargs: dict) -> Tuple[str, ...]:
-        return tuple(sorted({leaf.name for _, leaf in walk(args, kwargs)
-                             if isinstance(leaf, Call) and leaf.name.startswith("paddle.")}))
+        return tuple(
+            sorted(
+                {
+                    leaf.name
+                    for _, leaf in walk(args, kwargs)
+                    if isinstance(leaf, Call) and leaf.name.startswith("paddle.")
+                }
+            )
+        )
 
-    def run_side(self, config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, side: Any,
-                 watch: bool = False) -> Outcome:
+    def run_side(
+        self, config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, side: Any, watch: bool = False
+    ) -> Outcome:
         """One side of a Paddle config: the call built (cast and perturbed
         as the side says) and made with Paddle's generator seeded and grad
         mode kept; its Outcome, the output as torch tensors, and with
         `watch` the call named as random where it drew from the generator."""
-        why = self.unsupported(options) or (f"the {side.label} side is torch's" if side.compiled
-                                            or side.substitute is not None or side.contiguous else "")
+        why = self.unsupported(options) or (
+            f"the {side.label} side is torch's"
+            if side.compiled or side.substitute is not None or side.contiguous
+            else ""
+        )
         if why:
             raise Skip(why)
         with seeded(options.seed), grad_mode_kept(), names_of_its_own():

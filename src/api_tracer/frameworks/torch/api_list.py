@@ -2,6 +2,7 @@
 those of its public function namespaces, Tensor methods and operators,
 torch.nn's modules and their forward, optimizers), and what a full scan of
 its modules leaves out (frameworks/api_lists.py does the rest)."""
+
 from __future__ import annotations
 
 from typing import List, Set
@@ -14,14 +15,35 @@ class TorchLists(ApiLists):
     default_what = "torch's public API, wrapped by level 0 by default."
     full_what = "Everything a full scan of torch's public modules finds."
     # Public namespaces whose functions are part of the default list.
-    FUNCTION_NAMESPACES = ("torch.nn.functional", "torch.linalg", "torch.fft", "torch.special",
-                           "torch.nn.init", "torch.autograd")
+    FUNCTION_NAMESPACES = (
+        "torch.nn.functional",
+        "torch.linalg",
+        "torch.fft",
+        "torch.special",
+        "torch.nn.init",
+        "torch.autograd",
+    )
     # Modules a full scan does not import: they need optional dependencies,
     # start services, or exist only for torch's own tests.
-    SCAN_SKIP = ("torch.testing._internal", "torch.utils.tensorboard", "torch.utils.benchmark",
-                 "torch.distributed", "torch.onnx", "torch.contrib", "torch.package", "torch.utils.bottleneck",
-                 "torch.utils.data.datapipes", "torch.ao", "torch.backends._coreml", "torch.utils.hipify",
-                 "torch.cuda", "torch.mtia", "torch.xpu", "torch.mps", "torch.distributions")
+    SCAN_SKIP = (
+        "torch.testing._internal",
+        "torch.utils.tensorboard",
+        "torch.utils.benchmark",
+        "torch.distributed",
+        "torch.onnx",
+        "torch.contrib",
+        "torch.package",
+        "torch.utils.bottleneck",
+        "torch.utils.data.datapipes",
+        "torch.ao",
+        "torch.backends._coreml",
+        "torch.utils.hipify",
+        "torch.cuda",
+        "torch.mtia",
+        "torch.xpu",
+        "torch.mps",
+        "torch.distributions",
+    )
 
     def version(self) -> str:
         import torch
@@ -48,15 +70,23 @@ class TorchLists(ApiLists):
             names |= functions(ns)
         for name in dir(torch.nn):
             cls = getattr(torch.nn, name)
-            if public(name) and isinstance(cls, type) and issubclass(cls, torch.nn.Module) \
-                    and cls is not torch.nn.Module:
+            if (
+                public(name)
+                and isinstance(cls, type)
+                and issubclass(cls, torch.nn.Module)
+                and cls is not torch.nn.Module
+            ):
                 names.add(f"torch.nn.{name}")
                 if "forward" in vars(cls):
                     names.add(f"torch.nn.{name}.forward")
         for name in dir(torch.optim):
             cls = getattr(torch.optim, name)
-            if public(name) and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) \
-                    and cls is not torch.optim.Optimizer:
+            if (
+                public(name)
+                and isinstance(cls, type)
+                and issubclass(cls, torch.optim.Optimizer)
+                and cls is not torch.optim.Optimizer
+            ):
                 names.update(f"torch.optim.{name}{method}" for method in ("", ".step", ".zero_grad"))
         return self.wrappable(names)
 

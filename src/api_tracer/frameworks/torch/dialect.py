@@ -6,6 +6,7 @@ reason), what it records nothing inside (QUIET), the names of callables the
 modes meet, and how torch's types are written: modules and optimizers as the
 constructor calls that rebuild them (objects.py), enums, dataclasses, SymInts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ... import _C
-from ...trace.hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from ...config import format_line
+from ...trace.hooks import NativeHook, SetattrHook, TorchDispatchHook, TorchFunctionHook
 from ...util import PACKAGE_DIR
 from ...values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
 from ..dialect import FrameworkDialect, Rule, public_name
@@ -67,7 +68,7 @@ class PyTorchDialect(FrameworkDialect):
     def operator_namespace(self, api: str) -> Optional[str]:
         if not api.startswith(self.OPERATORS):
             return None
-        namespace = api[len(self.OPERATORS):].partition(".")[0]
+        namespace = api[len(self.OPERATORS) :].partition(".")[0]
         return namespace or None
 
     def default_exclude(self) -> List[str]:
@@ -103,8 +104,12 @@ class PyTorchDialect(FrameworkDialect):
         return run_compiled_code_eagerly(when_loaded=True, quietly=_C.suspended)
 
     # torch's caches of what its namespace holds, filled on first use.
-    CACHING_MODULES = ("torch.overrides", "torch.utils._device", "torch._dynamo.trace_rules",
-                       "torch.fx._symbolic_trace")
+    CACHING_MODULES = (
+        "torch.overrides",
+        "torch.utils._device",
+        "torch._dynamo.trace_rules",
+        "torch.fx._symbolic_trace",
+    )
 
     @staticmethod
     def _caches() -> Dict[str, Any]:
@@ -179,8 +184,14 @@ class PyTorchDialect(FrameworkDialect):
         import torch
         import torch.nn.functional
 
-        return (("torch", torch), ("torch.Tensor", torch.Tensor), ("torch.nn.functional", torch.nn.functional),
-                ("torch.linalg", torch.linalg), ("torch.fft", torch.fft), ("torch.special", torch.special))
+        return (
+            ("torch", torch),
+            ("torch.Tensor", torch.Tensor),
+            ("torch.nn.functional", torch.nn.functional),
+            ("torch.linalg", torch.linalg),
+            ("torch.fft", torch.fft),
+            ("torch.special", torch.special),
+        )
 
     def operator_name(self, func: Any) -> Optional[Tuple[str, str]]:
         import torch
@@ -217,14 +228,14 @@ class PyTorchDialect(FrameworkDialect):
         python_rule = self._python_rule(tp, name)
         if python_rule is not None:
             return python_rule
-        if name.startswith("torch.") and isinstance(getattr(tp, "__members__", None), dict) and \
-                hasattr(tp, "name"):  # an enum of torch's C++ (pybind11): its member
+        if (
+            name.startswith("torch.") and isinstance(getattr(tp, "__members__", None), dict) and hasattr(tp, "name")
+        ):  # an enum of torch's C++ (pybind11): its member
             return (_C.Rule.replace, lambda e: Symbol(f"{name}.{e.name}"))
         if name.startswith("torch.") and dataclasses.is_dataclass(tp):  # torch's options and the like
             init = [f.name for f in dataclasses.fields(tp) if f.init]
             return (_C.Rule.replace, lambda d: Call(name, **{f: getattr(d, f) for f in init}))
-        return self._callable_rule(tp, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or \
-            (_C.Rule.opaque, name)
+        return self._callable_rule(tp, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or (_C.Rule.opaque, name)
 
     # -- modules and optimizers ----------------------------------------------
 
@@ -252,9 +263,11 @@ class PyTorchDialect(FrameworkDialect):
         if len(modes) > 1 and not (module.training and name in self.CONTAINERS):
             return placeholder
         mode = module.training if len(modes) > 1 else modes.pop()
-        call = self._container_call(module, name, mode if len(modes) <= 1 else True) \
-            if name in self.CONTAINERS else \
-            objects.module_call(module, name, self._written, lambda m: self._argument_module(m, mode))
+        call = (
+            self._container_call(module, name, mode if len(modes) <= 1 else True)
+            if name in self.CONTAINERS
+            else objects.module_call(module, name, self._written, lambda m: self._argument_module(m, mode))
+        )
         # (Eval(Module("x")): where the call level 0 saw stands for the
         # placeholder, it is in evaluation mode too.)
         call = call if call is not None else placeholder
@@ -328,5 +341,9 @@ def _warn_of_dispatch_mode_issue(name: str, issues: Dict[str, str]) -> None:
         frame, level = sys._getframe(1), 2
         while frame is not None and frame.f_code.co_filename.startswith(ours):
             frame, level = frame.f_back, level + 1
-        warnings.warn(f"api_tracer: under level 2's dispatch mode torch computes {name} otherwise: {issues[name]} "
-                      "(a torch issue: README.md, 'Known torch issues')", RuntimeWarning, stacklevel=level)
+        warnings.warn(
+            f"api_tracer: under level 2's dispatch mode torch computes {name} otherwise: {issues[name]} "
+            "(a torch issue: README.md, 'Known torch issues')",
+            RuntimeWarning,
+            stacklevel=level,
+        )

@@ -4,6 +4,7 @@ api_list.py), and the operators torch computes otherwise under a dispatch
 mode. Names are API names as the lists write them (``torch.Tensor.__repr__``);
 a prefix matches the start of a name. Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -47,18 +48,29 @@ SKIP: Dict[str, str] = {
 # methods that printing, pickling and copying a tensor call are torch's,
 # not the program's.
 QUIET: Tuple[str, ...] = (
-    *methods("torch.Tensor", "__repr__", "__str__", "__format__", "__reduce__", "__reduce_ex__", "__getstate__",
-             "__setstate__", "__deepcopy__"),
+    *methods(
+        "torch.Tensor",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__getstate__",
+        "__setstate__",
+        "__deepcopy__",
+    ),
     *methods("torch.nn.Parameter", "__repr__", "__reduce_ex__", "__deepcopy__"),
     *methods("torch.storage.TypedStorage", "__repr__", "__reduce__", "__deepcopy__", "__copy__"),
     *methods("torch.storage._StorageBase", "__repr__", "__reduce__", "__deepcopy__", "__copy__"),
-    "torch.storage._load_from_bytes")
+    "torch.storage._load_from_bytes",
+)
 QUIET_PREFIXES: Tuple[str, ...] = ("torch._utils._rebuild_",)  # what unpickling a tensor calls
 # Namespaces that compilers and tracers walk through: wrapping them
 # would change what they see.
 SKIP_PREFIXES: Dict[str, str] = dict.fromkeys(
     ("torch._", "torch.jit.", "torch.fx.", "torch.export.", "torch.compiler.", "torch.overrides.", "torch.utils._"),
-    "a namespace compilers and tracers walk through")
+    "a namespace compilers and tracers walk through",
+)
 # Operators torch 2.13 computes otherwise whenever a TorchDispatchMode is
 # active (any mode, a bare pass-through one too: level 2 cannot avoid
 # it), each with what changes. README.md, "Known torch issues", gives a
@@ -67,7 +79,7 @@ DISPATCH_MODE_ISSUES: Dict[str, str] = {
     "aten::linalg_pinv": "complex inputs give a wrong pseudo-inverse (pinv(A) @ A off the identity by about 1)",
     "aten::linalg_lstsq": "complex inputs give wrong residuals",
     "aten::_linalg_svd": "calls for the singular values alone (svdvals, cond, the nuclear norm) compute the "
-                         "vectors too: float32 values differ in their last bits",
+    "vectors too: float32 values differ in their last bits",
     "aten::_linalg_eigh": "calls for the eigenvalues alone (eigvalsh) compute the vectors too: float32 values "
-                          "differ in their last bits",
+    "differ in their last bits",
 }

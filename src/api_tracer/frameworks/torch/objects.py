@@ -8,6 +8,7 @@ signatures its class declares (`signatures`), and the call is kept only if
 what it builds is equal to the instance; the caller (dialect.py) writes a
 placeholder where no call is.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 # What `with torch.device("meta")` enters, which _module_call uses while
 # tracing: imported with the package, so that tracing adds no module to
 # torch's namespaces (tests/test_compile.py).
-import torch.utils._device  # noqa: F401
+import torch.utils._device  # noqa: F401 - the submodule loaded, read through torch.utils
 
 from ...values import Call
 
@@ -62,8 +63,9 @@ def _signatures(cls: type) -> Iterator[Tuple[inspect.Parameter, ...]]:
                 continue
             own_signature = own_signature or fn is init
             params = [p for p in params if p.kind is not p.VAR_KEYWORD]
-            leading = len(list(itertools.takewhile(
-                lambda p: p.default is p.empty and p.kind is not p.KEYWORD_ONLY, params)))
+            leading = len(
+                list(itertools.takewhile(lambda p: p.default is p.empty and p.kind is not p.KEYWORD_ONLY, params))
+            )
             for k in range(leading + 1 if forwarded else 1):
                 yield tuple(params[k:])
         if own_signature:
@@ -73,6 +75,7 @@ def _signatures(cls: type) -> Iterator[Tuple[inspect.Parameter, ...]]:
 
 
 # -- modules -----------------------------------------------------------------
+
 
 def same_module(built: Any, module: Any) -> bool:
     """Whether `built`, a module a constructor call built, is equal to
@@ -86,8 +89,10 @@ def same_module(built: Any, module: Any) -> bool:
     from torch.nn.parameter import is_lazy
 
     def tensors(m: Any) -> List[Tuple]:
-        return [(name, type(t).__name__, None if is_lazy(t) else tuple(t.shape), t.dtype)
-                for name, t in itertools.chain(m.named_parameters(), m.named_buffers())]
+        return [
+            (name, type(t).__name__, None if is_lazy(t) else tuple(t.shape), t.dtype)
+            for name, t in itertools.chain(m.named_parameters(), m.named_buffers())
+        ]
 
     if (type(built), repr(built), tensors(built)) != (type(module), repr(module), tensors(module)):
         return False
@@ -100,8 +105,10 @@ def _attributes(module: Any) -> Dict[str, Dict[str, str]]:
     """Per submodule path, its plain attributes (`training` aside) as reprs."""
     import torch
 
-    return {path: {k: repr(v) for k, v in vars(sub).items() if k != "training" and _plain(v, torch)}
-            for path, sub in module.named_modules()}
+    return {
+        path: {k: repr(v) for k, v in vars(sub).items() if k != "training" and _plain(v, torch)}
+        for path, sub in module.named_modules()
+    }
 
 
 def _plain(v: Any, torch: Any) -> bool:
@@ -132,8 +139,15 @@ def _dtype(module: Any) -> Any:
     return dtypes.pop() if len(dtypes) == 1 else None if not dtypes else UNKNOWN
 
 
-def _module_call(module: Any, cls: type, name: str, params: Tuple[inspect.Parameter, ...], dtype: Any,
-                 written: Written, describe: Callable[[Any], Any]) -> Optional[Call]:
+def _module_call(
+    module: Any,
+    cls: type,
+    name: str,
+    params: Tuple[inspect.Parameter, ...],
+    dtype: Any,
+    written: Written,
+    describe: Callable[[Any], Any],
+) -> Optional[Call]:
     """The call of one signature that builds a module equal to `module`, if
     any: its required parameters read back from the instance (positionally,
     keyword-only ones by keyword), its optional ones by keyword where the
@@ -261,11 +275,13 @@ def _rebuildable(v: Any, torch: Any, describe: Callable[[Any], Any]) -> bool:
 
 # -- optimizers ----------------------------------------------------------------
 
+
 def same_optimizer(built: Any, optimizer: Any) -> bool:
     """Whether `built`, an optimizer a constructor call built, is equal to
     `optimizer`: the same class and defaults, and per parameter group the
     same options and parameters (tensors by shape and dtype, among the
     options too)."""
+
     def shapes(o: Any) -> List[List[Tuple]]:
         return [[(tuple(p.shape), p.dtype) for p in g["params"]] for g in o.param_groups]
 
@@ -275,6 +291,7 @@ def same_optimizer(built: Any, optimizer: Any) -> bool:
 def _options(optimizer: Any) -> Tuple:
     """The class, the defaults and per group the options and the number of
     parameters, hashable: what an optimizer's constructor call decides."""
+
     def options(d: Dict[str, Any]) -> Tuple:
         return tuple(sorted((k, _plain_option(v)) for k, v in d.items() if k != "params"))
 
@@ -315,11 +332,18 @@ def optimizer_call(optimizer: Any, name: str, verified: Dict[Tuple, bool]) -> Op
         return None
     defaults = optimizer.defaults
     plain = {k: _plain_option(v) for k, v in defaults.items()}
-    kwargs = {p.name: defaults[p.name] for p in params[1:]
-              if p.name in defaults and (p.default is p.empty or plain[p.name] != _plain_option(p.default))}
-    groups = [(list(g["params"]), {k: v for k, v in g.items()
-                                   if k != "params" and (k not in plain or _plain_option(v) != plain[k])})
-              for g in optimizer.param_groups]
+    kwargs = {
+        p.name: defaults[p.name]
+        for p in params[1:]
+        if p.name in defaults and (p.default is p.empty or plain[p.name] != _plain_option(p.default))
+    }
+    groups = [
+        (
+            list(g["params"]),
+            {k: v for k, v in g.items() if k != "params" and (k not in plain or _plain_option(v) != plain[k])},
+        )
+        for g in optimizer.param_groups
+    ]
     as_groups = len(groups) > 1 or bool(groups[0][1])
     first = [dict(params=tensors, **options) for tensors, options in groups] if as_groups else groups[0][0]
     key = _options(optimizer)

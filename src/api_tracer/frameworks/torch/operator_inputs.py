@@ -23,6 +23,7 @@ call. A line that breaks the format raises `InputError` naming path, line
 and column; a line the config line cannot carry (a symbolic size) is left
 out, counted by kind.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -30,12 +31,40 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ...config import format_line, parse_call
 from ...errors import InputError, warn
 from ...formats.fileset import COUNT_MAX
+from ...formats.foreign import (
+    OBJECT,
+    PLACEHOLDERS,
+    QUANTIZED,
+    TENSOR_DEVICE,
+    TENSOR_DTYPE,
+    TENSOR_GRAD,
+    TENSOR_LAYOUT,
+    TENSOR_VIEW,
+    UNREADABLE,
+    Entry,
+    LeftOut,
+    NotCarried,
+    Reader,
+)
 from ...formats.io import decode_line
-from ...formats.foreign import (OBJECT, PLACEHOLDERS, QUANTIZED, TENSOR_DEVICE, TENSOR_DTYPE, TENSOR_GRAD,
-                                TENSOR_LAYOUT, TENSOR_VIEW, UNREADABLE, Entry, LeftOut, NotCarried, Reader)
 from ...values import Call, Symbol, TensorSpec
-from .operator_inputs_grammar import (ABBREVIATIONS, COUNT, DTYPE_OF, LINE, NOT_OPERATOR, OPERATOR, OPERATOR_NAME,
-                                      OUTSIDE_TORCH, RENAMED, SIZE_SYMBOL, SYMBOLIC_INT, TENSOR_DTYPES, InputLine, ints)
+from .operator_inputs_grammar import (
+    ABBREVIATIONS,
+    COUNT,
+    DTYPE_OF,
+    LINE,
+    NOT_OPERATOR,
+    OPERATOR,
+    OPERATOR_NAME,
+    OUTSIDE_TORCH,
+    RENAMED,
+    SIZE_SYMBOL,
+    SYMBOLIC_INT,
+    TENSOR_DTYPES,
+    InputLine,
+    ints,
+)
+
 
 def is_operator_inputs(data: bytes) -> bool:
     """Whether a file's content is in the operator-inputs format: its first
@@ -51,8 +80,9 @@ def is_operator_inputs(data: bytes) -> bool:
 # -- writing ----------------------------------------------------------------------
 
 
-def write_operator_inputs(configs: Iterable[Tuple[int, str, int]],
-                          left_out: Optional[LeftOut] = None) -> Tuple[str, LeftOut]:
+def write_operator_inputs(
+    configs: Iterable[Tuple[int, str, int]], left_out: Optional[LeftOut] = None
+) -> Tuple[str, LeftOut]:
     """The operator-inputs text of config lines, each given as (its line
     number, its text, its calls), and the lines left out (added to
     `left_out` where given). Operators come sorted, as PyTorch writes
@@ -81,10 +111,10 @@ def input_line(config: str) -> Tuple[str, str]:
         api, args, kwargs = parse_call(config)
     except ValueError:
         raise NotCarried(UNREADABLE) from None
-    if not api.startswith("torch.ops.") or not OPERATOR_NAME.fullmatch(api[len("torch.ops."):]):
+    if not api.startswith("torch.ops.") or not OPERATOR_NAME.fullmatch(api[len("torch.ops.") :]):
         raise NotCarried(NOT_OPERATOR)
     keywords = ", ".join(f"{name!r}: {written(v)}" for name, v in kwargs.items())
-    return api[len("torch.ops."):], f"({written(tuple(args))}, {{{keywords}}})"
+    return api[len("torch.ops.") :], f"({written(tuple(args))}, {{{keywords}}})"
 
 
 def written(value: Any) -> str:
@@ -137,7 +167,7 @@ def _written_symbol(name: str) -> str:
     reads."""
     if not name.startswith("torch."):
         raise NotCarried(OUTSIDE_TORCH)
-    return ABBREVIATIONS.get(name[len("torch."):], name)
+    return ABBREVIATIONS.get(name[len("torch.") :], name)
 
 
 def _written_call(c: Call) -> str:
@@ -183,8 +213,9 @@ def read_operator_inputs(path: str, data: bytes) -> Tuple[List[Entry], LeftOut]:
             continue
         config = _config_line(operator, args, kwargs, path, lineno)
         before = entries.get(config)
-        entries[config] = Entry(before.line if before else lineno, config,
-                                min((before.calls if before else 0) + calls, COUNT_MAX))
+        entries[config] = Entry(
+            before.line if before else lineno, config, min((before.calls if before else 0) + calls, COUNT_MAX)
+        )
     return list(entries.values()), left_out
 
 
@@ -193,8 +224,7 @@ def read_said(path: str, data: bytes) -> List[Entry]:
     warning on stderr."""
     entries, left_out = read_operator_inputs(path, data)
     if left_out:
-        warn(f"{path}: left out {left_out.total} input lines, which a config line cannot carry: "
-             f"{left_out.describe()}")
+        warn(f"{path}: left out {left_out.total} input lines, which a config line cannot carry: {left_out.describe()}")
     return entries
 
 
@@ -212,8 +242,12 @@ def _operator(text: str, path: str, lineno: int) -> str:
     name = text[head:].strip()
     if not OPERATOR_NAME.fullmatch(name):
         column = head + len(text[head:]) - len(text[head:].lstrip()) + 1
-        raise InputError(path, f"{name[:80]!r} is not an operator's name, NAMESPACE.NAME.OVERLOAD "
-                         "(aten.addmm.default)", lineno, column)
+        raise InputError(
+            path,
+            f"{name[:80]!r} is not an operator's name, NAMESPACE.NAME.OVERLOAD (aten.addmm.default)",
+            lineno,
+            column,
+        )
     return "torch.ops." + RENAMED.get(name, name)
 
 

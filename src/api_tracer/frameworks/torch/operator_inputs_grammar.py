@@ -4,6 +4,7 @@ or a config line cannot carry, and `InputLine`, a tokenizer and
 recursive-descent parser of one input line's values (nothing evaluated),
 each value made a config line's (values.py). operator_inputs.py reads and
 writes the files with it."""
+
 from __future__ import annotations
 
 import math
@@ -22,17 +23,40 @@ COUNT = "cnt"  # an input line: `cnt: N, ((args...), {kwargs})`
 # name a config line gives them. Any other dtype is written `torch.NAME`,
 # which PyTorch's loader reads too.
 ABBREVIATIONS = {
-    "bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64",
-    "complex32": "c32", "complex64": "c64", "complex128": "c128",
-    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "bool": "b8", "uint8": "u8",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "complex32": "c32",
+    "complex64": "c64",
+    "complex128": "c128",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "bool": "b8",
+    "uint8": "u8",
 }
 DTYPE_OF = {abbreviation: name for name, abbreviation in ABBREVIATIONS.items()}
 # The dtypes a T(...) may have: torch's, less the quantized ones (a
 # quantized tensor needs its scale and zero point, which T has no place for).
 TENSOR_DTYPES = frozenset(ABBREVIATIONS) | {
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
-    "uint16", "uint32", "uint64", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
-    *(f"int{n}" for n in range(1, 8)), *(f"uint{n}" for n in range(1, 8)),
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bits1x8",
+    "bits2x4",
+    "bits4x2",
+    "bits8",
+    "bits16",
+    *(f"int{n}" for n in range(1, 8)),
+    *(f"uint{n}" for n in range(1, 8)),
 }
 # Old files name an overload that has another name now; PyTorch's loader
 # reads them so.
@@ -44,7 +68,7 @@ _DTYPE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 SIZE_SYMBOL = re.compile(r"[su][0-9]+")  # a symbolic size, as PyTorch names them: s0 (backed), u0 (unbacked)
 _LIKE_ABBREVIATION = re.compile(r"[a-z]+[0-9]+")
 MAX_DEPTH = 100  # nesting the reader follows (the config-line parser's limit is higher)
-_INT64 = (-2 ** 63, 2 ** 63 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
 LINE = re.compile(rb"[^\r\n]+")  # a line's text, for the line ends bytes.splitlines knows
 
 # The kinds of lines left out that are this format's own (formats/foreign.py
@@ -160,13 +184,13 @@ class InputLine:
                 out.append(char)
 
     def _escape(self, i: int) -> Tuple[str, int]:
-        e = self.text[i + 1:i + 2]
+        e = self.text[i + 1 : i + 2]
         if e in _ESCAPES:
             return _ESCAPES[e], i + 2
         if e not in _HEX_ESCAPES:
             raise self.fail(f"unknown escape '\\{e}' in a string", i + 1)
         n = _HEX_ESCAPES[e]
-        digits = self.text[i + 2:i + 2 + n]
+        digits = self.text[i + 2 : i + 2 + n]
         if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
             raise self.fail(f"'\\{e}' takes {n} hexadecimal digits", i + 1)
         code = int(digits, 16)
@@ -244,8 +268,10 @@ class InputLine:
             return float(sign + text)
         limit = sys.get_int_max_str_digits()
         if limit and len(text) > limit:
-            raise self.fail(f"an integer of {len(text)} digits: more than Python reads ({limit}, "
-                            "sys.get_int_max_str_digits())", token.column)
+            raise self.fail(
+                f"an integer of {len(text)} digits: more than Python reads ({limit}, sys.get_int_max_str_digits())",
+                token.column,
+            )
         return int(sign + text)
 
     def _negative(self, token: _Token) -> Any:
@@ -284,8 +310,9 @@ class InputLine:
     def _complex_ahead(self) -> bool:
         k = 1 if self.at("-") else 0
         real = self.peek(k)
-        real_ok = (real.kind == "number" and not real.text.endswith("j")) or \
-            (real.kind == "name" and real.text in ("inf", "nan"))
+        real_ok = (real.kind == "number" and not real.text.endswith("j")) or (
+            real.kind == "name" and real.text in ("inf", "nan")
+        )
         return real_ok and (self.at("+", k + 1) or self.at("-", k + 1))
 
     def _complex(self) -> complex:
@@ -295,8 +322,10 @@ class InputLine:
         real = float(("-" if negative else "") + self.next().text)
         sign = "-" if self.next().text == "-" else ""  # the + or - between the parts
         token = self.next()
-        if not ((token.kind == "number" and token.text.endswith("j")) or
-                (token.kind == "name" and token.text in ("infj", "nanj"))):
+        if not (
+            (token.kind == "number" and token.text.endswith("j"))
+            or (token.kind == "name" and token.text in ("infj", "nanj"))
+        ):
             raise self.fail(f"expected the imaginary part (2j), found {_shown(token)}", token.column)
         imag = float(sign + token.text[:-1])
         self.expect(")")
@@ -333,19 +362,25 @@ class InputLine:
         if _torch_name(name):
             return Symbol(_torch_name(name))
         if _LIKE_ABBREVIATION.fullmatch(name):
-            raise self.fail(f"unknown dtype abbreviation {name!r} (the format's: {', '.join(DTYPE_OF)})",
-                            token.column)
+            raise self.fail(f"unknown dtype abbreviation {name!r} (the format's: {', '.join(DTYPE_OF)})", token.column)
         raise self.fail(f"unknown name {name[:80]!r}", token.column)
 
     # -- calls: T, ST, slice, torch.device, torch.Size
 
     def _call(self, token: _Token, depth: int) -> Any:
         name = _torch_name(token.text) or token.text
-        build = {"T": self._tensor, "ST": self._sparse, "slice": self._slice, "torch.device": self._device,
-                 "torch.Size": self._size}.get(name)
+        build = {
+            "T": self._tensor,
+            "ST": self._sparse,
+            "slice": self._slice,
+            "torch.device": self._device,
+            "torch.Size": self._size,
+        }.get(name)
         if build is None:
-            raise self.fail(f"unknown call {token.text[:80]}(...): the format's are T, ST, slice, torch.device, "
-                            "torch.Size", token.column)
+            raise self.fail(
+                f"unknown call {token.text[:80]}(...): the format's are T, ST, slice, torch.device, torch.Size",
+                token.column,
+            )
         self.next()  # (
         args, kwargs = self._arguments(depth)
         return build(token.column, args, kwargs)
@@ -410,7 +445,7 @@ class InputLine:
         return sizes
 
     def _dtype(self, value: Any, column: int) -> str:
-        name = value.name[len("torch."):] if isinstance(value, Symbol) else ""
+        name = value.name[len("torch.") :] if isinstance(value, Symbol) else ""
         if name not in TENSOR_DTYPES:
             raise self.fail(f"a tensor's dtype is an abbreviation (f32) or torch.NAME, not {value!r:.80}", column)
         return name
@@ -436,7 +471,7 @@ def _torch_name(name: str) -> str:
     `torch.`), spelled `torch.X`; "" for any other."""
     for prefix in ("torch.", "th."):
         if name.startswith(prefix):
-            return "torch." + name[len(prefix):]
+            return "torch." + name[len(prefix) :]
     return ""
 
 

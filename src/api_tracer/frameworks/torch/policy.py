@@ -36,6 +36,7 @@ API may call: Tensor.apply_ does), every ``name(...)`` value (the
 constructor calls replay makes: nn modules, optimizers) and classes passed
 as values.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -49,14 +50,29 @@ from typing import Any, Dict, FrozenSet, Optional, Tuple
 TORCH_PYTHON_OPERATORS = {"torch_nn": "torch.nn.modules.linear_cross_entropy"}
 
 # Operator namespaces whose operators compute on tensors.
-OPERATOR_NAMESPACES = ("aten", "prims", "rngprims", "quantized", "_quantized", "quantized_decomposed",
-                       "quantization", "sparse", "mkldnn", "mkldnn_prepacked", "mkl", "onednn",
-                       *TORCH_PYTHON_OPERATORS)
+OPERATOR_NAMESPACES = (
+    "aten",
+    "prims",
+    "rngprims",
+    "quantized",
+    "_quantized",
+    "quantized_decomposed",
+    "quantization",
+    "sparse",
+    "mkldnn",
+    "mkldnn_prepacked",
+    "mkl",
+    "onednn",
+    *TORCH_PYTHON_OPERATORS,
+)
 
 # Functions of torch.sparse, which torch.overrides' tables leave out and
 # level 1 records under these names.
-SPARSE_FUNCTIONS = tuple(f"torch.sparse.{name}" for name in (
-    "addmm", "log_softmax", "mm", "sampled_addmm", "softmax", "spdiags", "spsolve", "sum"))
+SPARSE_FUNCTIONS = tuple(
+    f"torch.sparse.{name}"
+    for name in ("addmm", "log_softmax", "mm", "sampled_addmm", "softmax", "spdiags", "spsolve", "sum")
+)
+
 
 def option_classes() -> FrozenSet[str]:
     """torch's dataclasses of options (torch.nn.LinearCrossEntropyOptions)
@@ -86,35 +102,73 @@ SCOPED_STATE = ("torch._C._set_grad_enabled",)
 # operator's overloads or a class's methods).
 DENIED: Dict[str, Tuple[str, ...]] = {
     "reads or writes files (torch.load unpickles: it can run code)": (
-        "torch.save", "torch.load", "torch.from_file", "torch.ops.aten.save", "torch.ops.aten.from_file"),
+        "torch.save",
+        "torch.load",
+        "torch.from_file",
+        "torch.ops.aten.save",
+        "torch.ops.aten.from_file",
+    ),
     "compiles or loads TorchScript": (
-        "torch.import_ir_module", "torch.import_ir_module_from_buffer", "torch.parse_ir", "torch.parse_schema",
-        "torch.parse_type_comment", "torch.merge_type_from_type_comment"),
+        "torch.import_ir_module",
+        "torch.import_ir_module_from_buffer",
+        "torch.parse_ir",
+        "torch.parse_schema",
+        "torch.parse_type_comment",
+        "torch.merge_type_from_type_comment",
+    ),
     "creates shared memory (files in /dev/shm; may start torch_shm_manager)": ("torch.Tensor.share_memory_",),
     "starts work on torch's inter-op thread pool that outlives the config": (
-        "torch.fork", "torch.wait", "torch.ops.aten.wait"),
+        "torch.fork",
+        "torch.wait",
+        "torch.ops.aten.wait",
+    ),
     "changes process-wide state: thread pools": (
-        "torch.set_num_threads", "torch.set_num_interop_threads", "torch.init_num_threads"),
+        "torch.set_num_threads",
+        "torch.set_num_interop_threads",
+        "torch.init_num_threads",
+    ),
     "changes process-wide state: default dtype, device or tensor type": (
-        "torch.set_default_dtype", "torch.set_default_device", "torch.set_default_tensor_type"),
+        "torch.set_default_dtype",
+        "torch.set_default_device",
+        "torch.set_default_tensor_type",
+    ),
     "changes process-wide state: numerics, determinism, anomaly and warning flags": (
-        "torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode",
-        "torch.set_float32_matmul_precision", "torch.set_flush_denormal", "torch.set_anomaly_enabled",
-        "torch.set_warn_always"),
+        "torch.use_deterministic_algorithms",
+        "torch.set_deterministic_debug_mode",
+        "torch.set_float32_matmul_precision",
+        "torch.set_flush_denormal",
+        "torch.set_anomaly_enabled",
+        "torch.set_warn_always",
+    ),
     "changes process-wide state: print options": ("torch.set_printoptions",),
     "changes process-wide state: autocast": (
-        "torch.autocast", "torch.set_autocast_*", "torch.autocast_increment_nesting",
-        "torch.autocast_decrement_nesting", "torch.clear_autocast_cache"),
+        "torch.autocast",
+        "torch.set_autocast_*",
+        "torch.autocast_increment_nesting",
+        "torch.autocast_decrement_nesting",
+        "torch.clear_autocast_cache",
+    ),
     "changes process-wide state: caches and process set-up": (
-        "torch.ops.aten._cufft_set_plan_cache_max_size", "torch.ops.aten._cufft_clear_plan_cache",
-        "torch.prepare_multiprocessing_environment", "torch.profiler_allow_cudagraph_cupti_lazy_reinit_cuda12"),
+        "torch.ops.aten._cufft_set_plan_cache_max_size",
+        "torch.ops.aten._cufft_clear_plan_cache",
+        "torch.prepare_multiprocessing_environment",
+        "torch.profiler_allow_cudagraph_cupti_lazy_reinit_cuda12",
+    ),
     "compiles the functions it is given (a higher-order operator runs them through torch.compile)": (
-        "torch.cond", "torch.while_loop"),
+        "torch.cond",
+        "torch.while_loop",
+    ),
     "prints (a config could write anything to replay's own output)": ("torch.ops.aten._print",),
     "talks to other processes (process groups, RPC, distributed autograd)": (
-        "torch.nn.SyncBatchNorm", "torch.ops.aten.to_here", "torch.ops.aten.local_value", "torch.ops.aten.owner",
-        "torch.ops.aten.owner_name", "torch.ops.aten.confirmed_by_owner", "torch.ops.aten.is_owner",
-        "torch.ops.aten.dist_backward"),
+        "torch.nn.SyncBatchNorm",
+        "torch.ops.aten.to_here",
+        "torch.ops.aten.local_value",
+        "torch.ops.aten.owner",
+        "torch.ops.aten.owner_name",
+        "torch.ops.aten.confirmed_by_owner",
+        "torch.ops.aten.is_owner",
+        "torch.ops.aten.dist_backward",
+    ),
 }
 
 
@@ -140,12 +194,20 @@ def named_apis() -> FrozenSet[str]:
 
     from .dialect import PyTorchDialect
 
-    names = (set(PyTorchDialect().api_list()) | set(VALUE_CONSTRUCTORS) | set(SCOPED_STATE) | set(SPARSE_FUNCTIONS)
-             | option_classes())
+    names = (
+        set(PyTorchDialect().api_list())
+        | set(VALUE_CONSTRUCTORS)
+        | set(SCOPED_STATE)
+        | set(SPARSE_FUNCTIONS)
+        | option_classes()
+    )
     for functions in get_overridable_functions().values():
         names.update(filter(None, map(resolve_name, functions)))
-    names.update(n for n in filter(None, map(resolve_name, get_ignored_functions()))
-                 if n.startswith("torch.Tensor.") and not n.split(".")[2].startswith("_"))
+    names.update(
+        n
+        for n in filter(None, map(resolve_name, get_ignored_functions()))
+        if n.startswith("torch.Tensor.") and not n.split(".")[2].startswith("_")
+    )
     names.update(operator_bindings())
     return frozenset(n for n in names if not denied(n))
 
@@ -171,8 +233,11 @@ def _binds_operator(name: str) -> bool:
 
     owner, _, op = name.rpartition(".")
     holder = _binding_modules().get(owner)
-    return holder is not None and op in _aten_names() and isinstance(
-        getattr(holder, op, None), (types.BuiltinFunctionType, types.MethodDescriptorType))
+    return (
+        holder is not None
+        and op in _aten_names()
+        and isinstance(getattr(holder, op, None), (types.BuiltinFunctionType, types.MethodDescriptorType))
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -297,5 +362,8 @@ def allow_list() -> FrozenSet[str]:
             packet = f"torch.ops.{namespace}.{op}"
             operators.update((packet, f"{packet}.{schema.overload_name or 'default'}"))
     overloads, packets = tensorless_operators()
-    return frozenset(n for n in named_apis() | frozenset(n for n in operators if not denied(n))
-                     if not _private_refusal(n) and n not in overloads and n not in packets)
+    return frozenset(
+        n
+        for n in named_apis() | frozenset(n for n in operators if not denied(n))
+        if not _private_refusal(n) and n not in overloads and n not in packets
+    )

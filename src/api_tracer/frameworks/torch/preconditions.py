@@ -19,6 +19,7 @@ operators read where their arguments point without looking.
   torch.sparse.check_sparse_tensor_invariants), so a call that asks for
   no check (check_invariants=False) is refused.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -34,6 +35,7 @@ def _same_shape(*names: str) -> Check:
         if len(set(shapes)) > 1:
             return " and ".join(f"{n} {list(s)}" for n, s in zip(names, shapes)) + " must have one shape"
         return None
+
     return check
 
 
@@ -43,12 +45,14 @@ def _dim_in_range(tensor: str, dim: str = "dim") -> Check:
         if _is_tensor(t) and isinstance(d, int) and not -max(t.dim(), 1) <= d < max(t.dim(), 1):
             return f"{dim}={d} is out of range for {tensor} of {t.dim()} dimensions"
         return None
+
     return check
 
 
 def _all(*checks: Check) -> Check:
     def check(bound: Dict[str, Any]) -> Optional[str]:
         return next((why for why in (c(bound) for c in checks) if why), None)
+
     return check
 
 
@@ -61,8 +65,13 @@ def _attention(bound: Dict[str, Any]) -> Optional[str]:
     q, k, v = (bound.get(n) for n in ("query", "key", "value"))
     if not all(_is_tensor(t) and t.dim() == 4 for t in (q, k, v)):
         return "query, key and value must be 4-d tensors"
-    if k.shape[:3] != v.shape[:3] or q.shape[0] != k.shape[0] or q.shape[3] != k.shape[3] \
-            or not k.shape[1] or q.shape[1] % k.shape[1]:
+    if (
+        k.shape[:3] != v.shape[:3]
+        or q.shape[0] != k.shape[0]
+        or q.shape[3] != k.shape[3]
+        or not k.shape[1]
+        or q.shape[1] % k.shape[1]
+    ):
         return f"query {list(q.shape)}, key {list(k.shape)} and value {list(v.shape)} do not agree"
     return None
 
@@ -90,12 +99,18 @@ def _embedding_bag_backward(bound: Dict[str, Any]) -> Optional[str]:
     [num_weights, dim] gradient, reading rows `offset2bag` of grad: every
     index within its range, the bags' tensors of their sizes."""
     grad, indices, offsets, offset2bag, bag_size, maximum = (
-        bound.get(n) for n in ("grad", "indices", "offsets", "offset2bag", "bag_size", "maximum_indices"))
+        bound.get(n) for n in ("grad", "indices", "offsets", "offset2bag", "bag_size", "maximum_indices")
+    )
     num_weights, mode, weights = bound.get("num_weights"), bound.get("mode"), bound.get("per_sample_weights")
     if not all(_is_tensor(t) for t in (grad, indices, offsets, offset2bag, bag_size, maximum)):
         return "grad, indices, offsets, offset2bag, bag_size and maximum_indices must be tensors"
-    if grad.dim() != 2 or indices.dim() != 1 or offsets.dim() != 1 or not isinstance(num_weights, int) \
-            or mode not in (0, 1, 2):
+    if (
+        grad.dim() != 2
+        or indices.dim() != 1
+        or offsets.dim() != 1
+        or not isinstance(num_weights, int)
+        or mode not in (0, 1, 2)
+    ):
         return "grad must be 2-d, indices and offsets 1-d, num_weights an int and mode 0, 1 or 2"
     bags, n = grad.shape[0], indices.numel()
     if not _values_in(indices, 0, max(num_weights, 0)):
@@ -127,8 +142,11 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
         if v is None or len(v) != batch or not all(isinstance(x, int) and x >= 0 for x in v):
             return f"{name} must hold {batch} lengths of 0 or more"
         lengths.append(v)
-    if targets.is_floating_point() or not _values_in(targets, 0, classes) or \
-            not (isinstance(blank, int) and 0 <= blank < classes):
+    if (
+        targets.is_floating_point()
+        or not _values_in(targets, 0, classes)
+        or not (isinstance(blank, int) and 0 <= blank < classes)
+    ):
         return f"targets and blank must be classes in [0, {classes})"
     if max(lengths[0], default=0) > time:
         return f"input_lengths must be at most the {time} steps of log_probs"
@@ -153,13 +171,15 @@ def _index_put(bound: Dict[str, Any]) -> Optional[str]:
         if not _is_tensor(index) or index.is_floating_point() or index.is_complex():
             return f"indices[{i}] must be an integer or bool tensor, or None"
         if index.dtype in _mask_dtypes():
-            if tuple(index.shape) != tuple(self.shape[dim:dim + index.dim()]):
+            if tuple(index.shape) != tuple(self.shape[dim : dim + index.dim()]):
                 return f"indices[{i}], a mask of shape {list(index.shape)}, must match self's dimensions {dim} on"
             dim += index.dim()
             continue
         if dim >= self.dim() or not _values_in(index, -self.shape[dim], self.shape[dim]):
-            return f"indices[{i}] must lie in [-{self.shape[dim] if dim < self.dim() else 0}, " \
-                   f"{self.shape[dim] if dim < self.dim() else 0}) for dimension {dim} of self"
+            return (
+                f"indices[{i}] must lie in [-{self.shape[dim] if dim < self.dim() else 0}, "
+                f"{self.shape[dim] if dim < self.dim() else 0}) for dimension {dim} of self"
+            )
         dim += 1
     if dim > self.dim():
         return f"{len(indices)} indices for self of {self.dim()} dimensions"
@@ -308,9 +328,14 @@ def view_operators() -> Dict[str, str]:
         names = [a.name for a in s.arguments]
         if "size" not in names or "stride" not in names or "empty" in s.name or "_assert" in s.name:
             continue
-        owner = "source" if "source" in names else next(
-            (a.name for a in s.arguments if str(a.type) == "Tensor" and names.index(a.name) < names.index("size")),
-            None)
+        owner = (
+            "source"
+            if "source" in names
+            else next(
+                (a.name for a in s.arguments if str(a.type) == "Tensor" and names.index(a.name) < names.index("size")),
+                None,
+            )
+        )
         if owner is not None:
             found[s.name] = owner
     return found
@@ -346,8 +371,10 @@ def _window(bound: Dict[str, Any], owner: str) -> Optional[str]:
         return None
     last = offset + sum((d - 1) * s for d, s in zip(size, stride))
     if last >= elements:
-        return (f"sizes {list(size)}, strides {list(stride)} and offset {offset} reach element {last} of a "
-                f"storage of {elements}")
+        return (
+            f"sizes {list(size)}, strides {list(stride)} and offset {offset} reach element {last} of a "
+            f"storage of {elements}"
+        )
     return None
 
 

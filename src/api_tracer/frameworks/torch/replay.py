@@ -3,6 +3,7 @@ what replay needs of torch, and `TorchBuilder`, how torch's values are made.
 Names resolve inside torch (resolve.py), the policy and the preconditions
 are torch's reviewed ones (policy.py, preconditions.py), and a side's call
 is made by side.py."""
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,11 @@ class TorchBuilder(Builder):
 
     def cast_symbol(self, obj: Any) -> Any:
         torch = self.r.torch
-        if isinstance(obj, torch.dtype) and (obj.is_floating_point or obj.is_complex) and \
-                str(obj).replace("torch.", "") in self.input_dtypes:
+        if (
+            isinstance(obj, torch.dtype)
+            and (obj.is_floating_point or obj.is_complex)
+            and str(obj).replace("torch.", "") in self.input_dtypes
+        ):
             return self.cast(obj)
         return obj
 
@@ -100,16 +104,19 @@ class TorchReplay(ReplayFramework):
     def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
         return check_call(api, func, args, kwargs) or ""
 
-    def run_side(self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any,
-                 watch: bool = False) -> Any:
+    def run_side(
+        self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any, watch: bool = False
+    ) -> Any:
         return side_module.run_side(config, api, args, kwargs, options, self, side, watch)
 
     def grad_mode_kept(self) -> Any:
         return side_module.grad_mode_kept()
 
     def no_reference(self, failure: str) -> str:
-        return (f"no float64 reference: the operator fails in float64 ({failure}) and torch._decomp has no "
-                "decomposition of it")
+        return (
+            f"no float64 reference: the operator fails in float64 ({failure}) and torch._decomp has no "
+            "decomposition of it"
+        )
 
     def reference_fallbacks(self, func: Any) -> Iterable[Tuple[str, Callable[..., Any]]]:
         import torch
@@ -162,7 +169,6 @@ def module_bytes(cls: type, args: list, kwargs: dict, cast: Callable[[Any], Any]
     return sum(t.numel() * cast(t.dtype).itemsize for t in (*probe.parameters(), *probe.buffers()) if not is_lazy(t))
 
 
-
 def output_bytes(func: Any, args: list, kwargs: dict) -> Optional[int]:
     """What the outputs of an operator call or a C function of torch's take
     (a factory's sizes, a repeat's count), from the same call made on the
@@ -175,8 +181,10 @@ def output_bytes(func: Any, args: list, kwargs: dict) -> Optional[int]:
 
     import torch
 
-    if not isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, types.BuiltinFunctionType,
-                             types.MethodDescriptorType)):
+    if not isinstance(
+        func,
+        (torch._ops.OpOverload, torch._ops.OpOverloadPacket, types.BuiltinFunctionType, types.MethodDescriptorType),
+    ):
         return None
 
     def meta(v: Any) -> Any:

@@ -2,6 +2,7 @@
 torch through objects that are torch's own (replay/resolve.py); a dunder
 only as a Tensor operator or as the name of a registered operator
 (``torch.ops.aten.__and__``)."""
+
 from __future__ import annotations
 
 import types
@@ -49,8 +50,11 @@ class Resolver(NameResolver):
         """Whether `part` of namespace `obj` is an operator registered under
         that name (aten::__and__), which getattr makes a packet of; any
         other dunder of a namespace is an attribute of the Python object."""
-        return (isinstance(obj, self.torch._ops._OpNamespace) and not hasattr(type(obj), part)
-                and bool(self.torch._C._jit_get_schemas_for_operator(f"{obj.name}::{part}")))
+        return (
+            isinstance(obj, self.torch._ops._OpNamespace)
+            and not hasattr(type(obj), part)
+            and bool(self.torch._C._jit_get_schemas_for_operator(f"{obj.name}::{part}"))
+        )
 
     def resolve(self, name: str, line: str) -> Any:
         """The torch callable an API name names (an operator torch registers
@@ -73,6 +77,12 @@ class Resolver(NameResolver):
         import dataclasses
 
         torch = self.torch
-        return cls in (torch.device, torch.Size, torch.Generator) or isinstance(cls, type) and (
-            issubclass(cls, (torch.nn.Module, torch.optim.Optimizer))
-            or dataclasses.is_dataclass(cls) and self.inside(cls))
+        return (
+            cls in (torch.device, torch.Size, torch.Generator)
+            or isinstance(cls, type)
+            and (
+                issubclass(cls, (torch.nn.Module, torch.optim.Optimizer))
+                or dataclasses.is_dataclass(cls)
+                and self.inside(cls)
+            )
+        )

@@ -4,6 +4,7 @@ kept; the random operators it ran, noted by a TorchDispatchMode
 (`RandomOps`); with --backward the gradients of its floating inputs
 (autograd.grad with fixed cotangents); for a --check reference, compiled
 (torch.compile) or on contiguous copies of its inputs."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,11 +14,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ...formats.configs import Config
 from ...replay.builder import build
+from ...replay.memory import storage_numel
 from ...replay.options import ReplayOptions
 from ...replay.results import first_line
 from ...replay.side import NoGradient, Outcome, Side, device_of, tensor_leaves
 from ...values import argument_path, arguments, call_keyword_path, item_path, keyword_path, value_path
-from ...replay.memory import storage_numel
 
 
 @contextlib.contextmanager
@@ -45,8 +46,16 @@ def seeded(seed: int, device: str) -> Iterator[None]:
         yield
 
 
-def run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any,
-             side: Side, watch: bool = False) -> Outcome:
+def run_side(
+    config: Config,
+    api: str,
+    args: list,
+    kwargs: dict,
+    options: ReplayOptions,
+    framework: Any,
+    side: Side,
+    watch: bool = False,
+) -> Outcome:
     """torch's side of a call (replay/side.py's run_side makes it, bounded):
     built on side.device (cast as side.cast says) from the options' seed
     and made, with torch's global generator seeded too; with
@@ -77,14 +86,24 @@ def run_side(config: Config, api: str, args: list, kwargs: dict, options: Replay
 ALL = "*"  # run_side's `held`: every input
 
 
-def _run_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any,
-              side: Side, watch: bool, held: Dict[str, Any]) -> Outcome:
+def _run_side(
+    config: Config,
+    api: str,
+    args: list,
+    kwargs: dict,
+    options: ReplayOptions,
+    framework: Any,
+    side: Side,
+    watch: bool,
+    held: Dict[str, Any],
+) -> Outcome:
     import torch
 
     # (sparse tensors the call makes are checked: see preconditions.py)
     with seeded(options.seed, side.device), torch.sparse.check_sparse_tensor_invariants():
-        func, args, kwargs = build(config, api, args, kwargs, replace(options, device=side.device), framework,
-                                   side.cast, side.perturb)
+        func, args, kwargs = build(
+            config, api, args, kwargs, replace(options, device=side.device), framework, side.cast, side.perturb
+        )
         if side.contiguous:
             args, kwargs = contiguous_copies(args), contiguous_copies(kwargs)
         precision = least_precise(args, kwargs)
@@ -94,8 +113,9 @@ def _run_side(config: Config, api: str, args: list, kwargs: dict, options: Repla
             args, kwargs = grad_inputs(args, kwargs, inputs, held)
             if ALL in held:
                 named = [tensor_leaves(v, path) for path, v in arguments(args, kwargs)]
-                held = {path: held[ALL] for leaves in named for path, t in leaves
-                        if t.is_floating_point() or t.is_complex()}
+                held = {
+                    path: held[ALL] for leaves in named for path, t in leaves if t.is_floating_point() or t.is_complex()
+                }
         call = side.substitute if side.substitute is not None else compiled(func) if side.compiled else func
         random = RandomOps(watch)
         with grad_mode_kept():
@@ -112,8 +132,11 @@ def contiguous_copies(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        if value.layout != torch.strided or value.is_quantized or (
-                value.is_contiguous() and value.untyped_storage().nbytes() == value.numel() * value.itemsize):
+        if (
+            value.layout != torch.strided
+            or value.is_quantized
+            or (value.is_contiguous() and value.untyped_storage().nbytes() == value.numel() * value.itemsize)
+        ):
             return value
         copy = torch.empty_like(value, memory_format=torch.contiguous_format)
         with torch.no_grad():
@@ -148,7 +171,7 @@ def refused_argument(error: RuntimeError, func: Any, args: list, kwargs: dict) -
             names = list(inspect.signature(func).parameters)
         except (TypeError, ValueError):  # a builtin without a signature
             return None
-    return argument_path(names.index(name)) if name in names[:len(args)] else None
+    return argument_path(names.index(name)) if name in names[: len(args)] else None
 
 
 def least_precise(args: list, kwargs: dict) -> Any:
@@ -192,12 +215,15 @@ def grad_inputs(args: list, kwargs: dict, inputs: list, held: Dict[str, Any]) ->
         if isinstance(v, dict):
             return {k: swap(x, _key_path(path, k)) for k, x in v.items()}
         if isinstance(v, torch.nn.Module):
-            inputs.extend((call_keyword_path(path, name), p, lambda g: g) for name, p in v.named_parameters()
-                          if p.requires_grad)
+            inputs.extend(
+                (call_keyword_path(path, name), p, lambda g: g) for name, p in v.named_parameters() if p.requires_grad
+            )
         return v
 
-    return ([swap(a, argument_path(i)) for i, a in enumerate(args)],
-            {k: swap(v, keyword_path(k)) for k, v in kwargs.items()})
+    return (
+        [swap(a, argument_path(i)) for i, a in enumerate(args)],
+        {k: swap(v, keyword_path(k)) for k, v in kwargs.items()},
+    )
 
 
 def _key_path(path: str, key: Any) -> str:
@@ -245,8 +271,9 @@ def cotangent(t: Any, seed: int) -> Any:
     import torch
 
     gen = torch.Generator().manual_seed(seed)
-    parts = [torch.randint(-8, 9, t.shape, generator=gen, dtype=torch.float64) / 8
-             for _ in range(2 if t.is_complex() else 1)]
+    parts = [
+        torch.randint(-8, 9, t.shape, generator=gen, dtype=torch.float64) / 8 for _ in range(2 if t.is_complex() else 1)
+    ]
     weights = torch.complex(*parts) if t.is_complex() else parts[0]
     return weights.to(device=t.device, dtype=t.dtype)
 

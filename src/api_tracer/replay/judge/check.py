@@ -12,6 +12,7 @@ given) within torch.testing's default tolerance of the less precise dtype.
 A call that ran a random operator is compared by shapes, dtypes and
 devices only, and says so; one whose compared values are all NaN or
 infinite on both sides tested nothing and is `vacuous` (`Verdict`)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,9 +33,15 @@ MODES = ("float64", "device:DEVICE", "compile", "repeat", "layout")
 # choosing, not compared: the embedding bag's offset2bag, bag_size and
 # maximum indices (its float32 fast path leaves offset2bag empty, the
 # float64 kernel fills it). API -> the output indices.
-WORKSPACE_OUTPUTS = {api: (1, 2, 3) for api in (
-    "torch.embedding_bag", "torch.ops.aten.embedding_bag", "torch.ops.aten._embedding_bag",
-    "torch.ops.aten._embedding_bag_forward_only")}
+WORKSPACE_OUTPUTS = {
+    api: (1, 2, 3)
+    for api in (
+        "torch.embedding_bag",
+        "torch.ops.aten.embedding_bag",
+        "torch.ops.aten._embedding_bag",
+        "torch.ops.aten._embedding_bag_forward_only",
+    )
+}
 
 
 def workspace_outputs(api: str) -> Tuple[str, ...]:
@@ -56,8 +63,8 @@ def reference(check: str, device: str) -> Side:
         return Side("repeated", device)
     if check == "layout":
         return Side("contiguous", device, contiguous=True)
-    if check.startswith("device:") and check[len("device:"):]:
-        other = check[len("device:"):]
+    if check.startswith("device:") and check[len("device:") :]:
+        other = check[len("device:") :]
         return Side(other, other)
     raise ValueError(f"{check!r} is not a check: one of {', '.join(MODES)}")
 
@@ -117,8 +124,11 @@ def deterministic() -> Iterator[None]:
         else:
             torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
 
-    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-           flags.fill_uninitialized_memory)
+    was = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        flags.fill_uninitialized_memory,
+    )
     use(True, warn_only=True)
     flags.fill_uninitialized_memory = True
     try:
@@ -128,8 +138,7 @@ def deterministic() -> Iterator[None]:
         flags.fill_uninitialized_memory = was[2]
 
 
-def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
-          framework: Any) -> Verdict:
+def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any) -> Verdict:
     """Both sides of config's call, compared. Raises as run_side does for
     the replay's own side. Where the float64 side cannot run (no float64
     kernel), a computation of it the framework knows (torch's
@@ -147,8 +156,7 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
         theirs, other, note = _reference_side(config, api, args, kwargs, options, framework, other)
         bounds = None
         extremes = holds_extremes(args, kwargs)  # (then no value is compared: no bound needed)
-        if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random \
-                and not extremes:
+        if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random and not extremes:
             from .error_model import bounds as error_bounds
 
             def rerun(perturb: Any) -> Any:
@@ -158,16 +166,21 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
                 bounds = error_bounds(rerun, mine, theirs, options.seed, api)
             except Skip as e:  # a probe past --max-bytes, say
                 raise Skip(f"on the {other.label} side (its error model's probes): {e}") from e
-            except Exception as e:  # noqa: BLE001 - what ran once runs again; if not, said
+            except Exception as e:
                 raise SideError(f"on the {other.label} side (its error model's probes)", e) from e
-        if options.check == "layout" and options.rtol is None and options.atol is None and not mine.random \
-                and not extremes and judge_repeat(mine, theirs).status != Status.OK:  # (bitwise equal: no bound needed)
+        if (
+            options.check == "layout"
+            and options.rtol is None
+            and options.atol is None
+            and not mine.random
+            and not extremes
+            and judge_repeat(mine, theirs).status != Status.OK
+        ):  # (bitwise equal: no bound needed)
             bounds = layout_bounds(config, api, args, kwargs, options, framework, mine)
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
     else:
-        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api),
-                        overflow=extremes)
+        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api), overflow=extremes)
     if note:
         verdict.message = "; ".join(filter(None, [note, verdict.message]))
     return verdict
@@ -175,8 +188,10 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
 
 # APIs whose result depends on their inputs' layout by what they do: no
 # --check layout of theirs (as_strided's offset is into the storage).
-READS_LAYOUT = re.compile(r"as_strided|\bset_\b|\.stride$|is_contiguous|storage_offset|data_ptr|untyped_storage|"
-                          r"\.storage$|_unsafe_view|\.view\b|_reshape_alias")
+READS_LAYOUT = re.compile(
+    r"as_strided|\bset_\b|\.stride$|is_contiguous|storage_offset|data_ptr|untyped_storage|"
+    r"\.storage$|_unsafe_view|\.view\b|_reshape_alias"
+)
 
 
 def layout_unjudged(api: str, args: list, kwargs: dict, framework: Any, config: Config) -> str:
@@ -186,12 +201,17 @@ def layout_unjudged(api: str, args: list, kwargs: dict, framework: Any, config: 
     not."""
     if READS_LAYOUT.search(api):
         return f"{api} reads its inputs' layout itself (storage, strides): a contiguous copy is another input"
-    if not any(isinstance(leaf, TensorSpec) and (leaf.stride is not None or leaf.storage_size is not None)
-               for _, leaf in walk(args, kwargs)):
+    if not any(
+        isinstance(leaf, TensorSpec) and (leaf.stride is not None or leaf.storage_size is not None)
+        for _, leaf in walk(args, kwargs)
+    ):
         return "every tensor input is contiguous: its contiguous copy is itself"
-    overlapping = any(isinstance(leaf, TensorSpec) and leaf.stride is not None and
-                      any(st == 0 and d > 1 for d, st in zip(leaf.shape, leaf.stride))
-                      for _, leaf in walk(args, kwargs))
+    overlapping = any(
+        isinstance(leaf, TensorSpec)
+        and leaf.stride is not None
+        and any(st == 0 and d > 1 for d, st in zip(leaf.shape, leaf.stride))
+        for _, leaf in walk(args, kwargs)
+    )
     if overlapping and writes(framework.resolve(api, config.text), api, kwargs):
         return "it writes into its inputs, one of whose elements share memory: its contiguous copy has them apart"
     return ""
@@ -208,8 +228,9 @@ def writes(func: Any, api: str, kwargs: dict) -> bool:
     return "out" in kwargs or (name.endswith("_") and not name.endswith("__"))
 
 
-def layout_bounds(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
-                  framework: Any, mine: Outcome) -> Optional[Dict[str, Any]]:
+def layout_bounds(
+    config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any, mine: Outcome
+) -> Optional[Dict[str, Any]]:
     """--check layout's bounds: two correct kernels (the strided one and
     the contiguous one) may each stray from the exact result by the error
     model's bound (made from the call on float64 copies, as --check
@@ -220,16 +241,21 @@ def layout_bounds(config: Config, api: str, args: list, kwargs: dict, options: R
     wide = Side("float64", options.device, cast=upcast)
     try:
         exact = run_side(config, api, args, kwargs, options, framework, wide)
-        made = error_bounds(lambda perturb: run_side(config, api, args, kwargs, options, framework,
-                                                     replace(wide, perturb=perturb)), mine, exact, options.seed,
-                            api)
+        made = error_bounds(
+            lambda perturb: run_side(config, api, args, kwargs, options, framework, replace(wide, perturb=perturb)),
+            mine,
+            exact,
+            options.seed,
+            api,
+        )
     except Exception:  # noqa: BLE001 - no float64 kernel, a probe past --max-bytes: the tolerance holds
         return None
     return {where: replace(b, allowed=2 * b.allowed, measure="error model (both sides)") for where, b in made.items()}
 
 
-def _reference_side(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions,
-                    framework: Any, other: Side) -> Tuple[Outcome, Side, str]:
+def _reference_side(
+    config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any, other: Side
+) -> Tuple[Outcome, Side, str]:
     """The reference's outcome, the side that made it, and what it says of
     how (a fallback). The reference's failure is not the operator's: where
     float64 cannot run on the replay's device, float64 on the CPU is the
@@ -243,7 +269,7 @@ def _reference_side(config: Config, api: str, args: list, kwargs: dict, options:
         raise
     except Skip as e:  # its arguments need more bytes (float64), say
         raise Skip(f"on the {other.label} side: {e}") from e
-    except Exception as e:  # noqa: BLE001 - the reference's failure: not the operator's
+    except Exception as e:
         failure = first_line(e)
         if other.compiled:
             raise SideError(f"on the {other.label} side", e) from e  # what --check compile is there to find
@@ -258,7 +284,7 @@ def _reference_side(config: Config, api: str, args: list, kwargs: dict, options:
     for fallback, what in fallbacks:
         try:
             outcome = run_side(config, api, args, kwargs, options, framework, fallback)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - a fallback's failure: the next one is tried
             tried.append(f"{what} fails too ({first_line(e)})")
             continue
         return outcome, fallback, f"the reference is {what}: {failure}"
@@ -291,8 +317,12 @@ def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
         return differs
     hashes = output_hashes(mine)
     if mine.unrepeatable:
-        return Verdict(Status.OK, "shapes", f"nondeterministic ({', '.join(mine.unrepeatable)}): compared shapes, "
-                                           "dtypes and devices only", hashes=hashes)
+        return Verdict(
+            Status.OK,
+            "shapes",
+            f"nondeterministic ({', '.join(mine.unrepeatable)}): compared shapes, dtypes and devices only",
+            hashes=hashes,
+        )
     worst = max(compare.errors, key=lambda e: e.excess, default=None)
     beyond = [e for e in compare.errors if e.beyond]
     if beyond:
@@ -300,8 +330,13 @@ def judge_repeat(mine: Outcome, theirs: Outcome) -> Verdict:
     theirs_hashes = output_hashes(theirs)
     unequal = [where for where, h in hashes.items() if theirs_hashes.get(where) != h]
     if unequal:  # equal in value, not in bits: signed zeros, NaN payloads
-        return Verdict(Status.MISMATCH, "values", f"{', '.join(unequal)}: equal in value, not bitwise (signed zeros "
-                                                  "or NaN payloads)", worst, hashes)
+        return Verdict(
+            Status.MISMATCH,
+            "values",
+            f"{', '.join(unequal)}: equal in value, not bitwise (signed zeros or NaN payloads)",
+            worst,
+            hashes,
+        )
     return Verdict(Status.OK, "values", "", worst, hashes)
 
 
@@ -309,7 +344,8 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
     """Whether the line fills a floating tensor with a finite value at the
     ends of its dtype (Filled(..., 3.4e38): at least half its largest; or
     at most its smallest normal, which kernels may flush to zero), or
-    holds a finite float scalar beyond float32's range (1e308): a narrower dtype then overflows where float64 does not, as
+    holds a finite float scalar beyond float32's range (1e308): a narrower dtype then overflows where float64 '
+        'does not, as
     it must, and another order of summing overflows otherwise."""
     import math
 
@@ -318,14 +354,17 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
     def extreme(c: Call) -> bool:
         value = c.args[1] if len(c.args) == 2 else 0
         dtype = getattr(torch, getattr(c.args[0], "dtype", ""), None) if c.args else None
-        if not isinstance(value, (int, float)) or not isinstance(dtype, torch.dtype) or not (
-                dtype.is_floating_point or dtype.is_complex):
+        if (
+            not isinstance(value, (int, float))
+            or not isinstance(dtype, torch.dtype)
+            or not (dtype.is_floating_point or dtype.is_complex)
+        ):
             return False
         info = torch.finfo(dtype)
         return math.isfinite(value) and (abs(value) >= info.max / 2 or 0 < abs(value) <= info.tiny)
 
     def huge(v: Any) -> bool:  # a finite float scalar no narrower dtype holds (1e308)
-        return isinstance(v, float) and math.isfinite(v) and abs(v) >= 2.0 ** 128
+        return isinstance(v, float) and math.isfinite(v) and abs(v) >= 2.0**128
 
     def scalars(v: Any) -> Any:
         if isinstance(v, (list, tuple)):
@@ -333,34 +372,55 @@ def holds_extremes(args: list, kwargs: dict) -> bool:
                 yield from scalars(x)
         elif isinstance(v, float):
             yield v
-    return any(isinstance(leaf, Call) and leaf.name == FILLED and extreme(leaf) for _, leaf in walk(args, kwargs)) \
-        or any(huge(v) for v in scalars([args, list(kwargs.values())]))
+
+    return any(
+        isinstance(leaf, Call) and leaf.name == FILLED and extreme(leaf) for _, leaf in walk(args, kwargs)
+    ) or any(huge(v) for v in scalars([args, list(kwargs.values())]))
 
 
-def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
-          bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = (), overflow: bool = False) -> Verdict:
+def judge(
+    mine: Outcome,
+    theirs: Outcome,
+    options: ReplayOptions,
+    other: Side,
+    bounds: Optional[Dict[str, Any]] = None,
+    unjudged: Tuple[str, ...] = (),
+    overflow: bool = False,
+) -> Verdict:
     """The verdict on two sides' outcomes; the leaves `unjudged` are not
     compared, and the verdict says so; with `overflow` (inputs at the ends
     of their dtype) only shapes, dtypes and devices are compared."""
     here, there = device_of(options.device), device_of(other.device)
     # inputs at the ends of their dtype overflow on the way, in it and not in float64, and where another
     # kernel of it sums in another order differently: no value to hold either side to
-    compare = Comparison(other.label, values=not mine.random and not overflow, dtype_of=other.cast or (lambda d: d),
-                         device_of=lambda d: there if d == here else d, scalar_dtype=mine.precision,
-                         rtol=options.rtol, atol=options.atol, bounds=bounds, unjudged=unjudged)
+    compare = Comparison(
+        other.label,
+        values=not mine.random and not overflow,
+        dtype_of=other.cast or (lambda d: d),
+        device_of=lambda d: there if d == here else d,
+        scalar_dtype=mine.precision,
+        rtol=options.rtol,
+        atol=options.atol,
+        bounds=bounds,
+        unjudged=unjudged,
+    )
     differs = _compared(compare, mine, theirs)
     if differs:
         return differs
     notes = [f"no gradient of {path} ({g.why})" for path, g in mine.grads.items() if isinstance(g, NoGradient)]
     if unjudged:
-        notes.insert(0, f"{', '.join(unjudged)} not compared (kept for the backward, in a form of the kernel's "
-                        "choosing)")
+        notes.insert(
+            0, f"{', '.join(unjudged)} not compared (kept for the backward, in a form of the kernel's choosing)"
+        )
     if mine.random:
         notes.insert(0, f"random ({', '.join(mine.random)}): compared shapes, dtypes and devices only")
         return Verdict(Status.OK, "shapes", "; ".join(notes))
     if overflow:
-        notes.insert(0, "inputs at the ends of their dtype, which overflow on the way (where float64 does not, and "
-                        "as the order of summing has it): compared shapes, dtypes and devices only")
+        notes.insert(
+            0,
+            "inputs at the ends of their dtype, which overflow on the way (where float64 does not, and "
+            "as the order of summing has it): compared shapes, dtypes and devices only",
+        )
         return Verdict(Status.OK, "shapes", "; ".join(notes))
     worst = max(compare.errors, key=lambda e: e.excess, default=None)
     beyond = [e for e in compare.errors if e.beyond]
@@ -372,9 +432,12 @@ def judge(mine: Outcome, theirs: Outcome, options: ReplayOptions, other: Side,
     # they come of random inputs (the log of 0), and do where the call's
     # scalars alone make them (torch.full of -inf)
     if floating and all(e.vacuous == "nan" or (e.vacuous and mine.floating_inputs) for e in floating):
-        notes.insert(0, f"every value compared ({', '.join(e.where for e in floating)}) is NaN or infinite on both "
-                        "sides (inputs outside the operator's domain, or memory left uninitialized, which "
-                        "deterministic mode fills with NaN): nothing was tested")
+        notes.insert(
+            0,
+            f"every value compared ({', '.join(e.where for e in floating)}) is NaN or infinite on both "
+            "sides (inputs outside the operator's domain, or memory left uninitialized, which "
+            "deterministic mode fills with NaN): nothing was tested",
+        )
         return Verdict(Status.VACUOUS, "values", "; ".join(notes), worst)
     if worst is not None and worst.measure != "rtol/atol" and worst.excess > 0:
         notes.insert(0, f"{worst.measure}: the closest at {worst.excess:.2g} of its bound ({worst.where})")

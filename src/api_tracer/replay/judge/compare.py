@@ -5,6 +5,7 @@ structure, shapes, dtypes and devices to be the same, and, unless told to
 compare only those, measures each numeric leaf's errors (`Errors`) within
 torch.testing's default tolerance of the less precise of its two dtypes.
 `Mismatch` is a difference in structure, which no tolerance covers."""
+
 from __future__ import annotations
 
 import math
@@ -45,13 +46,17 @@ class Errors:
     def describe(self, other: str) -> str:
         share = f"{self.beyond} / {self.total} elements ({self.beyond / max(1, self.total):.1%})"
         if self.measure != "rtol/atol":
-            return (f"{self.where}: {share} differ from the {other} side past the {self.measure}'s bound: "
-                    f"the worst by {self.excess:.3g}x (difference {self.difference:.3g}, bound {self.allowed:.3g}; "
-                    f"fan-in ~{self.fan_in:.0f}); greatest absolute difference {self.max_abs:.3g}, greatest relative "
-                    f"difference {self.max_rel:.3g}")
-        return (f"{self.where}: {share} differ from the {other} side: greatest absolute difference "
-                f"{self.max_abs:.3g} (up to {self.atol:.3g} allowed), greatest relative difference "
-                f"{self.max_rel:.3g} (up to {self.rtol:.3g} allowed)")
+            return (
+                f"{self.where}: {share} differ from the {other} side past the {self.measure}'s bound: "
+                f"the worst by {self.excess:.3g}x (difference {self.difference:.3g}, bound {self.allowed:.3g}; "
+                f"fan-in ~{self.fan_in:.0f}); greatest absolute difference {self.max_abs:.3g}, greatest relative "
+                f"difference {self.max_rel:.3g}"
+            )
+        return (
+            f"{self.where}: {share} differ from the {other} side: greatest absolute difference "
+            f"{self.max_abs:.3g} (up to {self.atol:.3g} allowed), greatest relative difference "
+            f"{self.max_rel:.3g} (up to {self.rtol:.3g} allowed)"
+        )
 
 
 class Comparison:
@@ -64,10 +69,18 @@ class Comparison:
     compared unless `values`; rtol and atol, when given, replace the
     dtypes' defaults."""
 
-    def __init__(self, other: str, values: bool = True, dtype_of: Callable[[Any], Any] = lambda d: d,
-                 device_of: Callable[[Any], Any] = lambda d: d, scalar_dtype: Any = None,
-                 rtol: Optional[float] = None, atol: Optional[float] = None,
-                 bounds: Optional[Dict[str, Any]] = None, unjudged: Tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        other: str,
+        values: bool = True,
+        dtype_of: Callable[[Any], Any] = lambda d: d,
+        device_of: Callable[[Any], Any] = lambda d: d,
+        scalar_dtype: Any = None,
+        rtol: Optional[float] = None,
+        atol: Optional[float] = None,
+        bounds: Optional[Dict[str, Any]] = None,
+        unjudged: Tuple[str, ...] = (),
+    ) -> None:
         import torch
 
         self.other, self.values, self.dtype_of, self.device_of = other, values, dtype_of, device_of
@@ -166,8 +179,17 @@ def measure(a: Any, b: Any, rtol: float, atol: float, where: str) -> Errors:
     if not diff.numel():
         return Errors(where, 0.0, 0.0, rtol, atol, 0, 0, 0.0)
     vacuous = _non_finite(x, y)
-    return Errors(where, diff.max().item(), rel.max().item(), rtol, atol, int((~close).sum()), close.numel(),
-                  excess.max().item(), vacuous=vacuous)
+    return Errors(
+        where,
+        diff.max().item(),
+        rel.max().item(),
+        rtol,
+        atol,
+        int((~close).sum()),
+        close.numel(),
+        excess.max().item(),
+        vacuous=vacuous,
+    )
 
 
 def _differences(a: Any, b: Any) -> Tuple[Any, Any, Any]:
@@ -222,9 +244,21 @@ def measure_bounded(a: Any, b: Any, bound: Any, where: str) -> Errors:
     excess = _nan_is_inf(excess)
     worst = int(excess.reshape(-1).argmax())
     rel = _nan_is_inf(torch.where(diff == 0, 0.0, diff / magnitude))
-    return Errors(where, diff.max().item(), rel.max().item(), 0.0, 0.0, int((excess > 1).sum()), diff.numel(),
-                  excess.reshape(-1)[worst].item(), bound.measure, bound.allowed.reshape(-1)[worst].item(),
-                  diff.reshape(-1)[worst].item(), bound.fan_in, vacuous)
+    return Errors(
+        where,
+        diff.max().item(),
+        rel.max().item(),
+        0.0,
+        0.0,
+        int((excess > 1).sum()),
+        diff.numel(),
+        excess.reshape(-1)[worst].item(),
+        bound.measure,
+        bound.allowed.reshape(-1)[worst].item(),
+        diff.reshape(-1)[worst].item(),
+        bound.fan_in,
+        vacuous,
+    )
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -83,6 +83,7 @@ were tuned on bench/bench_judge.py's sets of torch's own kernels and of
 operators with planted defects, and are held on sets the tuning never saw
 (tests/test_judge.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -93,7 +94,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..builder import Perturbation
 
-U = 2.0 ** -30  # the inputs' relative move of the probes (far above float64's rounding)
+U = 2.0**-30  # the inputs' relative move of the probes (far above float64's rounding)
 C_OUT = 4.0  # roundings of the result itself
 C_ACC = 8.0  # the accumulated roundings: standard deviations of their random walk, with room
 C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded once
@@ -117,7 +118,7 @@ def accumulation_roundoff(dtype: Any) -> float:
     the dtypes below it, else the dtype's own."""
     import torch
 
-    return min(unit_roundoff(dtype) or 2.0 ** -53, unit_roundoff(torch.float32))
+    return min(unit_roundoff(dtype) or 2.0**-53, unit_roundoff(torch.float32))
 
 
 def unit_roundoff(dtype: Any) -> Optional[float]:
@@ -206,14 +207,17 @@ def _signs(seed: int) -> Perturbation:
     def change(path: str, t: Any) -> None:
         signs = torch.randint(0, 2, t.shape, generator=gen).to(t.dtype if not t.is_complex() else torch.float64)
         t.mul_(1 + U * (2 * signs - 1))
+
     return _Tensors(change)
 
 
 def _only(target: str) -> Perturbation:
     """The input tensor `target` alone scaled by 1 + U."""
+
     def change(path: str, t: Any) -> None:
         if path == target:
             t.mul_(1 + U)
+
     return _Tensors(change)
 
 
@@ -222,7 +226,8 @@ def _one(target: str, index: int) -> Perturbation:
         if path == target:
             flat = t if t.dim() == 1 else t.view(-1)
             x = flat[index]
-            flat[index] = x + max(abs(complex(x)), 1.0) * 2.0 ** -20
+            flat[index] = x + max(abs(complex(x)), 1.0) * 2.0**-20
+
     return _Tensors(change)
 
 
@@ -231,8 +236,9 @@ def leaves(outcome: Any) -> Dict[str, Any]:
     as Comparison names them."""
     import torch
 
-    return {k: v for k, v in outcome.tensors()
-            if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())}
+    return {
+        k: v for k, v in outcome.tensors() if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
+    }
 
 
 def _moved(a: Any, b: Any) -> Any:
@@ -292,8 +298,11 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
         r64 = plain(r).detach().cpu().to(torch.complex128 if r.is_complex() else torch.float64)
         magnitude = r64.abs().to(torch.float64)
         d = _moved(scaled[where], r) / U if where in scaled else torch.zeros_like(magnitude)
-        s = torch.stack([_moved(o[where], r) for o in signed if where in o]).amax(0) / U if all(
-            where in o for o in signed) else torch.zeros_like(magnitude)
+        s = (
+            torch.stack([_moved(o[where], r) for o in signed if where in o]).amax(0) / U
+            if all(where in o for o in signed)
+            else torch.zeros_like(magnitude)
+        )
 
         fan_in = 1.0
         for numel, o in probed:
@@ -313,14 +322,20 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if fan_in <= 1.5 else []
             # an elementwise output of inputs broadcast to it (fewer elements than it): their largest
             broadcast = not own and fan_in <= 1.5 and any(0 < m.numel() < r.numel() for _, _, m in sizes)
-            inputs = (torch.stack(own).amax(0) if own else largest_input * max(span, 1) if scalar_paths or broadcast
-                      or span else 0.0)
+            inputs = (
+                torch.stack(own).amax(0)
+                if own
+                else largest_input * max(span, 1)
+                if scalar_paths or broadcast or span
+                else 0.0
+            )
             u_in = u_acc if own or broadcast else u_out
         rounding = C_OUT * (u_out * magnitude + u_in * inputs)
         kept = u_out if gradient else 0.0
         # (underflow: each of the fan-in's terms may lose up to tiny, flushed to zero as subnormal)
-        allowed = (rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s
-                   + C_OUT * tiny * fan_in)
+        allowed = (
+            rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s + C_OUT * tiny * fan_in
+        )
         if rounded and all(where in o for o in rounded) and r.numel():
             allowed = allowed + C_LAYERS * float(torch.stack([_moved(o[where], r) for o in rounded]).max())
         out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)

@@ -1,6 +1,7 @@
 """Started by Python in the processes a traced program starts, when
 `api-tracer run --follow-children` put this folder on PYTHONPATH: runs the
 sitecustomize this one shadows, if any, then starts tracing this process."""
+
 import os
 import sys
 
