@@ -1,19 +1,22 @@
 """api-tracer replay: call the APIs of config lines and report each one.
 
 A line is data: it is parsed by the project's parser (never evaluated), and
-every name in it is resolved by walking from `torch` through objects that
-are torch's own (its modules, its classes, torch.ops' namespaces); a dunder
-is allowed only as a Tensor operator (torch.Tensor.__add__). Unless
-allow_unsafe, every name replay calls or hands to the API (the API itself,
-Callable(...) arguments, the constructors it calls, classes passed as
-values) must also pass the policy (policy.py), which allows only what
-computes. Anything else is reported invalid, with file:line:column, as
-is a line that does not parse or is not UTF-8, and the other lines still run.
+every name in it is resolved by walking from its framework's root module
+(`torch`, `paddle`) through objects that are the framework's own (its
+modules, its classes, torch.ops' namespaces; frameworks/NAME/resolve.py);
+a dunder is allowed only as a tensor operator (torch.Tensor.__add__).
+Unless allow_unsafe, every name replay calls or hands to the API (the API
+itself, Callable(...) arguments, the constructors it calls, classes passed
+as values) must also pass the framework's policy (frameworks/NAME/policy.py),
+which allows only what computes. Anything else is reported invalid, with
+file:line:column, as is a line that does not parse or is not UTF-8, and
+the other lines still run.
 
-Arguments are made from their description: tensors of the recorded shape,
-dtype and strides, with random values (integer tensors: zeros, or values
-drawn from their value profile when api_value_ranges.yaml has one; bool
-tensors: random), module constructor calls built, devices, dtypes, sizes as
+Arguments are made from their description (builder.py): tensors of the
+recorded shape, dtype and strides, with random values (integer tensors:
+zeros, or values drawn from their value profile when
+api_value_ranges.yaml has one, found by its value path; bool tensors:
+random), module constructor calls built, devices, dtypes, sizes as
 written. Before anything is built, the names pass the policy and the
 tensors' descriptions are checked: sizes of at least 0 (-1, a symbolic size,
 skips the config), and no more bytes in all than max_bytes (by default half
@@ -21,12 +24,14 @@ the memory free on the device). Each config is reported "ok", "failed" (the
 exception; "building ARG: ..." when an argument could not be built),
 "skipped" (why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
 
-With a check (options.check, --check), a config is judged, not only run:
-its call is made again, from the same seed, on float64 copies of its
-floating inputs, on another device or compiled, and the outputs (and with
---backward the gradients of its floating inputs) are compared within
-torch.testing's default tolerances; a config beyond them is reported
-"mismatch", with its greatest errors and the tolerance (check.py).
+With a check (options.check, --check), a config is judged, not only run
+(judge/): its call is made again, from the same seed, on float64 copies of
+its floating inputs, on another device, compiled, again, or on other
+layouts, and the outputs (and with --backward the gradients of its
+floating inputs) are compared: against float64 within the error model's
+bound of each element, else within torch.testing's default tolerances; a
+config beyond them is reported "mismatch", with its greatest errors and
+the tolerance.
 
 In process, a fatal signal still kills the process, but first CrashNote has
 it say which config died and how far the replay got, and append that

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..config import ConfigSyntaxError, parse_call
 from ..formats.configs import Config
+from ..util.units import fmt_bytes
 from ..values import (
     EVAL_MODE,
     FILLED,
@@ -38,8 +39,8 @@ from ..values import (
     walk,
 )
 from .draw import draw, draw_floats
-from .memory import byte_limit, contiguous_strides, human_bytes, storage_numel
-from .options import ReplayOptions
+from .memory import byte_limit, contiguous_strides, storage_numel
+from .options import Job, ReplayOptions
 from .results import BuildError, Invalid, Skip
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
@@ -219,8 +220,8 @@ class Builder:
         self.spent += n
         if self.limit is not None and self.spent > self.limit:
             raise Skip(
-                f"{what} need {self.spent} bytes ({human_bytes(self.spent)}), more than the limit of "
-                f"{self.limit} bytes ({human_bytes(self.limit)}; --max-bytes)"
+                f"{what} need {self.spent} bytes ({fmt_bytes(self.spent, digits=1)}), more than the limit of "
+                f"{self.limit} bytes ({fmt_bytes(self.limit, digits=1)}; --max-bytes)"
             )
 
     def tensor_bytes(self, spec: TensorSpec) -> int:
@@ -510,33 +511,29 @@ def parse(config: Config) -> Tuple[str, list, dict]:
 
 
 def build(
-    config: Config,
-    api: str,
-    args: list,
-    kwargs: dict,
-    options: ReplayOptions,
-    framework: Any,
+    job: Job,
     cast: Optional[Callable[[Any], Any]] = None,
     perturb: Optional[Perturbation] = None,
     device: Optional[str] = None,
 ) -> Tuple[Callable, list, dict]:
-    """The callable `api` names and the arguments, built on `device`
-    (options.device) from options.seed (floating values cast, if `cast`:
-    see Builder) by the framework's builder; raises Invalid, Skip or
-    BuildError. Every name of the line passes the framework's policy
+    """The callable the job's API names and its arguments, built on
+    `device` (options.device) from options.seed (floating values cast, if
+    `cast`: see Builder) by the framework's builder; raises Invalid, Skip
+    or BuildError. Every name of the line passes the framework's policy
     (unless options.allow_unsafe) and every tensor's description is checked
     before anything is built, the built arguments then by its
     preconditions. The tensors may need options.max_bytes in all (None:
     half of what the device has free now)."""
     import torch
 
+    options, framework, api, args, kwargs = job.options, job.framework, job.api, job.args, job.kwargs
     device = device or options.device
     b = framework.builder(
         framework,
         device,
-        options.ranges.get(config.text, {}),
+        options.ranges.get(job.config.text, {}),
         torch.Generator().manual_seed(options.seed),
-        config.text,
+        job.config.text,
         safe=not options.allow_unsafe,
         cast=cast,
         perturb=perturb,
@@ -566,4 +563,4 @@ def prepare(config: Config, options: ReplayOptions = ReplayOptions()) -> Tuple[s
     from .framework import line_framework, replay_framework
 
     api, args, kwargs = parse(config)
-    return (api, *build(config, api, args, kwargs, options, replay_framework(line_framework(api, options))))
+    return (api, *build(Job(config, api, args, kwargs, options, replay_framework(line_framework(api, options)))))

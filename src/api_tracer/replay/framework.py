@@ -83,11 +83,9 @@ class ReplayFramework:
         """The device whose memory bounds a call made on `device`."""
         return device
 
-    def run_side(
-        self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any, watch: bool = False
-    ) -> Any:
-        """One side of a call (side.py: `Side`), built and made; its
-        `Outcome`, the output's tensors torch's."""
+    def run_side(self, job: Any, side: Any, watch: bool = False) -> Any:
+        """One side of a job's call (options.py: `Job`; side.py: `Side`),
+        built and made; its `Outcome`, the output's tensors torch's."""
         raise NotImplementedError
 
     def reference_fallbacks(self, func: Any) -> Iterable[Tuple[str, Callable[..., Any]]]:

@@ -25,17 +25,6 @@ def storage_numel(shape: Sequence[int], stride: Optional[Sequence[int]]) -> int:
     return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, stride))
 
 
-def human_bytes(n: float) -> str:
-    """A byte count as people read it: 512 B, 1.5 KiB, 8.0 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):  # noqa: B007 - `unit` is read after the loop
-        if n < 1024:
-            break
-        n /= 1024
-    else:
-        unit = "PiB"
-    return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
-
-
 def available_bytes(device: str) -> int:
     """Free memory for the tensors replay makes on `device`: the CPU's
     MemAvailable (/proc/meminfo, else the free pages sysconf counts), and for

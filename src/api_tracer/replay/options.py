@@ -2,12 +2,15 @@
 a run shares (the device, the value ranges, the seed, the policy switch,
 the byte limit, what --check compares against, the framework), handed whole
 from the command line to the runs, the workers and the checks. The flags
-that give it are flags.py's REPLAY; run.py checks what they give."""
+that give it are flags.py's REPLAY; run.py checks what they give. And
+`Job`, what one config's replay hands each of its steps."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
+
+from ..formats.configs import Config
 
 
 @dataclass(frozen=True)
@@ -24,3 +27,18 @@ class ReplayOptions:
     imports: Tuple[str, ...] = ()  # the user's modules loaded into each replaying process (user_code.py)
     libraries: Tuple[str, ...] = ()  # the user's shared libraries, likewise
     dialect: Optional[str] = None  # the framework (None: each line's API says; framework.py)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One config's replay, what each of its steps is handed: the line
+    (`config`) parsed into its API and the arguments as it describes them
+    (values.py's), the run's options, and the framework that replays it
+    (framework.py's ReplayFramework)."""
+
+    config: Config
+    api: str
+    args: list
+    kwargs: dict
+    options: ReplayOptions
+    framework: Any

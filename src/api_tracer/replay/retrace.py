@@ -12,7 +12,7 @@ from ..formats.configs import Config
 from ..trace.tracer import APITracer
 from .builder import build, parse
 from .framework import file_framework, replay_framework
-from .options import ReplayOptions
+from .options import Job, ReplayOptions
 
 
 def roundtrip(configs: List[Config], level: int, options: ReplayOptions = ReplayOptions()) -> List[Tuple[Config, str]]:
@@ -36,11 +36,12 @@ def _roundtrip_one(framework: Any, config: Config, level: int, options: ReplayOp
         api, args, kwargs = parse(config)
     except Exception as e:  # noqa: BLE001 - Invalid, or the parser's own failure
         return f"not replayed: {type(e).__name__}: {e}"
+    job = Job(config, api, args, kwargs, options, framework)
     constructors = framework.constructors_traced(args, kwargs)
     built = None
     if not constructors:
         try:
-            built = build(config, api, args, kwargs, options, framework)
+            built = build(job)
         except Exception as e:  # noqa: BLE001 - Invalid, Skip, BuildError
             return f"not replayed: {type(e).__name__}: {e}"
     with tempfile.TemporaryDirectory() as out:
@@ -55,7 +56,7 @@ def _roundtrip_one(framework: Any, config: Config, level: int, options: ReplayOp
         with framework.grad_mode_kept(), tracer:
             if built is None:
                 try:
-                    built = build(config, api, args, kwargs, options, framework)
+                    built = build(job)
                 except Exception as e:  # noqa: BLE001 - Invalid, Skip, BuildError
                     return f"not replayed: {type(e).__name__}: {e}"
             _, built_args, built_kwargs = built

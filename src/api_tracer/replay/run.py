@@ -24,7 +24,7 @@ from .builder import parse
 from .framework import DEFAULT, line_framework, replay_framework
 from .judge.check import Verdict, check, reference
 from .memory import available_bytes
-from .options import ReplayOptions
+from .options import Job, ReplayOptions
 from .results import BuildError, Invalid, Result, SideError, Skip, Status, first_line
 from .side import Side, run_side
 
@@ -39,11 +39,12 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
     try:
         api, args, kwargs = parse(config)
         framework = replay_framework(line_framework(api, options))
+        job = Job(config, api, args, kwargs, options, framework)
         if options.check:
-            verdict = check(config, api, args, kwargs, options, framework)
+            verdict = check(job)
             status, message = verdict.status, verdict.message
         else:
-            run_side(config, api, args, kwargs, options, framework, Side("replay", options.device))
+            run_side(job, Side("replay", options.device))
             status = Status.OK
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
@@ -211,25 +212,14 @@ def run_isolated(
         c = configs[index]
         if isinstance(event, pool.Done):
             result = event.result
-        elif isinstance(event, pool.Died):
+        else:  # the worker is gone, and the config failed with it
+            if isinstance(event, pool.Died):
+                error, message = "WorkerCrashed", f"the worker process died (exit code {event.exitcode})"
+            else:
+                error = "Timeout"
+                message = f"timeout: no result after {event.seconds:g} s (--timeout); the worker was killed"
             result = Result(
-                c.file,
-                c.line,
-                c.text,
-                api=api_of(c.text),
-                status=Status.FAILED,
-                error="WorkerCrashed",
-                message=f"the worker process died (exit code {event.exitcode})",
-            )
-        else:
-            result = Result(
-                c.file,
-                c.line,
-                c.text,
-                api=api_of(c.text),
-                status=Status.FAILED,
-                error="Timeout",
-                message=f"timeout: no result after {event.seconds:g} s (--timeout); the worker was killed",
+                c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error=error, message=message
             )
         out[index] = result
         on_result(result)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..formats.configs import Config
+from ..util.units import fmt_bytes
 from ..values import item_path
 from .builder import Perturbation
-from .memory import WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, human_bytes, out_of_memory
-from .options import ReplayOptions
+from .memory import WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
+from .options import Job
 from .results import Skip, first_line
 
 
@@ -88,31 +88,22 @@ def device_of(device: str) -> Any:
     return torch.empty(0, device=device).device
 
 
-def run_side(
-    config: Config,
-    api: str,
-    args: list,
-    kwargs: dict,
-    options: ReplayOptions,
-    framework: Any,
-    side: Side,
-    watch: bool = False,
-) -> Outcome:
-    """The call of one side, made by `framework` (a ReplayFramework: built
-    on side.device, cast as side.cast says, from the options' seed; with
-    options.backward the gradients of its floating inputs; `watch` notes
-    the random operators that run). What it allocates on its way is
-    bounded (memory.bounded): past that, Skip. Raises Invalid, Skip,
-    BuildError or what the call raises."""
-    limit = byte_limit(options.max_bytes, framework.memory_device(side.device))
+def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
+    """The call of one side, made by the job's framework (a
+    ReplayFramework: built on side.device, cast as side.cast says, from the
+    options' seed; with options.backward the gradients of its floating
+    inputs; `watch` notes the random operators that run). What it allocates
+    on its way is bounded (memory.bounded): past that, Skip. Raises
+    Invalid, Skip, BuildError or what the call raises."""
+    limit = byte_limit(job.options.max_bytes, job.framework.memory_device(side.device))
     with bounded(limit) as working:
         try:
-            return framework.run_side(config, api, args, kwargs, options, side, watch)
+            return job.framework.run_side(job, side, watch)
         except Exception as e:
             if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
                 raise
             raise Skip(
-                f"it allocates more than a call may on its way ({human_bytes(working)}: "
-                f"{WORKING_FACTOR} x the limit of {human_bytes(limit)}, --max-bytes, and "
-                f"{human_bytes(WORKING_SLACK)}): {first_line(e) or type(e).__name__}"
+                f"it allocates more than a call may on its way ({fmt_bytes(working, digits=1)}: "
+                f"{WORKING_FACTOR} x the limit of {fmt_bytes(limit, digits=1)}, --max-bytes, and "
+                f"{fmt_bytes(WORKING_SLACK, digits=1)}): {first_line(e) or type(e).__name__}"
             ) from None

@@ -1,5 +1,5 @@
-"""Times and byte counts as people read them: the profile's text table and
-the HTML report write them alike."""
+"""Times and byte counts as people read them: the profile's text table,
+the HTML report and replay's messages write them alike."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ def fmt_time(ns: Optional[int]) -> str:
     return f"{us:.3f}us"
 
 
-def fmt_bytes(b: Optional[int]) -> str:
-    """Bytes in binary units: 512 B, 1.50 KiB, 17.00 MiB, 2.25 GiB."""
+def fmt_bytes(b: Optional[float], digits: int = 2) -> str:
+    """Bytes in binary units, with `digits` decimals past B: 512 B, 1.50 KiB,
+    17.00 MiB, 2.25 GiB (the profile's two decimals; replay's messages one)."""
     if b is None:
         return ""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, size in (("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(b) >= size:
-            return f"{b / size:.2f} {unit}"
-    return f"{b} B"
+            return f"{b / size:.{digits}f} {unit}"
+    return f"{b:.0f} B"

@@ -34,10 +34,9 @@ import re
 import types
 from typing import Any, Iterator, List, Optional, Tuple
 
-from ...formats.configs import Config
 from ...replay.builder import BUILTIN_TYPES, UNPERTURBED, Builder, build
 from ...replay.framework import ReplayFramework
-from ...replay.options import ReplayOptions
+from ...replay.options import Job
 from ...replay.resolve import NameResolver, framework_start, user_root, user_start
 from ...replay.results import Invalid, Skip
 from ...replay.side import Outcome
@@ -482,26 +481,24 @@ class PaddleReplay(ReplayFramework):
             )
         )
 
-    def run_side(
-        self, config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, side: Any, watch: bool = False
-    ) -> Outcome:
+    def run_side(self, job: Job, side: Any, watch: bool = False) -> Outcome:
         """One side of a Paddle config: the call built (cast and perturbed
         as the side says) and made with Paddle's generator seeded and grad
         mode kept; its Outcome, the output as torch tensors, and with
         `watch` the call named as random where it drew from the generator."""
-        why = self.unsupported(options) or (
+        why = self.unsupported(job.options) or (
             f"the {side.label} side is torch's"
             if side.compiled or side.substitute is not None or side.contiguous
             else ""
         )
         if why:
             raise Skip(why)
-        with seeded(options.seed), grad_mode_kept(), names_of_its_own():
-            func, args, kwargs = build(config, api, args, kwargs, options, self, side.cast, side.perturb, "cpu")
+        with seeded(job.options.seed), grad_mode_kept(), names_of_its_own():
+            func, args, kwargs = build(job, side.cast, side.perturb, "cpu")
             precision = least_precise(args, kwargs)
             floating = any(dtype_name(t.dtype) in FLOATING + COMPLEX for t in _paddle_tensors([args, kwargs]))
             before = generator_state() if watch else None
             output = func(*args, **kwargs)
             drew = watch and generator_state() != before
             output = to_torch(output)
-        return Outcome(output, {}, [api] if drew else [], [], precision, floating)
+        return Outcome(output, {}, [job.api] if drew else [], [], precision, floating)

@@ -104,10 +104,8 @@ class TorchReplay(ReplayFramework):
     def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
         return check_call(api, func, args, kwargs) or ""
 
-    def run_side(
-        self, config: Any, api: str, args: list, kwargs: dict, options: Any, side: Any, watch: bool = False
-    ) -> Any:
-        return side_module.run_side(config, api, args, kwargs, options, self, side, watch)
+    def run_side(self, job: Any, side: Any, watch: bool = False) -> Any:
+        return side_module.run_side(job, side, watch)
 
     def grad_mode_kept(self) -> Any:
         return side_module.grad_mode_kept()

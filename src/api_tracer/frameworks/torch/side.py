@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ...formats.configs import Config
 from ...replay.builder import build
 from ...replay.memory import storage_numel
-from ...replay.options import ReplayOptions
+from ...replay.options import Job
 from ...replay.results import first_line
 from ...replay.side import NoGradient, Outcome, Side, device_of, tensor_leaves
 from ...values import argument_path, arguments, call_keyword_path, item_path, keyword_path, value_path
@@ -46,16 +44,7 @@ def seeded(seed: int, device: str) -> Iterator[None]:
         yield
 
 
-def run_side(
-    config: Config,
-    api: str,
-    args: list,
-    kwargs: dict,
-    options: ReplayOptions,
-    framework: Any,
-    side: Side,
-    watch: bool = False,
-) -> Outcome:
+def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
     """torch's side of a call (replay/side.py's run_side makes it, bounded):
     built on side.device (cast as side.cast says) from the options' seed
     and made, with torch's global generator seeded too; with
@@ -69,14 +58,15 @@ def run_side(
     first: Optional[RuntimeError] = None
     while True:
         try:
-            return _run_side(config, api, args, kwargs, options, framework, side, watch, held)
+            return _run_side(job, side, watch, held)
         except RuntimeError as e:
             if ALL in held:
                 raise first from None  # it fails as it is too: the call's own failure
-            refused = options.backward and refused_argument(e, framework.resolve(api, config.text), args, kwargs)
+            func = job.framework.resolve(job.api, job.config.text)
+            refused = job.options.backward and refused_argument(e, func, job.args, job.kwargs)
             if refused and refused not in held:
                 held[refused] = NoGradient("not differentiable")
-            elif options.backward:
+            elif job.options.backward:
                 first = e
                 held[ALL] = NoGradient(f"the call refuses inputs that require grad: {first_line(e)}")
             else:
@@ -86,24 +76,13 @@ def run_side(
 ALL = "*"  # run_side's `held`: every input
 
 
-def _run_side(
-    config: Config,
-    api: str,
-    args: list,
-    kwargs: dict,
-    options: ReplayOptions,
-    framework: Any,
-    side: Side,
-    watch: bool,
-    held: Dict[str, Any],
-) -> Outcome:
+def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcome:
     import torch
 
+    options = job.options
     # (sparse tensors the call makes are checked: see preconditions.py)
     with seeded(options.seed, side.device), torch.sparse.check_sparse_tensor_invariants():
-        func, args, kwargs = build(
-            config, api, args, kwargs, replace(options, device=side.device), framework, side.cast, side.perturb
-        )
+        func, args, kwargs = build(job, side.cast, side.perturb, side.device)
         if side.contiguous:
             args, kwargs = contiguous_copies(args), contiguous_copies(kwargs)
         precision = least_precise(args, kwargs)

@@ -20,9 +20,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from ...formats.configs import Config
 from ...values import FILLED, Call, TensorSpec, walk
-from ..options import ReplayOptions
+from ..options import Job, ReplayOptions
 from ..results import Invalid, SideError, Skip, Status, first_line
 from ..side import NoGradient, Outcome, Side, device_of, run_side
 from .compare import Comparison, Errors, Mismatch
@@ -138,29 +137,30 @@ def deterministic() -> Iterator[None]:
         flags.fill_uninitialized_memory = was[2]
 
 
-def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any) -> Verdict:
-    """Both sides of config's call, compared. Raises as run_side does for
+def check(job: Job) -> Verdict:
+    """Both sides of the job's call, compared. Raises as run_side does for
     the replay's own side. Where the float64 side cannot run (no float64
     kernel), a computation of it the framework knows (torch's
     decompositions) in float64 is the reference, and where it knows none
     the config is skipped with the reason: the reference's failure is not
     the operator's."""
+    options, api = job.options, job.api
     assert options.check, "check() needs options.check"
     if options.check == "layout":
-        why = layout_unjudged(api, args, kwargs, framework, config)
+        why = layout_unjudged(job)
         if why:
             raise Skip(why)
     other = reference(options.check, options.device)
     with deterministic():
-        mine = run_side(config, api, args, kwargs, options, framework, Side("replay", options.device), watch=True)
-        theirs, other, note = _reference_side(config, api, args, kwargs, options, framework, other)
+        mine = run_side(job, Side("replay", options.device), watch=True)
+        theirs, other, note = _reference_side(job, other)
         bounds = None
-        extremes = holds_extremes(args, kwargs)  # (then no value is compared: no bound needed)
+        extremes = holds_extremes(job.args, job.kwargs)  # (then no value is compared: no bound needed)
         if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random and not extremes:
             from .error_model import bounds as error_bounds
 
             def rerun(perturb: Any) -> Any:
-                return run_side(config, api, args, kwargs, options, framework, replace(other, perturb=perturb))
+                return run_side(job, replace(other, perturb=perturb))
 
             try:
                 bounds = error_bounds(rerun, mine, theirs, options.seed, api)
@@ -176,7 +176,7 @@ def check(config: Config, api: str, args: list, kwargs: dict, options: ReplayOpt
             and not extremes
             and judge_repeat(mine, theirs).status != Status.OK
         ):  # (bitwise equal: no bound needed)
-            bounds = layout_bounds(config, api, args, kwargs, options, framework, mine)
+            bounds = layout_bounds(job, mine)
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
     else:
@@ -194,11 +194,12 @@ READS_LAYOUT = re.compile(
 )
 
 
-def layout_unjudged(api: str, args: list, kwargs: dict, framework: Any, config: Config) -> str:
-    """Why --check layout cannot judge the call ("" where it can): it
-    reads its inputs' layout itself, or it writes into an input whose
+def layout_unjudged(job: Job) -> str:
+    """Why --check layout cannot judge the job's call ("" where it can):
+    it reads its inputs' layout itself, or it writes into an input whose
     elements share memory (an expanded one), which a contiguous copy does
     not."""
+    api, args, kwargs = job.api, job.args, job.kwargs
     if READS_LAYOUT.search(api):
         return f"{api} reads its inputs' layout itself (storage, strides): a contiguous copy is another input"
     if not any(
@@ -212,7 +213,7 @@ def layout_unjudged(api: str, args: list, kwargs: dict, framework: Any, config: 
         and any(st == 0 and d > 1 for d, st in zip(leaf.shape, leaf.stride))
         for _, leaf in walk(args, kwargs)
     )
-    if overlapping and writes(framework.resolve(api, config.text), api, kwargs):
+    if overlapping and writes(job.framework.resolve(api, job.config.text), api, kwargs):
         return "it writes into its inputs, one of whose elements share memory: its contiguous copy has them apart"
     return ""
 
@@ -228,9 +229,7 @@ def writes(func: Any, api: str, kwargs: dict) -> bool:
     return "out" in kwargs or (name.endswith("_") and not name.endswith("__"))
 
 
-def layout_bounds(
-    config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any, mine: Outcome
-) -> Optional[Dict[str, Any]]:
+def layout_bounds(job: Job, mine: Outcome) -> Optional[Dict[str, Any]]:
     """--check layout's bounds: two correct kernels (the strided one and
     the contiguous one) may each stray from the exact result by the error
     model's bound (made from the call on float64 copies, as --check
@@ -238,24 +237,18 @@ def layout_bounds(
     cannot run: the dtype's tolerance then holds."""
     from .error_model import bounds as error_bounds
 
-    wide = Side("float64", options.device, cast=upcast)
+    wide = Side("float64", job.options.device, cast=upcast)
     try:
-        exact = run_side(config, api, args, kwargs, options, framework, wide)
+        exact = run_side(job, wide)
         made = error_bounds(
-            lambda perturb: run_side(config, api, args, kwargs, options, framework, replace(wide, perturb=perturb)),
-            mine,
-            exact,
-            options.seed,
-            api,
+            lambda perturb: run_side(job, replace(wide, perturb=perturb)), mine, exact, job.options.seed, job.api
         )
     except Exception:  # noqa: BLE001 - no float64 kernel, a probe past --max-bytes: the tolerance holds
         return None
     return {where: replace(b, allowed=2 * b.allowed, measure="error model (both sides)") for where, b in made.items()}
 
 
-def _reference_side(
-    config: Config, api: str, args: list, kwargs: dict, options: ReplayOptions, framework: Any, other: Side
-) -> Tuple[Outcome, Side, str]:
+def _reference_side(job: Job, other: Side) -> Tuple[Outcome, Side, str]:
     """The reference's outcome, the side that made it, and what it says of
     how (a fallback). The reference's failure is not the operator's: where
     float64 cannot run on the replay's device, float64 on the CPU is the
@@ -264,7 +257,7 @@ def _reference_side(
     runs, or another device's reference fails, the config is skipped with
     why."""
     try:
-        return run_side(config, api, args, kwargs, options, framework, other), other, ""
+        return run_side(job, other), other, ""
     except Invalid:
         raise
     except Skip as e:  # its arguments need more bytes (float64), say
@@ -278,12 +271,13 @@ def _reference_side(
     fallbacks = []
     if device_of(other.device).type != "cpu":
         fallbacks.append((replace(other, label="float64 on the CPU", device="cpu"), "float64 on the CPU"))
-    for what, substitute in framework.reference_fallbacks(framework.resolve(api, config.text)):
+    framework = job.framework
+    for what, substitute in framework.reference_fallbacks(framework.resolve(job.api, job.config.text)):
         fallbacks.append((replace(other, label="float64 decomposition", substitute=substitute), what))
     tried = []
     for fallback, what in fallbacks:
         try:
-            outcome = run_side(config, api, args, kwargs, options, framework, fallback)
+            outcome = run_side(job, fallback)
         except Exception as e:  # noqa: BLE001 - a fallback's failure: the next one is tried
             tried.append(f"{what} fails too ({first_line(e)})")
             continue
