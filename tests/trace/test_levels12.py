@@ -164,8 +164,8 @@ def test_torch_computes_some_operators_otherwise_under_any_dispatch_mode():
     """The torch issues README.md lists, pinned: under a bare pass-through
     TorchDispatchMode (what level 2 is) complex pinv and lstsq are wrong
     and svdvals/eigvalsh move in their last bits. When torch fixes one,
-    this fails: its entry in PyTorchDialect.DISPATCH_MODE_ISSUES goes."""
-    from api_tracer.frameworks.torch.dialect import PyTorchDialect
+    this fails: its entry in frameworks/torch/names.py's DISPATCH_MODE_ISSUES goes."""
+    from api_tracer.frameworks.torch import names
 
     torch.manual_seed(0)
     a = torch.randn(5, 3, dtype=torch.complex64)
@@ -182,7 +182,7 @@ def test_torch_computes_some_operators_otherwise_under_any_dispatch_mode():
     assert not torch.equal(_under_a_bare_dispatch_mode(lambda: torch.linalg.svdvals(m)), torch.linalg.svdvals(m))
     s = m + m.T
     assert not torch.equal(_under_a_bare_dispatch_mode(lambda: torch.linalg.eigvalsh(s)), torch.linalg.eigvalsh(s))
-    assert set(PyTorchDialect.DISPATCH_MODE_ISSUES) == {
+    assert set(names.DISPATCH_MODE_ISSUES) == {
         "aten::linalg_pinv",
         "aten::linalg_lstsq",
         "aten::_linalg_svd",

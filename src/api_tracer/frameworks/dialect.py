@@ -50,6 +50,54 @@ def _read_api_list(path: str, mtime_ns: int, size: int) -> Tuple[str, ...]:
     return tuple(names)
 
 
+# Python's object protocol on a framework's tensor class, which no level 0
+# wraps, each with its reason: a wrapper would re-enter on every attribute
+# access, print, pickle or copy (frameworks/NAME/names.py's SKIP holds
+# them under its tensor classes: protocol_of).
+OBJECT_PROTOCOL: Dict[str, str] = {
+    "__new__": "object creation protocol",
+    "__init__": "object creation protocol",
+    "__init_subclass__": "class creation protocol",
+    "__subclasshook__": "isinstance protocol",
+    "__class_getitem__": "typing protocol",
+    "__getattribute__": "attribute protocol",
+    "__getattr__": "attribute protocol",
+    "__setattr__": "attribute protocol",
+    "__delattr__": "attribute protocol",
+    "__dir__": "introspection",
+    "__sizeof__": "introspection",
+    "__repr__": "printing a tensor would record its internals",
+    "__str__": "printing a tensor would record its internals",
+    "__format__": "printing a tensor would record its internals",
+    "__hash__": "identity hashing underlies every dict and set of tensors",
+    "__reduce__": "pickling",
+    "__reduce_ex__": "pickling",
+    "__getstate__": "pickling",
+    "__setstate__": "pickling",
+    "__copy__": "copying protocol",
+    "__deepcopy__": "copying protocol",
+    "__del__": "finalization",
+}
+# Of those, the methods printing, pickling and copying a tensor call (those
+# every framework's tensor has): level 0 records nothing inside them either
+# (a names module's QUIET), since the tensor methods they call are the
+# framework's, not the program's.
+PRINTING_AND_PICKLING: Tuple[str, ...] = (
+    "__repr__",
+    "__str__",
+    "__format__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__getstate__",
+    "__deepcopy__",
+)
+
+
+def protocol_of(owner: str) -> Dict[str, str]:
+    """OBJECT_PROTOCOL's methods of the class `owner`, as SKIP entries."""
+    return {f"{owner}.{name}": why for name, why in OBJECT_PROTOCOL.items()}
+
+
 def methods(owner: str, *names: str) -> Tuple[str, ...]:
     """The API names of methods `names` of the class `owner`:
     methods("torch.Tensor", "__repr__") is ("torch.Tensor.__repr__",)."""
@@ -88,18 +136,24 @@ class FrameworkDialect:
     ``hook_classes``; the rest has neutral defaults."""
 
     name: str = ""
-    # The folder of the framework's own files (its API lists), in frameworks/.
-    folder: Path = Path()
-    # What level 0 never wraps, each with the reason (the error a user's own
-    # list gets): exact API names, and prefixes of names (a namespace).
-    SKIP: Dict[str, str] = {}
-    SKIP_PREFIXES: Dict[str, str] = {}
-    # What level 0 records neither itself nor anything called inside
-    # (printing, pickling, copying the framework's objects: their calls are
-    # the framework's, not the program's): exact names, and prefixes of the
-    # functions of a module ("torch._utils._rebuild_").
-    QUIET: Tuple[str, ...] = ()
-    QUIET_PREFIXES: Tuple[str, ...] = ()
+    # The framework's module of names (frameworks/NAME/names.py), whose
+    # folder holds its API lists. Its tables, each optional: what level 0
+    # never wraps, each with the reason (the error a user's own list gets):
+    # SKIP, exact API names, and SKIP_PREFIXES, prefixes of names (a
+    # namespace); what level 0 records neither itself nor anything called
+    # inside (printing, pickling, copying the framework's objects: their
+    # calls are the framework's, not the program's): QUIET, exact names, and
+    # QUIET_PREFIXES, prefixes of the functions of a module
+    # ("torch._utils._rebuild_").
+    names: Optional[types.ModuleType] = None
+
+    @property
+    def folder(self) -> Optional[Path]:
+        """The folder of the framework's own files (its names, its API lists)."""
+        return Path(self.names.__file__).resolve().parent if self.names is not None else None
+
+    def _table(self, name: str, empty: Any) -> Any:
+        return getattr(self.names, name, empty)
 
     def hook_classes(self) -> Dict[int, type]:
         """Level number -> TracingHook subclass."""
@@ -108,12 +162,13 @@ class FrameworkDialect:
     def api_list(self, full: bool = False) -> List[str]:
         """The APIs level 0 wraps (full: everything a full scan found): the
         dialect's list file, where it has one."""
-        path = self.api_list_file(full)
-        return read_api_list(path) if self.folder != Path() else []
+        return read_api_list(self.api_list_file(full)) if self.folder is not None else []
 
     def api_list_file(self, full: bool = False) -> Path:
         """Where the framework's API list is (frameworks/api_lists.py writes
         it there): NAME_api_list.yaml, NAME_api_list_full.yaml in its folder."""
+        if self.folder is None:
+            raise ValueError(f"dialect {self.name!r} has no folder of its own (no `names` module): no API list file")
         return self.folder / f"{self.name}_api_list{'_full' if full else ''}.yaml"
 
     def run_levels(self) -> List[int]:
@@ -268,17 +323,18 @@ class FrameworkDialect:
     def skip_reason(self, api: str, raw: Any) -> Optional[str]:
         """Why level 0 must not wrap `api` (None: it may): SKIP's reason, or
         the reason of the first of SKIP_PREFIXES it starts with."""
-        if api in self.SKIP:
-            return self.SKIP[api]
-        return next((why for prefix, why in self.SKIP_PREFIXES.items() if api.startswith(prefix)), None)
+        skip = self._table("SKIP", {})
+        if api in skip:
+            return skip[api]
+        return next((why for prefix, why in self._table("SKIP_PREFIXES", {}).items() if api.startswith(prefix)), None)
 
     def quiet_targets(self) -> List[PatchTarget]:
         """APIs level 0 does not record, nor anything called inside them:
         QUIET, and the functions of a module QUIET_PREFIXES name."""
         import importlib
 
-        names = list(self.QUIET)
-        for prefix in self.QUIET_PREFIXES:
+        names = list(self._table("QUIET", ()))
+        for prefix in self._table("QUIET_PREFIXES", ()):
             module, _, start = prefix.rpartition(".")
             names += [f"{module}.{n}" for n in sorted(vars(importlib.import_module(module))) if n.startswith(start)]
         return [t for t in (self._target(api)[0] for api in names) if t is not None]

@@ -12,6 +12,8 @@ import pytest
 from api_tracer import _C, APITracer
 from api_tracer.frameworks.dialect import FrameworkDialect
 from api_tracer.frameworks.paddle.dialect import PaddleDialect
+from api_tracer.frameworks.paddle.names import DTYPES
+from support.paddle_dtypes import paddle_dtypes
 
 paddle = pytest.importorskip("paddle")  # pinned in requirements.txt: always there in CI
 
@@ -45,23 +47,11 @@ def test_tensors_are_written_with_shape_dtype_strides_and_gradient_flag(tmp_path
     ]
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [
-        "bool",
-        "uint8",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-        "complex64",
-        "complex128",
-    ],
-)
+def test_the_dtype_table_is_paddles():
+    assert sorted(DTYPES) == paddle_dtypes()
+
+
+@pytest.mark.parametrize("dtype", paddle_dtypes())
 def test_every_dtype_is_named_as_paddle_names_it(tmp_path, dtype):
     x = paddle.zeros([2], dtype=dtype)
     lines = trace(tmp_path, ["paddle.cast"], lambda: paddle.cast(x, getattr(paddle, dtype)))

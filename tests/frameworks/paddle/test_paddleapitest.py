@@ -16,6 +16,7 @@ from api_tracer.config import parse_call
 from api_tracer.formats.foreign import NotCarried
 from api_tracer.frameworks.paddle.paddleapitest import config_line, write_paddleapitest
 from api_tracer.values import Call, Symbol, TensorSpec
+from support.paddle_dtypes import paddle_dtypes
 
 # -- their reader, as this test reads it ----------------------------------------------
 #
@@ -59,23 +60,9 @@ class TypeOf(NamedTuple):
     name: str  # the class type(...) names: "numpy.float32", "float"
 
 
-# The dtypes their Dtype(...) reads (through paddle's converter of numpy's names).
-DTYPES = {
-    "bool",
-    "uint8",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-    "float8_e4m3fn",
-    "float8_e5m2",
-}
+# The dtypes their Dtype(...) reads (through paddle's converter of numpy's
+# names): Paddle's.
+DTYPES = set(paddle_dtypes())
 TOKEN_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-")
 
 

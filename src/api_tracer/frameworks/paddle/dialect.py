@@ -56,10 +56,7 @@ class PaddleDialect(FrameworkDialect):
     """PaddlePaddle: level 0, Paddle's API list, Paddle's types."""
 
     name = "paddle"
-    folder = Path(__file__).resolve().parent
-    SKIP = names.SKIP
-    SKIP_PREFIXES = names.SKIP_PREFIXES
-    QUIET = names.QUIET
+    names = names
 
     def hook_classes(self) -> Dict[int, type]:
         return {SetattrHook.level: SetattrHook}

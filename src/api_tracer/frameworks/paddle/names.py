@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from ..dialect import methods
+from ..dialect import PRINTING_AND_PICKLING, methods, protocol_of
 
 # Paddle's dtypes, by the name paddle exports each under (paddle.float32),
 # which the format writes as torch's are ("float32"), and which torch names
@@ -35,29 +35,9 @@ DTYPES: Tuple[str, ...] = (
 FLOATING: Tuple[str, ...] = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
 COMPLEX: Tuple[str, ...] = ("complex64", "complex128")
 
+# Beside Python's object protocol (OBJECT_PROTOCOL), what a paddle
+# tensor's class has that level 0 must not wrap either.
 _TENSOR_PROTOCOL: Dict[str, str] = {
-    "__new__": "object creation protocol",
-    "__init__": "object creation protocol",
-    "__init_subclass__": "class creation protocol",
-    "__subclasshook__": "isinstance protocol",
-    "__class_getitem__": "typing protocol",
-    "__getattribute__": "attribute protocol",
-    "__getattr__": "attribute protocol",
-    "__setattr__": "attribute protocol",
-    "__delattr__": "attribute protocol",
-    "__dir__": "introspection",
-    "__sizeof__": "introspection",
-    "__repr__": "printing a tensor would record its internals",
-    "__str__": "printing a tensor would record its internals",
-    "__format__": "printing a tensor would record its internals",
-    "__hash__": "identity hashing underlies every dict and set of tensors",
-    "__reduce__": "pickling",
-    "__reduce_ex__": "pickling",
-    "__getstate__": "pickling",
-    "__setstate__": "pickling",
-    "__copy__": "copying protocol",
-    "__deepcopy__": "copying protocol",
-    "__del__": "finalization",
     "__array_ufunc__": "numpy's dispatch protocol",
     "__cuda_array_interface__": "an interchange protocol other libraries probe for",
     "__c_dlpack_exchange_api__": "an interchange protocol (a capsule, not a call)",
@@ -68,6 +48,8 @@ _TENSOR_PROTOCOL: Dict[str, str] = {
 # Level 0 never wraps these (exact names): the reason is what a user's own
 # list is told.
 SKIP: Dict[str, str] = {
+    **protocol_of("paddle.Tensor"),
+    **protocol_of("paddle.nn.Parameter"),
     **{f"paddle.Tensor.{method}": why for method, why in _TENSOR_PROTOCOL.items()},
     **{f"paddle.nn.Parameter.{method}": why for method, why in _TENSOR_PROTOCOL.items()},
     "paddle.Tensor": "the tensor type: its construction is paddle's own (parameters, copies)",
@@ -172,16 +154,7 @@ SKIP_PREFIXES: Dict[str, str] = {
 # pickling and copying a tensor or parameter call paddle's own APIs
 # (numpy(), tensor_to_string's slicing, to_tensor on unpickling).
 QUIET: Tuple[str, ...] = (
-    *methods(
-        "paddle.Tensor",
-        "__repr__",
-        "__str__",
-        "__format__",
-        "__reduce__",
-        "__reduce_ex__",
-        "__getstate__",
-        "__deepcopy__",
-    ),
+    *methods("paddle.Tensor", *PRINTING_AND_PICKLING),
     *methods("paddle.nn.Parameter", "__repr__", "__str__", "__deepcopy__"),
     "paddle.base.dygraph.math_op_patch._rebuild_tensor",
 )

@@ -51,23 +51,9 @@ from .names import DTYPES
 # The dtypes a tensor of theirs is made in (TensorConfig's table of them),
 # which Dtype(...) names too: Paddle's.
 TENSOR_DTYPES = frozenset(DTYPES)
-# The classes `type(...)` names: numpy's scalar types, and Python's.
-NUMPY_TYPES = frozenset(
-    {
-        "bool",
-        "bool_",
-        "uint8",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "float16",
-        "float32",
-        "float64",
-        "complex64",
-        "complex128",
-    }
-)
+# The classes `type(...)` names: numpy's scalar types (Paddle's dtypes but
+# those numpy lacks, and its bool_), and Python's.
+NUMPY_TYPES = frozenset({"bool_", *DTYPES} - {"bfloat16", "float8_e4m3fn", "float8_e5m2"})
 BUILTIN_TYPES = frozenset({"bool", "int", "float", "complex"})
 # The first tokens their reader dispatches on: a string that starts with
 # one is read as that, not as a string.

@@ -5,9 +5,20 @@ its modules leaves out (frameworks/api_lists.py does the rest)."""
 
 from __future__ import annotations
 
-from typing import List, Set
+from typing import Any, List, Set, Tuple
 
 from ..api_lists import ApiLists, functions, public, scan_package
+
+
+def subclasses(module: Any, base: type) -> List[Tuple[str, type]]:
+    """(name, class) of the public classes `module` exports that derive
+    from `base`, `base` itself left out."""
+    out = []
+    for name in dir(module):
+        cls = getattr(module, name)
+        if public(name) and isinstance(cls, type) and issubclass(cls, base) and cls is not base:
+            out.append((name, cls))
+    return out
 
 
 class TorchLists(ApiLists):
@@ -68,26 +79,12 @@ class TorchLists(ApiLists):
         names = functions("torch", dir(torch)) | self._tensor_methods()
         for ns in self.FUNCTION_NAMESPACES:
             names |= functions(ns)
-        for name in dir(torch.nn):
-            cls = getattr(torch.nn, name)
-            if (
-                public(name)
-                and isinstance(cls, type)
-                and issubclass(cls, torch.nn.Module)
-                and cls is not torch.nn.Module
-            ):
-                names.add(f"torch.nn.{name}")
-                if "forward" in vars(cls):
-                    names.add(f"torch.nn.{name}.forward")
-        for name in dir(torch.optim):
-            cls = getattr(torch.optim, name)
-            if (
-                public(name)
-                and isinstance(cls, type)
-                and issubclass(cls, torch.optim.Optimizer)
-                and cls is not torch.optim.Optimizer
-            ):
-                names.update(f"torch.optim.{name}{method}" for method in ("", ".step", ".zero_grad"))
+        for name, cls in subclasses(torch.nn, torch.nn.Module):
+            names.add(f"torch.nn.{name}")
+            if "forward" in vars(cls):
+                names.add(f"torch.nn.{name}.forward")
+        for name, _ in subclasses(torch.optim, torch.optim.Optimizer):
+            names.update(f"torch.optim.{name}{method}" for method in ("", ".step", ".zero_grad"))
         return self.wrappable(names)
 
     def full(self) -> List[str]:

@@ -29,13 +29,7 @@ class PyTorchDialect(FrameworkDialect):
     """PyTorch: levels 0-3, torch's API lists, torch's types."""
 
     name = "torch"
-    folder = Path(__file__).resolve().parent
-
-    SKIP = names.SKIP
-    SKIP_PREFIXES = names.SKIP_PREFIXES
-    QUIET = names.QUIET
-    QUIET_PREFIXES = names.QUIET_PREFIXES
-    DISPATCH_MODE_ISSUES = names.DISPATCH_MODE_ISSUES
+    names = names
 
     def hook_classes(self) -> Dict[int, type]:
         return {hook.level: hook for hook in (SetattrHook, TorchFunctionHook, TorchDispatchHook, NativeHook)}
@@ -197,7 +191,7 @@ class PyTorchDialect(FrameworkDialect):
         import torch
 
         if isinstance(func, torch._ops.OpOverload):
-            _warn_of_dispatch_mode_issue(func._schema.name, self.DISPATCH_MODE_ISSUES)
+            _warn_of_dispatch_mode_issue(func._schema.name, names.DISPATCH_MODE_ISSUES)
             return func._schema.name, func._schema.overload_name
         return None
 
@@ -328,7 +322,7 @@ _warned_issues: set = set()
 
 def _warn_of_dispatch_mode_issue(name: str, issues: Dict[str, str]) -> None:
     """A RuntimeWarning, once per process, where torch computes the operator
-    `name` otherwise under a dispatch mode (PyTorchDialect.DISPATCH_MODE_ISSUES):
+    `name` otherwise under a dispatch mode (names.DISPATCH_MODE_ISSUES):
     met by level 2, the traced program's results change there."""
     if name in issues and name not in _warned_issues:
         import warnings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from ..dialect import methods
+from ..dialect import PRINTING_AND_PICKLING, methods, protocol_of
 
 # Level 0 never wraps these: the reason is part of the documentation
 # (docs/design.md) and of the error a user's own list gets.
@@ -20,27 +20,7 @@ SKIP: Dict[str, str] = {
     "torch.nn.functional.has_torch_function": "the override protocol itself: every functional calls it",
     "torch.nn.functional.has_torch_function_unary": "the override protocol itself: every functional calls it",
     "torch.nn.functional.has_torch_function_variadic": "the override protocol itself: every functional calls it",
-    "torch.Tensor.__new__": "object creation protocol",
-    "torch.Tensor.__init__": "object creation protocol",
-    "torch.Tensor.__init_subclass__": "class creation protocol",
-    "torch.Tensor.__subclasshook__": "isinstance protocol",
-    "torch.Tensor.__class_getitem__": "typing protocol",
-    "torch.Tensor.__getattribute__": "attribute protocol",
-    "torch.Tensor.__getattr__": "attribute protocol",
-    "torch.Tensor.__setattr__": "attribute protocol",
-    "torch.Tensor.__delattr__": "attribute protocol",
-    "torch.Tensor.__dir__": "introspection",
-    "torch.Tensor.__repr__": "printing a tensor would record its internals",
-    "torch.Tensor.__str__": "printing a tensor would record its internals",
-    "torch.Tensor.__format__": "printing a tensor would record its internals",
-    "torch.Tensor.__hash__": "identity hashing underlies every dict and set of tensors",
-    "torch.Tensor.__reduce__": "pickling",
-    "torch.Tensor.__reduce_ex__": "pickling",
-    "torch.Tensor.__getstate__": "pickling",
-    "torch.Tensor.__setstate__": "pickling",
-    "torch.Tensor.__deepcopy__": "copying protocol",
-    "torch.Tensor.__sizeof__": "introspection",
-    "torch.Tensor.__del__": "finalization",
+    **protocol_of("torch.Tensor"),
     "torch.nn.Module": "the base class: every module's construction would be recorded twice",
     "torch.compile": "the compiler's entry point",
 }
@@ -48,17 +28,7 @@ SKIP: Dict[str, str] = {
 # methods that printing, pickling and copying a tensor call are torch's,
 # not the program's.
 QUIET: Tuple[str, ...] = (
-    *methods(
-        "torch.Tensor",
-        "__repr__",
-        "__str__",
-        "__format__",
-        "__reduce__",
-        "__reduce_ex__",
-        "__getstate__",
-        "__setstate__",
-        "__deepcopy__",
-    ),
+    *methods("torch.Tensor", *PRINTING_AND_PICKLING, "__setstate__"),
     *methods("torch.nn.Parameter", "__repr__", "__reduce_ex__", "__deepcopy__"),
     *methods("torch.storage.TypedStorage", "__repr__", "__reduce__", "__deepcopy__", "__copy__"),
     *methods("torch.storage._StorageBase", "__repr__", "__reduce__", "__deepcopy__", "__copy__"),
