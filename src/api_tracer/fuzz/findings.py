@@ -22,13 +22,15 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _C
+from ..formats.fileset import OUTPUT_FILES
 from ..formats.io import replace_atomically
 from ..formats.summaries import read_value_ranges
 from ..replay.results import Status
 
 FINDINGS = "findings.jsonl"
 REPRODUCERS = "findings.yaml"
-RANGES = "api_value_ranges.yaml"  # (the name replay looks for beside a config file: filesets.OUTPUT_FILES)
+# the set's value-ranges file, which replay reads beside findings.yaml (formats/configs.py: ranges_beside)
+RANGES = OUTPUT_FILES["api_value_ranges.yaml"].name()
 
 KINDS = ("crash", "hang", "error", "mismatch")
 RUN = "run"  # the oracle of a plain replay: crash, hang and error are found there
@@ -111,7 +113,7 @@ def classify(api: str, event: Any) -> Outcome:
     not one of building the arguments) or a mismatch."""
     from ..replay import pool
 
-    oracle = lambda note: note or RUN  # noqa: E731
+    oracle = lambda note: note or RUN  # noqa: E731 - a one-line mapping, named for what it says
     if isinstance(event, pool.Died):
         sig = signal_name(event.exitcode)
         return Outcome(

@@ -11,7 +11,7 @@ the configs that did not run; a fuzz campaign (its directory, or its
 findings.jsonl) gives what it ran and its findings with their reproducers;
 a diff (the JSON lines of `api-tracer diff --json`) gives its differences
 by kind and in a table.
-Each trace directory also gives a coverage pane (coverage.py): per module
+Each trace directory also gives a coverage pane (corpus/coverage.py): per module
 of the API list, and per namespace of the registered operators, the share
 touched as a table with a bar, and the names touched and never touched.
 
@@ -56,7 +56,7 @@ def render(
     (name, Profile.raw() data) profile, one per (name, results) replay
     report, one per (name, findings, campaign state) fuzz campaign, one per
     (name, lines) diff, and last the coverage of each trace directory
-    (coverage.py)."""
+    (corpus/coverage.py)."""
     panes: List[Tuple[str, str, str]] = []
     coverages: List[Tuple[str, CoverageReport]] = []
     for directory in trace_dirs:
@@ -115,17 +115,10 @@ def check_output(path: str) -> None:
         raise InputError(path, f"cannot write here: {why}")
 
 
-def write_report(
-    path: str,
-    trace_dirs: Sequence[str] = (),
-    profiles: Sequence[Tuple[str, Dict[str, Any]]] = (),
-    replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
-    campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
-    diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
-) -> int:
-    """Writes the page (an OSError where it cannot be written); its size in
-    bytes."""
-    data = render(trace_dirs, profiles, replays, campaigns, diffs).encode("utf-8")
+def write_report(path: str, *inputs: Any, **named_inputs: Any) -> int:
+    """Writes the page render(*inputs, **named_inputs) makes to `path` (an
+    OSError where it cannot be written); its size in bytes."""
+    data = render(*inputs, **named_inputs).encode("utf-8")
     replace_atomically(path, data)
     return len(data)
 

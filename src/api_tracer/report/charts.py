@@ -41,15 +41,12 @@ def bar_chart(items: Sequence[Tuple[str, int, str]], row: int = 18) -> str:
             )
         )
     height = len(items) * row + 4
-    return tag(
-        "svg",
-        "".join(bars),
-        width=WIDTH,
-        height=height,
-        viewBox=f"0 0 {WIDTH} {height}",
-        role="img",
-        aria_label="bar chart",
-    )
+    return _svg("".join(bars), height, "bar chart")
+
+
+def _svg(body: str, height: int, label: str) -> str:
+    """A chart: `body` in an SVG image WIDTH wide, `height` high, named `label`."""
+    return tag("svg", body, width=WIDTH, height=height, viewBox=f"0 0 {WIDTH} {height}", role="img", aria_label=label)
 
 
 @dataclass
@@ -126,15 +123,7 @@ def icicle(nodes: Sequence[Node], row: int = 22) -> str:
             place.append((c, cx, depth + 1))
             cx += extent[c] * scale
     height = (depth_max + 1) * row if cells else row
-    return tag(
-        "svg",
-        "".join(cells),
-        width=WIDTH,
-        height=height,
-        viewBox=f"0 0 {WIDTH} {height}",
-        role="img",
-        aria_label="icicle chart",
-    )
+    return _svg("".join(cells), height, "icicle chart")
 
 
 def legend_icicle(what: Optional[str] = None) -> str:

@@ -1,4 +1,4 @@
-"""The report's coverage pane of a trace directory (coverage.py): per API
+"""The report's coverage pane of a trace directory (corpus/coverage.py): per API
 list and operator registry, its modules (namespaces) as a sortable table
 with a bar of the share touched, and behind each module's name the names
 touched and never touched; then the names touched outside it."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ..corpus.coverage import Coverage, CoverageReport, Group, percent_text, sets_summary
-from .page import Cell, Column, esc, number, sortable_table, tag
+from .page import Cell, Column, code, esc, number, sortable_table, tag
 
 BAR = 160  # px: the width of a bar at 100%
 
@@ -44,7 +44,7 @@ def group_table(c: Coverage, table_id: str) -> str:
     ]
     rows = [
         [
-            Cell(tag("code", esc(g.name)), g.name),
+            code(g.name),
             number(len(g.touched), f"{len(g.touched):,}"),
             number(len(g.names), f"{len(g.names):,}"),
             number(round(g.percent or 0.0, 4), percent_text(g.percent)),

@@ -9,11 +9,11 @@ import json
 from collections import Counter
 from typing import Any, Dict, List
 
-from .page import Cell, Column, esc, note, number, sortable_table, tag, text
+from ..fuzz.findings import KINDS
+from .page import Column, code, esc, note, number, sortable_table, tag, text
 from .replay_html import read_json_lines
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
-KINDS = ("crash", "hang", "error", "mismatch")
 
 
 def is_findings(first_line: bytes) -> bool:
@@ -54,13 +54,13 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
     rows = [
         [
             text(f["kind"]),
-            Cell(tag("code", esc(f["api"])), f["api"]),
+            code(f["api"]),
             text(f.get("oracle", "")),
             number(int(f.get("count") or 0)),
             text(str(f.get("message", ""))[:500]),
             text("; ".join(map(str, f.get("mutation") or [])) or "(the seed itself)"),
             text(f.get("file", "")),
-            Cell(tag("code", esc(f["line"])), f["line"]),
+            code(f["line"]),
         ]
         for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"]))
     ]

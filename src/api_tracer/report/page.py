@@ -55,6 +55,11 @@ def text(value: object) -> Cell:
     return Cell(esc(value))
 
 
+def code(value: str) -> Cell:
+    """A cell of code (an API name, a config line), sorted by its text."""
+    return Cell(tag("code", esc(value)), value)
+
+
 def number(value: Union[int, float], shown: Optional[str] = None) -> Cell:
     return Cell(esc(value if shown is None else shown), value)
 

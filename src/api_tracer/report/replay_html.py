@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Tuple
 from ..errors import InputError
 from ..replay.output import counted
 from ..replay.results import Status
-from .page import Cell, Column, esc, note, number, sortable_table, tag, text
+from .page import Column, code, esc, note, number, sortable_table, tag, text
 
 STATUSES = [s.value for s in Status]
 FIELDS = ("config", "api", "status")  # what every line of a replay report has
@@ -86,7 +86,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
         per_api.setdefault(r["api"] or "(invalid)", Counter())[r["status"]] += 1
     columns = [Column("API")] + [Column(s, numeric=True) for s in shown] + [Column("configs", numeric=True)]
     rows = [
-        [Cell(tag("code", esc(api)), api)] + [number(c[s]) for s in shown] + [number(sum(c.values()))]
+        [code(api)] + [number(c[s]) for s in shown] + [number(sum(c.values()))]
         for api, c in sorted(per_api.items(), key=lambda kv: (-kv[1]["mismatch"] - kv[1]["failed"], kv[0]))
     ]
     out = [
@@ -113,7 +113,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
             excess = _float(r.get("excess"))
             rows.append(
                 [
-                    Cell(tag("code", esc(r["api"])), r["api"]),
+                    code(r["api"]),
                     number(excess, f"{excess:.3g}x" if r.get("excess") is not None else "-"),
                     text(r.get("measure") or "-"),
                     text(r.get("worst") or "-"),
@@ -121,7 +121,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
                     number(_float(r.get("max_rel_error")), f"{_float(r.get('max_rel_error')):.3g}"),
                     text(_where(r)),
                     text(r.get("message", "")),
-                    Cell(tag("code", esc(r["config"])), r["config"]),
+                    code(r["config"]),
                 ]
             )
         out += [
@@ -134,22 +134,15 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
         ]
     others = [r for r in results if r["status"] not in ("ok", "mismatch")]
     if others:
-        columns = [
-            Column("status"),
-            Column("API"),
-            Column("error"),
-            Column("message"),
-            Column("where"),
-            Column("config"),
-        ]
+        columns = [Column(name) for name in ("status", "API", "error", "message", "where", "config")]
         rows = [
             [
                 text(r["status"]),
-                Cell(tag("code", esc(r["api"])), r["api"]),
+                code(r["api"]),
                 text(r.get("error") or ""),
                 text(r.get("message", "")),
                 text(_where(r)),
-                Cell(tag("code", esc(r["config"])), r["config"]),
+                code(r["config"]),
             ]
             for r in others
         ]
