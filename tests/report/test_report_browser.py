@@ -1,4 +1,4 @@
-"""The HTML report in a real browser, headless Chromium (tests/browser.py):
+"""The HTML report in a real browser, headless Chromium (tests/support/browser.py):
 no string of the data runs as script, the page's own script runs under its
 Content Security Policy, and its tables sort, filter and link as they
 should. The screenshots it takes are kept in tests/artifacts/report/
@@ -13,10 +13,11 @@ import pytest
 
 from api_tracer.report import read_profile, write_report
 from api_tracer.report.trace_views import trace_views
+from support import TESTS
 from support.browser import Browser, dump_dom
 from support.report_inputs import HOSTILE, make_profile, make_traces
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "report"
+ARTIFACTS = TESTS / "artifacts" / "report"  # (ignored by git: .gitignore)
 
 
 @pytest.fixture(scope="module")
