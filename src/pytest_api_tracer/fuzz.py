@@ -64,30 +64,28 @@ class FuzzFile(PluginFile):
 
         seeds, _ = read_seeds([str(self.path)])
         for seed in seeds:
-            yield FuzzItem.from_parent(self, name=f"L{seed.number}:{seed.line.api}", seed=seed)
+            yield FuzzItem.from_parent(self, name=f"L{seed.number}:{seed.line.api}", entry=seed, lineno=seed.number)
 
 
 class FuzzItem(LineItem):
-    def __init__(self, *, seed: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.seed = seed
-        self.lineno = seed.number
+    """A seed line, fuzzed for --api-fuzz-time seconds (entry: the seed)."""
 
     def runtest(self) -> None:
         from api_tracer.fuzz import Campaign, Settings
 
         plugin: FuzzSession = self.parent.session_plugin
-        digest = hashlib.sha256(self.seed.text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
-        out = os.path.join(plugin.out, "items", f"L{self.seed.number}-{digest}")
+        seed = self.entry
+        digest = hashlib.sha256(seed.text.encode("utf-8", "backslashreplace")).hexdigest()[:16]
+        out = os.path.join(plugin.out, "items", f"L{seed.number}-{digest}")
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         campaign = Campaign(
-            [self.seed], Settings(out, oracles=plugin.oracles, time_limit=plugin.time, options=plugin.options)
+            [seed], Settings(out, oracles=plugin.oracles, time_limit=plugin.time, options=plugin.options)
         )
         campaign.run()
         if len(campaign.findings):
             raise ReplayFailure(
-                f"{len(campaign.findings)} findings fuzzing {self.seed.file}:{self.seed.number} "
+                f"{len(campaign.findings)} findings fuzzing {seed.file}:{seed.number} "
                 f"({campaign.cases_run} cases; {out}):\n"
                 + "\n".join(
                     f"  {f.kind}"

@@ -21,10 +21,13 @@ class PluginFile(pytest.File):
 
 
 class LineItem(pytest.Item):
-    """An item of one config line (its number: `lineno`), failing with
-    what its run said, as text."""
+    """An item of one config line of its file (`entry`, what its run takes:
+    a replay's Config, a fuzz seed; its number `lineno`), failing with what
+    its run said, as text."""
 
-    lineno = 0
+    def __init__(self, *, entry: Any, lineno: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entry, self.lineno = entry, lineno
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, ReplayFailure):

@@ -49,20 +49,17 @@ class ConfigFile(PluginFile):
 
         for config in read_config_file(str(self.path)):
             api = api_of(config.text) if not config.error else "unreadable"
-            yield ConfigItem.from_parent(self, name=f"L{config.line}:{api}", replay_config=config)
+            yield ConfigItem.from_parent(self, name=f"L{config.line}:{api}", entry=config, lineno=config.line)
 
 
 class ConfigItem(LineItem):
-    def __init__(self, *, replay_config: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.replay_config = replay_config
-        self.lineno = replay_config.line
+    """A config line, replayed (entry: its Config)."""
 
     def runtest(self) -> None:
         from api_tracer.replay import Status, replay_one
 
         plugin: ReplaySession = self.parent.session_plugin
-        result = replay_one(self.replay_config, plugin.options())
+        result = replay_one(self.entry, plugin.options())
         if result.status in (Status.SKIPPED, Status.VACUOUS):
             pytest.skip(f"{result.status}: {result.message}" if result.status == Status.VACUOUS else result.message)
         if result.status != Status.OK:

@@ -34,6 +34,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Tuple
 
+from torch.overrides import TorchFunctionMode, _get_current_function_mode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+
 from .. import _C
 from . import instrument
 from .options import TracerOptions
@@ -247,21 +250,25 @@ def _binding_function(fn: Any) -> Any:
     return fn
 
 
+class _TracerFunctionMode(TorchFunctionMode):
+    """api_tracer's level-1 mode; its handler is set per instance."""
+
+
+class _TracerDispatchMode(TorchDispatchMode):
+    """api_tracer's level-2 mode; its handler is set per instance."""
+
+
 class _ModeHook(TracingHook):
-    """Enters a mode whose handler is one of the C++ handlers."""
+    """Enters a mode (of `mode_class`) whose handler is one of the C++
+    handlers; at the end, it must be the innermost (`current_mode`)."""
 
     handler_name = ""  # the mode's handler attribute
     _c_handler = ""  # the C++ handler's name in _C
-
-    @abc.abstractmethod
-    def _make_mode(self) -> Any: ...
-
-    @staticmethod
-    @abc.abstractmethod
-    def _current_mode() -> Any: ...
+    mode_class: type
+    current_mode: Callable[[], Any]
 
     def install(self) -> None:
-        mode = self._make_mode()
+        mode = self.mode_class()
         # An instance attribute shadows the base class's method; PyTorch
         # requires it to be bound to the mode (its __self__ is checked).
         setattr(mode, self.handler_name, types.MethodType(getattr(_C, self._c_handler), mode))
@@ -272,7 +279,7 @@ class _ModeHook(TracingHook):
         mode = getattr(self, "mode", None)
         if mode is None:
             return
-        if self._current_mode() is not mode:
+        if self.current_mode() is not mode:
             raise RuntimeError(
                 f"{type(self).__name__}: another mode was entered inside the traced block and not "
                 "exited; the tracer's mode is not on top of the mode stack"
@@ -289,15 +296,8 @@ class TorchFunctionHook(_ModeHook):
     level = int(_C.Level.torch_function)
     handler_name = "__torch_function__"
     _c_handler = "torch_function_handler"
-
-    def _make_mode(self) -> Any:
-        return _TracerFunctionMode()
-
-    @staticmethod
-    def _current_mode() -> Any:
-        from torch.overrides import _get_current_function_mode
-
-        return _get_current_function_mode()
+    mode_class = _TracerFunctionMode
+    current_mode = staticmethod(_get_current_function_mode)
 
 
 class TorchDispatchHook(_ModeHook):
@@ -307,31 +307,8 @@ class TorchDispatchHook(_ModeHook):
     level = int(_C.Level.torch_dispatch)
     handler_name = "__torch_dispatch__"
     _c_handler = "torch_dispatch_handler"
-
-    def _make_mode(self) -> Any:
-        return _TracerDispatchMode()
-
-    @staticmethod
-    def _current_mode() -> Any:
-        from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-        return _get_current_dispatch_mode()
-
-
-def _mode_classes() -> None:
-    """Defines the mode classes once torch is imported."""
-    global _TracerFunctionMode, _TracerDispatchMode
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class _TracerFunctionMode(TorchFunctionMode):
-        """api_tracer's level-1 mode; its handler is set per instance."""
-
-    class _TracerDispatchMode(TorchDispatchMode):
-        """api_tracer's level-2 mode; its handler is set per instance."""
-
-
-_mode_classes()
+    mode_class = _TracerDispatchMode
+    current_mode = staticmethod(_get_current_dispatch_mode)
 
 
 class NativeHook(TracingHook):
