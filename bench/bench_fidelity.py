@@ -4,10 +4,11 @@ to themselves.
 
     python bench/bench_fidelity.py [--models gpt2,rnn] [--held-out] [--levels 0,1] [--why]
 
-The models are tests/workloads.py's FIDELITY_WORKLOADS (a one-layer GPT-2
+The models are tests/support/workloads.py's FIDELITY_WORKLOADS (a one-layer GPT-2
 and Llama and a ViT from transformers, an LSTM/GRU tagger whose loss ignores
 the padding target -100, embedding bags), each one training step. With
---held-out, the models of HELD_OUT below instead, which no test uses: they
+--held-out, the models of its HELD_OUT instead (T5, Qwen2, Swin,
+torch.nn.Transformer), which no test uses: they
 check that what the tests made pass was the class of a problem and not its
 case. Per model and level, a step is traced (after one untraced, so that
 lazy set-up is not in it) with value profiles (value_ranges), and each
@@ -34,146 +35,17 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from collections import Counter
 from typing import Dict, List
 
-import torch
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from workloads import FIDELITY_WORKLOADS, training_step
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: F401  (puts the tests' `support` on the path)
 
 from api_tracer import APITracer
 from api_tracer.formats.configs import ranges_beside, read_config_file
 from api_tracer.formats.summaries import read_value_ranges
 from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
-
-# -- held out: transformers models and a torch.nn model that no test uses -----
-
-
-def t5_training_step():
-    """A one-layer T5 encoder-decoder (relative position buckets, labels
-    padded with -100, decoder inputs shifted from them), an AdamW step."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=64,
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=1,
-        num_decoder_layers=1,
-        num_heads=4,
-        relative_attention_num_buckets=8,
-        dropout_rate=0.0,
-        decoder_start_token_id=0,
-        pad_token_id=0,
-    )
-    model = T5ForConditionalGeneration(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    ids, labels = torch.randint(1, 64, (2, 7)), torch.randint(1, 64, (2, 5))
-    labels[1, -2:] = -100
-    return training_step(
-        model, optimizer, lambda: model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss
-    )
-
-
-def qwen2_training_step():
-    """A one-layer Qwen2 causal LM (grouped-query attention with biased
-    projections, eager attention with a padding mask), an SGD step."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=1,
-        max_position_embeddings=32,
-    )
-    config._attn_implementation = "eager"
-    model = Qwen2ForCausalLM(config)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    ids = torch.randint(0, 64, (2, 9))
-    mask = torch.ones_like(ids)
-    mask[0, :3] = 0  # left padding
-    labels = ids.masked_fill(mask == 0, -100)
-    return training_step(model, optimizer, lambda: model(input_ids=ids, attention_mask=mask, labels=labels).loss)
-
-
-def swin_training_step():
-    """A two-stage Swin classifier (shifted windows: roll, window
-    partitions, relative position bias, patch merging), an AdamW step."""
-    from transformers import SwinConfig, SwinForImageClassification
-
-    torch.manual_seed(0)
-    config = SwinConfig(
-        image_size=32,
-        patch_size=4,
-        num_channels=3,
-        embed_dim=16,
-        depths=[2, 1],
-        num_heads=[2, 4],
-        window_size=4,
-        mlp_ratio=2.0,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        drop_path_rate=0.0,
-        num_labels=4,
-    )
-    model = SwinForImageClassification(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    pixels, labels = torch.randn(2, 3, 32, 32), torch.tensor([3, 0])
-    return training_step(model, optimizer, lambda: model(pixel_values=pixels, labels=labels).loss)
-
-
-def nn_transformer_training_step():
-    """torch.nn.Transformer (one encoder and one decoder layer, norm first,
-    GELU) with a causal mask and key padding masks, a label-smoothed loss
-    that ignores padding, RMSprop."""
-    from torch import nn
-
-    torch.manual_seed(0)
-    with warnings.catch_warnings():  # norm_first: no nested-tensor fast path, which it says
-        warnings.simplefilter("ignore", UserWarning)
-        model = nn.Transformer(
-            d_model=16,
-            nhead=2,
-            num_encoder_layers=1,
-            num_decoder_layers=1,
-            dim_feedforward=32,
-            dropout=0.0,
-            activation="gelu",
-            batch_first=True,
-            norm_first=True,
-        )
-    head = nn.Linear(16, 11)
-    params = list(model.parameters()) + list(head.parameters())
-    optimizer = torch.optim.RMSprop(params, lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss(ignore_index=-100, label_smoothing=0.1)
-    src, tgt = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
-    src_pad = torch.zeros(2, 6, dtype=torch.bool)
-    src_pad[1, -2:] = True
-    causal = nn.Transformer.generate_square_subsequent_mask(5)
-    labels = torch.randint(0, 11, (2, 5))
-    labels[1, -1] = -100
-
-    def loss():
-        out = model(src, tgt, tgt_mask=causal, src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad)
-        return loss_fn(head(out).flatten(0, 1), labels.flatten())
-
-    return training_step(model, optimizer, loss)
-
-
-HELD_OUT = {
-    "t5": t5_training_step,
-    "qwen2": qwen2_training_step,
-    "swin": swin_training_step,
-    "nn_transformer": nn_transformer_training_step,
-}
+from support.workloads import FIDELITY_WORKLOADS, HELD_OUT
 
 
 def measure(name: str, level: int) -> Dict:

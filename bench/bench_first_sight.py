@@ -45,14 +45,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import best_side_by_side, command_line
-from python_logger import (
-    FloorDispatchMode,
-    FloorFunctionMode,
-    LoggerDispatchMode,
-    LoggerFunctionMode,
-    PythonLogger,
-    PythonSetattr,
-)
+from python_logger import handlers
 
 from api_tracer import APITracer
 
@@ -71,11 +64,8 @@ def loop(tensors) -> float:
 
 def handler(level: int, variant: str):
     """The floor's or the logger's handler at the level's hook point."""
-    if variant == "floor":
-        return PythonSetattr() if level == 0 else FloorFunctionMode() if level == 1 else FloorDispatchMode()
-    if level == 0:
-        return PythonSetattr(PythonLogger())
-    return LoggerFunctionMode() if level == 1 else LoggerDispatchMode()
+    floor, logger = handlers(level)
+    return floor() if variant == "floor" else logger()
 
 
 def measure_here(level: int, n: int, rounds: int) -> str:

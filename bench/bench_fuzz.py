@@ -2,17 +2,17 @@
 
     python bench/bench_fuzz.py [--time SECONDS] [--jobs N] [--out DIR] [--planted-only]
 
-The real campaign: bench_fidelity.py's real models (FIDELITY_WORKLOADS and
-its HELD_OUT ones: GPT-2, Llama, ViT, ResNet, an RNN tagger, an embedding
-bag classifier, T5, Qwen2, Swin, nn.Transformer; random weights) traced at
+The real campaign: the real models of tests/support/workloads.py
+(FIDELITY_WORKLOADS and HELD_OUT: GPT-2, Llama, ViT, an RNN tagger, an
+embedding bag classifier, T5, Qwen2, Swin, nn.Transformer; random weights) traced at
 levels 2 and 3 with value ranges, merged, and fuzzed for --time seconds
 (default 900) on --jobs workers (default 2) into DIR/real (default
 fuzz_bench). Prints the campaign's summary: cases run, rate, findings
 with their reproducers, which api-tracer replay DIR/real/findings.yaml
 --isolate shows again.
 
-The planted campaign: tests/fuzz_planted.py's operators and torch's add and
-mm, 60 s on 2 workers, as tests/test_fuzz.py runs it, for each of --seed 0
+The planted campaign: tests/usercode/fuzz_planted.py's operators and torch's add and
+mm, 60 s on 2 workers, as tests/fuzz/test_fuzz.py runs it, for each of --seed 0
 to 3: which planted defects were found, and whether anything was found in
 torch's own operators (it must not be).
 """
@@ -24,18 +24,15 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.join(HERE, "..", "tests")
-sys.path[:0] = [HERE, TESTS]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import TEST_PATHS
 
 
 def trace_workloads(out: str) -> str:
     """The workloads' configs at levels 2 and 3, merged: the seed file."""
-    from bench_fidelity import HELD_OUT
-    from workloads import FIDELITY_WORKLOADS
-
     from api_tracer import APITracer
     from api_tracer.corpus.merge import merge_sets
+    from support.workloads import FIDELITY_WORKLOADS, HELD_OUT
 
     sets = os.path.join(out, "traces")
     for name, make in {**FIDELITY_WORKLOADS, **HELD_OUT}.items():
@@ -58,9 +55,8 @@ def planted(out: str) -> None:
     import fuzz_planted
 
     seeds = os.path.join(out, "planted.yaml")
-    with open(seeds, "w") as f:
-        f.write("".join(line + "\n" for line in [*fuzz_planted.SEEDS.values(), *fuzz_planted.TORCH_SEEDS]))
-    env = {**os.environ, "PYTHONPATH": TESTS + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    fuzz_planted.write_seeds(seeds)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*TEST_PATHS, os.environ.get("PYTHONPATH", "")])}
     print(f"planted campaign: {len(fuzz_planted.SEEDS)} planted operators and torch's add and mm, 60 s, 2 workers")
     for seed in range(4):
         r = fuzz(
@@ -69,12 +65,7 @@ def planted(out: str) -> None:
             os.path.join(out, f"planted-{seed}"),
             "--time",
             "60",
-            "--jobs",
-            "2",
-            "--timeout",
-            "1.5",
-            "--import",
-            "fuzz_planted",
+            *fuzz_planted.CAMPAIGN_FLAGS,
             "--seed",
             str(seed),
             env=env,

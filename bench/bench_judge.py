@@ -1,8 +1,8 @@
 """How right replay's judge is, both ways, and what it costs: --check float64
-with the error model (replay/error_model.py) against the judge it replaced,
+with the error model (replay/judge/error_model.py) against the judge it replaced,
 torch.testing's rtol/atol of the less precise dtype, on the sets of
-tests/judge_sets.py (torch's own kernels, which are right, and the
-operators of tests/planted_defects.py, which are not), side by side in one
+tests/support/judge_sets.py (torch's own kernels, which are right, and the
+operators of tests/usercode/planted_defects.py, which are not), side by side in one
 run.
 
     python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final,sizes,sizes_final] [--pairs]
@@ -13,8 +13,8 @@ caught. With --pairs, also every fixed (rtol, atol) pair of a grid, to see
 whether any pair separates the two sets. With --cost N, the time per config
 of plain replay, of --check float64 with rtol/atol, and with the error
 model, over the tuning set's correct lines, best of N rounds, as ratios to
-plain replay. With --workloads, the configs of bench_fidelity.py's real
-models (FIDELITY_WORKLOADS and its HELD_OUT ones) at levels 2 and 3,
+plain replay. With --workloads, the configs of the real models
+(tests/support/workloads.py's FIDELITY_WORKLOADS and HELD_OUT) at levels 2 and 3,
 judged with --backward by both judges, and every config the error model
 does not call ok, with why.
 """
@@ -28,11 +28,12 @@ import time
 import warnings
 from typing import Dict, List, Optional, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from judge_sets import CORRECT, DEFECTS, KNOWN_MISSES
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: F401  (puts the tests' `support` and user code on the path)
 
 from api_tracer.replay import Config, ReplayOptions, run_in_process
 from api_tracer.replay.judge import error_model
+from support.judge_sets import CORRECT, DEFECTS, KNOWN_MISSES
 
 IMPORTS = ("planted_defects",)
 
@@ -78,13 +79,10 @@ def workloads() -> None:
     import tempfile
     from collections import Counter
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_fidelity import HELD_OUT
-    from workloads import FIDELITY_WORKLOADS
-
     from api_tracer import APITracer
     from api_tracer.formats.configs import ranges_beside, read_config_file
     from api_tracer.formats.summaries import read_value_ranges
+    from support.workloads import FIDELITY_WORKLOADS, HELD_OUT
 
     statuses = ("ok", "mismatch", "vacuous", "failed", "skipped", "invalid")
     print(

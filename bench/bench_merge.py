@@ -11,7 +11,7 @@ side by side:
 
   streaming   api-tracer merge of the sets as they are: every set's
               api_config_sources.yaml and api_configs.yaml read side by
-              side, a line at a time (sources.py)
+              side, a line at a time (formats/sources.py)
   in memory   the same sets with their api_config_sources.yaml set aside:
               the path every merge took before sources (each set's configs
               read and parsed whole, the distinct ones kept in a set), which

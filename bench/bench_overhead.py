@@ -36,14 +36,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import WORKLOADS, best_per_variant, best_time, command_line
-from python_logger import (
-    FloorDispatchMode,
-    FloorFunctionMode,
-    LoggerDispatchMode,
-    LoggerFunctionMode,
-    PythonLogger,
-    PythonSetattr,
-)
+from python_logger import handlers
 
 from api_tracer import APITracer
 
@@ -66,12 +59,7 @@ def count_calls(level, work):
 
 
 def make_variant(name, level, tmp):
-    if level == 0:
-        floor, logger = PythonSetattr, lambda: PythonSetattr(PythonLogger())
-    elif level == 1:
-        floor, logger = FloorFunctionMode, LoggerFunctionMode
-    else:
-        floor, logger = FloorDispatchMode, LoggerDispatchMode
+    floor, logger = handlers(level)
     ours = lambda: APITracer(output_path=tmp, levels=level, merge_output=True)  # noqa: E731 - a one-line factory, named
     return {"untraced": Nothing, "floor": floor, "python logger": logger, "api_tracer": ours}[name]()
 

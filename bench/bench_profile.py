@@ -37,7 +37,6 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import best_side_by_side, command_line, print_against_untraced
 
@@ -45,7 +44,7 @@ VARIANTS = ("untraced", "RecordFunction", "Profile", "RecordFunction (nodes)", "
 
 
 def workload(name):
-    from workloads import cnn_forward_backward, transformer_block
+    from support.workloads import cnn_forward_backward, transformer_block
 
     return {
         "cnn": cnn_forward_backward,

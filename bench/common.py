@@ -13,6 +13,12 @@ from typing import Dict, List
 import torch
 import torch.nn as nn
 
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
+# the tests' shared package `support` (its workloads and judge sets) and
+# the user-code modules that `--import NAME` imports by name
+TEST_PATHS = [TESTS, os.path.join(TESTS, "usercode")]
+sys.path[:0] = TEST_PATHS
+
 
 def tiny_ops(n: int) -> None:
     """The worst case: four operators on 4-element tensors per iteration."""

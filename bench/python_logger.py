@@ -160,3 +160,14 @@ class PythonSetattr:
                 setattr(owner, attr, old)
             else:
                 delattr(owner, attr)
+
+
+def handlers(level: int):
+    """(floor, logger): the factories of the two comparison points at the
+    hook point of `level` (0: setattr; 1: TorchFunctionMode; 2 and 3:
+    TorchDispatchMode, the nearest Python has to level 3's observer)."""
+    if level == 0:
+        return PythonSetattr, lambda: PythonSetattr(PythonLogger())
+    if level == 1:
+        return FloorFunctionMode, LoggerFunctionMode
+    return FloorDispatchMode, LoggerDispatchMode

@@ -17,9 +17,12 @@ from collections import Counter
 import torch
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from api_tracer import APITracer, parse_call
 
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests")
+# the tests' package `support`, and the profiler-agreement test's helpers
+sys.path.insert(0, TESTS)
+sys.path.insert(0, os.path.join(TESTS, "profile"))
 OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
 ONLY = sys.argv[2] if len(sys.argv) > 2 else None
 CHECKS = {}
@@ -39,7 +42,7 @@ def run_one(name):
         detail = CHECKS[name](os.path.join(OUT, name))
         print(f"PASS {name} ({time.perf_counter() - t0:.1f}s) {detail or ''}", flush=True)
         return 0
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a check's failure is printed, and the next check runs
         print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
         return 1
 
@@ -64,7 +67,7 @@ def _(out):
         d = f"{out}/{level}"
         with APITracer(output_path=d, levels=level, merge_output=True, show_device=True):
             torch.relu(x)
-        line = [x for x in lines(d) if "relu" in x][0]
+        line = [t for t in lines(d) if "relu" in t][0]
         assert 'Tensor([2, 3], "float32", device="cuda:0")' in line, line
         rec = [r for r in records(d) if "relu" in r["api"]][0]
         assert rec["args"][0]["device"] == "cuda:0", rec
@@ -149,7 +152,7 @@ def _(out):
     with APITracer(output_path=out, levels=3, merge_output=True):
         step()
         torch.cuda.synchronize()
-    got = Counter(dispatcher_view(*parse_call(x)) for x in lines(out))
+    got = Counter(dispatcher_view(*parse_call(text)) for text in lines(out))
     if any(t is None for _, t in expected):  # this torch reports no dtypes: names and counts
         got = Counter({(op, None): n for (op, _), n in got.items()})
     assert got == expected, (sorted((got - expected).items())[:5], sorted((expected - got).items())[:5])
@@ -210,14 +213,13 @@ def _(out):
 def _(out):
     # The layer profiler's CUDA tests (skipped without a GPU), then its
     # cost on a CUDA CNN forward and backward.
-    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "test_profile.py")
+    tests = os.path.join(TESTS, "profile", "test_profile.py")
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", tests, "-k", "cuda"], capture_output=True, text=True
     )
     assert r.returncode == 0 and "skipped" not in r.stdout, r.stdout + r.stderr
-    from workloads import cnn_forward_backward
-
     from api_tracer import Profile
+    from support.workloads import cnn_forward_backward
 
     step = cnn_forward_backward(device=dev)
 
@@ -256,10 +258,8 @@ def _(out):
     # long float32 sums legitimately differ (workloads.LONG_SUMS).
     from pathlib import Path
 
-    from test_replay import traced_configs
-    from workloads import LONG_SUMS, WORKLOADS
-
     from api_tracer.replay import ReplayOptions, run_in_process
+    from support.workloads import LONG_SUMS, WORKLOADS, traced_configs
 
     torch.backends.cudnn.allow_tf32 = False
     counts = []

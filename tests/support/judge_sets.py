@@ -17,7 +17,7 @@ intermediates torch's low-precision kernels hold in their dtype, a
 sign draw cancelling by chance, the coefficients an interpolation computes
 from its scale): so all four count as tuned on. "final" was written with
 the model fixed and judged once, as it came: it is the held-out measure
-(bench/bench_judge.py reports every split; tests/test_judge.py holds them).
+(bench/bench_judge.py reports every split; tests/replay/judge/test_judge.py holds them).
 "sizes" and "sizes_final" are the same pair for interpolation to a given
 size, which the model learned later (see there).
 Lines are (config, backward): backward lines are judged with --backward."""

@@ -1,5 +1,5 @@
 """Operators with planted defects, for measuring api-tracer fuzz
-(tests/test_fuzz.py). Importing this module registers them in the
+(tests/fuzz/test_fuzz.py). Importing this module registers them in the
 namespace `fuzzdefects` (fuzz --import fuzz_planted).
 
 Each is right on its seed config (SEEDS) and wrong only under one kind of
@@ -132,3 +132,13 @@ TORCH_SEEDS = [
     'torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
     'torch.mm(Tensor([8, 16], "float32"), Tensor([16, 4], "float32"))',
 ]
+# How a campaign over them runs (tests/fuzz/test_fuzz.py's, and
+# bench/bench_fuzz.py's): two workers, a case killed past 1.5 s, this
+# module imported in each.
+CAMPAIGN_FLAGS = ("--jobs", "2", "--timeout", "1.5", "--import", __name__)
+
+
+def write_seeds(path) -> None:
+    """Every seed, the planted operators' and torch's, one line each."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in [*SEEDS.values(), *TORCH_SEEDS]))

@@ -1,5 +1,5 @@
 """Operators with planted defects, for measuring replay's judge (--check
-float64; tests/test_judge.py, bench/bench_judge.py). Importing this module
+float64; tests/replay/judge/test_judge.py, bench/bench_judge.py). Importing this module
 registers them in the namespace `defects` (replay --import planted_defects).
 
 Each is right in float64, and wrong in float32, float16 and bfloat16 the
