@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from support import CLI, GOLDEN, read_set, run_script
+from support import GOLDEN, read_set, run_cli, run_script
 
 PROGRAM = """
 import sys
@@ -26,7 +26,7 @@ print(y.sum().item())
 
 
 def cli(*args, cwd=None, env=None, timeout=300):
-    return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+    return run_cli(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 def test_run_leaves_the_same_files_as_the_with_form(tmp_path):

@@ -1,4 +1,4 @@
-"""api-tracer coverage and the report's coverage pane (coverage.py): on
+"""api-tracer coverage and the report's coverage pane (corpus/coverage.py): on
 real traces of a tiny model, the names touched held against the API list
 and the operators torch registers, each expectation worked out here from
 the set's api_apis.txt, the list file and torch's registry; a list of known

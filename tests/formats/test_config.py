@@ -12,6 +12,14 @@ from api_tracer import APITracer, Call, ConfigSyntaxError, Symbol, TensorSpec, f
 from support import trace_lines
 
 
+def assert_syntax_error(line: str, column: int, says: str) -> None:
+    """parse_call(line) raises ConfigSyntaxError at `column`, saying `says`."""
+    with pytest.raises(ConfigSyntaxError) as e:
+        parse_call(line)
+    assert e.value.column == column, e.value
+    assert says in e.value.message, e.value
+
+
 def test_parse_gives_python_values():
     api, args, kwargs = parse_call(
         'torch.ops.aten.addmm.default(Tensor([4], "float32"), Tensor([3, 4], "float32", stride=[1, 3]), '
@@ -150,10 +158,7 @@ def test_integers_up_to_pythons_digit_limit_parse(int_digit_limit):
 @pytest.mark.parametrize("text", ["9" * 4301, "-" + "9" * 4301, "0" * 4301, "1" * 100000])
 def test_integers_over_pythons_digit_limit_are_syntax_errors(int_digit_limit, text):
     int_digit_limit(4300)
-    with pytest.raises(ConfigSyntaxError) as e:
-        parse_call(f"torch.f(1, {text})")
-    assert e.value.column == 12
-    assert "sys.set_int_max_str_digits" in e.value.message
+    assert_syntax_error(f"torch.f(1, {text})", 12, "sys.set_int_max_str_digits")
 
 
 def test_the_digit_limit_is_read_at_each_parse(int_digit_limit):
@@ -179,10 +184,7 @@ def test_the_digit_limit_is_read_at_each_parse(int_digit_limit):
     ],
 )
 def test_lone_surrogates_are_syntax_errors(line, column):
-    with pytest.raises(ConfigSyntaxError) as e:
-        parse_call(line)
-    assert e.value.column == column
-    assert "surrogate" in e.value.message
+    assert_syntax_error(line, column, "surrogate")
 
 
 def test_characters_beyond_the_bmp_parse():
@@ -201,10 +203,7 @@ def test_characters_beyond_the_bmp_parse():
     + ([] if sys.version_info >= (3, 12) else [("torch.f({(1, slice(1, 2, 3)): 2})", 10)]),
 )
 def test_unhashable_dict_keys_are_syntax_errors(line, column):
-    with pytest.raises(ConfigSyntaxError) as e:
-        parse_call(line)
-    assert e.value.column == column
-    assert "hashable" in e.value.message
+    assert_syntax_error(line, column, "hashable")
 
 
 def test_calls_are_dict_keys_whatever_they_hold():

@@ -33,7 +33,7 @@ import yaml
 
 from api_tracer import APITracer
 from api_tracer.cli import main
-from support import CLI
+from support import run_cli
 
 COMMANDS = ("merge", "stats", "report")
 KINDS = {"merged": "", "split": "_level_0"}  # the set damaged, by the suffix of its files
@@ -276,7 +276,7 @@ def damage(path: Path, name: str, how: str) -> None:
 def reads(command: str, kind: str, name: str) -> bool:
     """Whether `command` reads the file's content (docs/cli.md)."""
     if name == "api_apis.txt":
-        return command == "report"  # its coverage pane (coverage.py)
+        return command == "report"  # its coverage pane (corpus/coverage.py)
     if name == "api_stacks.yaml":
         return command != "stats"
     if name == "api_value_ranges.yaml":
@@ -602,7 +602,7 @@ def test_a_merge_onto_a_full_disk(base, tmp_path, capsys, name):
 
 def cli(*args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(CLI + list(args), capture_output=True, text=True, cwd=cwd, timeout=60)
+        return run_cli(*args, cwd=cwd, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail(f"api-tracer {' '.join(args)} blocked")
 

@@ -20,15 +20,13 @@ from api_tracer.config import parse_call
 from api_tracer.fuzz import Line, apply, propose, render
 from api_tracer.fuzz.mutate import KINDS, Mutation
 from api_tracer.replay import Config, ReplayOptions, replay_one
-from support import user_code_env
+from support import CLI, run_cli, user_code_env
 
 ENV = user_code_env()
 
 
 def cli(*args, timeout=600, **kw):
-    return subprocess.run(
-        [sys.executable, "-m", "api_tracer", *args], capture_output=True, text=True, env=ENV, timeout=timeout, **kw
-    )
+    return run_cli(*args, env=ENV, timeout=timeout, **kw)
 
 
 def findings_of(directory):
@@ -43,22 +41,9 @@ def planted(tmp_path_factory):
     loaded machine runs the same cases)."""
     base = tmp_path_factory.mktemp("fuzz")
     seeds = base / "seeds.yaml"
-    seeds.write_text("".join(line + "\n" for line in [*fuzz_planted.SEEDS.values(), *fuzz_planted.TORCH_SEEDS]))
+    fuzz_planted.write_seeds(seeds)
     out = base / "campaign"
-    r = cli(
-        "fuzz",
-        str(seeds),
-        "-o",
-        str(out),
-        "--budget",
-        "2000",
-        "--jobs",
-        "2",
-        "--timeout",
-        "1.5",
-        "--import",
-        "fuzz_planted",
-    )
+    r = cli("fuzz", str(seeds), "-o", str(out), "--budget", "2000", *fuzz_planted.CAMPAIGN_FLAGS)
     assert r.returncode == 1, r.stdout + r.stderr  # (1: it found something)
     return out, findings_of(out), r.stdout
 
@@ -127,24 +112,8 @@ def test_a_killed_campaign_resumes_and_loses_nothing(tmp_path):
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text(fuzz_planted.SEEDS["first_scaled"] + "\n" + fuzz_planted.TORCH_SEEDS[0] + "\n")
     out = tmp_path / "c"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "api_tracer",
-            "fuzz",
-            str(seeds),
-            "-o",
-            str(out),
-            "--time",
-            "300",
-            "--import",
-            "fuzz_planted",
-        ],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    argv = [*CLI, "fuzz", str(seeds), "-o", str(out), "--time", "300", "--import", "fuzz_planted"]
+    p = subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # until the crash is found and some cases after it ran
         if os.path.exists(out / "campaign.json") and os.path.exists(out / "findings.jsonl"):
@@ -300,26 +269,10 @@ def test_pytest_plugin_fuzzes_each_line_and_merges_its_workers(tmp_path):
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text(fuzz_planted.SEEDS["first_scaled"] + "\n" + fuzz_planted.TORCH_SEEDS[0] + "\n")
     out = tmp_path / "fz"
+    fuzzing = ["--api-fuzz", str(seeds), "--api-fuzz-time", "10", "--api-fuzz-out", str(out)]
+    argv = [*fuzzing, "--api-replay-import", "fuzz_planted", "--rootdir", str(tmp_path)]
     r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "--api-fuzz",
-            str(seeds),
-            "--api-fuzz-time",
-            "10",
-            "--api-fuzz-out",
-            str(out),
-            "--api-replay-import",
-            "fuzz_planted",
-            "--rootdir",
-            str(tmp_path),
-        ],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", *argv],
         capture_output=True,
         text=True,
         env=ENV,

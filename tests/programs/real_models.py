@@ -1,4 +1,4 @@
-"""The project's real-model workloads (tests/workloads.py: GPT-2, Llama and
+"""The project's real-model workloads (tests/support/workloads.py: GPT-2, Llama and
 ViT from transformers, an LSTM/GRU tagger, embedding bags, an MLP, a CNN,
 a Transformer block), two training steps each: after each, a digest of
 every parameter's bits."""

@@ -3,7 +3,6 @@ and stay data."""
 
 import json
 import os
-import subprocess
 from xml.etree import ElementTree
 
 import pytest
@@ -13,7 +12,7 @@ from api_tracer import APITracer
 from api_tracer.formats.configs import read_config_file
 from api_tracer.frameworks.torch import policy
 from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
-from support import CLI, write_lines
+from support import run_cli, write_lines
 from support.workloads import WORKLOADS, traced_configs
 
 
@@ -223,11 +222,11 @@ def test_refusals_name_the_family_and_the_allow_list_holds_the_computing_apis():
 
 def test_allow_unsafe_lifts_the_policy_and_the_summary_says_so(tmp_path):
     path = write_lines(tmp_path, ['torch.save(Tensor([2], "float32"), "SAVED")', "torch.ones(2)"])
-    safe = subprocess.run(CLI + ["replay", str(path)], capture_output=True, text=True, cwd=tmp_path)
+    safe = run_cli("replay", str(path), cwd=tmp_path)
     assert safe.returncode == 1 and "1 ok, 0 failed, 0 skipped, 1 invalid" in safe.stdout
     assert "torch.save is refused" in safe.stdout and not (tmp_path / "SAVED").exists()
     assert "--allow-unsafe" not in safe.stdout.replace("(--allow-unsafe lifts the policy)", "")
-    unsafe = subprocess.run(CLI + ["replay", str(path), "--allow-unsafe"], capture_output=True, text=True, cwd=tmp_path)
+    unsafe = run_cli("replay", str(path), "--allow-unsafe", cwd=tmp_path)
     assert unsafe.returncode == 0 and "2 ok" in unsafe.stdout, unsafe.stdout
     assert "--allow-unsafe: the replay policy was off" in unsafe.stdout
     assert torch.load(tmp_path / "SAVED").shape == (2,)
@@ -241,11 +240,7 @@ def test_a_call_that_sets_grad_mode_sets_it_for_itself_only():
 
 def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
     path = write_lines(tmp_path, ["torch.ones(2, 3)", "torch.ones(2,, 3)", "torch.zeros(3, dtype=torch.int8)"])
-    result = subprocess.run(
-        CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl"), "--junit", str(tmp_path / "r.xml")],
-        capture_output=True,
-        text=True,
-    )
+    result = run_cli("replay", str(path), "-o", str(tmp_path / "r.jsonl"), "--junit", str(tmp_path / "r.xml"))
     assert result.returncode == 1
     assert f"INVALID {path}:2:14: Invalid: expected a value" in result.stdout
     assert "3 configs: 2 ok, 0 failed, 0 skipped, 1 invalid" in result.stdout
@@ -260,9 +255,7 @@ def test_malformed_lines_are_reported_with_file_line_column(tmp_path):
 def test_a_line_that_is_not_utf8_is_invalid_at_its_bad_byte_and_the_rest_run(tmp_path):
     path = tmp_path / "configs.txt"
     path.write_bytes(b'torch.ones(2)\ntorch.ones(2, "\xc3\xa9\xff")\ntorch.zeros(\xed\xa0\x80)\r\ntorch.zeros(3)\n')
-    result = subprocess.run(
-        CLI + ["replay", str(path), "-o", str(tmp_path / "r.jsonl")], capture_output=True, text=True
-    )
+    result = run_cli("replay", str(path), "-o", str(tmp_path / "r.jsonl"))
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
@@ -341,15 +334,15 @@ def test_tensors_above_the_byte_limit_are_skipped_before_they_are_made(tmp_path,
     assert replay_one(Config("x", 1, line), ReplayOptions(max_bytes=1928)).status == "ok"  # 400 + 728 + 800
     assert [byte_count(x) for x in ("8G", "512M", "1000", "1.5K")] == [8 << 30, 512 << 20, 1000, 1536]
     path = write_lines(tmp_path, ['torch.neg(Tensor([1000], "float32"))', 'torch.neg(Tensor([10], "float32"))'])
-    result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "1K"], capture_output=True, text=True)
+    result = run_cli("replay", str(path), "--max-bytes", "1K")
     assert result.returncode == 0 and "1 ok, 0 failed, 1 skipped, 0 invalid" in result.stdout
     assert "need 4000 bytes (3.9 KiB), more than the limit of 1024 bytes" in result.stdout
-    result = subprocess.run(CLI + ["replay", str(path), "--max-bytes", "lots"], capture_output=True, text=True)
+    result = run_cli("replay", str(path), "--max-bytes", "lots")
     assert result.returncode == 2 and (
         "--max-bytes: expected a number of bytes (e.g. 1048576, 512M, 1G), not 'lots'" in result.stderr
     )
     # the default limit asks the device: one torch does not know is a usage error
-    result = subprocess.run(CLI + ["replay", str(path), "--device", "nonsense"], capture_output=True, text=True)
+    result = run_cli("replay", str(path), "--device", "nonsense")
     assert result.returncode == 2 and result.stderr.startswith("api-tracer: replay: --device nonsense: ")
 
 
@@ -362,12 +355,8 @@ def test_isolated_workers_report_a_crash_and_go_on(tmp_path):
     ]
     path = write_lines(tmp_path, lines)
     env = dict(os.environ, API_TRACER_REPLAY_CRASH_ON="torch.neg")
-    result = subprocess.run(
-        CLI + ["replay", str(path), "--isolate", "--jobs", "2", "-o", str(tmp_path / "r.jsonl")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    result = run_cli(
+        "replay", str(path), "--isolate", "--jobs", "2", "-o", str(tmp_path / "r.jsonl"), env=env, timeout=300
     )
     report = {r["config"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
     assert report[lines[1]]["status"] == "failed" and report[lines[1]]["error"] == "WorkerCrashed"
@@ -380,13 +369,7 @@ def test_a_crash_in_process_keeps_the_report_and_says_how_far_replay_got(tmp_pat
     path = write_lines(tmp_path, lines)
     report = tmp_path / "r.jsonl"
     env = dict(os.environ, PYTHONFAULTHANDLER="1")
-    result = subprocess.run(
-        CLI + ["replay", str(path), "--allow-unsafe", "-o", str(report)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    result = run_cli("replay", str(path), "--allow-unsafe", "-o", str(report), env=env, timeout=300)
     assert result.returncode == -6  # died by SIGABRT, as it would have without replay's note
     rows = [json.loads(line) for line in report.read_text().splitlines()]
     assert [(r["line"], r["status"]) for r in rows] == [(1, "ok"), (2, "ok"), (3, "failed")]

@@ -21,7 +21,7 @@ from api_tracer.replay.judge.check import upcast
 from api_tracer.replay.judge.compare import Comparison, Mismatch
 from api_tracer.replay.output import Progress
 from api_tracer.replay.results import Result, Status
-from support import USER_CODE, write_lines
+from support import USER_CODE, run_cli, write_lines
 from support.workloads import LONG_SUMS, traced_configs
 
 
@@ -34,7 +34,7 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
     wrong = judged('torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))')
     assert (wrong.status, wrong.check, wrong.compared, wrong.worst) == ("mismatch", "float64", "values", "output")
     assert wrong.max_abs_error == pytest.approx(1e-3, rel=1e-3)
-    # judged by the error model (replay/error_model.py), not a tolerance pair
+    # judged by the error model (replay/judge/error_model.py), not a tolerance pair
     assert (wrong.measure, wrong.rtol, wrong.atol) == ("error model", None, None) and wrong.excess > 100
     assert wrong.message.startswith(
         "output: 8 / 8 elements (100.0%) differ from the float64 side past the error model's bound: the worst by "
@@ -299,9 +299,6 @@ def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code
 
 
 def test_flags_that_need_check_or_a_known_mode_are_usage_errors(tmp_path):
-    import subprocess
-
-    from support import CLI
 
     path = write_lines(tmp_path, ["torch.ones(2)"])
     for flags, said in (
@@ -311,11 +308,9 @@ def test_flags_that_need_check_or_a_known_mode_are_usage_errors(tmp_path):
         (["--check", "device:nonsense"], "--check device:nonsense: "),
         (["--check", "float64", "--atol", "-1"], "--atol must be at least 0"),
     ):
-        result = subprocess.run(CLI + ["replay", str(path), *flags], capture_output=True, text=True)
+        result = run_cli("replay", str(path), *flags)
         assert result.returncode == 2 and said in result.stderr, (flags, result.stderr)
-    result = subprocess.run(
-        CLI + ["replay", str(path), "--check", "device:cpu", "--backward"], capture_output=True, text=True
-    )
+    result = run_cli("replay", str(path), "--check", "device:cpu", "--backward")
     assert result.returncode == 0 and "1 configs (checked against device:cpu): 1 ok, 0 mismatch" in result.stdout
 
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from api_tracer.replay import Config, ReplayOptions, run_in_process
-from support import CLI
+from support import CLI, run_cli
 
 
 def replayed(lines, **options):
@@ -215,12 +215,7 @@ def test_reviewed_private_operators_whose_kernels_check_fail_cleanly_on_wrong_sh
     path.write_text("\n".join(lines) + "\n")
     # (the embedding bag's index tensor is drawn as zeros: give it a profile that reaches past the weight)
     (tmp_path / "api_value_ranges.yaml").write_text(f"- config: {lines[1]}\n  ranges:\n    args[1]: [7, 7]\n")
-    r = subprocess.run(
-        CLI + ["replay", str(path), "--isolate", "-o", str(tmp_path / "r.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    r = run_cli("replay", str(path), "--isolate", "-o", str(tmp_path / "r.jsonl"), timeout=600)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [x["status"] for x in results] == ["failed", "failed", "failed", "failed", "ok"] + ["failed"] * 21, r.stdout
     assert all(x["error"] != "WorkerCrashed" for x in results)
@@ -250,13 +245,7 @@ def test_a_config_past_its_timeout_fails_and_its_worker_is_replaced(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("torch.ones(2)\ntorch.zeros(3)\ntorch.ones(4)\n")
     env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.zeros")
-    r = subprocess.run(
-        CLI + ["replay", str(path), "--timeout", "2", "-o", str(tmp_path / "r.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    r = run_cli("replay", str(path), "--timeout", "2", "-o", str(tmp_path / "r.jsonl"), timeout=300, env=env)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert r.returncode == 1
     assert [(x["line"], x["status"]) for x in results] == [(1, "ok"), (2, "failed"), (3, "ok")]
@@ -266,23 +255,17 @@ def test_a_config_past_its_timeout_fails_and_its_worker_is_replaced(tmp_path):
 def test_a_file_name_that_is_not_utf8_replays_in_process(tmp_path):
     name = os.fsdecode(b"configs-\xff.txt")
     (tmp_path / name).write_text("torch.ones(2)\n")
-    r = subprocess.run(CLI + ["replay", name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    r = run_cli("replay", name, cwd=tmp_path, timeout=300)
     assert r.returncode == 0 and "1 configs: 1 ok" in r.stdout, r.stderr
 
 
 def test_outputs_that_cannot_be_written_are_errors_not_tracebacks(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("torch.ones(2)\n")
-    full = subprocess.run(CLI + ["replay", str(path), "-o", "/dev/full"], capture_output=True, text=True, timeout=300)
+    full = run_cli("replay", str(path), "-o", "/dev/full", timeout=300)
     assert full.returncode == 2 and full.stderr == "api-tracer: replay: -o /dev/full: No space left on device\n"
     env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.ones")  # it would hang, were the configs run first
-    junit = subprocess.run(
-        CLI + ["replay", str(path), "--isolate", "--junit", f"{path}/x.xml"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    junit = run_cli("replay", str(path), "--isolate", "--junit", f"{path}/x.xml", timeout=60, env=env)
     assert junit.returncode == 2 and junit.stderr == (
         f"api-tracer: replay: --junit {path}/x.xml: {path} is not a directory\n"
     )
@@ -293,13 +276,7 @@ def test_outputs_that_cannot_be_written_are_errors_not_tracebacks(tmp_path):
 
 def run_traced(tmp_path, code, *flags):
     (tmp_path / "prog.py").write_text(code)
-    return subprocess.run(
-        CLI + ["run", "--merge", *flags, "-o", "out", "prog.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli("run", "--merge", *flags, "-o", "out", "prog.py", cwd=tmp_path, timeout=300)
 
 
 def statistics(directory):
@@ -404,13 +381,7 @@ def test_what_a_call_allocates_on_its_way_is_bounded_by_max_bytes(tmp_path):
         'torch.mm(Tensor([300, 300], "float32"), Tensor([300, 300], "float32"))',
     ]
     (tmp_path / "c.txt").write_text("\n".join(lines) + "\n")
-    r = subprocess.run(
-        CLI + ["replay", "c.txt", "--max-bytes", "100M", "-o", "r.jsonl"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    r = run_cli("replay", "c.txt", "--max-bytes", "100M", "-o", "r.jsonl", cwd=tmp_path, timeout=600)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert r.returncode == 0, r.stderr
     assert [x["status"] for x in results] == ["skipped"] * 6 + ["ok"], results
@@ -437,9 +408,7 @@ def test_a_value_profile_cannot_make_a_kernel_read_out_of_bounds(tmp_path):
         '- config: torch.nn.functional.ctc_loss(Tensor([5, 1, 3], "float32"), Tensor([1, 4], "int64"), [5], [4], 2)\n'
         "  ranges:\n    args[1]: [0, 1]\n"
     )
-    r = subprocess.run(
-        CLI + ["replay", "c.txt", "-o", "r.jsonl"], cwd=tmp_path, capture_output=True, text=True, timeout=300
-    )
+    r = run_cli("replay", "c.txt", "-o", "r.jsonl", cwd=tmp_path, timeout=300)
     results = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr  # SIGSEGV in process, before
     assert [x["status"] for x in results] == ["invalid", "invalid", "invalid", "failed", "ok"], results
@@ -462,14 +431,7 @@ def test_junit_is_well_formed_xml_and_a_full_disk_is_said_first(tmp_path):
         ("configs-\\xff.txt", "foo\\x02bar(1)"),
     ]
     env = dict(os.environ, API_TRACER_REPLAY_HANG_ON="torch.ones")  # it would hang, were the configs run first
-    full = subprocess.run(
-        CLI + ["replay", name, "--isolate", "--junit", "/dev/full"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    full = run_cli("replay", name, "--isolate", "--junit", "/dev/full", cwd=tmp_path, timeout=120, env=env)
     assert full.returncode == 2 and full.stderr == "api-tracer: replay: --junit /dev/full: No space left on device\n"
 
 
@@ -477,14 +439,14 @@ def test_replay_reads_regular_files_and_writes_over_none_it_reads(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("torch.ones(2)\n")
     for flag in ("-o", "--junit"):
-        r = subprocess.run(CLI + ["replay", str(path), flag, str(path)], capture_output=True, text=True, timeout=300)
+        r = run_cli("replay", str(path), flag, str(path), timeout=300)
         assert r.returncode == 2 and r.stderr == (
             f"api-tracer: replay: {flag} {path}: it is {path}, which replay reads\n"
         )
         assert path.read_text() == "torch.ones(2)\n"
     os.mkfifo(tmp_path / "fifo")
     for given in (str(tmp_path), str(tmp_path / "fifo"), "/dev/zero"):
-        r = subprocess.run(CLI + ["replay", given], capture_output=True, text=True, timeout=300)
+        r = run_cli("replay", given, timeout=300)
         assert r.returncode == 2 and r.stderr == f"api-tracer: replay: {given}: not a regular file\n"
 
 
@@ -499,15 +461,9 @@ def test_index_put_impl_is_reviewed_with_its_indices_checked(tmp_path):
     (tmp_path / "c.txt").write_text(line + "\n")
     ranges = tmp_path / "r.yaml"
     ranges.write_text(f"- config: {line}\n  ranges:\n    args[1][0]: [0, 1000000]\n")
-    ok = subprocess.run(CLI + ["replay", "c.txt"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    ok = run_cli("replay", "c.txt", cwd=tmp_path, timeout=300)
     assert ok.returncode == 0 and "1 ok" in ok.stdout, ok.stdout  # invalid before: a private operator
-    bad = subprocess.run(
-        CLI + ["replay", "c.txt", "--value-ranges", str(ranges)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    bad = run_cli("replay", "c.txt", "--value-ranges", str(ranges), cwd=tmp_path, timeout=300)
     assert bad.returncode == 1 and "indices[0] must lie in [-49, 49) for dimension 0 of self" in bad.stdout
 
 

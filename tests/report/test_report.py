@@ -1,6 +1,6 @@
 """api-tracer report and Profile.export_html: what the report reads from a
 trace directory, what its HTML holds (every string escaped, nothing to
-load), the icicle's layout, and the command. tests/test_report_browser.py
+load), the icicle's layout, and the command. tests/report/test_report_browser.py
 opens the pages in Chromium."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import html
 import html.parser
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -25,7 +24,7 @@ from api_tracer.report import render
 from api_tracer.report.charts import Node, _extents, icicle
 from api_tracer.report.profile_html import MEASURES, tree_nodes
 from api_tracer.report.trace_views import trace_views
-from support import CLI, user_code_env
+from support import run_cli, user_code_env
 from support.report_inputs import HOSTILE, STACK_FILE, make_profile, make_traces
 
 ADD = 'torch.add(Tensor([2, 3], "float32"), Tensor([2, 3], "float32"), alpha=2)'
@@ -231,9 +230,7 @@ def test_export_html_is_the_report_of_export_json(profile, tmp_path):
 def test_report_of_a_trace_and_a_profile(traces, profile, tmp_path):
     profile.export_json(str(tmp_path / "p.json"))
     out = tmp_path / "r.html"
-    result = subprocess.run(
-        CLI + ["report", str(traces["split"]), str(tmp_path / "p.json"), "-o", str(out)], capture_output=True, text=True
-    )
+    result = run_cli("report", str(traces["split"]), str(tmp_path / "p.json"), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"wrote {out} (")
     page = out.read_text()
@@ -275,25 +272,20 @@ def test_report_of_a_replay_report_shows_its_verdicts(tmp_path):
         + "\n"
     )
     env = user_code_env()
-    replayed = subprocess.run(
-        CLI
-        + [
-            "replay",
-            str(configs),
-            "--import",
-            "replaycheck_ops",
-            "--check",
-            "float64",
-            "-o",
-            str(tmp_path / "r.jsonl"),
-        ],
-        capture_output=True,
-        text=True,
+    replayed = run_cli(
+        "replay",
+        str(configs),
+        "--import",
+        "replaycheck_ops",
+        "--check",
+        "float64",
+        "-o",
+        str(tmp_path / "r.jsonl"),
         env=env,
     )
     assert replayed.returncode == 1, replayed.stderr
     out = tmp_path / "r.html"
-    result = subprocess.run(CLI + ["report", str(tmp_path / "r.jsonl"), "-o", str(out)], capture_output=True, text=True)
+    result = run_cli("report", str(tmp_path / "r.jsonl"), "-o", str(out))
     assert result.returncode == 0, result.stderr
     page = out.read_text()
     assert "replay: r.jsonl" in page
@@ -307,12 +299,8 @@ def test_report_of_a_replay_report_shows_its_verdicts(tmp_path):
     # a damaged line is refused, by its file and line
     lines = (tmp_path / "r.jsonl").read_text().splitlines()
     (tmp_path / "bad.jsonl").write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")
-    bad = subprocess.run(
-        CLI + ["report", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "b.html")], capture_output=True, text=True
-    )
+    bad = run_cli("report", str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "b.html"))
     assert bad.returncode == 2 and f"{tmp_path / 'bad.jsonl'}:2: not a line of a replay report" in bad.stderr
     (tmp_path / "status.jsonl").write_text(lines[0].replace('"status": "ok"', '"status": "great"') + "\n")
-    bad = subprocess.run(
-        CLI + ["report", str(tmp_path / "status.jsonl"), "-o", str(tmp_path / "b.html")], capture_output=True, text=True
-    )
+    bad = run_cli("report", str(tmp_path / "status.jsonl"), "-o", str(tmp_path / "b.html"))
     assert bad.returncode == 2 and "status.jsonl:1: unknown status 'great'" in bad.stderr

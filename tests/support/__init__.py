@@ -13,7 +13,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
@@ -42,6 +42,12 @@ FILES = (
 def user_code_env() -> Dict[str, str]:
     """The environment of a process that imports the user code's modules."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(USER_CODE), os.environ.get("PYTHONPATH", "")])}
+
+
+def run_cli(*args: str, timeout: float = 600, **kwargs: Any) -> subprocess.CompletedProcess:
+    """`api-tracer ARGS` (python -m api_tracer) in a fresh interpreter, its
+    output captured as text; `kwargs` as subprocess.run takes them (cwd, env)."""
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
 def run_script(
@@ -95,3 +101,62 @@ def write_lines(tmp_path: Path, lines: list, name: str = "configs.txt") -> Path:
     path = Path(tmp_path) / name
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def trace_linear_backward(out: Path, level: int) -> Any:
+    """One forward and backward of a Linear(3, 4) on a [2, 3] input (relu,
+    sum, backward), traced at `level` into `out`, merged; the Linear."""
+    import torch
+
+    from api_tracer import APITracer
+
+    lin, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
+    with APITracer(output_path=str(out), levels=level, merge_output=True):
+        lin(x).relu().sum().backward()
+    return lin
+
+
+def export_lines(tmp_path: Path, lines: list, fmt: str, capsys: Any) -> Tuple[Path, str, List[str], str]:
+    """`lines` as an api_trace.txt (written in latin-1: a line may hold
+    bytes that are not UTF-8), exported with `api-tracer export --format
+    FMT`: (the trace's path, what export printed, its stderr's lines, the
+    text it wrote)."""
+    from api_tracer.cli import main
+
+    configs = tmp_path / "api_trace.txt"
+    configs.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
+    out = tmp_path / f"exported-{fmt}.txt"
+    assert main(["export", "--format", fmt, str(configs), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    return configs, captured.out, captured.err.splitlines(), out.read_text()
+
+
+def assert_counted_by_kind(left_out: Any, not_carried: List[Tuple[str, str]], some: Dict[str, List[int]]) -> None:
+    """An export's LeftOut over `not_carried`'s lines ((line, kind) each,
+    none carried) counts each line once, under its kind, the kinds in the
+    order of their first lines; `some` kinds' [count, first line] as given."""
+    assert list(left_out.kinds) == list(dict.fromkeys(kind for _, kind in not_carried))
+    assert left_out.total == len(not_carried)
+    assert {kind: left_out.kinds[kind] for kind in some} == some
+
+
+# Numbers a config line writes, each hard to carry to another format: zero,
+# a negative, one past int64, a hundred digits, floats that are not short in
+# binary, a negative zero, the non-finite ones, the smallest and largest.
+NUMBERS = [
+    "0",
+    "-1",
+    "9223372036854775808",
+    "-" + "7" * 100,
+    "0.1",
+    "1e-05",
+    "2.0",
+    "-0.0",
+    "inf",
+    "-inf",
+    "nan",
+    "5e-324",
+    "1.7976931348623157e+308",
+]
+# ... and complex ones: imaginary, negative zero, non-finite parts.
+COMPLEX_NUMBERS = ["1j", "-1j", "(1+2j)", "(-0-1j)", "(1-infj)", "(nan+nanj)"]

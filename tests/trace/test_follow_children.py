@@ -1,12 +1,11 @@
 """Many processes: children traced into their own sets, never into the parent's."""
 
 import os
-import subprocess
 
 import pytest
 import yaml
 
-from support import CLI, read_set
+from support import read_set, run_cli
 
 MP = """
 import multiprocessing as mp
@@ -35,13 +34,7 @@ def sets_under(out):
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_multiprocessing_children_get_their_own_sets(tmp_path, method):
     (tmp_path / "prog.py").write_text(MP)
-    r = subprocess.run(
-        CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py", method],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = run_cli("run", "--follow-children", "--merge", "-o", "out", "prog.py", method, cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "sitecustomize" not in r.stderr  # a spawned child starts it whether or not it shadows one
     out = tmp_path / "out"
@@ -54,13 +47,7 @@ def test_multiprocessing_children_get_their_own_sets(tmp_path, method):
 
 def test_a_forked_child_never_writes_the_parents_files(tmp_path):
     (tmp_path / "prog.py").write_text(MP)
-    r = subprocess.run(
-        CLI + ["run", "--merge", "-o", "out", "prog.py", "fork"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = run_cli("run", "--merge", "-o", "out", "prog.py", "fork", cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
     assert (out / "api_trace.txt").read_text().splitlines() == ["torch.zeros(1)", "torch.zeros(2)"]
@@ -91,14 +78,7 @@ def test_dataloader_workers_are_followed(tmp_path, rank):
     env = {k: v for k, v in os.environ.items() if k != "RANK"}
     if rank is not None:
         env["RANK"] = rank
-    r = subprocess.run(
-        CLI + ["run", "--follow-children", "--merge", "-o", "out", "prog.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    r = run_cli("run", "--follow-children", "--merge", "-o", "out", "prog.py", cwd=tmp_path, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "28.0\n"
     workers = sets_under(tmp_path / "out")
@@ -124,24 +104,19 @@ dist.destroy_process_group()
 def test_torchrun_ranks_each_write_their_own_complete_set_and_merge_is_their_union(tmp_path):
     (tmp_path / "train.py").write_text(TORCHRUN)
     env = dict(os.environ, MASTER_ADDR="127.0.0.1")
-    r = subprocess.run(
-        CLI
-        + [
-            "run",
-            "--follow-children",
-            "--levels",
-            "1",
-            "-o",
-            "out",
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node=2",
-            "--standalone",
-            "train.py",
-        ],
+    r = run_cli(
+        "run",
+        "--follow-children",
+        "--levels",
+        "1",
+        "-o",
+        "out",
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--standalone",
+        "train.py",
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=600,
         env=env,
     )
@@ -157,9 +132,7 @@ def test_torchrun_ranks_each_write_their_own_complete_set_and_merge_is_their_uni
         assert len(yaml.safe_load(files["api_trace.yaml"])) == len(lines)  # complete
         ranks[rank] = files
     assert "torch.ones(2)" not in ranks[0]["api_trace.txt"]  # each its own
-    m = subprocess.run(
-        CLI + ["merge", "out/rank-0", "out/rank-1", "-o", "merged"], cwd=tmp_path, capture_output=True, text=True
-    )
+    m = run_cli("merge", "out/rank-0", "out/rank-1", "-o", "merged", cwd=tmp_path)
     assert m.returncode == 0, m.stderr
     merged = read_set(tmp_path / "merged", "_level_1")
     union = set(ranks[0]["api_configs.yaml"].splitlines()) | set(ranks[1]["api_configs.yaml"].splitlines())

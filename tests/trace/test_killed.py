@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from api_tracer import APITracer, parse_call
-from support import CLI, read_set, run_script
+from support import CLI, read_set, run_cli, run_script
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # traces of megabytes
 
@@ -150,14 +150,7 @@ def test_a_program_s_own_handler_and_ignored_signals_stay_its_own(tmp_path):
         signal.pause()
     """
     (tmp_path / "prog.py").write_text(textwrap.dedent(code))
-    result = subprocess.run(
-        CLI + ["run", "--merge", "-o", "out", "prog.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=default_signals,
-    )
+    result = run_cli("run", "--merge", "-o", "out", "prog.py", cwd=tmp_path, timeout=300, preexec_fn=default_signals)
     assert (result.returncode, result.stdout) == (7, "True\n"), result.stderr
     assert (tmp_path / "out" / "api_trace.txt").read_text() == "torch.ones(1)\ntorch.ones(2)\n"
 
@@ -181,15 +174,13 @@ def test_a_tiny_trace_limit_cuts_the_trace_and_keeps_the_counts(tmp_path):
     assert "Total API calls: 100" in files["api_statistics.yaml"]  # the summaries count every call
     assert len(files["api_configs.yaml"].splitlines()) == 5
 
-    stats = subprocess.run(CLI + ["stats", str(out)], capture_output=True, text=True, timeout=300)
+    stats = run_cli("stats", str(out), timeout=300)
     assert (
         f"trace_limit (1000 bytes) reached: {100 - written} calls are counted here but not in api_trace.*"
         in stats.stdout
     ), stats.stdout
 
-    merged = subprocess.run(
-        CLI + ["merge", str(out), str(out), "-o", str(tmp_path / "m")], capture_output=True, text=True, timeout=300
-    )
+    merged = run_cli("merge", str(out), str(out), "-o", str(tmp_path / "m"), timeout=300)
     assert merged.returncode == 0, merged.stderr
     m = read_set(tmp_path / "m")
     assert m["api_trace.txt"].splitlines() == lines[:written] * 2 + [note.format(2 * (100 - written)).strip()]

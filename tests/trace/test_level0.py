@@ -104,15 +104,8 @@ def test_a_module_made_while_tracing_is_written_as_one_made_before(out):
         made_while = nn.CrossEntropyLoss(ignore_index=-100), nn.Linear(in_features=3, out_features=2)
         for loss, linear in (made_before, made_while):
             loss(linear(torch.zeros(4, 3)), torch.tensor([0, 1, -100, 1]))
-        transformer = nn.Transformer(
-            d_model=8,
-            nhead=2,
-            num_encoder_layers=1,
-            num_decoder_layers=1,
-            dim_feedforward=16,
-            dropout=0.0,
-            batch_first=True,
-        )
+        # (spelled positionally: written in the one spelling the signature gives)
+        transformer = nn.Transformer(8, 2, 1, 1, 16, 0.0, batch_first=True)
         transformer(torch.zeros(1, 3, 8), torch.zeros(1, 2, 8))
     lines = trace_lines(out)
     assert lines.count('torch.nn.Linear.forward(torch.nn.Linear(3, 2), Tensor([4, 3], "float32"))') == 2

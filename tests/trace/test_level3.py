@@ -6,7 +6,7 @@ import torch.nn as nn
 import yaml
 
 from api_tracer import _C, APITracer
-from support import read_set, run_in_threads, trace_lines, yaml_records
+from support import read_set, run_in_threads, trace_linear_backward, trace_lines, yaml_records
 
 
 def test_aten_ops_with_keyword_only_arguments(out):
@@ -66,10 +66,7 @@ def test_the_tracers_own_operators_are_not_recorded(out):
 
 
 def test_backward_records_name_their_autograd_node(out):
-    lin = nn.Linear(3, 4)
-    x = torch.randn(2, 3)
-    with APITracer(output_path=str(out), levels=3, merge_output=True):
-        lin(x).relu().sum().backward()
+    trace_linear_backward(out, 3)
     records = yaml_records(out)
     forward = [r for r in records if "backward" not in r]
     backward = [r for r in records if "backward" in r]

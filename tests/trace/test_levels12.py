@@ -3,11 +3,10 @@
 import threading
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from api_tracer import APITracer
-from support import trace_lines, yaml_records
+from support import trace_linear_backward, trace_lines, yaml_records
 
 
 def test_level1_sees_factories_methods_and_functional(out):
@@ -27,10 +26,7 @@ def test_level1_sees_factories_methods_and_functional(out):
 
 
 def test_level2_sees_forward_and_backward_aten_ops(out):
-    lin = nn.Linear(3, 4)
-    x = torch.randn(2, 3)
-    with APITracer(output_path=str(out), levels=2, merge_output=True):
-        lin(x).relu().sum().backward()
+    lin = trace_linear_backward(out, 2)
     lines = trace_lines(out)
     assert lines[:3] == [
         'torch.ops.aten.t.default(Tensor([4, 3], "float32"))',

@@ -16,6 +16,7 @@ from api_tracer.config import parse_call
 from api_tracer.formats.foreign import NotCarried
 from api_tracer.frameworks.paddle.paddleapitest import config_line, write_paddleapitest
 from api_tracer.values import Call, Symbol, TensorSpec
+from support import COMPLEX_NUMBERS, NUMBERS, assert_counted_by_kind, export_lines
 from support.paddle_dtypes import paddle_dtypes
 
 # -- their reader, as this test reads it ----------------------------------------------
@@ -308,20 +309,8 @@ ANYWHERE = [
     'Tensor([31376, 768], "float32", requires_grad=True)',
     'Tensor([2], "bfloat16", device="gpu:0")',
     # scalars
-    "0",
-    "-1",
-    "9223372036854775808",
-    "-" + "7" * 100,
-    "0.1",
-    "1e-05",
-    "2.0",
-    "-0.0",
+    *NUMBERS,
     "-2.5",
-    "inf",
-    "-inf",
-    "nan",
-    "5e-324",
-    "1.7976931348623157e+308",
     "1e+22",
     "True",
     "False",
@@ -378,12 +367,7 @@ ANYWHERE = [
     "[paddle.float32, paddle.CPUPlace(), float]",
 ]
 NOT_IN_A_LIST_OF_NO_TENSOR = [  # their commas would become spaces there
-    "1j",
-    "-1j",
-    "(1+2j)",
-    "(-0-1j)",
-    "(1-infj)",
-    "(nan+nanj)",
+    *COMPLEX_NUMBERS,
     "(inf+0j)",
     "numpy.complex64((1+2j))",
     "slice(None, 2, None)",
@@ -526,17 +510,14 @@ def test_what_the_format_cannot_carry_is_counted_by_kind():
         with pytest.raises(NotCarried) as e:
             config_line(line)
         assert e.value.kind == kind, line
-    assert list(left_out.kinds) == list(dict.fromkeys(kind for _, kind in NOT_CARRIED))
-    assert left_out.kinds["not a Paddle API"] == [2, 1]  # two lines, the first on line 1
-    assert left_out.kinds["string"] == [10, 18]
-    assert left_out.total == len(NOT_CARRIED)
+    # "not a Paddle API": two lines, the first on line 1
+    assert_counted_by_kind(left_out, NOT_CARRIED, {"not a Paddle API": [2, 1], "string": [10, 18]})
 
 
 # -- export --------------------------------------------------------------------------------
 
 
 def test_export_writes_each_line_once_and_says_what_it_left_out(tmp_path, capsys):
-    configs = tmp_path / "api_trace.txt"
     lines = (
         [f"paddle.add({T}, {T})"] * 3
         + ['torch.add(Tensor([2], "float32"), 1)'] * 2
@@ -547,19 +528,16 @@ def test_export_writes_each_line_once_and_says_what_it_left_out(tmp_path, capsys
             b'paddle.f("\xff")'.decode("latin-1"),
         ]
     )
-    configs.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
-    out = tmp_path / "configs.txt"
-    assert main(["export", "--format", "paddleapitest", str(configs), "-o", str(out)]) == 0
-    captured = capsys.readouterr()
-    assert captured.err.splitlines() == [
+    configs, said, warned, text = export_lines(tmp_path, lines, "paddleapitest", capsys)
+    assert warned == [
         f"api-tracer: warning: export: {configs}: left out 3 of 6 config lines, which the paddleapitest format "
         "cannot carry: 1 not a Paddle API (line 4), 1 Opaque (line 7), 1 unreadable line (line 9)"
     ]
-    assert out.read_text() == (
+    assert text == (
         'paddle.add(Tensor([2, 3],"float32"), Tensor([2, 3],"float32"), )\n'
         'paddle.nn.functional.relu(Tensor([2],"float16"), )\n'
     )
-    assert captured.out == f"export: 3 config lines of 2 APIs written to {out}\n"
+    assert said == f"export: 3 config lines of 2 APIs written to {tmp_path / 'exported-paddleapitest.txt'}\n"
 
 
 def test_export_refuses_a_broken_input_with_path_and_line(tmp_path, capsys):

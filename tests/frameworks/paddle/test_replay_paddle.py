@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from support import CLI, PROGRAMS, TESTS
+from support import PROGRAMS, TESTS, run_cli
 from support import write_lines as write
 
 paddle = pytest.importorskip("paddle")
@@ -343,7 +343,7 @@ def replay(line, **options):
 def cli(*args, **kwargs):
     # (this module is the user's code some lines name: importing it imports support, in tests/)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, env=env, **kwargs)
+    return run_cli(*map(str, args), env=env, **kwargs)
 
 
 # -- the judge -----------------------------------------------------------------

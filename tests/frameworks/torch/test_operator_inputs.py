@@ -7,7 +7,6 @@ import ast
 import builtins
 import json
 import signal
-import subprocess
 
 import pytest
 
@@ -21,7 +20,7 @@ from api_tracer.frameworks.torch.operator_inputs import (
     read_operator_inputs,
     write_operator_inputs,
 )
-from support import CLI
+from support import COMPLEX_NUMBERS, NUMBERS, assert_counted_by_kind, export_lines, run_cli
 
 OP = "torch.ops.aten.op.default"
 
@@ -59,28 +58,11 @@ CARRIED = [
     'Tensor([2, 4], "float16", stride=[0, 0])',
     'Tensor([5], "bool", stride=[2])',
     # scalars
-    "0",
-    "-1",
-    "9223372036854775808",
-    "-" + "7" * 100,
-    "0.1",
-    "1e-05",
-    "2.0",
-    "-0.0",
-    "inf",
-    "-inf",
-    "nan",
-    "5e-324",
-    "1.7976931348623157e+308",
+    *NUMBERS,
     "True",
     "False",
     "None",
-    "1j",
-    "-1j",
-    "(1+2j)",
-    "(-0-1j)",
-    "(1-infj)",
-    "(nan+nanj)",
+    *COMPLEX_NUMBERS,
     "infj",
     "1e+300j",
     "(1.5e-10+0j)",
@@ -192,30 +174,23 @@ def test_what_the_format_cannot_carry_is_counted_by_kind():
     lines = [line for line, _ in NOT_CARRIED] + [carried]
     back, text, left_out, _ = round_trip(lines)
     assert back == [carried]
-    expected = list(dict.fromkeys(kind for _, kind in NOT_CARRIED))
-    assert list(left_out.kinds) == expected
-    assert left_out.kinds["not an operator"] == [4, 1]  # four lines, the first on line 1
-    assert left_out.kinds["object"] == [3, 10]
-    assert left_out.total == len(NOT_CARRIED)
+    # "not an operator": four lines, the first on line 1
+    assert_counted_by_kind(left_out, NOT_CARRIED, {"not an operator": [4, 1], "object": [3, 10]})
 
 
 def test_export_says_what_it_left_out_in_one_line(tmp_path, capsys):
-    configs = tmp_path / "api_trace.txt"
     lines = (
         [f'{OP}(Tensor([2], "float32"))'] * 3
         + ['torch.add(Tensor([2], "float32"), 1)'] * 2
         + [f'{OP}(Opaque("x"))', b'torch.ops.aten.op.default("\xff")'.decode("latin-1")]
     )
-    configs.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
-    out = tmp_path / "ops.txt"
-    assert main(["export", "--format", "operator-inputs", str(configs), "-o", str(out)]) == 0
-    captured = capsys.readouterr()
-    assert captured.err.splitlines() == [
+    configs, said, warned, text = export_lines(tmp_path, lines, "operator-inputs", capsys)
+    assert warned == [
         f"api-tracer: warning: export: {configs}: left out 3 of 4 config lines, which the operator-inputs format "
         "cannot carry: 1 not an operator (line 4), 1 Opaque (line 6), 1 unreadable line (line 7)"
     ]
-    assert out.read_text() == "Operator: aten.op.default\ncnt: 3, ((T([2], f32),), {})\n"  # api_trace.txt: counted
-    assert "1 config lines of 1 operators" in captured.out
+    assert text == "Operator: aten.op.default\ncnt: 3, ((T([2], f32),), {})\n"  # api_trace.txt: counted
+    assert "1 config lines of 1 operators" in said
 
 
 # -- counts ------------------------------------------------------------------------------
@@ -422,7 +397,7 @@ def test_an_exported_set_replays_every_line(tmp_path, capsys):
     )  # every call counted
     assert not list(tmp_path.glob(".*.tmp"))
     report = tmp_path / "report.jsonl"
-    result = subprocess.run(CLI + ["replay", str(out), "-o", str(report)], capture_output=True, text=True, timeout=120)
+    result = run_cli("replay", str(out), "-o", str(report), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     results = [json.loads(line) for line in report.read_text().splitlines()]
     assert len(results) == len(configs)

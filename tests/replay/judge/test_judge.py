@@ -5,12 +5,10 @@ kept apart from it. Also the issue's own lines: the reference's failure
 is not the operator's, dtype arguments follow the reference, and the
 user's operators are loaded by --import, never by a config file."""
 
-import subprocess
-
 import pytest
 
 from api_tracer.replay import Config, ReplayOptions, replay_one, run_in_process
-from support import CLI, user_code_env, write_lines
+from support import run_cli, user_code_env, write_lines
 from support.judge_sets import CORRECT, DEFECTS, KNOWN_MISSES
 
 IMPORTS = ("planted_defects",)
@@ -103,31 +101,19 @@ def test_user_operators_are_refused_unless_imported_on_the_command_line(tmp_path
     line = 'torch.ops.defects.exp_approx.default(Tensor([4096], "float32"))'
     path = write_lines(tmp_path, [line, 'torch.ops.defects.sum_narrow.default(Tensor([4096], "float32"))'])
     env = user_code_env()
-    refused = subprocess.run(CLI + ["replay", str(path)], capture_output=True, text=True, env=env)
+    refused = run_cli("replay", str(path), env=env)
     assert refused.returncode == 1 and "it is an operator of defects, not of a computing namespace" in refused.stdout
     for isolate in ([], ["--isolate"]):
-        r = subprocess.run(
-            CLI + ["replay", str(path), "--import", "planted_defects", "--check", "float64", *isolate],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        r = run_cli("replay", str(path), "--import", "planted_defects", "--check", "float64", *isolate, env=env)
         assert r.returncode == 1, r.stderr
         assert "2 configs (checked against float64): 0 ok, 2 mismatch" in r.stdout, r.stdout
         assert "  loaded --import planted_defects (operators of defects)" in r.stdout
-    missing = subprocess.run(
-        CLI + ["replay", str(path), "--import", "no_such_module_here"], capture_output=True, text=True, env=env
-    )
+    missing = run_cli("replay", str(path), "--import", "no_such_module_here", env=env)
     assert missing.returncode == 2
     assert (
         "replay: loading the user's code: ModuleNotFoundError: No module named 'no_such_module_here'" in missing.stderr
     )
-    library = subprocess.run(
-        CLI + ["replay", str(path), "--load-library", str(tmp_path / "nope.so")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    library = run_cli("replay", str(path), "--load-library", str(tmp_path / "nope.so"), env=env)
     assert library.returncode == 2 and "replay: loading the user's code: OSError: " in library.stderr
 
 
