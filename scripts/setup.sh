@@ -21,6 +21,25 @@ if ((${#missing[@]})); then
 fi
 
 python=${PYTHON:-python3}
+[ -x .venv/bin/python ] && python=.venv/bin/python
+# The Pythons the package supports are pyproject.toml's requires-python;
+# a Python outside them stops here, before minutes of installing.
+requires=$(sed -n 's/^requires-python = "\(.*\)"$/\1/p' pyproject.toml)
+"$python" - "$requires" <<'EOF_PY'
+import operator
+import sys
+
+spec = sys.argv[1]
+ops = {">=": operator.ge, "<=": operator.le, "==": operator.eq, ">": operator.gt, "<": operator.lt}
+for part in spec.split(","):
+    op = next(o for o in ops if part.startswith(o))
+    version = tuple(int(x) for x in part[len(op) :].split("."))
+    if not ops[op](sys.version_info[: len(version)], version):
+        sys.exit(
+            f"setup: {sys.executable} is Python {sys.version.split()[0]}, and pyproject.toml's "
+            f"requires-python is {spec!r}: remove a .venv made with it and run with PYTHON=<such a python>"
+        )
+EOF_PY
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($python --version)"
   "$python" -m venv .venv

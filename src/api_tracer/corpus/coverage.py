@@ -3,7 +3,7 @@ operators of those the framework registers, the traces under DIR touch.
 
 The names touched are every file set's api_apis.txt under DIR (each
 level's set, and merged sets), read a chunk at a time and checked
-(filesets.read_api_names): what is held is the distinct names, not the
+(formats/statistics.py: read_api_names): what is held is the distinct names, not the
 files. A name api_apis.txt lacks that its set's statistics count (a file
 cut between two lines) is said, and counted touched.
 

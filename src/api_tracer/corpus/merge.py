@@ -9,7 +9,7 @@ C++ writers as the tracer's. Where every set has api_config_sources.yaml
 core as a stream (sources.py): a k-way merge of the sets' sorted files,
 whose memory grows with the number of sets, not of configs.
 
-Every input file is checked as it is read (filesets.py): a file that is not
+Every input file is checked as it is read (formats/): a file that is not
 as the tracer writes it stops the merge with `PATH[:LINE]: what is wrong`,
 before anything of OUT is written; a trace a kill cut is merged up to its
 last whole record, with a warning. The merged traces are written beside

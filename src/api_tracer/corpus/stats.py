@@ -1,6 +1,6 @@
 """api-tracer stats DIR: the top APIs, configs per API, calls per level.
 
-Its summary files are read checked (filesets.py): bad input is an
+Its summary files are read checked (formats/): bad input is an
 InputError naming the file and line. The calls per level of a merged set
 are counted by the tracer's C++ reader of the trace's `level:` fields (a
 trace holds up to a GiB; it is only opened as a regular file first)."""

@@ -52,7 +52,7 @@ class Result:
     max_rel_error: Optional[float] = None
     rtol: Optional[float] = None
     atol: Optional[float] = None
-    # how it was judged: "error model" (float64, replay/error_model.py) or
+    # how it was judged: "error model" (float64, replay/judge/error_model.py) or
     # "rtol/atol", and by how much the worst element exceeds (> 1) or stays
     # within (< 1) what that allows
     measure: str = ""

@@ -3,7 +3,7 @@ level of each file set under it (a set of one level, or each level of a
 merged set and all of them together), with its APIs by calls, and per API
 its configs (counted from api_trace.txt where there is one), its stacks
 (api_stacks.yaml) and the shapes and dtypes of its tensor arguments. The
-files are read checked, as merge reads them (filesets.py): bad input is an
+files are read checked, as merge reads them (formats/): bad input is an
 InputError naming the file; a cut trace is counted up to its last whole
 record, which the view's notes say."""
 

@@ -22,7 +22,7 @@ cpp_extension, data loaders, views by strides); less every private name
 (a part that starts with `_`, but the Tensor operators:
 ``paddle.Tensor.__add__``). The check is by name, before any argument is
 built, for the API and every name in the arguments (constructor calls,
-``Callable(...)``, classes); paddle_preconditions.py then checks the built
+``Callable(...)``, classes); preconditions.py then checks the built
 arguments of the kernels that index without looking.
 """
 

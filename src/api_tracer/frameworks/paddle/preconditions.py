@@ -5,7 +5,7 @@ A config may give any indices (a value profile beside the file, a
 Filled(...) tensor), and these kernels of Paddle 3.3 read or write where an
 index points without checking it: each was probed with an index out of
 range, and read garbage, wrote past the tensor silently, or corrupted the
-heap and killed the process (tests/test_replay_paddle.py keeps the
+heap and killed the process (tests/frameworks/paddle/test_replay_paddle.py keeps the
 probes, run in a child process):
 
 - indexing with tensors or lists (``paddle.Tensor.__getitem__``,
@@ -19,7 +19,7 @@ probes, run in a child process):
 A line that fails a check is invalid, with what is wrong. Views by sizes
 and strides (``paddle.as_strided``, ``Tensor.set_``), which read any
 window of memory they are given, are refused by the policy instead
-(paddle_policy.py). Paddle's kernels have not been reviewed as torch's
+(policy.py). Paddle's kernels have not been reviewed as torch's
 were: a kernel not listed here may still trust its arguments, and
 --isolate keeps a crash to its config.
 """

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 # What `with torch.device("meta")` enters, which _module_call uses while
 # tracing: imported with the package, so that tracing adds no module to
-# torch's namespaces (tests/test_compile.py).
+# torch's namespaces (tests/trace/test_compile.py).
 import torch.utils._device  # noqa: F401 - the submodule loaded, read through torch.utils
 
 from ...values import Call

@@ -11,7 +11,7 @@ operators read where their arguments point without looking.
   bindings `torch._softmax`, ...): replay calls only the reviewed ones
   (REVIEWED), each with the check its kernel lacks, or None where the
   kernel checks what it reads itself (each such entry was probed with
-  arguments of wrong shapes: tests/test_replay_safety.py keeps the probes).
+  arguments of wrong shapes: tests/replay/test_replay_safety.py keeps the probes).
   Any other private operator is refused by the policy (policy.py).
 - Public operators whose kernels index by argument values without
   looking (PUBLIC_CHECKS): a config's value profile may hold any values.
@@ -271,7 +271,7 @@ REVIEWED: Dict[str, Optional[Check]] = {
     # linalg's check of a LAPACK info tensor (it reads each value, raising on a nonzero one)
     "_linalg_check_errors": None,
     # what public operators call (each reached from torch.testing's OpInfo samples; the
-    # kernels check shapes, dims and sizes: probed in tests/test_replay_safety.py)
+    # kernels check shapes, dims and sizes: probed in tests/replay/test_replay_safety.py)
     "_conj": None,
     "_conj_physical": None,
     "_chunk_cat": None,

@@ -81,7 +81,7 @@ wrong gradient) strays far past it; ordinary rounding stays inside, also
 for a float32 matmul over 16k terms or a norm of a million. The constants
 were tuned on bench/bench_judge.py's sets of torch's own kernels and of
 operators with planted defects, and are held on sets the tuning never saw
-(tests/test_judge.py).
+(tests/replay/judge/test_judge.py).
 """
 
 from __future__ import annotations
