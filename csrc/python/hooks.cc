@@ -190,6 +190,14 @@ CallArgs WithoutDefaults(const aten::OpSignature& sig, CallArgs call, pybind11::
   return call;
 }
 
+// The operator level 2's handler is calling on this thread, until a mode
+// meets the first call inside that call. An operator's call goes to the
+// torch function modes first, so level 1's mode meets it again where no
+// level-1 call encloses it (where the program reached the operator past
+// level 1: Tensor.set_ with a storage, torch.from_numpy's lift_fresh). That
+// call is level 2's, not the program's: level 1 passes it on unrecorded.
+thread_local PyObject* level2_calling = nullptr;
+
 // (mode, func, types, args[, kwargs]) -> func(*args, **kwargs), recorded.
 PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 4 || nargs > 5 || !PyTuple_Check(args[3])) {
@@ -207,6 +215,11 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
   HookThreadState& ts = CurrentThread();
   PyObject* target = func;
   Session::ApiEntry uncached;  // holds `target` when it is named for this call only
+  bool level2s_call = false;
+  if (level == 1) {
+    level2s_call = level2_calling != nullptr && level2_calling == func;
+    level2_calling = nullptr;  // the calls inside it are the program's again (an operator's Python kernel's)
+  }
   if (s && !SuspendRecording::Active() && s->Records(level)) {
     const Session::ApiEntry* api = s->Resolve(func, &uncached);
     if (api->target) target = api->target.ptr();
@@ -219,13 +232,18 @@ PyObject* ModeHandler(int level, PyObject* const* args, Py_ssize_t nargs) {
       if (aten::OpenCall native = aten::TakeOpenCall(); native.open) same_call = same_call || native.api == api->id;
     }
     ts.open_call = nullptr;
-    if (api->included && !same_call) {
+    if (api->included && !same_call && !level2s_call) {
       CallArgs call = CallArgs::Tuple(call_args, call_kwargs);
       pybind11::object kept;
       s->Record(level, api->id, level == 2 && api->op ? WithoutDefaults(*api->op, call, &kept) : call);
     }
   }
-  return PyObject_Call(target, call_args, call_kwargs);
+  if (level != 2) return PyObject_Call(target, call_args, call_kwargs);
+  PyObject* outer = level2_calling;
+  level2_calling = func;
+  PyObject* result = PyObject_Call(target, call_args, call_kwargs);
+  level2_calling = outer;
+  return result;
 }
 
 PyObject* TorchFunctionHandler(PyObject*, PyObject* const* args, Py_ssize_t nargs) {

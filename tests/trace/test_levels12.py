@@ -208,3 +208,82 @@ def test_level2_warns_once_at_the_programs_call_where_torch_computes_otherwise(t
         "aten::linalg_pinv otherwise: complex inputs give a wrong pseudo-inverse (pinv(A) @ A off "
         "the identity by about 1) (a torch issue: README.md, 'Known torch issues')"
     ]
+
+
+def test_the_modes_name_functions_as_torch_does_and_touch_no_warning_filter(monkeypatch):
+    """The modes' names are torch.overrides.resolve_name's, from a table of
+    the tracer's own: torch's runs under warnings.catch_warnings, which
+    empties every module's registry of the warnings it has shown
+    (tests/trace/test_transparency.py shows what that did). Building the
+    table and naming with it change no warning filter and warn of nothing."""
+    import warnings
+
+    from api_tracer.frameworks.torch.dialect import PyTorchDialect, torch_names
+
+    changes = []
+    monkeypatch.setattr(warnings, "_filters_mutated", lambda: changes.append(1))
+    monkeypatch.setattr(warnings, "showwarning", lambda *a, **k: changes.append(a))
+    torch_names.cache_clear()
+    dialect = PyTorchDialect()
+    named = [dialect.api_name(f) for f in (torch.add, torch.Tensor.add, F.linear, torch.Tensor.shape.__get__)]
+    assert changes == []
+    monkeypatch.undo()
+    assert named == ["torch.add", "torch.Tensor.add", "torch.nn.functional.linear", "torch.Tensor.shape.__get__"]
+    assert torch_names() == torch.overrides._get_overridable_functions()[1]
+
+
+def _calls_level_1_never_sees(saved: bytes) -> None:
+    """Operators a program reaches past torch's function modes, and two
+    gradients that torch sums otherwise under a dispatch mode."""
+    import io
+
+    import numpy as np
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.from_numpy(np.arange(3.0))  # aten.lift_fresh (torch.LongTensor([...]) too)
+    torch.load(io.BytesIO(saved))  # Tensor.set_ with a storage (_rebuild_tensor: DataLoader workers' batches too)
+    for batch in DataLoader(TensorDataset(torch.arange(8.0).reshape(4, 2), torch.arange(4)), batch_size=2):
+        torch.stack(batch[:1])
+    w = torch.ones(2, requires_grad=True)
+    (w * 2 + w * 3).sum().backward()  # two gradients of w, summed in the backward
+    x = torch.ones(2, requires_grad=True)
+    x.exp().sum().backward()  # exp's gradient reads its saved result
+
+
+def test_each_level_records_beside_the_others_what_it_records_alone(tmp_path):
+    """A level records the program's calls at that level, whichever levels
+    run beside it: level 2's own call of the operator it handles goes past
+    torch's function modes first, and level 1 does not take it for the
+    program's (the program's Tensor.set_ with a storage, and its
+    torch.from_numpy's lift_fresh, reach level 2 and never level 1).
+    Pinned beside (README.md, what no level can hide): under any dispatch
+    mode torch's autograd sums two gradients of one tensor out of place
+    (aten.add, not aten.add_) and detaches a saved result it reads back,
+    so level 3 records those beside level 2 as under a bare mode."""
+    import collections
+    import contextlib
+    import io
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    buffer = io.BytesIO()
+    torch.save(torch.ones(2, 2), buffer)
+
+    def recorded(levels, under=None):
+        out = tmp_path / f"{levels}-{under is not None}"
+        with APITracer(output_path=str(out), levels=levels), under or contextlib.nullcontext():
+            _calls_level_1_never_sees(buffer.getvalue())
+        return {n: collections.Counter(line.split("(")[0] for line in trace_lines(out, f"_level_{n}")) for n in levels}
+
+    together = recorded([0, 1, 2, 3])
+    for level in (0, 1, 2):
+        assert together[level] == recorded([level])[level], level
+    alone, under_a_mode = recorded([3])[3], recorded([3], PassThrough())[3]
+    torch_otherwise = collections.Counter({"torch.ops.aten.add.Tensor": 1, "torch.ops.aten.detach.default": 1})
+    assert alone["torch.ops.aten.add_.Tensor"] == 1
+    assert under_a_mode == alone - collections.Counter({"torch.ops.aten.add_.Tensor": 1}) + torch_otherwise
+    assert together[3] == under_a_mode

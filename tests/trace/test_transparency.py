@@ -120,3 +120,110 @@ def test_python_levels_run_compiled_code_eagerly(tmp_path):
             traced = compiled(x, w)
         assert torch.equal(traced, inductor if level == 3 else eager), level
     assert torch.equal(compiled(x, w), inductor)  # compiled again after
+
+
+# -- warnings: shown as often as untraced, at every level and at levels together --------------
+
+WARNING_PROGRAM = """\
+import contextlib
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+x = torch.ones(2, 3, 4)
+
+
+def a_round(i):
+    warnings.warn("the program's own warning")
+    torch.tensor(x)  # torch's C++ warning: to copy construct from a tensor...
+    [torch.abs, torch.neg, torch.exp, torch.sin, torch.cos][i](x)  # a function new to the tracer each round
+    getattr(x, ["tan", "sqrt", "sigmoid", "relu", "floor"][i])()
+
+
+def dropout():
+    F.dropout2d(x, 0.5, training=False)  # torch's Python warning: a 3-d input (as the MNIST RNN example)
+
+
+a_round(0)  # shown before tracing starts
+if len(sys.argv) > 1:
+    from api_tracer import APITracer
+
+    tracer = APITracer(output_path=sys.argv[2], levels=[int(n) for n in sys.argv[1].split(",")])
+else:
+    tracer = contextlib.nullcontext()
+with tracer:
+    for i in range(1, 5):
+        a_round(i)
+        dropout()
+"""
+
+
+def _warnings_shown(stderr: str) -> list:
+    """stderr's warnings, each as (where, what): the header line
+    "FILE:LINE: Category: message" split at the category."""
+    shown = []
+    for line in stderr.splitlines():
+        where, sep, what = line.partition(": UserWarning: ")
+        if sep:
+            shown.append((where, what))
+    return shown
+
+
+def test_a_traced_program_shows_its_warnings_as_often_as_untraced(tmp_path):
+    """Python shows a "default" warning once per place: each module keeps a
+    registry of those it has shown, which any change of the warning filters
+    (warnings.catch_warnings included) empties. Torch's warnings (one of its
+    Python functions', one of its C++ code's) and the program's own, shown
+    before tracing starts and again while it traces at every level and
+    levels together (the tracer started by the program, and by `api-tracer
+    run`), print what they print untraced. Pinned beside: under level 1
+    (any TorchFunctionMode) torch's machinery stands between a torch Python
+    function and its caller, so a warning such a function gives for its
+    caller (stacklevel=2) is reported at torch/overrides.py, not at the
+    program's line (README.md, what no level can hide)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    script = tmp_path / "warns.py"
+    script.write_text(WARNING_PROGRAM)
+    runs = {"untraced": [str(script)]}
+    for levels in ("0", "1", "2", "3", "0,1", "1,2", "0,1,2,3"):
+        runs[levels] = [str(script), levels, str(tmp_path / f"trace-{levels}")]
+    runs["run 0,1,2,3"] = ["-m", "api_tracer", "run", "--levels", "0,1,2,3", "-o", str(tmp_path / "run"), str(script)]
+
+    def stderr(argv: list) -> str:
+        r = subprocess.run([sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stderr
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        got = dict(zip(runs, pool.map(stderr, runs.values())))
+    untraced = got.pop("untraced")
+    shown = _warnings_shown(untraced)
+    assert [what.split(",")[0].split(":")[0] for _, what in shown] == [
+        "the program's own warning",
+        "To copy construct from a tensor",
+        "dropout2d",
+    ]
+    overrides = str(Path(torch.overrides.__file__))
+    for levels, traced in got.items():
+        if "1" not in levels:
+            assert traced == untraced, levels
+            continue
+        # level 1: the same warnings, as often; torch's Python function's at torch/overrides.py
+        assert [what for _, what in _warnings_shown(traced)] == [what for _, what in shown], levels
+        where = [where for where, _ in _warnings_shown(traced)]
+        assert where[:2] == [where for where, _ in shown[:2]] and where[2].rpartition(":")[0] == overrides, levels
+        # and the rest of stderr is the untraced run's, bytes and all
+        assert _without(traced, "dropout2d: Received") == _without(untraced, "dropout2d: Received"), levels
+
+
+def _without(stderr: str, text: str) -> list:
+    """stderr's lines less the warning whose line holds `text` (that line
+    and the source line after it)."""
+    lines = stderr.splitlines()
+    at = next(i for i, line in enumerate(lines) if text in line)
+    return lines[:at] + lines[at + 2 :]

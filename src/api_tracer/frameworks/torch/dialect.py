@@ -82,18 +82,11 @@ class PyTorchDialect(FrameworkDialect):
         python_levels = {_C.Level.setattr, _C.Level.torch_function, _C.Level.torch_dispatch}
         if not set(levels) & set(map(int, python_levels)):
             return lambda: None
-        import torch
-
         from ...trace.eager import run_compiled_code_eagerly
 
-        # torch builds its function -> name table on first use and keeps it;
-        # build it now, before level 0 puts wrappers where the originals are.
-        # (Building it leaves a warning registry in torch.overrides, for the
-        # warnings it silences; nothing of the tracer's stays in torch.)
-        had_registry = "__warningregistry__" in vars(torch.overrides)
-        torch.overrides._get_overridable_functions()
-        if not had_registry:
-            vars(torch.overrides).pop("__warningregistry__", None)
+        # The function -> name table the modes' names come from, built now,
+        # before level 0 puts wrappers where the originals are.
+        torch_names()
         self._cache_sizes = {name: fn.cache_info().currsize for name, fn in self._caches().items()}
         return run_compiled_code_eagerly(when_loaded=True, quietly=_C.suspended)
 
@@ -158,14 +151,13 @@ class PyTorchDialect(FrameworkDialect):
 
     def api_name(self, func: Any) -> Optional[str]:
         import torch
-        from torch.overrides import resolve_name
 
         if isinstance(func, torch._ops.OpOverload):
             return f"torch.ops.{func.namespace}.{func._opname}.{func._overloadname}"
         if isinstance(func, torch._ops.OpOverloadPacket):
             return f"torch.ops.{func._qualified_op_name.replace('::', '.')}"
         try:
-            name = resolve_name(func)
+            name = torch_names().get(func)  # torch.overrides.resolve_name's name, without its cost (torch_names)
         except Exception:  # noqa: BLE001 - an unhashable or odd callable
             name = None
         if name:
@@ -315,6 +307,58 @@ class PyTorchDialect(FrameworkDialect):
             if call is not None:
                 return call
         return Call("Opaque", name)
+
+
+@functools.lru_cache(maxsize=None)
+def torch_names() -> Dict[Any, str]:
+    """torch's function -> name table, the names torch.overrides.resolve_name
+    gives (torch.Tensor.add, torch.nn.functional.linear,
+    torch.Tensor.shape.__get__), built here, once, as
+    torch.overrides._get_overridable_functions builds its index.
+
+    Not asked of torch: resolve_name (and the first build of torch's table,
+    through get_ignored_functions) runs under warnings.catch_warnings, and
+    entering or leaving that, like any change of the warning filters,
+    empties every module's registry of the warnings it has shown. Asked
+    per new function level 1 meets, it made a traced program's "default"
+    warnings (torch's and its own) show again and again; built by torch
+    at the tracer's start, it made those the program had shown before
+    show once more. Nothing here changes the filters, and reading torch's
+    namespaces warns of nothing (tests/trace/test_levels12.py holds the
+    table to torch's own, and the build to no warning)."""
+    import torch
+    import torch.functional
+    import torch.nn.functional
+    import torch.nn.init
+
+    namespaces = [
+        ("torch", torch, torch.__all__),
+        ("torch.functional", torch.functional, torch.functional.__all__),
+        ("torch.nn.functional", torch.nn.functional, dir(torch.nn.functional)),
+        ("torch.nn.init", torch.nn.init, dir(torch.nn.init)),
+        ("torch.Tensor", torch.Tensor, dir(torch.Tensor)),
+        ("torch.linalg", torch.linalg, dir(torch.linalg)),
+        ("torch.fft", torch.fft, dir(torch.fft)),
+        ("torch.special", torch.special, dir(torch.special)),
+    ]
+    table: Dict[Any, str] = {}
+    for prefix, namespace, attrs in namespaces:
+        tensor = namespace is torch.Tensor
+        for attr in attrs:
+            if not tensor and (attr.startswith("__") or attr == "unique_dim"):
+                continue
+            if tensor and attr == "__weakref__":
+                continue
+            value = getattr(namespace, attr, None)
+            if tensor and getattr(object, attr, None) == value:  # object's own (__eq__, __repr__, ...)
+                continue
+            if not callable(value) and hasattr(value, "__get__"):  # a property: its getter and setter
+                table[value.__get__] = f"{prefix}.{attr}.__get__"
+                if hasattr(value, "__set__"):
+                    table[value.__set__] = f"{prefix}.{attr}.__set__"
+            elif callable(value):
+                table[value] = f"{prefix}.{attr}"
+    return table
 
 
 _warned_issues: set = set()
