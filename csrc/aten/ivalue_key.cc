@@ -139,6 +139,13 @@ void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx
     w->Keyword("device");
     return w->Str(DeviceName(v.toGenerator().device()));
   }
+  if (v.isStorage()) {  // Storage(nbytes), as levels 0-2 write a torch.UntypedStorage (python/convert.cc)
+    const c10::Storage& storage = v.toStorage();
+    auto nbytes = storage.unsafeGetStorageImpl() ? storage.sym_nbytes().maybe_as_int() : std::nullopt;
+    if (!nbytes) return WriteOpaque("Storage", w);  // freed, or of a symbolic size
+    w->BeginObject("Storage", 1, 0);
+    return w->Int(*nbytes);
+  }
   return WriteOpaque(v.tagKind(), w);
 }
 

@@ -6,10 +6,12 @@
 #include "python/code_hook.h"
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "python/inplace.h"
 #include "python/objects.h"
 #include "python/outermost.h"
 #include "python/pytype.h"
@@ -36,6 +38,10 @@ struct CodeHook {
   // construction it is, the API; a call is recorded as the first of these
   // classes in the made object's MRO, and without `self`.
   std::vector<std::pair<pybind11::object, ApiId>>* owners;
+  // A function listed under several names: each call is recorded as the
+  // one it was made through, where that can be known (inplace.h), else as
+  // `api`.
+  Listings* listings;
 };
 
 PyTypeObject CodeHookType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -57,6 +63,15 @@ bool Owner(const CodeHook* h, PyObject* self, ApiId* api, bool* exact) {
     }
   }
   return false;
+}
+
+// The first argument of a call (its receiver, for a method): the first
+// parameter, or where there is none, the first value *args holds (a
+// decorator's wrapper: torch's Optimizer.zero_grad); nullptr where none.
+PyObject* Receiver(const CodeHook* h, PyObject* const* p) {
+  if (h->argcount > 0) return p[0];
+  PyObject* rest = h->varargs ? p[h->kwonly] : nullptr;
+  return rest && PyTuple_Check(rest) && PyTuple_GET_SIZE(rest) > 0 ? PyTuple_GET_ITEM(rest, 0) : nullptr;
 }
 
 // A bound call as it is written: the parameters without a default
@@ -179,6 +194,12 @@ PyObject* CodeHookCall(PyObject* self, PyObject* const* args, size_t nargsf, PyO
   bool exact = false;
   bool constructor = h->owners != nullptr;
   if (constructor && (n == 0 || !Owner(h, args[0], &api, &exact))) return answer;
+  if (h->listings && !constructor) {
+    if (const Listing* l = h->listings->Choose(h->function, Receiver(h, args), true)) {
+      if (!l->allowed) return answer;  // a name the session's patterns leave out
+      api = l->api;
+    }
+  }
   Session* s = Session::Active();
   Session::Pin pin(s);
   BoundCall call(h, args, constructor ? 1 : 0);
@@ -247,6 +268,7 @@ PyObject* CodeHookNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   if (!h) return nullptr;
   h->vectorcall = CodeHookCall;
   h->owners = nullptr;
+  h->listings = nullptr;
   h->epoch = 0;
   if (CodeHookInit(h, function) < 0) {
     Py_DECREF(h);
@@ -255,16 +277,23 @@ PyObject* CodeHookNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return AsObject(h);
 }
 
-// arm(api, level, owners=None): records, in the active session, calls as
-// `api` at `level`; with owners (a list of (class, api)), as constructions;
-// with api None, nothing, and nothing called inside at `level`.
+// arm(api, level, owners=None, names=None, by="site"): records, in the
+// active session, calls as `api` at `level`; with owners (a list of (class,
+// api)), as constructions; with names (a list of (owner, attr, api), the
+// names a function is listed under), each call as the one it was made
+// through, picked `by` its call site, its instance's class or its class
+// (inplace.h), else as `api`; with api None, nothing, and nothing called
+// inside at `level`.
 PyObject* CodeHookArm(PyObject* self, PyObject* args, PyObject* kwargs) {
-  static const char* kwlist[] = {"api", "level", "owners", nullptr};
+  static const char* kwlist[] = {"api", "level", "owners", "names", "by", nullptr};
   auto* h = reinterpret_cast<CodeHook*>(self);
   const char* api;
   int level;
   PyObject* owners = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "zi|O", const_cast<char**>(kwlist), &api, &level, &owners)) {
+  PyObject* names = Py_None;
+  const char* by = "site";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "zi|OOs", const_cast<char**>(kwlist), &api, &level, &owners, &names,
+                                   &by)) {
     return nullptr;
   }
   Session* s = Session::Active();
@@ -284,8 +313,15 @@ PyObject* CodeHookArm(PyObject* self, PyObject* args, PyObject* kwargs) {
       table.emplace_back(Borrow(klass), s->Intern(name));
     }
   }
+  std::unique_ptr<Listings> listings;
+  if (names != Py_None) {
+    listings = Listings::Parse(names, by, s);
+    if (!listings) return nullptr;
+  }
   delete h->owners;
   h->owners = owners == Py_None ? nullptr : new std::vector<std::pair<pybind11::object, ApiId>>(std::move(table));
+  delete h->listings;
+  h->listings = listings.release();
   h->quiet = api == nullptr;
   h->api = api ? s->Intern(api) : 0;
   h->level = level;
@@ -299,6 +335,9 @@ int CodeHookTraverse(PyObject* self, visitproc visit, void* arg) {
   if (h->owners) {
     for (auto& [owner, id] : *h->owners) Py_VISIT(owner.ptr());
   }
+  if (h->listings) {
+    for (auto& l : h->listings->items) Py_VISIT(l.owner.ptr());
+  }
   return 0;
 }
 
@@ -308,6 +347,8 @@ int CodeHookClear(PyObject* self) {
   Py_CLEAR(h->names);
   delete h->owners;
   h->owners = nullptr;
+  delete h->listings;
+  h->listings = nullptr;
   return 0;
 }
 
@@ -319,7 +360,7 @@ void CodeHookDealloc(PyObject* self) {
 
 PyMethodDef kCodeHookMethods[] = {
     {"arm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(CodeHookArm)), METH_VARARGS | METH_KEYWORDS,
-     "arm(api, level, owners=None): record in the active session."},
+     "arm(api, level, owners=None, names=None, by='site'): record in the active session."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -9,6 +9,7 @@
 #include <torch/csrc/MemoryFormat.h>
 #include <torch/csrc/QScheme.h>
 #include <torch/csrc/Size.h>
+#include <torch/csrc/Storage.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include "aten/tensor_fields.h"
@@ -254,6 +255,14 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
   if (obj == Py_Ellipsis) return w->Ellipsis();
   if (type == g_call_type || type == g_symbol_type || type == g_tensor_spec_type) {
     return WriteValueObject(obj, w, depth);
+  }
+  if (THPStorageClass && PyType_IsSubtype(type, reinterpret_cast<PyTypeObject*>(THPStorageClass))) {
+    // torch.UntypedStorage: Storage(nbytes) (docs/format.md), as level 3 writes it (aten/ivalue_key.cc)
+    const c10::Storage& storage = THPStorage_Unpack(obj);
+    auto nbytes = storage.unsafeGetStorageImpl() ? storage.sym_nbytes().maybe_as_int() : std::nullopt;
+    if (!nbytes) return WriteOpaque(type, w);  // freed, or of a symbolic size
+    w->BeginObject("Storage", 1, 0);
+    return w->Int(*nbytes);
   }
   const TypeRule& rule = Rule(type);
   switch (rule.kind) {

@@ -3,7 +3,9 @@
 #include <array>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -12,6 +14,168 @@
 #include "python/outermost.h"
 
 namespace api_tracer::python {
+namespace {
+
+// -- the listing a call is made through (inplace.h) ---------------------------
+
+// instrument.call_sites, which the package sets on import (set_call_site_reader).
+pybind11::object& CallSiteReader() {
+  static auto* reader = new pybind11::object();
+  return *reader;
+}
+
+// Per code object (held: its address names no other while here), what
+// call_sites answered for it: {offset: chain}.
+constexpr size_t kCodesKept = 4096;
+
+ObjectMap<pybind11::object>& SiteCache() {
+  static auto* cache = new ObjectMap<pybind11::object>();
+  return *cache;
+}
+
+// The chain ("g" or "n", name, attribute, ...) that loaded the callable of
+// the call `frame` is making, or a null object.
+pybind11::object CallSiteChain(PyFrameObject* frame) {
+  pybind11::object code = Steal(PyFrame_GetCode(frame));
+  int lasti = PyFrame_GetLasti(frame);
+  if (!code || lasti < 0 || !CallSiteReader()) return {};
+  auto& cache = SiteCache();
+  auto it = cache.find(code.ptr());
+  if (it == cache.end()) {
+    pybind11::object sites;
+    {
+      Suspend suspend;  // the tracer's own Python code
+      sites = Steal(PyObject_CallOneArg(CallSiteReader().ptr(), code.ptr()));
+    }
+    if (!sites || !PyDict_Check(sites.ptr())) {
+      PyErr_Clear();
+      sites = Steal(PyDict_New());
+      if (!sites) {
+        PyErr_Clear();
+        return {};
+      }
+    }
+    if (cache.size() >= kCodesKept) cache.clear();
+    it = cache.try_emplace(code, std::move(sites)).first;
+  }
+  pybind11::object key = Steal(PyLong_FromLong(lasti));
+  PyObject* chain = key ? PyDict_GetItemWithError(it->second.ptr(), key.ptr()) : nullptr;
+  if (!chain || !PyTuple_Check(chain) || PyTuple_GET_SIZE(chain) < 3) {
+    PyErr_Clear();
+    return {};
+  }
+  return Borrow(chain);
+}
+
+// `obj`'s attribute `name` as stored, for a module (its dict) or a class
+// (its MRO's dicts), no descriptor bound and no code run; nullptr else.
+PyObject* Stored(PyObject* obj, PyObject* name) {
+  PyObject* found = nullptr;
+  if (PyModule_Check(obj)) {
+    PyObject* dict = PyModule_GetDict(obj);
+    found = dict ? PyDict_GetItemWithError(dict, name) : nullptr;
+  } else if (PyType_Check(obj)) {
+    found = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(obj), name);
+  }
+  PyErr_Clear();
+  return found;
+}
+
+// Whether the attribute stored as `raw` is `fn` when called: itself, or
+// the function a staticmethod or classmethod holds.
+bool Calls(PyObject* raw, PyObject* fn) {
+  if (raw == fn) return true;
+  if (!PyObject_TypeCheck(raw, &PyStaticMethod_Type) && !PyObject_TypeCheck(raw, &PyClassMethod_Type)) return false;
+  pybind11::object inner = Steal(PyObject_GetAttrString(raw, "__func__"));
+  PyErr_Clear();
+  return inner.ptr() == fn;
+}
+
+// The listing whose owner is `owner`, or, for a class, the first class of
+// its MRO that one is of, with the attribute `attr` (nullptr: none).
+const Listing* ListingOf(const std::vector<Listing>& items, PyObject* owner, PyObject* attr) {
+  auto find = [&](PyObject* klass) -> const Listing* {
+    for (const Listing& l : items) {
+      if (l.owner.ptr() != klass) continue;
+      if (!attr) return &l;
+      int cmp = PyUnicode_Compare(l.attr.ptr(), attr);
+      if (cmp == 0) return &l;
+      PyErr_Clear();
+    }
+    return nullptr;
+  };
+  if (const Listing* l = find(owner)) return l;
+  PyObject* mro = PyType_Check(owner) ? reinterpret_cast<PyTypeObject*>(owner)->tp_mro : nullptr;
+  for (Py_ssize_t i = 1; mro && PyTuple_Check(mro) && i < PyTuple_GET_SIZE(mro); ++i) {
+    if (const Listing* l = find(PyTuple_GET_ITEM(mro, i))) return l;
+  }
+  return nullptr;
+}
+
+// The listing the call `frame` is making reached `fn` through.
+const Listing* AtCallSite(const std::vector<Listing>& items, PyObject* fn, PyFrameObject* frame) {
+  pybind11::object chain = CallSiteChain(frame);
+  if (!chain) return nullptr;
+  Py_ssize_t n = PyTuple_GET_SIZE(chain.ptr());
+  PyObject* name = PyTuple_GET_ITEM(chain.ptr(), 1);
+  if (!PyUnicode_Check(name)) return nullptr;
+  pybind11::object globals = Steal(PyFrame_GetGlobals(frame));
+  pybind11::object builtins = Steal(PyFrame_GetBuiltins(frame));
+  PyObject* obj = globals && PyDict_Check(globals.ptr()) ? PyDict_GetItemWithError(globals.ptr(), name) : nullptr;
+  if (!obj && builtins && PyDict_Check(builtins.ptr())) obj = PyDict_GetItemWithError(builtins.ptr(), name);
+  PyErr_Clear();
+  for (Py_ssize_t i = 2; obj && i < n - 1; ++i) {
+    PyObject* attr = PyTuple_GET_ITEM(chain.ptr(), i);
+    obj = PyUnicode_Check(attr) ? Stored(obj, attr) : nullptr;
+  }
+  PyObject* attr = PyTuple_GET_ITEM(chain.ptr(), n - 1);
+  if (!obj || !PyUnicode_Check(attr)) return nullptr;
+  PyObject* raw = Stored(obj, attr);
+  if (!raw || !Calls(raw, fn)) return nullptr;  // not this call's callable (a call from C in between)
+  return ListingOf(items, obj, attr);
+}
+
+}  // namespace
+
+std::unique_ptr<Listings> Listings::Parse(PyObject* names, const char* by, Session* s) {
+  auto out = std::make_unique<Listings>();
+  std::string_view how = by ? by : "site";
+  if (how == "site") {
+    out->by = NamedBy::kCallSite;
+  } else if (how == "instance") {
+    out->by = NamedBy::kInstance;
+  } else if (how == "class") {
+    out->by = NamedBy::kClass;
+  } else {
+    PyErr_SetString(PyExc_ValueError, "by must be 'site', 'instance' or 'class'");
+    return nullptr;
+  }
+  pybind11::object seq = Steal(PySequence_Fast(names, "names must be a list of (owner, attr, api)"));
+  if (!seq) return nullptr;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.ptr()); ++i) {
+    PyObject *owner, *attr;
+    const char* api;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq.ptr(), i), "OUs", &owner, &attr, &api)) return nullptr;
+    out->items.push_back({Borrow(owner), Borrow(attr), s->Intern(api), s->Allows(api)});
+  }
+  return out;
+}
+
+const Listing* Listings::Choose(PyObject* fn, PyObject* receiver, bool in_callee) const {
+  if (by == NamedBy::kInstance || by == NamedBy::kClass) {
+    if (!receiver) return nullptr;
+    PyObject* klass = by == NamedBy::kInstance ? AsObject(Py_TYPE(receiver)) : receiver;
+    return PyType_Check(klass) ? ListingOf(items, klass, nullptr) : nullptr;
+  }
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  pybind11::object caller;
+  if (frame && in_callee) {
+    caller = Steal(PyFrame_GetBack(frame));
+    frame = reinterpret_cast<PyFrameObject*>(caller.ptr());
+  }
+  return frame ? AtCallSite(items, fn, frame) : nullptr;
+}
+
 namespace {
 
 // The calling conventions a trampoline is made for (PyMethodDef.ml_flags).
@@ -49,6 +213,7 @@ struct Slot {
   uint64_t epoch = 0;
   ApiId api = 0;
   int level = 0;
+  std::unique_ptr<Listings> listings;  // a C function listed under several names (inplace.h)
 };
 
 std::deque<Slot>& Slots() {  // never shrinks: a trampoline or a bound method may refer to any
@@ -205,8 +370,14 @@ PyObject* CFunctionVectorcall(PyObject* callable, PyObject* const* args, size_t 
                          : _PyObject_MakeTpCall(PyThreadState_Get(), callable, args, nargs, kwnames);
   };
   if (!s || !RecordsNow(s->level, s->epoch)) return invoke();
-  return RecordThenCall(s->level, s->api, callable, CallArgs::Vector(args, static_cast<size_t>(nargs), kwnames),
-                        invoke);
+  ApiId api = s->api;
+  if (s->listings) {
+    if (const Listing* l = s->listings->Choose(callable, nargs ? args[0] : nullptr, false)) {
+      if (!l->allowed) return invoke();
+      api = l->api;
+    }
+  }
+  return RecordThenCall(s->level, api, callable, CallArgs::Vector(args, static_cast<size_t>(nargs), kwnames), invoke);
 }
 
 // The slot of `obj`, made on first use.
@@ -231,15 +402,21 @@ bool Arm(Slot& s, const char* api, int level) {
   return true;
 }
 
-// patch_c_function(function, api, level) -> bool: False where `function`
-// cannot be patched in place: it is not a plain builtin function, or the
-// interpreter calls it without its vectorcall pointer where it specializes
-// a call site (METH_O and METH_FASTCALL functions).
-PyObject* PatchCFunction(PyObject*, PyObject* args) {
+// patch_c_function(function, api, level, names=None) -> bool: False where
+// `function` cannot be patched in place: it is not a plain builtin function,
+// or the interpreter calls it without its vectorcall pointer where it
+// specializes a call site (METH_O and METH_FASTCALL functions). `names`:
+// the (owner, attr, api) of each name it is listed under, a call named by
+// the one its call site reached it through (inplace.h), else `api`.
+PyObject* PatchCFunction(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"function", "api", "level", "names", nullptr};
   PyObject* obj;
   const char* api;
   int level;
-  if (!PyArg_ParseTuple(args, "Osi", &obj, &api, &level)) return nullptr;
+  PyObject* names = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|O", const_cast<char**>(kwlist), &obj, &api, &level, &names)) {
+    return nullptr;
+  }
   if (!PyCFunction_CheckExact(obj)) Py_RETURN_FALSE;
   auto* f = reinterpret_cast<PyCFunctionObject*>(obj);
   int convention = ConventionOf(f->m_ml->ml_flags & ~METH_STATIC);
@@ -250,6 +427,11 @@ PyObject* PatchCFunction(PyObject*, PyObject* args) {
     s.saved = f->vectorcall;
   }
   if (!Arm(s, api, level)) return nullptr;
+  s.listings.reset();
+  if (names != Py_None) {
+    s.listings = Listings::Parse(names, "site", Session::Active());
+    if (!s.listings) return nullptr;
+  }
   f->vectorcall = CFunctionVectorcall;
   s.patched = true;
   Py_RETURN_TRUE;
@@ -298,13 +480,28 @@ PyObject* Unpatch(PyObject*, PyObject* obj) {
   Py_RETURN_NONE;
 }
 
+// set_call_site_reader(fn): instrument.call_sites (inplace.h).
+PyObject* SetCallSiteReader(PyObject*, PyObject* fn) {
+  if (!PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "set_call_site_reader takes a callable");
+    return nullptr;
+  }
+  CallSiteReader() = Borrow(fn);
+  SiteCache().clear();
+  Py_RETURN_NONE;
+}
+
 PyMethodDef kFunctions[] = {
-    {"patch_c_function", PatchCFunction, METH_VARARGS,
-     "patch_c_function(function, api, level) -> bool: records the calls of a builtin function in place."},
+    {"patch_c_function", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(PatchCFunction)),
+     METH_VARARGS | METH_KEYWORDS,
+     "patch_c_function(function, api, level, names=None) -> bool: records the calls of a builtin function in "
+     "place."},
     {"patch_method_descriptor", PatchMethodDescriptor, METH_VARARGS,
      "patch_method_descriptor(descriptor, api, level) -> bool: records the calls of a method descriptor in "
      "place."},
     {"unpatch", Unpatch, METH_O, "unpatch(obj): undoes patch_c_function or patch_method_descriptor."},
+    {"set_call_site_reader", SetCallSiteReader, METH_O,
+     "set_call_site_reader(fn): fn(code) -> {offset: chain}, how each call of a code object loaded its callable."},
     {nullptr, nullptr, 0, nullptr},
 };
 

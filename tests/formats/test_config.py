@@ -283,3 +283,14 @@ def test_traced_special_numbers_parse_back(out, int_digit_limit):
         'torch.Tensor.mul(Tensor([2], "float32"), 5e-324)',
         'torch.ops.aten.mul.Tensor(Tensor([2], "float32"), 5e-324)',
     ]
+
+
+def test_storages_format_as_their_size_and_parse_back():
+    storages = (torch.UntypedStorage(48), torch.TypedStorage(2, dtype=torch.float16, _internal=True))
+    line = format_call("torch.Tensor.set_", *storages)
+    assert line == "torch.Tensor.set_(Storage(48), Storage(4, dtype=torch.float16))"
+    assert parse_call(line) == (
+        "torch.Tensor.set_",
+        [Call("Storage", 48), Call("Storage", 4, dtype=Symbol("torch.float16"))],
+        {},
+    )

@@ -5,6 +5,7 @@ import types
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from api_tracer import APITracer
 from support import run_in_threads, trace_lines
@@ -256,3 +257,136 @@ def test_start_wraps_the_whole_default_api_list_with_no_skips(out):
     hook = tracer._hooks[0]
     assert not hook.skipped, hook.skipped  # the default list holds only wrappable APIs
     tracer.stop()
+
+
+# -- an object listed under several names: each call under the name it was made through
+
+
+def apis(out):
+    return [line.split("(", 1)[0] for line in trace_lines(out)]
+
+
+class MyOptimizer(torch.optim.Optimizer):
+    """An optimizer of the program's own: torch's zero_grad, inherited."""
+
+    def __init__(self, params):
+        super().__init__(params, {})
+
+    def step(self, closure=None):
+        return None
+
+
+def test_a_method_shared_by_classes_is_named_by_the_class_it_is_called_on(out):
+    """Optimizer.zero_grad is every optimizer's, and Adam.step is AdamW's
+    too: one function each, listed under every class; a call is named by
+    the class of its optimizer (or, for a class of the program's own, by
+    the class that defines the method), not by the list's first name."""
+    params = [nn.Parameter(torch.ones(2))]
+    adamw, adam, sgd = torch.optim.AdamW(params), torch.optim.Adam(params), torch.optim.SGD(params, lr=0.1)
+    mine = MyOptimizer(params)
+    params[0].grad = torch.ones(2)
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        adamw.zero_grad()
+        torch.optim.Optimizer.zero_grad(adam)  # unbound: still the optimizer's class
+        sgd.zero_grad()
+        mine.zero_grad()
+        params[0].grad = torch.ones(2)
+        adamw.step()
+        adam.step()
+    assert apis(out) == [
+        "torch.optim.AdamW.zero_grad",
+        "torch.optim.Adam.zero_grad",
+        "torch.optim.SGD.zero_grad",
+        "torch.optim.Optimizer.zero_grad",
+        "torch.ones",
+        "torch.optim.AdamW.step",
+        "torch.optim.Adam.step",
+    ]
+    assert trace_lines(out)[0] == 'torch.optim.AdamW.zero_grad(torch.optim.AdamW([Tensor([2], "float32")]))'
+
+
+def conv_twice(F_, x, w):
+    """Reaches the builtin through a module held in a local: not followed."""
+    return F_.conv2d(x, w)
+
+
+def test_a_function_shared_by_namespaces_is_named_by_the_name_the_program_used(out):
+    """torch.nn.functional.conv2d is torch.conv2d (one builtin, patched
+    once): a call is named by the attribute chain the calling code loaded it
+    through, from a global name, where that is so; else (a local alias, a
+    module held in a local) by the list's first name."""
+    x, w = torch.ones(1, 1, 3, 3), torch.ones(1, 1, 2, 2)
+    alias = F.conv2d
+    with APITracer(output_path=str(out), levels=0, merge_output=True):
+        F.conv2d(x, w)
+        torch.conv2d(x, w)
+        torch.nn.functional.conv2d(*(x, w))  # CALL_FUNCTION_EX
+        F.conv2d(x, w if x is not None else None, stride=1)  # a branch among the arguments
+        [F.conv2d(x, F.conv2d(x, w)) for _ in range(1)]  # nested, inside a comprehension
+        try:
+            F.pixel_shuffle(x, 2)  # another builtin, inside a handler's range
+        except RuntimeError:
+            pass
+        exec("F.conv2d(x, w)", {"F": F, "x": x, "w": w})  # module-level code: LOAD_NAME
+        alias(x, w)  # a local alias: which name cannot be known
+        conv_twice(F, x, w)
+    assert apis(out) == [
+        "torch.nn.functional.conv2d",
+        "torch.conv2d",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.pixel_shuffle",
+        "torch.nn.functional.conv2d",
+        "torch.conv2d",
+        "torch.conv2d",
+    ]
+
+
+def test_a_name_left_out_leaves_out_the_calls_made_through_it(out):
+    x, w = torch.ones(1, 1, 3, 3), torch.ones(1, 1, 2, 2)
+    with APITracer(output_path=str(out), levels=0, merge_output=True, exclude_apis=["torch.nn.functional.*"]):
+        F.conv2d(x, w)
+        torch.conv2d(x, w)
+    assert apis(out) == ["torch.conv2d"]
+
+
+# -- model.parameters(): the tensors it will yield
+
+
+def train(traced_out=None):
+    """Three Adam steps of a tiny model, the optimizer given
+    model.parameters(); traced at level 0 into `traced_out` where given."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+    tracer = APITracer(output_path=str(traced_out), levels=0, merge_output=True) if traced_out else None
+    if tracer:
+        tracer.start()
+    try:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+    finally:
+        if tracer:
+            tracer.stop()
+    return model, opt
+
+
+def test_an_optimizer_of_model_parameters_is_written_with_its_tensors_and_replays(out):
+    from api_tracer.replay import Config, replay_one
+
+    model, opt = train(out)
+    line = trace_lines(out)[0]
+    assert line == (
+        'torch.optim.Adam([Tensor([4, 3], "float32"), Tensor([4], "float32"), Tensor([1, 4], "float32"), '
+        'Tensor([1], "float32")], lr=0.01)'
+    )
+    assert replay_one(Config("x", 1, line)).status == "ok"
+    # the optimizer got every parameter, and trained as it does untraced, bit for bit
+    assert [p for g in opt.param_groups for p in g["params"]] == list(model.parameters())
+    untraced, _ = train()
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), untraced.state_dict().values()))

@@ -99,6 +99,20 @@ CASES = [
         'functools.partial(Callable("torch.nn.functional.dropout"), p=0.3)',
     ),
     (('a "q" \\ \n\t', "é"), '"a \\"q\\" \\\\ \\n\\t", "é"'),
+    # a storage is its size in bytes (a typed one's dtype too), what replay builds one of
+    (
+        (torch.UntypedStorage(48), torch.zeros(3, dtype=torch.int16).untyped_storage()),
+        "Storage(48), Storage(6)",
+    ),
+    ((torch.TypedStorage(3, dtype=torch.float64, _internal=True),), "Storage(24, dtype=torch.float64)"),
+    # a generator of a module's members is what it will yield; any other, its type
+    ((nn.Linear(3, 2).parameters(),), '[Tensor([2, 3], "float32"), Tensor([2], "float32")]'),
+    ((nn.Linear(3, 2, bias=False).named_parameters(prefix="l"),), '[("l.weight", Tensor([2, 3], "float32"))]'),
+    (
+        (nn.BatchNorm1d(2).buffers(recurse=False),),
+        '[Tensor([2], "float32"), Tensor([2], "float32"), Tensor([], "int64")]',
+    ),
+    (((x for x in [1]),), 'Opaque("generator")'),
 ]
 
 
@@ -178,3 +192,61 @@ def test_every_written_line_parses_back(out):
     for line in lines:
         api, args, kwargs = parse_call(line)
         assert api == SINK
+
+
+class Counting(nn.Linear):
+    """A module that lists its parameters its own way (counting)."""
+
+    listed = 0
+
+    def named_parameters(self, *args, **kwargs):
+        Counting.listed += 1
+        return super().named_parameters(*args, **kwargs)
+
+
+def test_a_generator_is_read_without_being_consumed_or_run_otherwise(out):
+    """The program's generator is left for its callee whole; one started,
+    or of a module that lists its members its own way (code of the
+    program's, which reading it would run), is written by its type."""
+    model = nn.Linear(3, 2)
+    fresh, started, own = model.parameters(), model.parameters(), Counting(3, 2).parameters()
+    next(started)
+    assert one(out, fresh, started, own) == (
+        '[Tensor([2, 3], "float32"), Tensor([2], "float32")], Opaque("generator"), Opaque("generator")'
+    )
+    assert list(fresh) == list(model.parameters()) and len(list(started)) == 1
+    assert Counting.listed == 0 and len(list(own)) == 2 and Counting.listed == 1
+
+
+def test_a_data_loaders_storages_are_written_by_their_size_and_replay(tmp_path):
+    """A DataLoader's workers collate into shared memory: the batch is made
+    with set_ over a storage (levels 2 and 3, in the worker and in the
+    program), written Storage(nbytes), and replayed."""
+    from api_tracer.replay import Config, replay_one
+    from support import run_cli
+
+    script = tmp_path / "load.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "data = TensorDataset(torch.randn(8, 3), torch.arange(8))\n"
+        "for batch in DataLoader(data, batch_size=4, num_workers=1):\n"
+        "    pass\n"
+    )
+    out = tmp_path / "out"
+    done = run_cli("run", "--follow-children", "--levels", "2,3", "-o", str(out), str(script), timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = {
+        line
+        for path in out.rglob("api_configs_level_*.yaml")
+        for line in path.read_text().splitlines()
+        if ".set_." in line
+    }
+    assert {
+        'torch.ops.aten.set_.source_Storage(Tensor([], "float32"), Storage(48))',
+        'torch.ops.aten.set_.source_Storage(Tensor([], "int64"), Storage(32))',
+        'torch.ops.aten.set_.source_Storage_storage_offset(Tensor([0], "float32"), Storage(48), 0, [4, 3], [3, 1])',
+        'torch.ops.aten.set_.source_Storage_storage_offset(Tensor([0], "int64"), Storage(32), 0, [4], [1])',
+    } <= lines
+    assert not [line for line in lines if "Opaque" in line]
+    assert {line: replay_one(Config("x", 1, line)).status for line in lines} == dict.fromkeys(lines, "ok")

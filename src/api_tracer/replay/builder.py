@@ -48,6 +48,8 @@ BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 # Calls that stand for a value replay cannot rebuild (it skips the config).
 PLACEHOLDERS = (OPAQUE, MODULE_PLACEHOLDER, "torch.SymInt", "torch.SymFloat", "torch.SymBool")
 
+STORAGE = "Storage"  # Storage(48), Storage(48, dtype=torch.float32): a storage by its size in bytes (docs/format.md)
+
 # The sparse layouts replay builds, with the Tensor method that makes one from dense.
 SPARSE_LAYOUTS = {
     "torch.sparse_coo": "to_sparse",
@@ -176,7 +178,7 @@ class Builder:
                 self.numpy_scalar(leaf.name)
             elif (
                 isinstance(leaf, Call)
-                and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED, PARTIAL)
+                and leaf.name not in PLACEHOLDERS + (EVAL_MODE, FILLED, PARTIAL, STORAGE)
                 and not leaf.name.startswith("numpy.")
             ):
                 self.allowed(leaf.name)
@@ -399,6 +401,23 @@ class Builder:
             )
         return t.to(self.device)
 
+    def storage(self, c: Call) -> Any:
+        """Storage(nbytes[, dtype=...]): an untyped storage of that many
+        bytes, zeros, on the replay's device; where its elements' dtype is
+        known (a typed one's, or the line's tensors' one dtype) and this side
+        makes them in another, as many elements of that."""
+        import torch
+
+        nbytes, held = c.args[0] if len(c.args) == 1 else None, c.kwargs.get("dtype")
+        if type(nbytes) is not int or nbytes < 0 or set(c.kwargs) - {"dtype"}:
+            raise Invalid(f"{STORAGE}(...) takes its size in bytes (and dtype=)", self.line.find(STORAGE) + 1)
+        one = getattr(torch, min(self.input_dtypes), None) if len(self.input_dtypes) == 1 else None
+        held = self.symbol(held.name) if isinstance(held, Symbol) else one
+        if isinstance(held, torch.dtype) and nbytes % held.itemsize == 0:
+            nbytes = nbytes // held.itemsize * self.cast(held).itemsize
+        self.charge(nbytes, "its storage arguments")
+        return torch.zeros(nbytes, dtype=torch.uint8, device=self.device).untyped_storage()
+
     def partial(self, c: Call, path: str) -> Any:
         """functools.partial(callable, *args, **kwargs): its callable (a
         class the policy allows, or Callable(...), resolved through it)
@@ -454,6 +473,8 @@ class Builder:
             return self.tensor(c.args[0], call_argument_path(path, 0), fill=c.args[1])
         if name in ("torch.SymInt", "torch.SymFloat", "torch.SymBool"):
             raise Skip("a symbolic argument")
+        if name == STORAGE:
+            return self.storage(c)
         args = [self.build(a, call_argument_path(path, i)) for i, a in enumerate(c.args)]
         kwargs = {k: self.build(v, call_keyword_path(path, k)) for k, v in c.kwargs.items()}
         if name == "numpy.ndarray":

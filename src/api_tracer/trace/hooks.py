@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import sys
 import types
 from collections import defaultdict
 from dataclasses import dataclass
@@ -149,13 +150,21 @@ class SetattrHook(TracingHook):
         # Per __init__ function, the classes in the list whose construction
         # it is (an inherited __init__ is shared: Module.__init__ makes Tanh).
         owners: Dict[int, List[Tuple[type, str]]] = defaultdict(list)
+        # Per other object, the targets it is listed as: patched in place
+        # once, it records each call under the name it was made through
+        # (csrc/python/inplace.h).
+        listed: Dict[int, List[PatchTarget]] = defaultdict(list)
         for t in targets:
-            if t.kind == "constructor" and _C.allows(t.api):
-                owners[id(t.raw)].append((t.owner, t.api))
-        done: set = set()  # what is patched in place: an alias records under the first name
+            if t.kind == "constructor":
+                if _C.allows(t.api):
+                    owners[id(t.raw)].append((t.owner, t.api))
+            else:
+                listed[id(_inner(t))].append(t)
+        done: set = set()  # what is patched in place, under all its names
         try:
             for target in targets:
-                self._install_one(target, owners.get(id(target.raw)), done)
+                by_kind = owners.get(id(target.raw)) if target.kind == "constructor" else listed[id(_inner(target))]
+                self._install_one(target, by_kind, done)
             for target in self.dialect.quiet_targets():
                 if id(target.raw) not in done:
                     self._in_place(target.raw, None, None)
@@ -171,15 +180,24 @@ class SetattrHook(TracingHook):
             wrappers, self._wrappers = self._wrappers, []
             self.dialect.forget_wrappers(wrappers)
 
-    def _install_one(self, t: "PatchTarget", owners: Optional[List[Tuple[type, str]]], done: set) -> None:
+    def _install_one(self, t: "PatchTarget", listed: Optional[list], done: set) -> None:
+        """Patches `t`: a constructor for the (class, api) whose
+        construction it is (`listed`), another object under the names of
+        all the PatchTargets it is listed as (`listed`)."""
         kind, raw = t.kind, t.raw
-        api = t.api + ".__get__" if kind == "property" else t.api
+        api = _recorded_name(t)
         if not _C.allows(api):
             return
-        inner = raw.fget if kind == "property" else raw.__func__ if kind in ("staticmethod", "classmethod") else raw
+        inner = _inner(t)
         if kind == "constructor":
             inner = _binding_function(inner)
-        if id(inner) in done or self._in_place(inner, api, owners if kind == "constructor" else None):
+        if id(inner) in done:
+            return
+        if kind == "constructor":
+            patched = self._in_place(inner, api, listed)
+        else:
+            patched = self._in_place(inner, api, None, _listings(t, listed or [t]))
+        if patched:
             done.add(id(inner))
             return
         self.wrapped.append(api)
@@ -200,15 +218,26 @@ class SetattrHook(TracingHook):
         )
         self.patch(t.owner, t.attr, new)
 
-    def _in_place(self, fn: Any, api: Optional[str], owners: Optional[List[Tuple[type, str]]]) -> bool:
+    def _in_place(
+        self,
+        fn: Any,
+        api: Optional[str],
+        owners: Optional[List[Tuple[type, str]]],
+        listings: Optional["_Listings"] = None,
+    ) -> bool:
         """Makes `fn` record its calls as `api` without replacing it (as
-        constructions of `owners`' classes, for an __init__; with api None,
-        record nothing inside it); False where it cannot be."""
+        constructions of `owners`' classes, for an __init__; each as the
+        name of `listings` it was made through, for an object listed under
+        several; with api None, record nothing inside it); False where it
+        cannot be."""
         if isinstance(fn, types.FunctionType):
             hook, code = instrument.instrumented(fn)
             if code is None:
                 return False
-            hook.arm(api, self.level, owners)
+            if listings is not None:
+                hook.arm(listings.fallback, self.level, owners, names=listings.names, by=listings.by)
+            else:
+                hook.arm(api, self.level, owners)
             original = fn.__code__
             fn.__code__ = code
 
@@ -227,10 +256,73 @@ class SetattrHook(TracingHook):
             if isinstance(fn, types.MethodDescriptorType)
             else None
         )
-        if patch is None or not patch(fn, api, self.level):
+        if patch is _C.patch_c_function and listings is not None and listings.by == "site":
+            patched = patch(fn, api, self.level, listings.names)
+        else:  # (a method descriptor listed under several names records under the first)
+            patched = patch is not None and patch(fn, api, self.level)
+        if not patched:
             return False
         self.undo_with(lambda: _C.unpatch(fn))
         return True
+
+
+def _inner(t: "PatchTarget") -> Any:
+    """The function a target's calls run: a property's getter, what a
+    staticmethod or classmethod holds, else what is stored."""
+    raw = t.raw
+    return raw.fget if t.kind == "property" else raw.__func__ if t.kind in ("staticmethod", "classmethod") else raw
+
+
+def _recorded_name(t: "PatchTarget") -> str:
+    """The name a target's calls are recorded as (a property's, its getter's)."""
+    return t.api + ".__get__" if t.kind == "property" else t.api
+
+
+@dataclass
+class _Listings:
+    """The names one object is listed under, for CodeHook.arm and
+    patch_c_function: (owner, attr, name) each; how a call picks one (`by`:
+    its call site, the class of its instance, its class); and the name of a
+    call that none is picked for (`fallback`)."""
+
+    names: List[Tuple[Any, str, str]]
+    by: str
+    fallback: str
+
+
+def _listings(first: "PatchTarget", targets: List["PatchTarget"]) -> Optional[_Listings]:
+    """How the calls of an object listed as `targets` (`first` the one
+    patched) are named: None where it is listed once. A method's (or
+    property's) by the class of the object it is called on: the first
+    listed class in its MRO, else the class that defines it (a class of the
+    program's own deriving from a listed one's base: Optimizer.zero_grad on
+    a Lion is torch.optim.Optimizer.zero_grad); a classmethod's by its
+    class; a function's by the name its call site reached it under, else
+    the first name."""
+    if len(targets) < 2:
+        return None
+    names = [(t.owner, t.attr, _recorded_name(t)) for t in targets]
+    kinds = {t.kind for t in targets}
+    classes = all(isinstance(t.owner, type) for t in targets)
+    by = "instance" if classes and kinds <= {"method", "property"} else "class" if kinds == {"classmethod"} else "site"
+    fallback = _recorded_name(first)
+    if by != "site":
+        definer = next((k for k in first.owner.__mro__ if first.attr in vars(k)), first.owner)
+        mine = next((name for owner, _, name in names if owner is definer), None)
+        own = mine or f"{_public_class_name(definer)}.{first.attr}" + (".__get__" if first.kind == "property" else "")
+        fallback = own if _C.allows(own) else fallback
+    return _Listings(names, by, fallback)
+
+
+def _public_class_name(cls: type) -> str:
+    """`cls` under the shortest prefix of its module that exports it under
+    its name (torch.optim.optimizer.Optimizer is torch.optim.Optimizer)."""
+    parts = cls.__module__.split(".")
+    for i in range(1, len(parts) + 1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is not None and getattr(module, cls.__name__, None) is cls:
+            return f"{'.'.join(parts[:i])}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _binding_function(fn: Any) -> Any:

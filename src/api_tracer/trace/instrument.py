@@ -326,3 +326,182 @@ def instrumented(fn: types.FunctionType) -> Tuple[Any, Optional[types.CodeType]]
         made = (fn.__code__, hook, instrument(fn.__code__, hook))
         _made[fn] = made
     return made[1], made[2]
+
+
+# -- the name a call site reached a callable under -------------------------
+#
+# One function may be listed under several names (torch.conv2d is
+# torch.nn.functional.conv2d, one builtin): level 0 patches it once, and
+# names each call by the listing the program reached it through, where the
+# calling frame's code says so. For each call instruction of a code object,
+# `call_sites` works out how the callable it calls was loaded, where that
+# was a chain of attributes from a global name (``F.conv2d``,
+# ``torch.nn.functional.conv2d``): a forward pass over the bytecode that
+# tracks, per stack slot, the loads that made it (a merge of two paths that
+# disagree forgets it). The extension evaluates the chain in the frame
+# (through modules' and classes' dicts only, no code runs) and checks that
+# it still reaches the function called (csrc/python/inplace.h).
+
+_NULL = "NULL"  # a NULL pushed below a callable (PUSH_NULL, LOAD_GLOBAL's low bit)
+
+# Per opcode, how many stack items it takes (it pushes that many plus its
+# stack effect, all unknown); the opcodes not here and not handled below
+# forget the whole stack (depth kept).
+_POPS: Dict[int, Any] = {
+    _OP[name]: pops
+    for names, pops in (
+        (
+            (
+                "NOP RESUME EXTENDED_ARG CACHE KW_NAMES JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT "
+                "COPY_FREE_VARS MAKE_CELL LOAD_CONST LOAD_FAST LOAD_DEREF LOAD_CLOSURE LOAD_CLASSDEREF "
+                "LOAD_ASSERTION_ERROR LOAD_BUILD_CLASS GET_LEN IMPORT_FROM DELETE_FAST DELETE_DEREF DELETE_NAME "
+                "DELETE_GLOBAL"
+            ),
+            0,
+        ),
+        (
+            (
+                "POP_TOP UNARY_POSITIVE UNARY_NEGATIVE UNARY_NOT UNARY_INVERT GET_ITER GET_YIELD_FROM_ITER "
+                "LIST_TO_TUPLE STORE_NAME STORE_GLOBAL STORE_FAST STORE_DEREF LIST_APPEND SET_ADD LIST_EXTEND "
+                "SET_UPDATE DICT_MERGE DICT_UPDATE UNPACK_SEQUENCE UNPACK_EX DELETE_ATTR "
+                "POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_TRUE POP_JUMP_FORWARD_IF_NONE "
+                "POP_JUMP_FORWARD_IF_NOT_NONE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_TRUE "
+                "POP_JUMP_BACKWARD_IF_NONE POP_JUMP_BACKWARD_IF_NOT_NONE"
+            ),
+            1,
+        ),
+        (
+            "BINARY_SUBSCR BINARY_OP COMPARE_OP IS_OP CONTAINS_OP STORE_ATTR DELETE_SUBSCR MAP_ADD IMPORT_NAME",
+            2,
+        ),
+        ("STORE_SUBSCR", 3),
+        ("BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_STRING BUILD_SLICE", lambda arg: arg),
+        ("BUILD_MAP", lambda arg: 2 * arg),
+        ("BUILD_CONST_KEY_MAP", lambda arg: arg + 1),
+        ("FORMAT_VALUE", lambda arg: 2 if arg & 4 else 1),
+        ("MAKE_FUNCTION", lambda arg: 1 + bin(arg & 0x0F).count("1")),
+    )
+    for name in names.split()
+    if name in _OP
+}
+_ENDS = frozenset(_OP[n] for n in ("RETURN_VALUE", "RAISE_VARARGS", "RERAISE"))
+_ALWAYS_JUMPS = frozenset(_OP[n] for n in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"))
+
+
+def _callee(a: Any, b: Any) -> Optional[Tuple[str, ...]]:
+    """The load chain of the callable a call takes from the stack slots
+    [a, b] below its arguments: b where a is NULL, a where it is a method's
+    load (LOAD_METHOD pushes the function and self, or NULL and the
+    attribute: either way the attribute is what is called)."""
+    if a is _NULL:
+        return b if isinstance(b, tuple) else None
+    if isinstance(a, list):  # [chain]: LOAD_METHOD's first slot
+        return a[0]
+    return None
+
+
+def _note(sites: Dict[int, Tuple[str, ...]], offset: int, chain: Optional[Tuple[str, ...]]) -> None:
+    """The call at `offset` calls what `chain` loads, where it is a chain of
+    attributes (a state seen again with less known takes it back)."""
+    if chain is not None and len(chain) > 2:
+        sites[offset] = chain
+    else:
+        sites.pop(offset, None)
+
+
+def call_sites(code: types.CodeType) -> Dict[int, Tuple[str, ...]]:
+    """Per offset of a call instruction of `code` (PRECALL, CALL,
+    CALL_FUNCTION_EX: the frame's f_lasti while the callee runs), the chain
+    the callable was loaded by, where it is one of attributes from a name:
+    ``("g", "F", "conv2d")`` (LOAD_GLOBAL F, then the attribute conv2d),
+    ``("n", ...)`` for LOAD_NAME (module-level code); calls whose callable
+    came otherwise (a local, a call's result) are not in it. CPython 3.11's
+    bytecode; empty on another."""
+    if not SUPPORTED:
+        return {}
+    instructions = list(dis.get_instructions(code))
+    index = {ins.offset: i for i, ins in enumerate(instructions)}
+    states: Dict[int, list] = {}  # per instruction, the stack before it (what made each slot, or None)
+    sites: Dict[int, Tuple[str, ...]] = {}
+    work: List[int] = []
+
+    def reach(i: int, stack: list) -> None:
+        old = states.get(i)
+        if old is not None:  # paths that disagree: what differs is forgotten
+            same = len(old) == len(stack)
+            stack = [x if same and x == y else None for x, y in zip(old, old if not same else stack)]
+            if stack == old:
+                return
+        states[i] = stack
+        work.append(i)
+
+    reach(0, [])
+    for entry in dis._parse_exception_table(code):
+        if entry.target in index:
+            reach(index[entry.target], [None] * (entry.depth + int(entry.lasti) + 1))
+    while work:
+        i = work.pop()
+        ins = instructions[i]
+        if ins.opcode in _ENDS:
+            continue
+        following = instructions[i + 1].offset if i + 1 < len(instructions) else -1
+        after, taken = _step(ins, following, list(states[i]), sites)
+        if ins.opcode in _JUMPS and ins.argval in index:
+            reach(index[ins.argval], taken)
+        if ins.opcode not in _ALWAYS_JUMPS and i + 1 < len(instructions):
+            reach(i + 1, after)
+    return sites
+
+
+def _step(ins: dis.Instruction, following: int, stack: list, sites: Dict[int, Tuple[str, ...]]) -> Tuple[list, list]:
+    """The stacks after `ins` (falling through to the instruction at offset
+    `following`, and jumping), from the stack before it; a call's chain
+    noted in `sites`."""
+    op, arg = ins.opcode, ins.arg or 0
+    if op == _OP["LOAD_GLOBAL"]:
+        after = stack + ([_NULL] if arg & 1 else []) + [("g", ins.argval)]
+    elif op == _OP["LOAD_NAME"]:
+        after = stack + [("n", ins.argval)]
+    elif op in (_OP["LOAD_ATTR"], _OP["LOAD_METHOD"]) and stack:
+        chain = stack[-1] + (ins.argval,) if isinstance(stack[-1], tuple) else None
+        after = stack[:-1] + ([[chain], chain] if op == _OP["LOAD_METHOD"] else [chain])
+    elif op == _OP["PUSH_NULL"]:
+        after = stack + [_NULL]
+    elif op == _OP["COPY"] and 0 < arg <= len(stack):
+        after = stack + [stack[-arg]]
+    elif op == _OP["SWAP"] and 0 < arg <= len(stack):
+        after = list(stack)
+        after[-1], after[-arg] = after[-arg], after[-1]
+    elif op == _OP["PRECALL"] and arg + 2 <= len(stack):
+        chain = _callee(stack[-arg - 2], stack[-arg - 1])
+        _note(sites, ins.offset, chain)
+        _note(sites, following, chain)  # the CALL it precedes
+        after = stack[: -arg - 2] + [None, None]
+    elif op == _OP["CALL"] and len(stack) >= 2:
+        after = stack[:-2] + [None]
+    elif op == _OP["CALL_FUNCTION_EX"] and len(stack) >= 3 + (arg & 1):
+        k = arg & 1
+        _note(sites, ins.offset, _callee(stack[-3 - k], stack[-2 - k]))
+        after = stack[: -3 - k] + [None]
+    elif op in (_OP["JUMP_IF_FALSE_OR_POP"], _OP["JUMP_IF_TRUE_OR_POP"]) and stack:
+        return stack[:-1], stack
+    elif op == _OP["FOR_ITER"] and stack:
+        return stack + [None], stack[:-1]
+    else:
+        return _unknown(ins, stack, False), _unknown(ins, stack, True)
+    return after, after
+
+
+def _unknown(ins: dis.Instruction, stack: list, jump: bool) -> list:
+    """The stack after an instruction whose results are not followed: the
+    items it takes (_POPS; all, for an opcode not there) replaced by as many
+    unknown ones as it leaves."""
+    op = ins.opcode
+    pops = _POPS.get(op)
+    pops = pops(ins.arg or 0) if callable(pops) else pops
+    effect = dis.stack_effect(op, ins.arg, jump=jump) if op >= opcode.HAVE_ARGUMENT else dis.stack_effect(op)
+    taken = len(stack) if pops is None or pops > len(stack) else pops
+    return stack[: len(stack) - taken] + [None] * max(taken + effect, 0)
+
+
+_C.set_call_site_reader(call_sites)

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import os
 import sys
+import types
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -207,6 +208,10 @@ class PyTorchDialect(FrameworkDialect):
             return (_C.Rule.instance, self.describe_module, MODULE_PLACEHOLDER, True)
         if issubclass(tp, torch.optim.Optimizer):
             return (_C.Rule.replace, self.describe_optimizer)
+        if tp is types.GeneratorType:  # model.parameters(): its items, where they can be known
+            return (_C.Rule.replace, self.describe_generator)
+        if issubclass(tp, torch.TypedStorage):  # as an untyped one is (csrc/python/convert.cc), with its dtype
+            return (_C.Rule.replace, lambda s: Call("Storage", s._untyped_storage.nbytes(), dtype=s.dtype))
         if tp in (torch.SymInt, torch.SymFloat, torch.SymBool):
             sym_name = f"torch.{tp.__name__}"
             return (_C.Rule.replace, lambda s: Call(sym_name, str(s)))
@@ -295,6 +300,16 @@ class PyTorchDialect(FrameworkDialect):
     def _optimizers_verified(self) -> Dict[Tuple, bool]:
         """Per optimizer state, whether its call builds an equal one."""
         return {}
+
+    @staticmethod
+    def describe_generator(gen: Any) -> Any:
+        """A generator as the list of what it will yield, where that can be
+        known without consuming it (objects.generator_items: torch.nn.Module's
+        parameters(), named_parameters(), ...), so that the common
+        ``torch.optim.Adam(model.parameters(), lr=...)`` is written with its
+        tensors; else the placeholder ``Opaque("generator")``."""
+        items = objects.generator_items(gen)
+        return Call("Opaque", "generator") if items is None else items
 
     def describe_optimizer(self, optimizer: Any) -> Call:
         """An optimizer of torch.optim as the constructor call that builds an

@@ -357,3 +357,79 @@ def optimizer_call(optimizer: Any, name: str, verified: Dict[Tuple, bool]) -> Op
         except Exception:  # noqa: BLE001 - any failure means "no such call"
             verified[key] = False
     return Call(name, first, **kwargs) if verified[key] else None
+
+
+# -- generators of a module's members --------------------------------------------
+
+# nn.Module's methods that yield its members (and those they call, on it
+# and on its submodules): a generator one of them made, not started yet,
+# yields what calling it again with the same arguments yields, while the
+# module stays as it is.
+MODULE_GENERATORS = (
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "children",
+    "named_children",
+    "modules",
+    "named_modules",
+)
+_MEMBER_METHODS = (*MODULE_GENERATORS, "_named_members")
+
+
+def generator_items(gen: Any) -> Optional[List[Any]]:
+    """The items `gen` will yield, as a list, where it is a generator of
+    torch.nn.Module's (``model.parameters()``) not started yet, of a module
+    (and submodules) whose classes keep torch's own ways of listing their
+    members: read by running the generator's code again, with the same
+    arguments, into a generator of the tracer's own; `gen` itself is left as
+    it is, for the program's callee to consume. None for any other (a
+    generator of the program's own, one started, a ``named_modules`` given
+    a memo set, which running it again would change)."""
+    import inspect
+
+    import torch
+
+    code = gen.gi_code
+    if (
+        code.co_filename != torch.nn.modules.module.__file__
+        or code.co_name not in MODULE_GENERATORS
+        or code.co_qualname != f"Module.{code.co_name}"
+        or code.co_freevars
+        or inspect.getgeneratorstate(gen) != inspect.GEN_CREATED
+    ):
+        return None
+    bound = inspect.getgeneratorlocals(gen)
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    if any(name not in bound for name in names) or bound.get("memo") is not None:
+        return None
+    if not _lists_members_as_torch_does(bound.get("self")):
+        return None
+    again = types.FunctionType(code, vars(torch.nn.modules.module))
+    return list(again(**{name: bound[name] for name in names}))
+
+
+def _lists_members_as_torch_does(module: Any) -> bool:
+    """Whether `module` and every module under it (walked through their
+    `_modules` dicts, no method called) list their members with
+    torch.nn.Module's own methods, none overridden: listing them again then
+    runs torch's code only, which changes nothing."""
+    import torch
+
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        if not isinstance(m, torch.nn.Module) or id(m) in seen:
+            if m is not None and not isinstance(m, torch.nn.Module):
+                return False
+            continue
+        seen.add(id(m))
+        for name in _MEMBER_METHODS:
+            if next((k for k in type(m).__mro__ if name in vars(k)), None) is not torch.nn.Module:
+                return False
+        children = vars(m).get("_modules")
+        if not isinstance(children, dict):
+            return False
+        todo.extend(children.values())
+    return True
