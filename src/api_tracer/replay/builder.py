@@ -38,7 +38,7 @@ from ..values import (
     value_path,
     walk,
 )
-from .draw import draw, draw_floats
+from .draw import argument_domains, draw, draw_floats, impose
 from .memory import byte_limit, contiguous_strides, storage_numel
 from .options import Job, ReplayOptions
 from .results import BuildError, Invalid, Skip
@@ -115,6 +115,7 @@ class Builder:
         self.requires_grad = False
         self.limit: Optional[int] = None  # the bytes the arguments may take (--max-bytes)
         self.spent = 0  # what the arguments made so far take
+        self.domains = argument_domains(line.partition("(")[0])  # its API's arguments' known ones, by path
 
     # -- what the framework says ------------------------------------------------
 
@@ -327,10 +328,11 @@ class Builder:
         # its storage's elements: as its strides span them, or as many as the storage of a view held
         numel = storage_numel(shape, stride) if spec.storage_size is None else spec.storage_size
         profile = self.ranges.get(path)
+        domain = self.domains.get(path) if fill is None else None  # what the API takes there, where known
         if fill is not None:  # in the recorded dtype (a float32 subnormal stays one on a float64 side)
             base = torch.full((numel,), fill, dtype=dtype)
-        elif dtype.is_floating_point and profile is not None and profile.floating:
-            base = draw_floats(profile, numel, self.gen).to(dtype)
+        elif dtype.is_floating_point and ((profile is not None and profile.floating) or (domain and domain.draw)):
+            base = draw_floats(profile, numel, self.gen, domain).to(dtype)
         elif dtype.is_floating_point and dtype.itemsize == 1:  # the float8 types: no random kernel of their own
             base = torch.randn(numel, generator=self.gen).to(dtype)
         elif dtype.is_floating_point or dtype.is_complex:
@@ -356,6 +358,7 @@ class Builder:
             whole.copy_(base)
             t = torch.empty(0, dtype=self.cast(dtype), device=self.device)
             t.set_(whole.untyped_storage(), spec.storage_offset, shape, stride)
+        impose(domain, t, dtype)  # a structure no profile keeps (order, positive-definiteness), where the API asks it
         if self.perturb is not UNPERTURBED and (dtype.is_floating_point or dtype.is_complex):
             storage = t.as_strided((numel,), (1,), 0)
             storage.logical = t.detach()  # (the error model reads the elements in the tensor's own order)

@@ -86,11 +86,14 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
 DOMAIN_ERRORS = (
     (re.compile(r"not positive-definite"), "a positive-definite matrix"),
     (re.compile(r"p_in >= 0 && p_in <= 1|elements of input should be between 0 and 1"), "probabilities in [0, 1]"),
-    (re.compile(r"probability tensor contains either"), "non-negative probabilities"),
+    (re.compile(r"probability tensor contains either|invalid multinomial distribution"), "non-negative probabilities"),
+    (re.compile(r"(distribution|probability) should be >= 0"), "non-negative probabilities"),  # (Paddle's)
+    (re.compile(r"Cholesky decomposition was not successful"), "a positive-definite matrix"),  # (Paddle's)
+    (re.compile(r"input must be greater than\s+or equal to 0"), "non-negative values"),  # (Paddle's)
     (re.compile(r"std >= 0"), "a non-negative standard deviation"),
-    (re.compile(r"var has negative entr"), "non-negative variances"),
+    (re.compile(r"var(iance)? has negative entr"), "non-negative variances"),
     (re.compile(r"invalid Poisson rate"), "non-negative rates"),
-    (re.compile(r"[af]weights cannot be negative"), "non-negative weights"),
+    (re.compile(r"[af]weights\)? cannot be negative"), "non-negative weights"),
 )
 # ... and what no value profile can keep: the config is skipped the same way.
 UNPROFILED_DOMAIN_ERRORS = (
