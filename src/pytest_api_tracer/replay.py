@@ -60,8 +60,8 @@ class ConfigItem(LineItem):
 
         plugin: ReplaySession = self.parent.session_plugin
         result = replay_one(self.entry, plugin.options())
-        if result.status in (Status.SKIPPED, Status.VACUOUS):
-            pytest.skip(f"{result.status}: {result.message}" if result.status == Status.VACUOUS else result.message)
+        if result.status in (Status.SKIPPED, Status.VACUOUS, Status.REFUSED):
+            pytest.skip(result.message if result.status == Status.SKIPPED else f"{result.status}: {result.message}")
         if result.status != Status.OK:
             where = f"{result.file}:{result.line}" + (f":{result.column}" if result.column else "")
             error = f"{result.error}: " if result.error else ""  # (a mismatch has none)

@@ -277,7 +277,7 @@ def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code
     result = run_script(code, tmp_path)
     assert result.returncode == 1, result.stderr
     assert (
-        "2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 invalid"
+        "2 configs (checked against float64): 1 ok, 1 mismatch, 0 vacuous, 0 failed, 0 skipped, 0 refused, 0 invalid"
         in result.stdout
     )
     assert f"MISMATCH {path}:2: output: 8 / 8 elements (100.0%) differ from the float64 side" in result.stdout
@@ -323,10 +323,10 @@ def test_the_progress_bar_counts_mismatches_when_checking(monkeypatch):
     progress = Progress(2, "float64")
     progress(Result("f", 1, "c", "a", Status.OK))
     progress(Result("f", 2, "c", "a", Status.MISMATCH))
-    assert sys.stderr.getvalue().endswith("2/2 ok 1 mismatch 1 vacuous 0 failed 0 skipped 0 invalid 0")
+    assert sys.stderr.getvalue().endswith("2/2 ok 1 mismatch 1 vacuous 0 failed 0 skipped 0 refused 0 invalid 0")
     plain = Progress(1)
     plain(Result("f", 1, "c", "a", Status.OK))
-    assert sys.stderr.getvalue().endswith("1/1 ok 1 failed 0 skipped 0 invalid 0")
+    assert sys.stderr.getvalue().endswith("1/1 ok 1 failed 0 skipped 0 refused 0 invalid 0")
 
 
 def test_an_infinite_error_is_written_as_a_string_in_the_json_report():

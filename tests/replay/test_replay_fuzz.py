@@ -83,7 +83,7 @@ def test_mutated_lines_all_get_a_result_and_change_nothing_outside(tmp_path, mon
 
     assert len(results) == len(configs) > 3000
     statuses = {r.status for r in results}
-    assert statuses <= {"ok", "failed", "skipped", "invalid"} and len(statuses) == 4
+    assert {"ok", "failed", "skipped", "invalid"} <= statuses <= {"ok", "failed", "skipped", "refused", "invalid"}
     for r in results:
         raw = lines[r.line - 1]
         assert r.config == raw.decode("utf-8", "backslashreplace").strip()
@@ -91,8 +91,10 @@ def test_mutated_lines_all_get_a_result_and_change_nothing_outside(tmp_path, mon
             raw.decode("utf-8")
         except UnicodeDecodeError:
             assert r.status == "invalid" and r.message.startswith("the line is not UTF-8"), r
-        if r.status == "invalid":
+        if r.status in ("invalid", "refused"):
             assert r.column >= 1 and r.message, r
+        if r.status == "refused":  # the policy's refusal names what it refused, and why
+            assert " is refused: it " in r.message, r
         # A line that does not parse is invalid, never failed: a failed config has its API.
         if r.status == "failed":
             assert r.api and r.error, r

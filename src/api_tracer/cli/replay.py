@@ -58,6 +58,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         choices=sorted(FRAMEWORKS),
         help="the framework of FILE's lines (default: read from their API names)",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when the policy refused a config too (by default a refused line, the policy working, "
+        "is counted and said but fails nothing)",
+    )
     add_replay_flags(p.add_argument, OPTIONS)
     return p
 
@@ -140,4 +146,9 @@ def main(args: Any) -> int:
             junit.write(results)
         except OSError as e:
             raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
-    return 1 if any(r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID) for r in results) else 0
+    return 1 if any(r.status in failing(args.strict) for r in results) else 0
+
+
+def failing(strict: bool) -> tuple:
+    """The statuses that make replay exit 1: a refused line only when strict."""
+    return (Status.MISMATCH, Status.FAILED, Status.INVALID) + ((Status.REFUSED,) if strict else ())

@@ -367,7 +367,9 @@ class Campaign:
         self._finish(case.id)
         if case.id < len(self.seeds) and isinstance(event, pool.Done):
             last = event.result[-1] if event.result else None
-            if last is None or (last[0] == RUN and last[1] in (Status.INVALID.value, Status.SKIPPED.value)):
+            if last is None or (
+                last[0] == RUN and last[1] in (Status.INVALID.value, Status.REFUSED.value, Status.SKIPPED.value)
+            ):
                 self.active = [i for i in self.active if i != case.id]
         if outcome.kind:
             finding, new = self.findings.add(

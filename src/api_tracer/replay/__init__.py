@@ -8,9 +8,12 @@ a dunder is allowed only as a tensor operator (torch.Tensor.__add__).
 Unless allow_unsafe, every name replay calls or hands to the API (the API
 itself, Callable(...) arguments, the constructors it calls, classes passed
 as values) must also pass the framework's policy (frameworks/NAME/policy.py),
-which allows only what computes. Anything else is reported invalid, with
-file:line:column, as is a line that does not parse or is not UTF-8, and
-the other lines still run.
+which allows only what computes: a line naming anything else is reported
+"refused", with the policy's reason and file:line:column (the policy
+working, not a defect of the line: it fails no replay unless strict). A
+line that does not parse or is not UTF-8, or names what is not the
+framework's, is reported "invalid", with file:line:column; the other lines
+still run.
 
 Arguments are made from their description (builder.py): tensors of the
 recorded shape, dtype and strides, with random values (integer tensors:
@@ -22,7 +25,8 @@ tensors' descriptions are checked: sizes of at least 0 (-1, a symbolic size,
 skips the config), and no more bytes in all than max_bytes (by default half
 the memory free on the device). Each config is reported "ok", "failed" (the
 exception; "building ARG: ..." when an argument could not be built),
-"skipped" (why it cannot be rebuilt, e.g. an Opaque argument) or "invalid".
+"skipped" (why it cannot be rebuilt, e.g. an Opaque argument), "refused"
+or "invalid".
 
 With a check (options.check, --check), a config is judged, not only run
 (judge/): its call is made again, from the same seed, on float64 copies of
@@ -59,7 +63,7 @@ from ..formats.configs import Config
 from .builder import Builder, Perturbation, prepare
 from .framework import ReplayFramework, replay_framework
 from .options import ReplayOptions
-from .results import BuildError, Invalid, Result, Skip, Status
+from .results import BuildError, Invalid, Refused, Result, Skip, Status
 from .retrace import roundtrip
 from .run import replay_one, run_in_process, run_isolated
 
@@ -69,6 +73,7 @@ __all__ = [
     "Result",
     "Status",
     "Invalid",
+    "Refused",
     "Skip",
     "BuildError",
     "ReplayFramework",

@@ -41,7 +41,7 @@ from ..values import (
 from .draw import argument_domains, draw, draw_floats, impose
 from .memory import byte_limit, contiguous_strides, storage_numel
 from .options import Job, ReplayOptions
-from .results import BuildError, Invalid, Skip
+from .results import BuildError, Invalid, Refused, Skip
 
 BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}
 
@@ -120,11 +120,11 @@ class Builder:
     # -- what the framework says ------------------------------------------------
 
     def allowed(self, name: str, obj: Any = None) -> None:
-        """Raises Invalid if the framework's policy refuses `name`
+        """Raises Refused if the framework's policy refuses `name`
         (resolved to `obj`)."""
         why = self.framework.refusal(name, obj) if self.safe else None
         if why:
-            raise Invalid(why, self.line.find(name) + 1 or 1)
+            raise Refused(why, self.line.find(name) + 1 or 1)
 
     def resolve(self, name: str) -> Any:
         """The callable `name` names, the policy asked before and after
@@ -278,7 +278,7 @@ class Builder:
         out as a BuildError naming the argument (Invalid and Skip as they are)."""
         try:
             return self._build(v, path)
-        except (Invalid, Skip, BuildError):
+        except (Invalid, Refused, Skip, BuildError):
             raise
         except Exception as e:
             raise BuildError(path, e) from e
@@ -542,8 +542,8 @@ def build(
 ) -> Tuple[Callable, list, dict]:
     """The callable the job's API names and its arguments, built on
     `device` (options.device) from options.seed (floating values cast, if
-    `cast`: see Builder) by the framework's builder; raises Invalid, Skip
-    or BuildError. Every name of the line passes the framework's policy
+    `cast`: see Builder) by the framework's builder; raises Invalid,
+    Refused, Skip or BuildError. Every name of the line passes the framework's policy
     (unless options.allow_unsafe) and every tensor's description is checked
     before anything is built, the built arguments then by its
     preconditions. The tensors may need options.max_bytes in all (None:
@@ -583,7 +583,7 @@ def build(
 
 def prepare(config: Config, options: ReplayOptions = ReplayOptions()) -> Tuple[str, Callable, list, dict]:
     """(api, callable, args, kwargs) of a config, by the framework that
-    replays it (framework.py); raises Invalid, Skip or BuildError."""
+    replays it (framework.py); raises Invalid, Refused, Skip or BuildError."""
     from .framework import line_framework, replay_framework
 
     api, args, kwargs = parse(config)

@@ -57,9 +57,10 @@ def summary(
         if r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID):
             where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == Status.INVALID else "")
             lines.append(f"  {r.status.upper()} {where}: " + (f"{r.error}: " if r.error else "") + r.message)
-    skipped = [r.message for r in results if r.status == Status.SKIPPED]
-    if skipped:
-        lines.append(f"  skipped: {_tally(skipped)}")
+    for status in (Status.SKIPPED, Status.REFUSED):
+        reasons = [r.message for r in results if r.status == status]
+        if reasons:
+            lines.append(f"  {status}: {_tally(reasons)}")
     vacuous = [r.api for r in results if r.status == Status.VACUOUS]
     if vacuous:
         lines.append(f"  vacuous (NaN or infinite on both sides everywhere: nothing was tested): {_tally(vacuous)}")
@@ -118,7 +119,7 @@ class JunitReport:
             tests=str(len(results)),
             failures=str(sum(r.status in (Status.FAILED, Status.MISMATCH) for r in results)),
             errors=str(sum(r.status == Status.INVALID for r in results)),
-            skipped=str(sum(r.status in (Status.SKIPPED, Status.VACUOUS) for r in results)),
+            skipped=str(sum(r.status in (Status.SKIPPED, Status.VACUOUS, Status.REFUSED) for r in results)),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
         for r in results:
@@ -139,8 +140,8 @@ class JunitReport:
                 ET.SubElement(case, "error", type="Invalid", message=f"{r.file}:{r.line}:{r.column}: {r.message}")
             elif r.status == Status.SKIPPED:
                 ET.SubElement(case, "skipped", message=r.message)
-            elif r.status == Status.VACUOUS:
-                ET.SubElement(case, "skipped", message=f"vacuous: {r.message}")
+            elif r.status in (Status.VACUOUS, Status.REFUSED):
+                ET.SubElement(case, "skipped", message=f"{r.status}: {r.message}")
         for element in suite.iter():
             element.attrib = {k: xml_safe(v) for k, v in element.attrib.items()}
         with self.file:

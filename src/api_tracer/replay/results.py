@@ -1,7 +1,7 @@
 """What came of a config line (formats/configs.py: `Config`, the line as
 read): `Result`, its outcome as the reports write it, and its `Status`;
-the exceptions that decide an outcome on the way (`Invalid`, `Skip`,
-`BuildError`, `SideError`)."""
+the exceptions that decide an outcome on the way (`Invalid`, `Refused`,
+`Skip`, `BuildError`, `SideError`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class Status(str, enum.Enum):
     VACUOUS = "vacuous"  # with --check: every value compared is NaN or infinite on both sides: nothing tested
     FAILED = "failed"  # it raised (or its worker died, or it killed the process)
     SKIPPED = "skipped"  # it cannot be rebuilt
+    REFUSED = "refused"  # the replay policy does not call a name it holds (files, processes, ...): the policy working
     INVALID = "invalid"  # not a replayable config
 
     def __str__(self) -> str:
@@ -69,6 +70,16 @@ class Result:
 
 class Invalid(Exception):
     """A line that is not a replayable config: bad syntax or a name outside torch."""
+
+    def __init__(self, message: str, column: int) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class Refused(Exception):
+    """A line the replay policy refuses to call, for what a name it holds
+    does (reads files, starts processes, is not reviewed...): not a defect
+    of the line; the reason names the family (--allow-unsafe lifts it)."""
 
     def __init__(self, message: str, column: int) -> None:
         super().__init__(message)

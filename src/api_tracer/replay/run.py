@@ -25,7 +25,7 @@ from .framework import DEFAULT, line_framework, replay_framework
 from .judge.check import Verdict, check, reference
 from .memory import available_bytes
 from .options import Job, ReplayOptions
-from .results import BuildError, Invalid, Result, SideError, Skip, Status, first_line
+from .results import BuildError, Invalid, Refused, Result, SideError, Skip, Status, first_line
 from .side import Side, run_side
 
 
@@ -48,6 +48,8 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
             status = Status.OK
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
+    except Refused as e:
+        status, message, column = Status.REFUSED, str(e), e.column
     except Skip as e:
         status, message = Status.SKIPPED, str(e)
     except (BuildError, SideError) as e:

@@ -94,7 +94,7 @@ def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
     options' seed; with options.backward the gradients of its floating
     inputs; `watch` notes the random operators that run). What it allocates
     on its way is bounded (memory.bounded): past that, Skip. Raises
-    Invalid, Skip, BuildError or what the call raises."""
+    Invalid, Refused, Skip, BuildError or what the call raises."""
     limit = byte_limit(job.options.max_bytes, job.framework.memory_device(side.device))
     with bounded(limit) as working:
         try:

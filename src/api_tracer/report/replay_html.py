@@ -1,6 +1,6 @@
 """The report's pane of a replay report (the JSON lines `api-tracer replay
 -o` writes): the verdicts per API (ok, mismatch, vacuous, failed, skipped,
-invalid), every mismatch with the measure that judged it, by how much it
+refused, invalid), every mismatch with the measure that judged it, by how much it
 exceeds it and its line, and the configs that did not run, as sortable,
 filterable tables."""
 
@@ -147,7 +147,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
             for r in others
         ]
         out += [
-            tag("h3", "Not judged ok: vacuous, failed, skipped, invalid"),
+            tag("h3", "Not judged ok: vacuous, failed, skipped, refused, invalid"),
             sortable_table(f"{pane}-others", columns, rows, noun="configs"),
         ]
     return "".join(out)

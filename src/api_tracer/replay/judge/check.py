@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 from ...values import FILLED, Call, TensorSpec, walk
 from ..options import Job, ReplayOptions
-from ..results import Invalid, SideError, Skip, Status, first_line
+from ..results import Invalid, Refused, SideError, Skip, Status, first_line
 from ..side import NoGradient, Outcome, Side, device_of, run_side
 from .compare import Comparison, Errors, Mismatch
 
@@ -258,7 +258,7 @@ def _reference_side(job: Job, other: Side) -> Tuple[Outcome, Side, str]:
     why."""
     try:
         return run_side(job, other), other, ""
-    except Invalid:
+    except (Invalid, Refused):
         raise
     except Skip as e:  # its arguments need more bytes (float64), say
         raise Skip(f"on the {other.label} side: {e}") from e
