@@ -2,7 +2,7 @@
 weights, the share of each level's configs that replay and that trace back
 to themselves.
 
-    python bench/bench_fidelity.py [--models gpt2,rnn] [--held-out] [--levels 0,1] [--why]
+    python bench/bench_fidelity.py [--models gpt2,rnn] [--held-out | --families] [--levels 0,1] [--why]
 
 The models are tests/support/workloads.py's FIDELITY_WORKLOADS (a one-layer GPT-2
 and Llama and a ViT from transformers, an LSTM/GRU tagger whose loss ignores
@@ -10,12 +10,17 @@ the padding target -100, embedding bags), each one training step. With
 --held-out, the models of its HELD_OUT instead (T5, Qwen2, Swin,
 torch.nn.Transformer), which no test uses: they
 check that what the tests made pass was the class of a problem and not its
-case. Per model and level, a step is traced (after one untraced, so that
+case. With --families, tests/support/families.py's FAMILIES, held out too:
+a mixture of experts (Qwen2-MoE), a state-space model (Mamba-2), BART,
+ConvNeXt, Wav2Vec2 with a CTC loss, and sparse, complex/FFT and quantized
+programs. Per model and level, a step is traced (after one untraced, so that
 lazy set-up is not in it) with value profiles (value_ranges), and each
 distinct config is
 
 - replayed (replay.run_in_process; integer tensors drawn from the recorded
-  ranges, as `api-tracer replay` does): ok, skipped or failed. A failure
+  ranges, as `api-tracer replay` does): ok, skipped, refused (the policy:
+  torch.save, say), invalid (a line replay cannot read: none should be,
+  of lines the tracer wrote) or failed. A failure
   that replays ok with integer tensors of zeros is counted apart, as "index
   values": what failed is the values drawn from the range (a target of -100
   drawn as -46), not the config;
@@ -45,13 +50,14 @@ from api_tracer import APITracer
 from api_tracer.formats.configs import ranges_beside, read_config_file
 from api_tracer.formats.summaries import read_value_ranges
 from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process
+from support.families import FAMILIES
 from support.workloads import FIDELITY_WORKLOADS, HELD_OUT
 
 
 def measure(name: str, level: int) -> Dict:
     """One model traced at one level: its configs' replay, round trip and
     check against float64."""
-    step = {**FIDELITY_WORKLOADS, **HELD_OUT}[name]()
+    step = {**FIDELITY_WORKLOADS, **HELD_OUT, **FAMILIES}[name]()
     step()
     with tempfile.TemporaryDirectory() as out:
         with APITracer(output_path=out, levels=level, merge_output=True, value_ranges=True):
@@ -70,7 +76,9 @@ def measure(name: str, level: int) -> Dict:
         "configs": len(configs),
         "ok": statuses["ok"],
         "skipped": statuses["skipped"],
-        "failed": statuses["failed"] + statuses["invalid"],
+        "failed": statuses["failed"],
+        "refused": statuses["refused"],
+        "invalid": statuses["invalid"],
         "index_values": len(index_values),
         "back": len(configs) - len(not_back),
         **{f"check_{s}": check_counts[s] for s in ("ok", "mismatch", "vacuous", "failed", "skipped", "invalid")},
@@ -103,18 +111,22 @@ def checks(m: Dict) -> str:
 
 def main(argv: List[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", help="comma-separated (default: FIDELITY_WORKLOADS, or HELD_OUT)")
-    parser.add_argument("--held-out", action="store_true", help="the models of HELD_OUT, which no test uses")
+    parser.add_argument("--models", help="comma-separated (default: FIDELITY_WORKLOADS, HELD_OUT or FAMILIES)")
+    held_out = parser.add_mutually_exclusive_group()
+    held_out.add_argument("--held-out", action="store_true", help="the models of HELD_OUT, which no test uses")
+    held_out.add_argument("--families", action="store_true", help="the programs of FAMILIES, which no test uses")
     parser.add_argument("--levels", default="0,1,2,3", help="comma-separated")
     parser.add_argument("--why", action="store_true", help="list every config that did not come back")
     args = parser.parse_args(argv)
     import transformers
 
     transformers.logging.set_verbosity_error()  # the tiny configs' warnings
-    models = args.models.split(",") if args.models else list(HELD_OUT if args.held_out else FIDELITY_WORKLOADS)
+    default = HELD_OUT if args.held_out else FAMILIES if args.families else FIDELITY_WORKLOADS
+    models = args.models.split(",") if args.models else list(default)
     levels = [int(x) for x in args.levels.split(",")]
     header = (
-        f"{'model':14} {'level':>5} {'configs':>7} {'replay ok':>9} {'skipped':>7} {'failed':>6} "
+        f"{'model':14} {'level':>5} {'configs':>7} {'replay ok':>9} {'skipped':>7} {'refused':>7} {'invalid':>7} "
+        f"{'failed':>6} "
         f"{'(index values)':>14} {'same line':>9}   float64 check: pass/mismatch/vacuous/failed/skipped"
     )
     print(header)
@@ -128,14 +140,15 @@ def main(argv: List[str]) -> None:
             problems += [(name, level, text, why) for text, why in m["problems"]]
             print(
                 f"{name:14} {level:5} {m['configs']:7} {share(m['ok'], m['configs']):>9} {m['skipped']:7} "
-                f"{m['failed']:6} {m['index_values']:14} {share(m['back'], m['configs']):>9}   {checks(m)}",
+                f"{m['refused']:7} {m['invalid']:7} {m['failed']:6} {m['index_values']:14} "
+                f"{share(m['back'], m['configs']):>9}   {checks(m)}",
                 flush=True,
             )
     for group, t in totals.items():
         if t["configs"]:
             print(
                 f"{'all models':14} {group:>5} {t['configs']:7} {share(t['ok'], t['configs']):>9} "
-                f"{t['skipped']:7} {t['failed']:6} {t['index_values']:14} "
+                f"{t['skipped']:7} {t['refused']:7} {t['invalid']:7} {t['failed']:6} {t['index_values']:14} "
                 f"{share(t['back'], t['configs']):>9}   {checks(t)}"
             )
     print(
