@@ -26,11 +26,15 @@ computes. The policy is an allow-list:
 less DENIED: the families of the lists above that must not run from an
 untrusted file, each with its reason; less the operators that compute on no
 tensor (TorchScript's operators of strings, lists and numbers); less the
-private operators (`_`-prefixed, or of a `_`-prefixed namespace) and their
-bindings but those reviewed in preconditions.py, which also checks, after
-the arguments are built, what kernels do not (views by sizes and strides). Everything else is refused, whatever
-torch holds under the name (torch._C.*, torch.utils.*, torch.ops.load_library,
-torch.classes.*, ...). The check is by name, before any argument is built;
+private operators (`_`-prefixed aten operators and their bindings) whose
+family (private_operators.py, where every private aten operator of the
+installed torch is decided) is refused, with the family's reason, or that
+no family decides yet, and the operators of `_`-prefixed namespaces
+(`_quantized`); preconditions.py checks, after the arguments are built,
+what kernels do not (views by sizes and strides, the checked families'
+arguments). Everything else is refused, whatever torch holds under the
+name (torch._C.*, torch.utils.*, torch.ops.load_library, torch.classes.*,
+...). The check is by name, before any argument is built;
 names inside arguments are held to it too: a ``Callable("...")`` (which the
 API may call: Tensor.apply_ does), every ``name(...)`` value (the
 constructor calls replay makes: nn modules, optimizers) and classes passed
@@ -291,11 +295,12 @@ def _users(name: str) -> bool:
 
 def _private_refusal(name: str) -> Optional[str]:
     """Why `name`, a private operator (a `_`-prefixed one, or one of a
-    `_`-prefixed namespace) or its Python binding, is refused: it is not
-    on the reviewed list of preconditions.py. (Their kernels often trust
-    their arguments: a config's shapes could make them read or write out
-    of bounds.)"""
-    from .preconditions import reviewed
+    `_`-prefixed namespace) or its Python binding, is refused: its family
+    (private_operators.py) is refused, or no family decides it (a torch
+    upgrade's new operator), or its namespace is private. (Such kernels
+    often trust their arguments: a config's shapes could make them read
+    or write out of bounds.)"""
+    from .private_operators import REFUSED, decision
 
     parts = name.split(".")
     if name in SCOPED_STATE or name.endswith((".__get__", ".__set__", ".__delete__")):
@@ -309,9 +314,22 @@ def _private_refusal(name: str) -> Optional[str]:
         return None
     if namespace in TORCH_PYTHON_OPERATORS:
         return None
-    if not private_namespace and namespace == "aten" and reviewed(op)[0]:
-        return None
-    return "it is a private operator, which replay calls only once reviewed (its kernel may trust its arguments)"
+    if private_namespace:
+        return (
+            f"it is a private operator of the private namespace {namespace}, whose kernels replay has not "
+            "reviewed (they may trust their arguments)"
+        )
+    if namespace != "aten" or op not in _aten_names():
+        return "it is a private operator, which replay calls only once reviewed (its kernel may trust its arguments)"
+    family = decision(op)
+    if family is None:
+        return (
+            "it is a private operator no family decides yet (python -m api_tracer.frameworks.torch.private_operators "
+            "lists them), which replay calls only once reviewed (its kernel may trust its arguments)"
+        )
+    if family.decision == REFUSED:
+        return f"it is a private operator replay refuses (family: {family.name}): {family.why}"
+    return None
 
 
 def _operator_refusal(name: str, obj: Any) -> Optional[str]:
