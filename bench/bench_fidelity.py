@@ -152,8 +152,8 @@ def main(argv: List[str]) -> None:
                 f"{share(t['back'], t['configs']):>9}   {checks(t)}"
             )
     print(
-        f"({time.perf_counter() - start:.0f} s; 'failed' counts the invalid configs, which the replay policy "
-        "refuses, and the index-value failures too)"
+        f"({time.perf_counter() - start:.0f} s; 'failed' counts the index-value failures too; the float64 "
+        "check's failed, its invalid configs too)"
     )
     if args.why:
         for name, level, text, why in problems:
