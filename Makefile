@@ -26,7 +26,14 @@ build: setup
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
-test: build lint test-cpp test-wheel test-python
+# The wheel's test runs beside pytest's (its build on one core), its output
+# shown after pytest's: together they take what pytest alone takes.
+test: build lint test-cpp
+	@CMAKE_BUILD_PARALLEL_LEVEL=1 $(MAKE) --no-print-directory test-wheel > $(BUILD)/test-wheel.log 2>&1 & wheel=$$!; \
+	$(MAKE) --no-print-directory test-python; python=$$?; \
+	wait $$wheel; status=$$?; cat $(BUILD)/test-wheel.log; \
+	[ $$status -eq 0 ] || echo "test-wheel failed ($(BUILD)/test-wheel.log)"; \
+	[ $$python -eq 0 ] && [ $$status -eq 0 ]
 
 # The style the code keeps (pyproject.toml's [tool.ruff], .clang-format):
 # `make lint` checks it (make test runs it), `make format` applies it.
