@@ -763,30 +763,10 @@ def test_a_mixture_of_experts_replays_at_levels_2_and_3(tmp_path):
     """A Mixtral-style model's experts run as torch.nn.functional.grouped_mm:
     6 lines of aten._grouped_mm at level 2 were invalid, refused unreviewed;
     they replay now, drawn from their value profiles (offsets in order)."""
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
+    from support.workloads import mixtral_training_step
 
-    torch.manual_seed(0)
-    config = transformers.MixtralConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        max_position_embeddings=16,
-    )
-    config._attn_implementation = "sdpa"
-    model = transformers.MixtralForCausalLM(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    ids = torch.randint(0, 64, (2, 8))
-
-    def step():
-        optimizer.zero_grad()
-        model(input_ids=ids, labels=ids).loss.backward()
-        optimizer.step()
-
+    step = mixtral_training_step()
     step()
     for level in (2, 3):
         results = traced(tmp_path, level, step, value_ranges=True)

@@ -167,6 +167,27 @@ def llama_training_step():
     return _causal_lm_step(LlamaForCausalLM(config), config.vocab_size)
 
 
+def mixtral_training_step():
+    """A one-layer Mixtral-style mixture of experts (4 experts, 2 per token,
+    run as torch.nn.functional.grouped_mm: aten._grouped_mm at levels 2 and 3)."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    config = MixtralConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=16,
+    )
+    config._attn_implementation = "sdpa"
+    return _causal_lm_step(MixtralForCausalLM(config), config.vocab_size)
+
+
 def vit_training_step():
     """A one-layer ViT classifier from transformers (16x16 images, 8x8
     patches, hidden 32), cross-entropy, an SGD step."""
