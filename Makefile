@@ -26,11 +26,15 @@ build: setup
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
-# The wheel's test runs beside pytest's (its build on one core), its output
-# shown after pytest's: together they take what pytest alone takes.
+# pytest's fuzz campaigns first, alone (their workers time each case, and
+# what a campaign finds in its budget of cases depends on the order results
+# come); then the wheel's test beside the rest of pytest (its build on one
+# core), its output shown after pytest's.
+FUZZ_TESTS := tests/fuzz
 test: build lint test-cpp
+	$(PY) -m pytest -q $(FUZZ_TESTS)
 	@CMAKE_BUILD_PARALLEL_LEVEL=1 $(MAKE) --no-print-directory test-wheel > $(BUILD)/test-wheel.log 2>&1 & wheel=$$!; \
-	$(MAKE) --no-print-directory test-python; python=$$?; \
+	$(PY) -m pytest -q --ignore=$(FUZZ_TESTS); python=$$?; \
 	wait $$wheel; status=$$?; cat $(BUILD)/test-wheel.log; \
 	[ $$status -eq 0 ] || echo "test-wheel failed ($(BUILD)/test-wheel.log)"; \
 	[ $$python -eq 0 ] && [ $$status -eq 0 ]
