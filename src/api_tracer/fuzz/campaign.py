@@ -30,7 +30,7 @@ from ..formats.summaries import read_value_ranges
 from ..replay import pool
 from ..replay.options import ReplayOptions
 from ..replay.results import Status
-from ..replay.run import prepare_process
+from ..replay.run import preload, prepare_process
 from .findings import RUN, Finding, Findings, classify
 from .mutate import KINDS, Line, Mutation, NotApplicable, apply, propose, shrinks, smaller
 
@@ -394,9 +394,8 @@ class Campaign:
     # -- running ------------------------------------------------------------
     def run(self, progress: Optional["Progress"] = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
-        workers = pool.WorkerPool(
-            _worker, (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG)), self.s.jobs, self.s.timeout
-        )
+        init = (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG))
+        workers = pool.WorkerPool(_worker, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks))
 
         def tick() -> None:
             self.tick()

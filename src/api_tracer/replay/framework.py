@@ -52,6 +52,12 @@ class ReplayFramework:
         """What a process that replays its configs does first (a quiet
         import of the framework)."""
 
+    def preload(self, options: Any, checks: Iterable[str] = ()) -> Tuple[str, ...]:
+        """The modules the server that worker processes fork from imports
+        once (pool.py), so that no worker pays for them: what replaying
+        with these options (and --check modes) imports lazily."""
+        return ("torch",)
+
     def resolve(self, name: str, line: str) -> Any:
         """The callable an API name names (Invalid, Skip where none)."""
         return self.resolver.resolve(name, line)

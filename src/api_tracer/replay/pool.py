@@ -68,15 +68,23 @@ class _Worker:
 
 class WorkerPool:
     """`jobs` spawned workers running `target(conn, *init)`, each task
-    limited to `timeout` seconds a step (None: no limit)."""
+    limited to `timeout` seconds a step (None: no limit); `preload`, the
+    modules the server they fork from imports (ReplayFramework.preload)."""
 
-    def __init__(self, target: Callable[..., None], init: Tuple[Any, ...], jobs: int, timeout: Optional[float]) -> None:
+    def __init__(
+        self,
+        target: Callable[..., None],
+        init: Tuple[Any, ...],
+        jobs: int,
+        timeout: Optional[float],
+        preload: Tuple[str, ...] = ("torch",),
+    ) -> None:
         import multiprocessing as mp
 
         # Workers fork from a server process that has imported torch and the target's module once (and
         # started no thread): a worker lost to a crash is replaced in milliseconds, not in an import of torch.
         self.ctx = mp.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["torch", target.__module__])
+        self.ctx.set_forkserver_preload([*preload, target.__module__])
         self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
         self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
 

@@ -172,6 +172,12 @@ def prepare_process(options: ReplayOptions) -> None:
     user_code.load(options.imports, options.libraries)
 
 
+def preload(options: ReplayOptions, checks: Tuple[str, ...] = ()) -> Tuple[str, ...]:
+    """What the server that workers fork from imports for these options
+    (ReplayFramework.preload), `checks` the --check modes they run."""
+    return replay_framework(options.dialect or DEFAULT).preload(options, checks)
+
+
 def _worker(conn: Any, options: ReplayOptions) -> None:
     """Replays the configs sent on `conn`, one at a time (pool.py); the
     user's code (--import, --load-library) is loaded first."""
@@ -229,7 +235,8 @@ def run_isolated(
         out[index] = result
         on_result(result)
 
-    pool.WorkerPool(_worker, (options,), min(max(1, jobs), len(configs)) or 1, timeout).run(feed, on_event)
+    jobs = min(max(1, jobs), len(configs)) or 1
+    pool.WorkerPool(_worker, (options,), jobs, timeout, preload(options)).run(feed, on_event)
     return [out[i] for i in range(len(configs))]
 
 

@@ -101,6 +101,14 @@ class TorchReplay(ReplayFramework):
     def refusal(self, name: str, obj: Any = None) -> Optional[str]:
         return policy.refusal(name, obj)
 
+    def preload(self, options: Any, checks: Iterable[str] = ()) -> Tuple[str, ...]:
+        # A custom operator's first call (torch.library.custom_op: the user's code) and torch.compile
+        # import torch._dynamo, about 1.5 s: in each worker, inside its first case's time (and past a
+        # fuzz campaign's --timeout). Imported in the server, it costs that once.
+        if options.imports or options.libraries or "compile" in (options.check, *checks):
+            return ("torch", "torch._dynamo")
+        return ("torch",)
+
     def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
         return check_call(api, func, args, kwargs) or ""
 
