@@ -160,7 +160,16 @@ class Minimizer:
         self.finding, self.seed, self.mutations = finding, seed, mutations
         self.tries = HANG_TRIES if finding.kind == "hang" else MINIMIZE_TRIES
         self.waiting = False  # a candidate of it is running
+        # the lines it ran or started from: a candidate that comes back to one (a size halved, then the
+        # mutation that halved it dropped) is not run again
+        self.tried = {self._line(mutations)}
         self.plan = self._plan()
+
+    def _line(self, mutations: Tuple[Mutation, ...]) -> Optional[str]:
+        try:
+            return render(apply(self.seed.line, mutations))
+        except (NotApplicable, ValueError, OverflowError):
+            return None
 
     def _plan(self) -> List[Tuple[Mutation, ...]]:
         ms = self.mutations
@@ -173,11 +182,16 @@ class Minimizer:
         return drops + [(s,) + ms for s in shrinks(current)] + growing
 
     def next(self) -> Optional[Tuple[Mutation, ...]]:
-        if self.waiting or self.tries <= 0 or not self.plan:
-            return None
-        self.tries -= 1
-        self.waiting = True
-        return self.plan.pop(0)
+        while not self.waiting and self.tries > 0 and self.plan:
+            candidate = self.plan.pop(0)
+            line = self._line(candidate)
+            if line is None or line in self.tried:
+                continue
+            self.tried.add(line)
+            self.tries -= 1
+            self.waiting = True
+            return candidate
+        return None
 
     def result(self, mutations: Tuple[Mutation, ...], same: bool) -> None:
         self.waiting = False
