@@ -11,13 +11,15 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import fuzz_planted
 import pytest
 import torch
 
 from api_tracer.config import parse_call
-from api_tracer.fuzz import Line, apply, propose, render
+from api_tracer.fuzz import Campaign, Line, Settings, apply, propose, read_seeds, render
+from api_tracer.fuzz.campaign import Minimizer, Seed
 from api_tracer.fuzz.mutate import KINDS, Mutation
 from api_tracer.replay import Config, ReplayOptions, replay_one
 from support import CLI, run_cli, user_code_env
@@ -37,13 +39,14 @@ def findings_of(directory):
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     """One campaign over the planted operators' seeds and torch's add and
-    mm: 2,000 cases on 2 workers (about 60 s on a quiet machine; a number of cases, not a time, so that a
-    loaded machine runs the same cases)."""
+    mm: 600 cases on 2 workers, a number of cases, not a time, so that a loaded machine runs the same
+    cases. The edge cases of the 11 seeds (mutate.edges: 174 of them) come first, in a fixed order, so
+    what the test asserts of them does not depend on chance or on the order results come back in."""
     base = tmp_path_factory.mktemp("fuzz")
     seeds = base / "seeds.yaml"
     fuzz_planted.write_seeds(seeds)
     out = base / "campaign"
-    r = cli("fuzz", str(seeds), "-o", str(out), "--budget", "2000", *fuzz_planted.CAMPAIGN_FLAGS)
+    r = cli("fuzz", str(seeds), "-o", str(out), "--budget", "600", *fuzz_planted.CAMPAIGN_FLAGS)
     assert r.returncode == 1, r.stdout + r.stderr  # (1: it found something)
     return out, findings_of(out), r.stdout
 
@@ -184,6 +187,52 @@ def test_mutations_are_repeatable_and_write_lines_replay_reads():
         r = replay_one(Config("case", 1, text), ReplayOptions(max_bytes=1 << 26))
         assert r.status.value in ("ok", "failed", "skipped"), (m, text, r.message)
         assert not r.message.startswith("building "), (m, text, r.message)  # every mutated tensor builds
+
+
+def test_edge_cases_are_a_fixed_list_run_before_any_drawn_case(tmp_path):
+    """Every seed's edge cases come right after the seeds, round by round,
+    the same whatever came back before; the size grown past a power of two
+    stays within --max-bytes."""
+    seeds_file = tmp_path / "seeds.yaml"
+    fuzz_planted.write_seeds(seeds_file)
+    seeds, _ = read_seeds([str(seeds_file)])
+
+    def cases(timeouts, max_bytes=1 << 30):
+        c = Campaign(seeds, Settings(str(tmp_path / "c"), options=ReplayOptions(max_bytes=max_bytes)))
+        c.timeouts = timeouts  # (what a drawn case's seed depends on; an edge case's does not)
+        return [c._draw(n) for n in range(len(seeds) + len(c.edges))]
+
+    first = cases({})
+    assert [c.text for c in first] == [c.text for c in cases({0: 5, 6: 9})]
+    assert [c.text for c in first[: len(seeds)]] == [s.text for s in seeds]
+    edge = first[len(seeds) :]
+    assert [c.seed.text for c in edge[: len(seeds)]] == [s.text for s in seeds]  # round 1: one of each seed
+    texts = {c.text for c in edge}
+    assert 'torch.ops.fuzzdefects.first_scaled.default(Tensor([4, 0], "float32"))' in texts
+    assert 'torch.ops.fuzzdefects.bounded_cumsum.default(Tensor([16, 257], "float32"))' in texts  # 4,112 > 4,096
+    assert 'torch.ops.fuzzdefects.soft_abs.default(Tensor([3, 7], "float16"))' in texts
+    assert 'torch.ops.fuzzdefects.row_max.default(Filled(Tensor([5, 9], "float32"), nan))' in texts
+    assert 'torch.ops.fuzzdefects.repeat_rows.default(Tensor([2, 3], "float32"), -1)' in texts
+    assert 'torch.ops.fuzzdefects.scale_rows.default(Tensor([1, 4, 6], "float32"), Tensor([6], "float32"))' in texts
+    small = {c.text for c in cases({}, max_bytes=8 * 4096) if c is not None}
+    assert not any("257" in t for t in small) and any("[513]" in t for t in small)  # 513 elements fit, 4,112 not
+
+
+def test_a_minimizer_runs_no_line_twice():
+    """Each candidate a crash's minimizer sends is a line not yet run (a size
+    halved, then the mutation that halved it dropped, is the line it began
+    with); it ends at the smallest line that still crashes."""
+    api, args, kwargs = parse_call(fuzz_planted.SEEDS["first_scaled"])
+    seed = Seed("seeds.yaml", 1, fuzz_planted.SEEDS["first_scaled"], Line(api, list(args), kwargs), {})
+    m = Minimizer(SimpleNamespace(kind="crash"), seed, (Mutation("shape", "resize", "", (8, 0, False)),))
+    sent = []
+    while (candidate := m.next()) is not None:
+        line = render(apply(seed.line, candidate))
+        sent.append(line)
+        m.result(candidate, same=0 in parse_call(line)[1][0].shape)  # (what first_scaled does: crash when empty)
+    assert len(sent) == len(set(sent)) and fuzz_planted.SEEDS["first_scaled"] not in sent
+    assert list(parse_call(render(apply(seed.line, m.mutations)))[1][0].shape) == [1, 0]
+    assert m.finished
 
 
 def test_layout_mutations_make_the_layouts_they_say():

@@ -5,13 +5,17 @@ campaign goes on); each finding deduplicated, minimized and kept
 (findings.py) in the campaign's directory, with the campaign's state
 (campaign.json), so that --resume goes on where it stopped.
 
-Case N is drawn from its own generator, seeded by (the campaign's seed,
-N), and resuming draws the cases not yet run; the seed line it mutates
-is drawn with a weight that falls with the timeouts its cases had (each
-holds a worker for --timeout), so only a campaign without timeouts draws
-the very same cases again.
 Cases 0 .. seeds-1 are the seeds themselves, unmutated; a seed that does
-not run as it is (invalid, skipped) is left out after that."""
+not run as it is (invalid, skipped) is left out after that. Then come the
+edge cases of every seed (mutate.edges: sizes 0 and 1, a size past a power
+of two, each floating dtype, transposed and offset tensors, NaN, -1, ...),
+the first of each seed, then the second of each, and so on: a fixed list,
+so what they find does not depend on chance or on the order results come
+back in. After them case N is drawn from its own generator, seeded by (the
+campaign's seed, N), and resuming draws the cases not yet run; the seed line
+it mutates is drawn with a weight that falls with the timeouts its cases had
+(each holds a worker for --timeout), so only a campaign without timeouts
+draws the very same drawn cases again."""
 
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from ..replay.options import ReplayOptions
 from ..replay.results import Status
 from ..replay.run import preload, prepare_process
 from .findings import RUN, Finding, Findings, classify
-from .mutate import KINDS, Line, Mutation, NotApplicable, apply, propose, shrinks, smaller
+from .mutate import KINDS, Line, Mutation, NotApplicable, apply, edges, propose, shrinks, smaller
 
 STATE = "campaign.json"
 WORKER_LOG = "workers.log"  # what the workers print
@@ -179,7 +183,7 @@ class Minimizer:
         except NotApplicable:
             return drops
         growing = [ms[:i] + (smaller(m),) + ms[i + 1 :] for i, m in enumerate(ms) if smaller(m)]
-        return drops + [(s,) + ms for s in shrinks(current)] + growing
+        return drops + [ms + (s,) for s in shrinks(current)] + growing  # (a shrink of the line as it is now)
 
     def next(self) -> Optional[Tuple[Mutation, ...]]:
         while not self.waiting and self.tries > 0 and self.plan:
@@ -221,6 +225,7 @@ class Campaign:
         self.confirm: List[Case] = []  # cases that timed out once, to run again with a longer timeout
         self.timeouts: Dict[int, int] = {}  # seed -> how many of its cases timed out
         self.seed_index = {id(seed): i for i, seed in enumerate(seeds)}
+        self.edges = self._edge_plan()  # (seed, mutation) of cases seeds .. seeds + len(edges) - 1
         self.started = time.monotonic()
         self.saved = 0.0
         self.stopping = False
@@ -296,9 +301,17 @@ class Campaign:
         self.running[case.id] = case
         return case.id, (case.text, case.seed.profiles), self.s.timeout * (CONFIRM_FACTOR if case.confirming else 1)
 
+    def _edge_plan(self) -> List[Tuple[int, Mutation]]:
+        per_seed = [edges(s.line, self.s.kinds, s.profiles, self._max_elements()) for s in self.seeds]
+        rounds = max((len(e) for e in per_seed), default=0)
+        return [(i, e[r]) for r in range(rounds) for i, e in enumerate(per_seed) if r < len(e)]
+
     def _draw(self, n: int) -> Optional[Case]:
         if n < len(self.seeds):
             return self._case(n, self.seeds[n], ())
+        if n < len(self.seeds) + len(self.edges):
+            i, mutation = self.edges[n - len(self.seeds)]
+            return self._case(n, self.seeds[i], (mutation,)) if i in self.active else None
         rng = random.Random(f"{self.s.seed}:{n}")
         # a seed is drawn less often the more of its cases timed out: each one holds a worker --timeout long
         weights = [1.0 / (1 + 2 * self.timeouts.get(i, 0)) for i in self.active]

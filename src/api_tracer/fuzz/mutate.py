@@ -421,6 +421,72 @@ DRAW = {
 }
 
 
+# -- the edges of a line -----------------------------------------------------
+
+# How far the edge stage grows a tensor when --max-bytes does not say: 2^24 elements (64 MiB in float32).
+EDGE_ELEMENTS = 2**24
+
+
+def edges(line: Line, kinds: Sequence[str], ranges: Dict[str, Any], max_elements: Optional[int]) -> List[Mutation]:
+    """The classic edge cases of `line`, in a fixed order, one mutation
+    each: where kernels that are right on ordinary inputs go wrong. Every
+    size (largest first) made 0 and 1; the largest tensor grown one
+    element past the power of two at least 8 times its size (a fixed
+    buffer, a thread-block or grid limit); each tensor given a leading
+    size-1 dimension; every floating dtype made each other one; each
+    tensor transposed, strided and offset; filled with NaN, an infinity
+    (floating) or -1 and one past its recorded range (integer); each
+    number made 0, negative and NaN, each flag flipped, each list emptied.
+    A campaign runs them all before it draws (campaign.py), so that what
+    they find does not depend on chance."""
+    out: List[Mutation] = []
+    tensors = plain_tensors(line)
+    if "shape" in kinds and tensors:
+        sizes = sorted({d for _, s in tensors for d in s.shape}, reverse=True)
+        for d in sizes[:3]:
+            out += [Mutation("shape", "resize", "", (d, v, False)) for v in (0, 1) if v != d]
+        where, spec = max(tensors, key=lambda t: math.prod(t[1].shape))
+        numel = math.prod(spec.shape)
+        if spec.shape and numel:
+            old = max(spec.shape)
+            others = numel // old
+            past = 1 << (8 * numel - 1).bit_length()  # the power of two at least 8x numel
+            new = -(-(past + 1) // others)
+            if new * others <= (max_elements or EDGE_ELEMENTS):
+                out.append(Mutation("shape", "resize", "", (old, new, False)))
+        out += [Mutation("shape", "unsqueeze", w, (0,)) for w, _ in tensors]
+    if "dtype" in kinds:
+        for old in sorted({s.dtype for _, s in tensors if s.dtype in FLOATING}, key=FLOATING.index):
+            out += [Mutation("dtype", "retype", "", (old, new)) for new in FLOATING if new != old]
+    if "layout" in kinds:
+        for w, s in tensors:
+            if s.shape and math.prod(s.shape) > 1:
+                rank = len(s.shape)
+                out += [Mutation("layout", "transpose", w, (rank - 2, rank - 1))] if rank >= 2 else []
+                out += [Mutation("layout", "step", w, (rank - 1, 2)), Mutation("layout", "offset", w, (3,))]
+    if "value" in kinds:
+        for w, s in tensors:
+            if w.endswith(".args[0]"):
+                continue  # (the description inside a Filled tensor)
+            if s.dtype in FLOATING + COMPLEX:
+                out += [Mutation("value", "fill", w, (v,)) for v in (math.nan, math.inf)]
+            elif s.dtype in INTEGER and s.dtype != "uint8":
+                profile = ranges.get(w)
+                values = [-1] + ([profile.max + 1] if profile is not None else [])
+                out += [Mutation("value", "fill", w, (v,)) for v in values]
+    if "scalar" in kinds:
+        for w, v in leaves(line):
+            if type(v) is bool:
+                out.append(Mutation("scalar", "scalar", w, (not v,)))
+            elif type(v) is int:
+                out += [Mutation("scalar", "scalar", w, (x,)) for x in (0, -1) if x != v]
+            elif type(v) is float:
+                out += [Mutation("scalar", "scalar", w, (x,)) for x in (0.0, -abs(v) - 1.0, math.nan) if x != v]
+            elif isinstance(v, (list, tuple)) and v and all(type(x) is int for x in v):
+                out.append(Mutation("scalar", "scalar", w, (type(v)(),)))
+    return out
+
+
 # -- shrinking --------------------------------------------------------------
 
 
