@@ -632,6 +632,14 @@ def test_kernels_that_index_without_looking_get_their_indices_checked():
         f"paddle.select_scatter({T((3, 4))}, {T((4,))}, 0, 100000)": "index: 100000 is out of range for axis 0",
         f"paddle.nn.functional.ctc_loss({T((5, 1, 3))}, Filled({T((1, 1), 'int32')}, 7), "
         f"Filled({T((1,), 'int64')}, 5), Filled({T((1,), 'int64')}, 1))": "labels must be in [0, 2]",
+        f"paddle.nn.functional.hsigmoid_loss({T((4, 3))}, Filled({T((4,), 'int64')}, 100000), 6, "
+        f"{T((5, 3))})": "label must be classes in [0, 6)",
+        f"paddle.nn.functional.hsigmoid_loss({T((4, 3))}, Filled({T((4,), 'int64')}, 2), 6, {T((5, 3))}, None, "
+        f"Filled({T((4, 3), 'int64')}, 5), Filled({T((4, 3), 'int64')}, 1))": "path_table must hold a path per row",
+        f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
+        f"Filled({T((2,), 'int32')}, 500), Filled({T((2,), 'int32')}, 3))": "input_lengths must be in [1, 5]",
+        f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
+        f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 300))": "label_lengths must be in [0, 3]",
     }
     for line, why in lines.items():
         r = replay(line)
@@ -640,6 +648,11 @@ def test_kernels_that_index_without_looking_get_their_indices_checked():
         f"paddle.Tensor.__getitem__({T((12,))}, Filled({T((1,), 'int64')}, -12))",
         f"paddle.index_put({T((3, 4))}, [{T((3,), 'bool')}], {T((1,))})",
         f"paddle.Tensor.__getitem__({T((3, 4))}, (..., Filled({T((2,), 'int64')}, 3)))",
+        f"paddle.nn.functional.hsigmoid_loss({T((4, 3))}, Filled({T((4,), 'int64')}, 2), 6, {T((5, 3))})",
+        f"paddle.nn.functional.hsigmoid_loss({T((4, 3))}, Filled({T((4,), 'int64')}, 2), 6, {T((5, 3))}, None, "
+        f"Filled({T((4, 3), 'int64')}, 4), Filled({T((4, 3), 'int64')}, 1))",
+        f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
+        f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 3))",
     ):
         assert replay(line).status == "ok", line
 
@@ -654,6 +667,9 @@ def test_the_probes_that_show_those_kernels_trust_their_indices(tmp_path):
         f"paddle.index_fill({T((12,))}, Filled({T((1,), 'int64')}, -13), 0, 1.0)",
         f"paddle.Tensor.__setitem__({T((12,))}, Filled({T((1,), 'int64')}, -13), 5.0)",
         f"paddle.as_strided({T((12,))}, [4], [{10**12}])",
+        f"paddle.nn.functional.hsigmoid_loss({T((4, 3))}, Filled({T((4,), 'int64')}, 100000), 6, {T((5, 3))})",
+        f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
+        f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 300))",
     ]  # (far enough to be unmapped)
     path = write(tmp_path, lines)
     r = cli("replay", path, "--allow-unsafe", "--jobs", "2", "--timeout", "5", "-o", tmp_path / "r.jsonl", timeout=120)

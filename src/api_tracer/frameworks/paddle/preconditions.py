@@ -14,7 +14,10 @@ probes, run in a child process):
 - ``index_fill``: the index within its axis; ``select_scatter``: the index
   within its axis;
 - ``ctc_loss``: labels and blank among the classes, one input and label
-  length per batch entry, within the time steps and the labels.
+  length per batch entry, within the time steps and the labels;
+  ``rnnt_loss`` likewise, within its logits' time and label steps;
+- ``hsigmoid_loss``: labels among the classes and the default tree's
+  weight rows, or a custom tree's path table within the weight's rows.
 
 A line that fails a check is invalid, with what is wrong. Views by sizes
 and strides (``paddle.as_strided``, ``Tensor.set_``), which read any
@@ -172,6 +175,61 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _rnnt_loss(bound: Dict[str, Any]) -> Optional[str]:
+    """RNN-T loss reads the logits (batch, time, label steps + 1, classes)
+    at each label's class, for each entry's input and label lengths."""
+    logits, labels = bound.get("input"), bound.get("label")
+    input_lengths, label_lengths = bound.get("input_lengths"), bound.get("label_lengths")
+    if not all(_is_tensor(t) for t in (logits, labels, input_lengths, label_lengths)):
+        return "input, label, input_lengths and label_lengths must be tensors"
+    if logits.ndim != 4 or labels.ndim != 2:
+        return "input must be 4-d (batch, time, label steps + 1, classes) and label 2-d (batch, length)"
+    batch, steps, label_steps, classes = logits.shape
+    blank = bound.get("blank", 0)
+    if not isinstance(blank, int) or not 0 <= blank < classes:
+        return f"blank={blank!r} is not one of the {classes} classes"
+    if labels.shape[0] != batch or input_lengths.numel() != batch or label_lengths.numel() != batch:
+        return f"label, input_lengths and label_lengths must have one entry per batch entry ({batch})"
+    for name, values, low, high in (
+        ("label", labels, 0, classes - 1),
+        ("input_lengths", input_lengths, 1, steps),
+        ("label_lengths", label_lengths, 0, min(label_steps - 1, labels.shape[1])),
+    ):
+        array = _array(values)
+        if array.size and (array.min() < low or array.max() > high):
+            return f"{name} must be in [{low}, {high}]"
+    return None
+
+
+def _hsigmoid_loss(bound: Dict[str, Any]) -> Optional[str]:
+    """Hierarchical sigmoid reads weight and bias at the tree nodes on each
+    label's path: the default tree's (num_classes - 1 nodes, by the label)
+    or a custom tree's (path_table's node rows, -1 past a path's end)."""
+    x, labels, weight = bound.get("input"), bound.get("label"), bound.get("weight")
+    classes, table, code = bound.get("num_classes"), bound.get("path_table"), bound.get("path_code")
+    if not (_is_tensor(x) and x.ndim == 2 and _is_tensor(labels) and _is_tensor(weight) and weight.ndim == 2):
+        return "input and weight must be 2-d tensors and label a tensor"
+    if not isinstance(classes, int) or classes < 2:
+        return f"num_classes={classes!r} must be 2 or more"
+    rows, batch = weight.shape[0], x.shape[0]
+    if weight.shape[1] != x.shape[1] or labels.numel() != batch:
+        return f"weight must have input's {x.shape[1]} columns and label one entry per row ({batch})"
+    bias = bound.get("bias")
+    if bias is not None and not (_is_tensor(bias) and bias.numel() >= rows):
+        return f"bias must hold a value per weight row ({rows})"
+    if table is None:
+        array = _array(labels)
+        if array.size and (array.min() < 0 or array.max() >= classes):
+            return f"label must be classes in [0, {classes})"
+        return None if rows >= classes - 1 else f"weight must have the default tree's {classes - 1} rows"
+    if not (_is_tensor(table) and _is_tensor(code) and table.shape == code.shape and table.ndim == 2):
+        return "path_table and path_code must be 2-d tensors of one shape"
+    array = _array(table)
+    if table.shape[0] != batch or (array.size and (array.min() < -1 or array.max() >= rows)):
+        return f"path_table must hold a path per row ({batch}) of weight rows in [0, {rows}) or -1"
+    return None
+
+
 INDEXING = ("paddle.Tensor.__getitem__", "paddle.Tensor.__setitem__")
 CHECKS: Dict[str, Check] = {
     **dict.fromkeys(INDEXING, _indexing),
@@ -184,6 +242,8 @@ CHECKS: Dict[str, Check] = {
     ),
     **dict.fromkeys(("paddle.select_scatter", "paddle.Tensor.select_scatter"), _index_on_axis("index")),
     "paddle.nn.functional.ctc_loss": _ctc_loss,
+    "paddle.nn.functional.rnnt_loss": _rnnt_loss,
+    "paddle.nn.functional.hsigmoid_loss": _hsigmoid_loss,
 }
 
 

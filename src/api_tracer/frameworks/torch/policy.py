@@ -300,7 +300,8 @@ def _private_refusal(name: str) -> Optional[str]:
     upgrade's new operator), or its namespace is private. (Such kernels
     often trust their arguments: a config's shapes could make them read
     or write out of bounds.)"""
-    from .private_operators import REFUSED, decision
+    from .operator_families import REFUSED
+    from .private_operators import decision
 
     parts = name.split(".")
     if name in SCOPED_STATE or name.endswith((".__get__", ".__set__", ".__delete__")):
@@ -332,6 +333,31 @@ def _private_refusal(name: str) -> Optional[str]:
     return None
 
 
+def _indexing_refusal(name: str) -> Optional[str]:
+    """Why `name`, a public aten operator that takes indices, lengths,
+    offsets or statistics (or its Python binding), is refused: its family
+    (indexing_operators.py) is refused, or no family decides it (a torch
+    upgrade's new operator)."""
+    from .indexing_operators import decision, indexing_operators
+    from .operator_families import REFUSED
+
+    parts = name.split(".")
+    if name.startswith("torch.ops.") and (len(parts) < 4 or parts[2] != "aten"):
+        return None
+    op = parts[3] if name.startswith("torch.ops.") else parts[-1]
+    if op not in indexing_operators():
+        return None
+    family = decision(op)
+    if family is None:
+        return (
+            "it takes indices, lengths, offsets or statistics, and no family decides it yet (python -m "
+            "api_tracer.frameworks.torch.indexing_operators lists them): its kernel may trust them"
+        )
+    if family.decision == REFUSED:
+        return f"replay refuses its family ({family.name}): {family.why}"
+    return None
+
+
 def _operator_refusal(name: str, obj: Any) -> Optional[str]:
     parts = name.split(".")
     if len(parts) >= 3 and parts[2] in ("load_library", "import_module"):
@@ -360,11 +386,12 @@ def refusal(name: str, obj: Any = None) -> Optional[str]:
     if why:
         why = f"it {why}"
     elif name.startswith("torch.ops."):
-        why = None if _users(name) else _operator_refusal(name, obj) or _private_refusal(name)
+        reviewed = _operator_refusal(name, obj) or _private_refusal(name) or _indexing_refusal(name)
+        why = None if _users(name) else reviewed
     elif name not in named_apis():
         why = "it is not in replay's allow-list of computing APIs"
     else:
-        why = _private_refusal(name)
+        why = _private_refusal(name) or _indexing_refusal(name)
     return f"{name} is refused: {why} (--allow-unsafe lifts the policy)" if why else None
 
 
@@ -383,5 +410,5 @@ def allow_list() -> FrozenSet[str]:
     return frozenset(
         n
         for n in named_apis() | frozenset(n for n in operators if not denied(n))
-        if not _private_refusal(n) and n not in overloads and n not in packets
+        if not _private_refusal(n) and not _indexing_refusal(n) and n not in overloads and n not in packets
     )

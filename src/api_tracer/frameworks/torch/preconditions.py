@@ -1,7 +1,7 @@
 """What replay checks of a call's built arguments before it makes the call,
 where the kernel would not: a config file may give any shapes, and some
 operators read where their arguments point without looking. The checks
-themselves are operator_checks.py's and fused_checks.py's.
+themselves are operator_checks.py's, index_checks.py's and fused_checks.py's.
 
 - Views by sizes and strides (`as_strided`, `_reshape_alias`, `set_`, prims'
   `as_strided` and their _copy and _scatter forms: every operator whose
@@ -14,8 +14,10 @@ themselves are operator_checks.py's and fused_checks.py's.
   those whose kernels check what they read were probed with arguments of
   wrong sizes (tests/replay/test_private_operators.py); the policy
   (policy.py) refuses the rest, with their family's reason.
-- Public operators whose kernels index by argument values without
-  looking (PUBLIC_CHECKS): a config's value profile may hold any values.
+- Public operators that take indices, lengths, offsets or saved
+  statistics: each is decided by its family (indexing_operators.py), and
+  the checked ones get their family's check here (a config's value profile
+  may hold any values); so do quantized embedding bags (QUANTIZED_CHECKS).
 - Sparse tensors made by a call are checked (replay runs under
   torch.sparse.check_sparse_tensor_invariants), so a call that asks for
   no check (check_invariants=False) is refused; the inner COO
@@ -28,17 +30,15 @@ from __future__ import annotations
 import functools
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import index_checks, indexing_operators, private_operators
 from . import operator_checks as checks
 from .operator_checks import Check
-from .private_operators import CHECKED, decision
+from .operator_families import CHECKED, Family
 
-# Public aten operators whose kernels read where their arguments' values
-# point without checking them, with the check replay makes first.
-PUBLIC_CHECKS: Dict[str, Check] = {
-    "ctc_loss": checks.ctc_loss,
-    "native_batch_norm": checks.batch_norm,
-    "native_batch_norm_backward": checks.batch_norm,
-    "batch_norm_backward": checks.batch_norm,
+# Operators of torch.ops.quantized whose kernels read where their arguments'
+# values point without checking them, with the check replay makes first.
+QUANTIZED_CHECKS: Dict[str, Check] = {
+    f"embedding_bag_{bits}_rowwise_offsets": index_checks.quantized_embedding_bag for bits in ("byte", "4bit", "2bit")
 }
 
 
@@ -51,11 +51,22 @@ WRAPPERS: Dict[str, Tuple[str, Dict[str, str]]] = {
 }
 
 
+def _checked(family: Optional[Family]) -> Optional[Check]:
+    return family.check if family is not None and family.decision == CHECKED else None
+
+
 def private_check(op: str) -> Optional[Check]:
     """The check replay makes before calling the private aten operator `op`,
     where its family is checked."""
-    family = decision(op)
-    return family.check if family is not None and family.decision == CHECKED else None
+    return _checked(private_operators.decision(op))
+
+
+def aten_check(op: str) -> Optional[Check]:
+    """The check replay makes before calling the aten operator `op` (a
+    private one's family's, or a public one's that takes indices)."""
+    if op.startswith("_"):
+        return private_check(op)
+    return _checked(indexing_operators.decision(op)) if op in indexing_operators.indexing_operators() else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -144,7 +155,8 @@ def check_call(api: str, func: Any, args: list, kwargs: dict) -> Optional[str]:
         owner = views.get(schema.name)
         why = checks.window(bound, owner) if owner else None
         op = operator_name(schema)
-        check = private_check(op) if op.startswith("_") and schema.name.startswith("aten::") else PUBLIC_CHECKS.get(op)
+        quantized = QUANTIZED_CHECKS.get(op) if schema.name.startswith("quantized::") else None
+        check = aten_check(op) if schema.name.startswith("aten::") else quantized
         if not why and check is not None:
             why = check(bound)
 

@@ -28,43 +28,16 @@ aten's: the policy refuses them as a whole.
 
 from __future__ import annotations
 
-import argparse
-import fnmatch
 import functools
 import sys
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import fused_checks as fused
+from . import index_checks
 from . import operator_checks as checks
-from .operator_checks import Check
+from .operator_families import CHECKED, KERNEL, REFUSED, Family, Review, checked, kernel, refused
 
-CHECKED, KERNEL, REFUSED = "checked", "kernel checks", "refused"
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    decision: str  # CHECKED, KERNEL or REFUSED
-    why: str
-    patterns: Tuple[str, ...]  # fnmatch patterns of operator names (aten's, without the namespace)
-    check: Optional[Check] = None  # CHECKED: what replay checks of the built arguments
-
-    def matches(self, op: str) -> bool:
-        return any(fnmatch.fnmatchcase(op, p) for p in self.patterns)
-
-
-def checked(name: str, check: Check, why: str, patterns: str) -> Family:
-    return Family(name, CHECKED, why, tuple(patterns.split()), check)
-
-
-def kernel(name: str, why: str, patterns: str) -> Family:
-    return Family(name, KERNEL, why, tuple(patterns.split()))
-
-
-def refused(name: str, why: str, patterns: str) -> Family:
-    return Family(name, REFUSED, why, tuple(patterns.split()))
-
+__all__ = ["CHECKED", "KERNEL", "REFUSED", "Family", "FAMILIES", "decision", "families_of", "undecided", "main"]
 
 CUDA_ONLY = (
     "kernels of CUDA, cuDNN, MIOpen or MPS only (or of their libraries: cuSPARSELt, Triton): this CPU build "
@@ -78,6 +51,13 @@ FAMILIES: Tuple[Family, ...] = (
         checks.view_of_self,
         "they read the window their sizes and strides give of self's storage: it must lie inside it",
         "_reshape_alias _reshape_alias_copy",
+    ),
+    checked(
+        "segment reduction's gradient",
+        index_checks.segment_reduce_backward,
+        "it reads data and the gradient by the lengths or offsets (segment_reduce's, indexing_operators.py), "
+        "one gradient value per segment",
+        "_segment_reduce_backward",
     ),
     checked(
         "softmax gradients",
@@ -419,11 +399,10 @@ FAMILIES: Tuple[Family, ...] = (
     ),
     refused(
         "gradients that trust an index argument",
-        "they read the gradient at the output's indices (sparse softmax and sum, mask projection), at "
-        "arg_out or by lengths and offsets (segment reduction): a config's tensors need not share them, and "
-        "two crashed the process; no check written",
+        "they read the gradient at the output's indices (sparse softmax and sum, mask projection) or at "
+        "arg_out: a config's tensors need not share them, and one crashed the process; no check written",
         "_sparse_softmax_backward_data _sparse_log_softmax_backward_data _sparse_sum_backward "
-        "_sparse_mask_projection _sparse_mm_reduce_impl_backward _segment_reduce_backward",
+        "_sparse_mask_projection _sparse_mm_reduce_impl_backward",
     ),
     refused(
         "SobolEngine's state",
@@ -462,19 +441,6 @@ FAMILIES: Tuple[Family, ...] = (
 )
 
 
-def families_of(op: str) -> List[Family]:
-    """The families whose patterns match `op` (an aten name: "_grouped_mm")."""
-    return [f for f in FAMILIES if f.matches(op)]
-
-
-@functools.lru_cache(maxsize=None)
-def decision(op: str) -> Optional[Family]:
-    """The family that decides the private aten operator `op`; None where
-    none does, or two do."""
-    found = families_of(op)
-    return found[0] if len(found) == 1 else None
-
-
 @functools.lru_cache(maxsize=None)
 def private_operators() -> Tuple[str, ...]:
     """The private aten operators of the installed torch, by name."""
@@ -484,42 +450,28 @@ def private_operators() -> Tuple[str, ...]:
     return tuple(sorted(n for n in names if not n.startswith("__")))
 
 
+REVIEW = Review("private aten operators", FAMILIES, lambda: private_operators())  # (looked up when called)
+
+
+def families_of(op: str) -> List[Family]:
+    """The families whose patterns match `op` (an aten name: "_grouped_mm")."""
+    return REVIEW.families_of(op)
+
+
+def decision(op: str) -> Optional[Family]:
+    """The family that decides the private aten operator `op`; None where
+    none does, or two do."""
+    return REVIEW.decision(op)
+
+
 def undecided(ops: Sequence[str] = ()) -> Dict[str, List[str]]:
     """Per operator of `ops` (default: every private aten operator) that
     no family or more than one decides, the names of those that match."""
-    return {op: [f.name for f in families_of(op)] for op in ops or private_operators() if decision(op) is None}
+    return REVIEW.undecided(ops)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m api_tracer.frameworks.torch.private_operators",
-        description="Every private aten operator of the installed torch, with the family that decides it.",
-    )
-    parser.add_argument("--undecided", action="store_true", help="print only the operators no family decides")
-    args = parser.parse_args(argv)
-    import torch
-
-    ops = private_operators()
-    if not args.undecided:
-        for op in ops:
-            f = decision(op)
-            if f is not None:
-                print(f"{op}\t{f.decision}\t{f.name}")
-        counts = {
-            d: sum(1 for op in ops if (decision(op) or Family("", "", "", ())).decision == d)
-            for d in (CHECKED, KERNEL, REFUSED)
-        }
-        print(
-            f"torch {torch.__version__}: {len(ops)} private aten operators in {len(FAMILIES)} families: "
-            + ", ".join(f"{n} {d}" for d, n in counts.items()),
-            file=sys.stderr,
-        )
-    left = undecided(ops)
-    for op, names in left.items():
-        print(f"{op}\tundecided\t{' and '.join(names) or 'no family'}")
-    if left:
-        print(f"{len(left)} private aten operators undecided: add each to one family of FAMILIES", file=sys.stderr)
-    return 1 if left else 0
+    return REVIEW.main("python -m api_tracer.frameworks.torch.private_operators", argv)
 
 
 if __name__ == "__main__":
