@@ -40,8 +40,7 @@ REFUSED = [
         "private operator",
     ),
     (
-        'torch.ops.aten._segment_reduce_backward.default(Tensor([2], "float32"), Tensor([2], "float32"), '
-        'Tensor([5], "float32"), "sum", lengths=Tensor([2], "int64"))',
+        'torch.ops.aten._sparse_mask_projection.default(Tensor([2], "float32"), Tensor([2], "float32"))',
         "private operator",
     ),
     (
@@ -398,6 +397,39 @@ def test_what_a_call_allocates_on_its_way_is_bounded_by_max_bytes(tmp_path):
     assert all(f": {WORKING_FACTOR} x the limit of 100.0 MiB, --max-bytes" in x["message"] for x in results[1:6])
 
 
+def peak_rss(args, cwd) -> tuple:
+    """(exit status, the peak resident bytes) of `api-tracer ARGS` run in a
+    fresh process."""
+    p = subprocess.Popen([*CLI, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, usage.ru_maxrss * 1024
+
+
+def test_a_check_allocates_at_most_check_factor_times_max_bytes_in_all(tmp_path):
+    """Both sides of a --check float64 and its judge (float64 copies, the
+    error model's probes) count against --max-bytes: a 64 MiB Kronecker
+    product's check grew the process by 2.5 GB under --max-bytes 256M. Its
+    peak is measured against the same command on a tiny config; past
+    CHECK_FACTOR x the limit and the slack, the config is skipped, said."""
+    from api_tracer.replay.memory import CHECK_FACTOR, WORKING_SLACK
+
+    (tmp_path / "tiny.txt").write_text('torch.kron(Tensor([2, 2], "float32"), Tensor([2, 2], "float32"))\n')
+    (tmp_path / "kron.txt").write_text('torch.kron(Tensor([64, 64], "float32"), Tensor([64, 64], "float32"))\n')
+    limit = 64 << 20
+    flags = ["--check", "float64", "--max-bytes", "64M", "-o"]
+    rc, base = peak_rss(["replay", "tiny.txt", *flags, "tiny.jsonl"], tmp_path)
+    assert rc == 0
+    rc, peak = peak_rss(["replay", "kron.txt", *flags, "kron.jsonl"], tmp_path)
+    assert rc == 0
+    assert peak - base <= CHECK_FACTOR * limit + WORKING_SLACK, (peak - base) / limit
+    (result,) = [json.loads(x) for x in (tmp_path / "kron.jsonl").read_text().splitlines() if '"config"' in x]
+    assert (
+        result["status"] == "skipped"
+        and f"more than a check may (576.0 MiB: {CHECK_FACTOR} x the limit" in (result["message"])
+    ), result
+
+
 def test_a_value_profile_cannot_make_a_kernel_read_out_of_bounds(tmp_path):
     """The values a profile beside the file gives index tensors reach
     kernels that do not check them (ctc_loss reads log_probs at its
@@ -450,7 +482,7 @@ def test_replay_reads_regular_files_and_writes_over_none_it_reads(tmp_path):
     for flag in ("-o", "--junit"):
         r = run_cli("replay", str(path), flag, str(path), timeout=300)
         assert r.returncode == 2 and r.stderr == (
-            f"api-tracer: replay: {flag} {path}: it is {path}, which replay reads\n"
+            f"api-tracer: replay: {flag} {path} is one of its inputs ({path}, which replay reads)\n"
         )
         assert path.read_text() == "torch.ones(2)\n"
     os.mkfifo(tmp_path / "fifo")

@@ -15,6 +15,11 @@ from typing import Iterator, List, Optional, Sequence
 # for the interpreter's own allocations.
 WORKING_FACTOR = 2
 WORKING_SLACK = 64 << 20
+# What a checked config (--check) may allocate in all, both sides and the
+# judge (the reference's float64 copies, its error model's probes, the
+# comparison): CHECK_FACTOR times the byte limit, plus WORKING_SLACK; each
+# side's call within it is bounded as above.
+CHECK_FACTOR = 8
 
 
 def storage_numel(shape: Sequence[int], stride: Optional[Sequence[int]]) -> int:
@@ -72,13 +77,14 @@ class OverWorkingMemory(Exception):
 
 
 @contextlib.contextmanager
-def bounded(limit: int) -> Iterator[int]:
+def bounded(limit: int, factor: int = WORKING_FACTOR) -> Iterator[int]:
     """While inside, this process may allocate at most
-    WORKING_FACTOR * limit + WORKING_SLACK bytes more than it holds now
+    factor * limit + WORKING_SLACK bytes more than it holds now
     (RLIMIT_DATA's soft limit lowered, and put back after; never raised
-    above a limit already set); yields that bound (0 where the platform
-    has none to set). An allocation past it fails as the allocator fails:
-    see out_of_memory."""
+    above a limit already set: inside another `bounded`, the outer bound
+    holds too); yields the bytes it leaves (0 where the platform has none
+    to set).
+    An allocation past it fails as the allocator fails: see out_of_memory."""
     try:
         import resource
     except ImportError:  # not a POSIX system
@@ -89,14 +95,14 @@ def bounded(limit: int) -> Iterator[int]:
         yield 0
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    allowed = WORKING_FACTOR * limit + WORKING_SLACK
+    allowed = factor * limit + WORKING_SLACK
     cap = used + allowed
     for existing in (soft, hard):
         if existing != resource.RLIM_INFINITY:
             cap = min(cap, existing)
     resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
     try:
-        yield allowed
+        yield min(allowed, max(cap - used, 0))
     finally:
         resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 

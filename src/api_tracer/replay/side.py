@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from ..util.units import fmt_bytes
 from ..values import item_path
 from .builder import Perturbation
-from .memory import WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
+from .memory import CHECK_FACTOR, WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
 from .options import Job
 from .results import Skip, first_line
 
@@ -88,6 +88,9 @@ def device_of(device: str) -> Any:
     return torch.empty(0, device=device).device
 
 
+CHECKED = f", at most what is left of a check's {CHECK_FACTOR} x"  # (the check's bound holds too)
+
+
 def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
     """The call of one side, made by the job's framework (a
     ReplayFramework: built on side.device, cast as side.cast says, from the
@@ -105,5 +108,6 @@ def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
             raise Skip(
                 f"it allocates more than a call may on its way ({fmt_bytes(working, digits=1)}: "
                 f"{WORKING_FACTOR} x the limit of {fmt_bytes(limit, digits=1)}, --max-bytes, and "
-                f"{fmt_bytes(WORKING_SLACK, digits=1)}): {first_line(e) or type(e).__name__}"
+                f"{fmt_bytes(WORKING_SLACK, digits=1)}{CHECKED if job.options.check else ''}): "
+                f"{first_line(e) or type(e).__name__}"
             ) from None

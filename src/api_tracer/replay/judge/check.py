@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, Optional, Tuple
 
+from ...util.units import fmt_bytes
 from ...values import FILLED, Call, TensorSpec, walk
+from ..memory import CHECK_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
 from ..options import Job, ReplayOptions
 from ..results import Invalid, Refused, SideError, Skip, Status, first_line
 from ..side import NoGradient, Outcome, Side, device_of, run_side
@@ -143,7 +145,23 @@ def check(job: Job) -> Verdict:
     kernel), a computation of it the framework knows (torch's
     decompositions) in float64 is the reference, and where it knows none
     the config is skipped with the reason: the reference's failure is not
-    the operator's."""
+    the operator's. All of it, both sides and the judge, allocates at most
+    CHECK_FACTOR times --max-bytes (and WORKING_SLACK): past that, Skip."""
+    limit = byte_limit(job.options.max_bytes, job.framework.memory_device(job.options.device))
+    with bounded(limit, CHECK_FACTOR) as allowed:
+        try:
+            return _check(job)
+        except Exception as e:
+            if not out_of_memory(getattr(e, "cause", e)):  # (a SideError holds what the side raised)
+                raise
+            raise Skip(
+                f"checking it allocates more than a check may ({fmt_bytes(allowed, digits=1)}: {CHECK_FACTOR} x "
+                f"the limit of {fmt_bytes(limit, digits=1)}, --max-bytes, and {fmt_bytes(WORKING_SLACK, digits=1)}"
+                f"): {first_line(e) or type(e).__name__}"
+            ) from None
+
+
+def _check(job: Job) -> Verdict:
     options, api = job.options, job.api
     assert options.check, "check() needs options.check"
     if options.check == "layout":

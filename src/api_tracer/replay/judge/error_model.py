@@ -254,6 +254,24 @@ def _moved(a: Any, b: Any) -> Any:
     return torch.where((a == b) | (a.isnan() & b.isnan()), 0.0, d)
 
 
+def _folded(judged: Dict[str, Any], runs: Any, fold: Callable[[Any, Any], Any]) -> Dict[str, Any]:
+    """Per judged output, each run's move from the reference (_moved) folded
+    into one as the runs come (`fold(acc, moved)`), so that one run's outputs
+    are held at a time: the probes of a large output would otherwise hold a
+    dozen float64 copies of it (replay's --max-bytes bounds them all). Only
+    outputs every run gave are kept."""
+    acc: Dict[str, Any] = {}
+    missing: set = set()
+    for outputs in runs:
+        for where, r in judged.items():
+            if where not in outputs:
+                missing.add(where)
+            elif where not in missing:
+                moved = _moved(outputs[where], r)
+                acc[where] = moved if where not in acc else fold(acc[where], moved)
+    return {where: m for where, m in acc.items() if where not in missing}
+
+
 def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Dict[str, Bound]:
     """Per floating leaf of `mine`, its Bound: from the reference `theirs`
     and the reference run again with its inputs moved (see the module);
@@ -263,54 +281,54 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
     from .compare import plain
 
     mine_leaves, ref = leaves(mine), leaves(theirs)
+    judged = {
+        where: ref[where]
+        for where, y in mine_leaves.items()
+        if where in ref and unit_roundoff(y.dtype) is not None and tuple(ref[where].shape) == tuple(y.shape)
+    }
     scale = _Scale()
-    scaled = leaves(run(scale))
+    scaled = _folded(judged, [leaves(run(scale))], torch.maximum)
     sizes, scalar_paths, layered, spans = scale.seen, scale.scalars, scale.layered, scale.spans
-    signed = [leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)]
+    signed = _folded(judged, (leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)), torch.maximum)
     # each input tensor moved alone: the sum of their responses is what the terms of an element add up to
     # where they cancel, with no draw of signs left to chance (a + alpha * b near 0, for an elementwise op)
-    alone = [leaves(run(_only(path))) for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]]
+    alone_paths = [path for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]]
+    alone = _folded(judged, (leaves(run(_only(path))) for path in alone_paths), lambda a, b: a + b)
     picker = random.Random(seed)
-    probed = []
+    fan_ins = dict.fromkeys(judged, 1.0)
     largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
     for path, numel, _ in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
         if numel:
-            probed.append((numel, leaves(run(_one(path, picker.randrange(numel))))))
+            outputs = leaves(run(_one(path, picker.randrange(numel))))
+            for where, r in judged.items():
+                if where in outputs and r.numel():
+                    moved = int((_moved(outputs[where], r) > 0).sum())
+                    fan_ins[where] = max(fan_ins[where], numel * moved / r.numel())
     # a resampling's coordinates, up to the largest input dimension, are
     # computed in the result's precision: their weights err by u times it
     span = max(spans, default=1) if SIZED.search(api) else 0
     outputs = max((o.numel() for k, o in mine_leaves.items() if not k.startswith("the gradient of ")), default=0)
-    rounded = []
+    rounded: Dict[str, Any] = {}
     if layered:  # each sublayer's output rounded, at the unit roundoff of the least precise result
         u_most = max((unit_roundoff(y.dtype) or 0.0 for y in mine_leaves.values()), default=0.0)
         if getattr(mine, "precision", None) is not None:
             u_most = max(u_most, unit_roundoff(mine.precision) or 0.0)
-        rounded = [leaves(run(_Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS)]
+        draws = (leaves(run(_Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS))
+        rounded = _folded(judged, draws, torch.maximum)
     out: Dict[str, Bound] = {}
-    for where, y in mine_leaves.items():
-        r = ref.get(where)
+    for where, r in judged.items():
+        y = mine_leaves[where]
         u_out = unit_roundoff(y.dtype)
-        if u_out is not None and getattr(mine, "precision", None) is not None:
+        if getattr(mine, "precision", None) is not None:
             # no more precise than the least precise input: float32 inputs and a float64 bias, say
             u_out = max(u_out, unit_roundoff(mine.precision) or u_out)
-        if r is None or u_out is None or tuple(r.shape) != tuple(y.shape):
-            continue
         r64 = plain(r).detach().cpu().to(torch.complex128 if r.is_complex() else torch.float64)
         magnitude = r64.abs().to(torch.float64)
-        d = _moved(scaled[where], r) / U if where in scaled else torch.zeros_like(magnitude)
-        s = (
-            torch.stack([_moved(o[where], r) for o in signed if where in o]).amax(0) / U
-            if all(where in o for o in signed)
-            else torch.zeros_like(magnitude)
-        )
-
-        fan_in = 1.0
-        for numel, o in probed:
-            if where in o and r.numel():
-                moved = int((_moved(o[where], r) > 0).sum())
-                fan_in = max(fan_in, numel * moved / r.numel())
-        if fan_in <= ALONE_FAN_IN and len(alone) > 1 and all(where in o for o in alone):
-            s = torch.maximum(s, sum(_moved(o[where], r) for o in alone) / U)
+        d = scaled[where] / U if where in scaled else torch.zeros_like(magnitude)
+        s = signed[where] / U if where in signed else torch.zeros_like(magnitude)
+        fan_in = fan_ins[where]
+        if fan_in <= ALONE_FAN_IN and len(alone_paths) > 1 and where in alone:
+            s = torch.maximum(s, alone[where] / U)
         tiny = torch.finfo(y.dtype if y.is_floating_point() else torch.float32).tiny
         gradient = where.startswith("the gradient of ")
         u_acc = accumulation_roundoff(y.dtype)
@@ -336,7 +354,7 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
         allowed = (
             rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s + C_OUT * tiny * fan_in
         )
-        if rounded and all(where in o for o in rounded) and r.numel():
-            allowed = allowed + C_LAYERS * float(torch.stack([_moved(o[where], r) for o in rounded]).max())
+        if where in rounded and r.numel():
+            allowed = allowed + C_LAYERS * float(rounded[where].max())
         out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
     return out
