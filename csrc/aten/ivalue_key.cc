@@ -6,8 +6,6 @@
 namespace api_tracer::aten {
 namespace {
 
-constexpr int kMaxDepth = 32;
-
 OpSignature::Kind KindOf(const c10::TypePtr& real_type) {
   c10::TypePtr t = real_type;
   if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
@@ -49,7 +47,7 @@ void WriteSymInt(const c10::SymInt& s, KeyWriter* w) {
 
 void WriteIValue(const c10::IValue& v, OpSignature::Kind kind, WriteContext* ctx, KeyWriter* w, int depth) {
   API_TRACER_HANDLES_VALUE_KINDS(15);
-  if (depth > kMaxDepth) return WriteOpaque("list", w);
+  if (depth > kMaxValueDepth) return WriteOpaque("list", w);
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) return w->None();  // an absent optional tensor: None, as Python sees it

@@ -29,6 +29,11 @@ namespace api_tracer {
 
 using ApiId = uint32_t;
 
+// How deep the converters follow nested arguments (lists of lists, ...):
+// a value past it is written as Opaque(its type). Readers of other formats
+// refuse deeper values rather than have them cut (_C.MAX_VALUE_DEPTH).
+constexpr int kMaxValueDepth = 32;
+
 // What the hot path knows of a tensor, as views into the converter's memory.
 struct TensorFields {
   std::span<const int64_t> shape;

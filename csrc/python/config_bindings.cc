@@ -343,6 +343,7 @@ void InitConfigBindings(pybind11::module_& m) {
       "The files of an output set: (stem, ext, the option that asks for it or None, whether it is a summary).");
   m.attr("MAX_STACKS") = Aggregator::kMaxStacks;
   m.attr("MAX_LABEL") = kMaxLabel;
+  m.attr("MAX_VALUE_DEPTH") = kMaxValueDepth;
   m.def(
       "count_trace_levels",
       [](const std::string& path) {

@@ -27,8 +27,6 @@ pybind11::object CallDialect(PyObject* fn, PyObject* arg) {
   return Steal(PyObject_CallOneArg(fn, arg));
 }
 
-constexpr int kMaxDepth = 32;
-
 PyTypeObject* g_call_type = nullptr;
 PyTypeObject* g_symbol_type = nullptr;
 PyTypeObject* g_tensor_spec_type = nullptr;
@@ -186,7 +184,7 @@ void Converter::Write(PyObject* obj, KeyWriter* w, int depth) {
     return w->BigInt(Utf8(digits.ptr()));
   }
   if (type == &PyFloat_Type) return w->Float(PyFloat_AS_DOUBLE(obj));
-  if (depth > kMaxDepth) return WriteOpaque(type, w);
+  if (depth > kMaxValueDepth) return WriteOpaque(type, w);
   if (type == &PyUnicode_Type) return WithUtf8(obj, [w](std::string_view text) { w->Str(text); });
   if (type == &PyTuple_Type || type == &PyList_Type) {
     Py_ssize_t n = Py_SIZE(obj);
@@ -490,7 +488,7 @@ uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
 uint64_t ModuleModes(PyObject* module, PyObject* children_attr, int depth = 0) {
   static PyObject* const kTraining = PyUnicode_InternFromString("training");
   PyObject** dict = _PyObject_GetDictPtr(module);
-  if (!dict || !*dict || depth > kMaxDepth) return 0;
+  if (!dict || !*dict || depth > kMaxValueDepth) return 0;
   uint64_t h = Mix(PyDict_GetItemWithError(*dict, kTraining) == Py_True ? 1 : 2);
   PyObject* children = PyDict_GetItemWithError(*dict, children_attr);
   if (children && PyDict_Check(children)) {

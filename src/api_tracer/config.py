@@ -11,11 +11,26 @@ from .errors import ConfigSyntaxError
 
 __all__ = ["ConfigSyntaxError", "api_of", "parse_call", "parse_arguments", "format_line", "format_value"]
 
+# The longest config line parsed, in characters. A line's values take up to
+# some 40 times its length in memory (a 50 MB line took 1.8 GB), so a longer
+# line is refused before it is parsed: at most about 160 MB. The tracer writes
+# none near it (tensors are written by their shapes, not their values).
+MAX_LINE = 1 << 22
+
+
+def _within_bound(line: str) -> None:
+    if len(line) > MAX_LINE:
+        raise ConfigSyntaxError(
+            f"a line of {len(line)} characters: a config line holds at most {MAX_LINE} (MAX_LINE)", MAX_LINE + 1
+        )
+
 
 def parse_call(line: str, *, path: str = "", lineno: int = 0) -> Tuple[str, List[Any], Dict[str, Any]]:
     """(api, args, kwargs) of a config line. Raises ConfigSyntaxError naming
-    the column (and path:line when given)."""
+    the column (and path:line when given); a line longer than MAX_LINE is
+    refused before it is parsed."""
     try:
+        _within_bound(line)
         return _C.parse_call(line)
     except ConfigSyntaxError as e:
         raise ConfigSyntaxError(e.message, e.column, line, path, lineno) from None
@@ -30,6 +45,7 @@ def parse_arguments(line: str) -> Tuple[str, List[Any], Dict[str, Any]]:
     """(api, args, kwargs) of a config line whatever its API's name (a
     dialect's own): the API is set aside before the arguments are parsed.
     Raises ConfigSyntaxError naming the line's column."""
+    _within_bound(line)
     api = api_of(line)
     if api == line:
         raise ConfigSyntaxError("not a config line: no '(' after its API", len(line) + 1, line)

@@ -294,3 +294,36 @@ def test_storages_format_as_their_size_and_parse_back():
         [Call("Storage", 48), Call("Storage", 4, dtype=Symbol("torch.float16"))],
         {},
     )
+
+
+def test_a_line_longer_than_the_parse_bound_is_refused_before_it_is_parsed(tmp_path):
+    """A line's values take some 40 times its length (50 MB took 1.8 GB):
+    past MAX_LINE characters the line is refused, by name, unparsed; one at
+    the bound parses. Replay says it as the line's syntax error and goes on."""
+    import subprocess
+
+    from api_tracer.config import MAX_LINE, parse_arguments
+    from support import CLI
+
+    head = "torch.cat([" + 'Tensor([2], "float32"), ' * 16
+    line = head + "1, " * ((MAX_LINE - len(head) - 2) // 3) + "])"
+    line += " " * (MAX_LINE - len(line))
+    assert len(line) == MAX_LINE and parse_call(line)[0] == "torch.cat"
+    for parse in (parse_call, parse_arguments):
+        with pytest.raises(ConfigSyntaxError, match=f"a line of {MAX_LINE + 1} characters: a config line holds"):
+            parse(line + " ")
+
+    def peak(name: str, exit_status: int) -> int:  # the replaying process's peak resident bytes
+        with open(tmp_path / f"{name}.out", "wb") as out:
+            p = subprocess.Popen([*CLI, "replay", name], cwd=tmp_path, stdout=out, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(p.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == exit_status
+        return usage.ru_maxrss * 1024
+
+    add = 'torch.add(Tensor([2], "float32"), 1)\n'
+    (tmp_path / "small.txt").write_text(add)
+    (tmp_path / "big.txt").write_text("torch.cat([" + "1, " * 20_000_000 + "])\n" + add)  # 60 MB
+    grown = peak("big.txt", 1) - peak("small.txt", 0)  # (1: a line invalid)
+    out = (tmp_path / "big.txt.out").read_text()
+    assert "1 ok" in out and "1 invalid" in out and "characters: a config line holds at most" in out, out
+    assert grown < 1 << 30, grown  # (parsed, the line took 2.2 GB)

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import _C
-from ..config import api_of
+from ..config import MAX_LINE, api_of
 from ..errors import UsageError
 from ..formats.configs import Config
 from . import pool, user_code
@@ -255,7 +255,8 @@ def run_in_process(
     results = []
     with CrashNote(report_fd) as note:
         for c in configs:
-            note.running(c, len(results))
+            # (a line past MAX_LINE is refused unparsed and runs nothing: no note, which holds it per signal)
+            note.running(c if len(c.text) <= MAX_LINE else None, len(results))
             r = replay_one(c, options)
             note.running(None, len(results))
             results.append(r)

@@ -14,8 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from .. import _C
-from ..config import api_of
+from ..config import api_of, parse_arguments
 from ..formats.configs import read_set_configs
 from ..formats.fileset import FileSet, find_sets
 from ..formats.sources import Provenance, calls_of, provenance, sources_path
@@ -68,7 +67,7 @@ def tensor_args(line: str, api: str) -> Iterator[Tuple[str, TensorSpec]]:
     for a line whose arguments do not parse. The API is set aside first, so
     that any name (a dialect's own) reads."""
     try:
-        _, args, kwargs = _C.parse_call("f" + line[len(api) :])
+        _, args, kwargs = parse_arguments(line)
     except ValueError:  # not a line the tracer wrote
         return
     stack: List[Tuple[str, Any]] = [(f"kwargs.{k}", v) for k, v in reversed(list(kwargs.items()))]

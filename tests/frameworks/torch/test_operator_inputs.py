@@ -280,7 +280,8 @@ BROKEN = [  # (content, line, column, what the message says)
     (HEAD + b"cnt: 1, ((T([99999999999999999999], f32),), {})\n", 2, 11, "an int of 64 bits"),
     (HEAD + b"cnt: 1, ((T([2, 3], f32, stride=(1,)),), {})\n", 2, 11, "stride has 1 entries for 2 sizes"),
     (b"cnt: 1, ((T([2], f32),), {})\n", 1, 1, "before any 'Operator:' line"),
-    (HEAD + b"cnt: 1, ((" + b"[" * 100_000 + b"]" * 100_000 + b",), {})\n", 2, 110, "nested more than 100 deep"),
+    (HEAD + b"cnt: 1, ((" + b"[" * 100_000 + b"]" * 100_000 + b",), {})\n", 2, 45, "nested more than 33 deep"),
+    (HEAD + b"cnt: 1, ((" + b"[" * 34 + b"1" + b"]" * 34 + b",), {})\n", 2, 45, "nested more than 33 deep"),
     (HEAD + b"cnt: 1, (('caf\xe9',), {})\n", 2, 15, "not UTF-8: byte 0xe9"),
     (HEAD + b"cnt: 1, (('\\ud800',), {})\n", 2, 12, "is not a character"),
     (HEAD + b"cnt: 1, (('\\q',), {})\n", 2, 12, "unknown escape"),
@@ -313,6 +314,23 @@ def test_a_long_line_is_read_in_linear_time():
     sizes = ", ".join(["1"] * 200_000)
     entries, _ = read_operator_inputs("ops.txt", HEAD + f"cnt: 1, (([{sizes}], '{'x' * 1_000_000}'), {{}})\n".encode())
     assert len(entries) == 1 and len(entries[0].config) > 1_500_000
+
+
+def test_a_line_past_the_parse_bound_is_refused_unparsed():
+    from api_tracer.config import MAX_LINE
+
+    line = b"cnt: 1, ((" + b"1, " * (MAX_LINE // 3) + b"), {})\n"
+    with pytest.raises(InputError, match=rf"ops.txt:2: a line of {len(line) - 1} bytes: an input line may hold"):
+        read_operator_inputs("ops.txt", HEAD + line)
+
+
+def test_the_deepest_value_a_config_line_holds_is_read_whole():
+    """33 lists in lists (what the tracer's converters write before Opaque)
+    come back as they are; one more is refused (the table above), not cut
+    to Opaque("list") and skipped by replay."""
+    deep = "[" * 33 + "1" + "]" * 33
+    entries, _ = read_operator_inputs("ops.txt", HEAD + f"cnt: 1, (({deep},), {{}})\n".encode())
+    assert [e.config for e in entries] == [f"torch.ops.aten.op.default({deep})"]
 
 
 def test_replay_says_a_broken_file_as_bad_input(tmp_path, capsys):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ...config import format_line, parse_call
+from ...config import MAX_LINE, format_line, parse_call
 from ...errors import InputError, warn
 from ...formats.fileset import COUNT_MAX
 from ...formats.foreign import (
@@ -197,6 +197,8 @@ def read_operator_inputs(path: str, data: bytes) -> Tuple[List[Entry], LeftOut]:
     left_out = LeftOut()
     operator: Optional[str] = None
     for lineno, raw in enumerate(data.splitlines(), 1):  # the line ends read_config_file knows
+        if len(raw) > MAX_LINE:  # (its parse would take some 30 times its length)
+            raise InputError(path, f"a line of {len(raw)} bytes: an input line may hold at most {MAX_LINE}", lineno)
         text = decode_line(raw, path, lineno)
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):

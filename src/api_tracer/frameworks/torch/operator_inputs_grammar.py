@@ -12,6 +12,7 @@ import re
 import sys
 from typing import Any, Dict, List, NamedTuple, Tuple
 
+from ... import _C
 from ...errors import InputError
 from ...formats.fileset import COUNT_MAX
 from ...values import Call, Symbol, TensorSpec
@@ -67,7 +68,11 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DTYPE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 SIZE_SYMBOL = re.compile(r"[su][0-9]+")  # a symbolic size, as PyTorch names them: s0 (backed), u0 (unbacked)
 _LIKE_ABBREVIATION = re.compile(r"[a-z]+[0-9]+")
-MAX_DEPTH = 100  # nesting the reader follows (the config-line parser's limit is higher)
+# The nesting the reader follows: the containers in containers a config line holds (the tracer's
+# converters write a value nested deeper as Opaque, which replay skips); an input's own depth is 2 (inside
+# the line's tuple of inputs, and its tuple or dict of arguments).
+MAX_DEPTH = _C.MAX_VALUE_DEPTH + 1
+_INPUT_DEPTH = 2
 _INT64 = (-(2**63), 2**63 - 1)
 LINE = re.compile(rb"[^\r\n]+")  # a line's text, for the line ends bytes.splitlines knows
 
@@ -239,8 +244,8 @@ class InputLine:
 
     def value(self, depth: int) -> Any:
         token = self.next()
-        if depth > MAX_DEPTH:
-            raise self.fail(f"nested more than {MAX_DEPTH} deep", token.column)
+        if depth > MAX_DEPTH + _INPUT_DEPTH:
+            raise self.fail(f"nested more than {MAX_DEPTH} deep (what a config line holds)", token.column)
         if token.kind == "string":
             return token.text
         if token.kind == "number":
