@@ -193,6 +193,7 @@ def output_files() -> List[Tuple[str, str, Optional[str], bool]]: ...
 
 MAX_STACKS: int
 MAX_LABEL: int
+MAX_VALUE_DEPTH: int  # how deep the converters follow nested arguments (core/key.h: kMaxValueDepth)
 
 def count_trace_levels(path: str) -> Tuple[Dict[int, int], int, str]: ...
 
