@@ -1,5 +1,6 @@
-"""Damaged file sets against the commands that read them: merge, stats and
-report (docs/cli.md, "Damaged input").
+"""Damaged file sets against the commands that read them: merge, stats,
+diff and report (docs/cli.md, "Damaged input"); test_damaged_results.py
+does the same for the result files report reads (replay reports, diffs).
 
 A corpus is made from two real sets (one merged set of levels 0 and 1, one
 set per level), each file damaged one way at a time: cut at 0 bytes,
@@ -21,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -33,9 +35,10 @@ import yaml
 
 from api_tracer import APITracer
 from api_tracer.cli import main
+from api_tracer.formats.io import replace_atomically
 from support import run_cli
 
-COMMANDS = ("merge", "stats", "report")
+COMMANDS = ("merge", "stats", "diff", "report")
 KINDS = {"merged": "", "split": "_level_0"}  # the set damaged, by the suffix of its files
 FILES = (
     "api_statistics.yaml",
@@ -177,6 +180,12 @@ def stats_edit(text: str, how: str) -> str:
     return "\n".join(lines)
 
 
+def swapped(lines: List[str]) -> List[str]:
+    """The lines with the middle two swapped."""
+    i = len(lines) // 2
+    return lines[: i - 1] + [lines[i], lines[i - 1]] + lines[i + 1 :]
+
+
 TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
     "api_statistics.yaml": {
         how: (lambda t, how=how: stats_edit(t, how))
@@ -200,6 +209,9 @@ TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
         "crlf_line_endings": lambda t: t.replace("\n", "\r\n"),  # silently twice as many configs, before
         "a_byte_order_mark": lambda t: "\ufeff" + t,
         "a_terminal_escape_in_an_api": lambda t: "\x1b]0;x\x07" + t,
+        # out of the tracer's order, or twice: merge refused them, and stats, diff and report read them, before
+        "two_lines_swapped": lambda t: "".join(swapped(t.splitlines(keepends=True))),
+        "a_line_twice": lambda t: t + t.splitlines(keepends=True)[-1],
     },
     "api_stacks.yaml": {
         "a_list": lambda t: "- torch.add\n",
@@ -275,6 +287,8 @@ def damage(path: Path, name: str, how: str) -> None:
 
 def reads(command: str, kind: str, name: str) -> bool:
     """Whether `command` reads the file's content (docs/cli.md)."""
+    if command == "diff":
+        return name in ("api_statistics.yaml", "api_configs.yaml")  # (and api_config_sources.yaml: none here)
     if name == "api_apis.txt":
         return command == "report"  # its coverage pane (corpus/coverage.py)
     if name == "api_stacks.yaml":
@@ -372,12 +386,19 @@ def expected(command: str, kind: str, name: str, how: str, directory: Path) -> T
 # -- running them --------------------------------------------------------------------------
 
 
-def run(capsys, command: str, directory: Path, work: Path) -> Tuple[int, str]:
-    argv = {
+def argv_of(command: str, directory: Path, work: Path, clean: Path) -> List[str]:
+    """The command line of `command` reading the set in `directory` (diff:
+    against `clean`, the set undamaged), writing into `work`."""
+    return {
         "merge": ["merge", str(directory), "-o", str(work / "out")],
         "stats": ["stats", str(directory)],
+        "diff": ["diff", str(clean), str(directory)],
         "report": ["report", str(directory), "-o", str(work / "r.html")],
     }[command]
+
+
+def run(capsys, command: str, directory: Path, work: Path, clean: Path) -> Tuple[int, str]:
+    argv = argv_of(command, directory, work, clean)
     code = main(argv)
     return code, capsys.readouterr().err
 
@@ -418,7 +439,7 @@ def test_a_damaged_file(base, tmp_path, capsys, kind, name, how):
         work = tmp_path / command
         work.mkdir()
         want = expected(command, kind, name, how, directory)
-        code, err = run(capsys, command, directory, work)
+        code, err = run(capsys, command, directory, work, base[kind])
         check_outcome(command, code, err, want, work)
 
 
@@ -465,6 +486,44 @@ def test_statistics_without_their_totals_are_refused(base, tmp_path, capsys):
             "(the file's totals), not 'add: 5'\n"
         )
     assert not (tmp_path / "out").exists()
+
+
+# damage to the configs of a set with api_config_sources.yaml: (how, the lines an error may name:
+# of two lines swapped, the first where the file is held against its sources, else the second)
+SOURCED_DAMAGE: Dict[str, Tuple[Callable[[List[bytes]], List[bytes]], Tuple[Optional[int], ...]]] = {
+    "not_utf8": (lambda lines: lines[:2] + [lines[2][:9] + b"\xff" + lines[2][9:]] + lines[3:], (3,)),
+    "two_lines_swapped": (lambda lines: [lines[1], lines[0]] + lines[2:], (1, 2)),
+    "a_line_twice": (lambda lines: lines + lines[-1:], (len(("add", "mul", "ones", "sum")) + 1,)),
+    # whole lines each, but not the lines of api_config_sources.yaml (stats and report read them, before)
+    "the_last_line_gone": (lambda lines: lines[:-1], (None,)),
+    "a_config_changed": (lambda lines: lines[:-1] + [lines[-1].replace(b"torch.sum", b"torch.sux")], (4,)),
+}
+
+
+@pytest.mark.parametrize("how", SOURCED_DAMAGE)
+def test_every_command_refuses_configs_beside_their_sources_alike(tmp_path, capsys, how):
+    """The issue's: diff read a labelled set (api_config_sources.yaml beside
+    api_configs.yaml) whose configs stats and merge refused. One reader of
+    the file (formats/configs.py: set_config_lines), one verdict: each
+    command refuses it, at the line the damage is on (merge's C++ reader
+    holds the file against api_config_sources.yaml, line by line)."""
+    with APITracer(output_path=str(tmp_path / "clean"), levels=[1], merge_output=True, label="run"):
+        x = torch.ones(2, 3)
+        torch.add(x, x)
+        torch.mul(x, 2)
+        torch.sum(x)
+    shutil.copytree(tmp_path / "clean", tmp_path / "set")
+    configs = tmp_path / "set" / "api_configs.yaml"
+    damaged, lines = SOURCED_DAMAGE[how]
+    configs.write_bytes(b"".join(damaged(configs.read_bytes().splitlines(keepends=True))))
+    assert len(configs.read_bytes().splitlines()) >= 3
+    for command in COMMANDS:
+        work = tmp_path / command
+        work.mkdir()
+        code, err = run(capsys, command, tmp_path / "set", work, tmp_path / "clean")
+        assert "Traceback" not in err
+        named = tuple(f"api-tracer: {configs}:{lineno}: " if lineno else f"api-tracer: {configs}: " for lineno in lines)
+        assert code == 2 and err.startswith(named) and err.count("\n") == 1, (command, err)
 
 
 def test_a_cut_trace_merges_into_two_files_that_agree(base, tmp_path, capsys):
@@ -564,6 +623,15 @@ def test_outputs_that_cannot_be_written(base, tmp_path, capsys):
     )
     assert main(["report", str(directory), "-o", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"api-tracer: {tmp_path}: a directory: the report is one HTML file\n"
+    # /dev/full is the machine's: it is written to only once a device of the test's own (a terminal) is
+    # known to be written through, not replaced (as `-o /dev/full` once replaced it by a regular file)
+    master, slave = os.openpty()
+    try:
+        replace_atomically(os.ttyname(slave), "x")
+        assert stat.S_ISCHR(os.stat(os.ttyname(slave)).st_mode) and os.read(master, 16) == b"x"
+    finally:
+        os.close(slave)
+        os.close(master)
     assert main(["report", str(directory), "-o", "/dev/full"]) == 2
     assert capsys.readouterr().err == "api-tracer: /dev/full: cannot write: No space left on device\n"
     assert main(["merge", str(directory), "-o", str(tmp_path / "afile" / "x")]) == 2
@@ -612,7 +680,7 @@ def cli(*args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
     [
         ("api_statistics.yaml", COMMANDS, False),
         ("api_trace.yaml", ("merge",), False),
-        ("api_configs.yaml", ("report",), False),
+        ("api_configs.yaml", ("report", "diff"), False),
         ("api_stacks.yaml", ("report",), True),
     ],
 )
@@ -625,12 +693,7 @@ def test_a_fifo_blocks_nothing(base, tmp_path, name, commands, link):
     if link:
         (directory / name).symlink_to(tmp_path / "fifo")
     for command in commands:
-        args = {
-            "merge": ["merge", str(directory), "-o", str(tmp_path / "out")],
-            "stats": ["stats", str(directory)],
-            "report": ["report", str(directory), "-o", str(tmp_path / "r.html")],
-        }[command]
-        r = cli(*args)
+        r = cli(*argv_of(command, directory, tmp_path, base["merged"]))
         assert "Traceback" not in r.stderr
         assert (r.returncode, r.stderr) == (
             2,

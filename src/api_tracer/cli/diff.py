@@ -45,6 +45,7 @@ def main(args: Any) -> int:
                 "in_b": t.total_b,
                 "counted": t.counted,
                 **t.counts,
+                "sections": len(sink.tallies),  # the summary lines the diff ends with: a cut among them is told
             }
             json_out.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:

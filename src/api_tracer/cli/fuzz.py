@@ -1,20 +1,38 @@
 """`api-tracer fuzz CONFIGS...`: checks the command line (each flag's error
-names it, before any case runs), reads the seeds, runs the campaign
+names it), the campaign's directory (check_directory: it must not replace
+an input, nor files of no campaign) and, with --resume, the campaign's
+files, all before any case runs; reads the seeds, runs the campaign
 (fuzz/campaign.py) and prints what it found. Exit status 1 where it found
-anything."""
+anything, 2 for a bad command line or input (nothing ran), 130 where a
+second signal stopped it before the running cases finished."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import signal
-from typing import Any, List, Tuple
+import sys
+from typing import Any, List, Optional, Tuple
 
-from ..errors import UsageError, warn
+from ..errors import PROG, UsageError, warn
 from ..flags import FUZZ_MAX_BYTES, add_replay_flags, seconds
-from ..formats.io import unmakeable_directory
-from ..fuzz.campaign import ORACLES, RUN_ORACLES, STATE, Campaign, Progress, Settings, oracles_of, read_seeds, summary
-from ..fuzz.findings import FINDINGS
+from ..formats.configs import ranges_beside
+from ..formats.io import check_not_an_input, is_regular, unmakeable_directory
+from ..fuzz.campaign import (
+    ORACLES,
+    OUTPUTS,
+    RUN_ORACLES,
+    STATE,
+    Campaign,
+    Progress,
+    Settings,
+    State,
+    oracles_of,
+    read_seeds,
+    read_state,
+    summary,
+)
+from ..fuzz.findings import FINDINGS, RANGES, REPRODUCERS
 from ..fuzz.mutate import KINDS
 from ..replay.results import first_line
 from ..replay.run import checked_options, prepare_process
@@ -24,6 +42,12 @@ DEFAULT_TIME = 60.0  # seconds, where neither --time nor --budget is given
 DEFAULT_TIMEOUT = 10.0  # seconds a step of a case may take
 # The options of a replay this command takes (flags.py's REPLAY defines their flags).
 OPTIONS = ("device", "imports", "libraries", "max_bytes")
+# --jobs' bound: workers a CPU (more than one: a hanging case holds its worker idle for --timeout; many more
+# only share the CPUs, each case slower, past --timeout), and each worker's memory besides its case's tensors
+# (about 42 MB measured: torch imported), with --max-bytes of tensors on every worker at once within the
+# memory (past it the kernel's OOM killer kills workers: false crashes).
+JOBS_PER_CPU = 4
+WORKER_BYTES = 64 << 20
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -42,7 +66,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--time", type=seconds, metavar="SECONDS", help=f"run this long (default {DEFAULT_TIME:g} s unless --budget)"
     )
     budget.add_argument("--budget", type=int, metavar="N", help="run this many cases")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help=f"worker processes (default 1; at most {JOBS_PER_CPU} a CPU, and as many as --max-bytes each fit in "
+        "the memory)",
+    )
     p.add_argument("--seed", type=int, default=0, help="the campaign's random seed (default 0)")
     p.add_argument("--mutate", default=",".join(KINDS), help=f"the kinds of mutation (default {','.join(KINDS)})")
     p.add_argument(
@@ -55,7 +85,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help=f"a case's step running longer is a hang; its worker is killed (default {DEFAULT_TIMEOUT:g})",
+        help=f"a case's step running longer is killed, and run again with 4 times as long: a hang if it times out "
+        f"again (default {DEFAULT_TIMEOUT:g})",
     )
     add_replay_flags(p.add_argument, OPTIONS, max_bytes=FUZZ_MAX_BYTES)
     p.add_argument("--resume", action="store_true", help="go on with the campaign in -o where it stopped")
@@ -72,11 +103,82 @@ def _kinds(text: str) -> Tuple[str, ...]:
     return items
 
 
+def max_jobs(max_bytes: Optional[int]) -> Tuple[int, str]:
+    """The most --jobs this machine takes, and why: JOBS_PER_CPU a CPU this
+    process may run on, and as many workers as fit in the memory (the
+    machine's, or the cgroup's where less) with WORKER_BYTES and
+    `max_bytes` (--max-bytes) each."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    most, why = JOBS_PER_CPU * cpus, f"{JOBS_PER_CPU} a CPU, {cpus} CPUs"
+    memory = _memory()
+    if memory:
+        each = WORKER_BYTES + (max_bytes or 0)
+        fit = max(1, memory // each)
+        if fit < most:
+            most = fit
+            why = (
+                f"each worker's --max-bytes and {WORKER_BYTES >> 20} MiB, {each / 2**30:.2f} GiB, in "
+                f"{memory / 2**30:.1f} GiB of memory; a smaller --max-bytes allows more"
+            )
+    return most, why
+
+
+def _memory() -> int:
+    """The bytes of memory this process's workers may use (0: unknown)."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        memory = 0
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:  # (cgroup v2; "max": no limit)
+            limit = f.read().strip()
+    except OSError:
+        limit = ""
+    if limit.isdigit() and (not memory or int(limit) < memory):
+        memory = int(limit)
+    return max(memory, 0)
+
+
+def check_directory(out: str, configs: List[str], resume: bool) -> None:
+    """A UsageError (or an InputError naming the file) unless the campaign
+    may write its files (campaign.OUTPUTS) in `out`: `out` not a seed
+    file's directory (the campaign's api_value_ranges.yaml there would be
+    read as that file's value ranges); each file there a regular file, and
+    none of them an input by another name (a link to a seed file, or to the
+    value ranges beside one); and, for a new campaign, none there yet (a
+    campaign's: --resume; another's: not its to replace)."""
+    for config in configs:
+        directory = os.path.dirname(config) or os.curdir
+        if os.path.isdir(out) and os.path.samefile(directory, out):
+            raise UsageError(
+                f"fuzz: -o {out} is the directory of the seed file {config}: the campaign's "
+                f"{os.path.join(out, RANGES)} would be read as its value ranges; another -o"
+            )
+    inputs = [*configs, *filter(None, map(ranges_beside, configs))]
+    for name in OUTPUTS:
+        path = os.path.join(out, name)
+        if os.path.lexists(path):
+            is_regular(path)
+        check_not_an_input("fuzz", "-o", path, inputs)
+    state = os.path.join(out, STATE)
+    if resume and not os.path.lexists(state):
+        raise UsageError(f"fuzz: --resume: {out} holds no campaign ({STATE})")
+    if resume:
+        return
+    if os.path.lexists(state) or os.path.lexists(os.path.join(out, FINDINGS)):
+        raise UsageError(f"fuzz: -o {out} holds a campaign: --resume to go on with it, or another -o")
+    for name in (REPRODUCERS, RANGES):
+        path = os.path.join(out, name)
+        if os.path.lexists(path):
+            raise UsageError(
+                f"fuzz: -o {out} holds {path}, of no campaign (there is no {state}): the campaign would "
+                "replace it; another -o"
+            )
+
+
 def settings_of(args: Any) -> Settings:
     for path in args.configs:
         check_readable(path, "fuzz")
-    if args.jobs < 1:
-        raise UsageError("fuzz: --jobs must be at least 1")
     if args.budget is not None and args.budget < 1:
         raise UsageError("fuzz: --budget must be at least 1")
     if not args.timeout > 0:
@@ -89,19 +191,22 @@ def settings_of(args: Any) -> Settings:
     options = checked_options(
         "fuzz", checks=[o for o in oracles if o not in RUN_ORACLES], **{name: getattr(args, name) for name in OPTIONS}
     )
-    state = os.path.join(args.output, STATE)
+    if args.jobs < 1:
+        raise UsageError("fuzz: --jobs must be at least 1")
+    most, why = max_jobs(options.max_bytes)
+    if args.jobs > most:
+        raise UsageError(f"fuzz: --jobs {args.jobs}: at most {most} on this machine ({why})")
     if unmakeable_directory(args.output):
         raise UsageError(f"fuzz: -o {args.output}: {unmakeable_directory(args.output)}")
-    if args.resume and not os.path.exists(state):
-        raise UsageError(f"fuzz: --resume: {args.output} holds no campaign ({STATE})")
-    if not args.resume and (os.path.exists(state) or os.path.exists(os.path.join(args.output, FINDINGS))):
-        raise UsageError(f"fuzz: -o {args.output} holds a campaign: --resume to go on with it, or another -o")
+    check_directory(args.output, args.configs, args.resume)
     time_limit = args.time if args.time is not None else (None if args.budget is not None else DEFAULT_TIME)
     return Settings(args.output, args.seed, kinds, oracles, time_limit, args.budget, args.jobs, args.timeout, options)
 
 
 def main(args: Any) -> int:
     s = settings_of(args)
+    # (read here, checked, before the user's code loads: a damaged campaign.json is said at once)
+    state: Optional[State] = read_state(os.path.join(s.out, STATE)) if args.resume else None
     try:  # here first: a module that does not import is said before any case runs
         prepare_process(s.options)
     except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
@@ -116,30 +221,28 @@ def main(args: Any) -> int:
     except OSError as e:
         raise UsageError(f"fuzz: -o {s.out}: {e.strerror or e}") from None
     campaign = Campaign(seeds, s)
-    if args.resume:
-        try:
-            campaign.resume()
-        except (OSError, ValueError, KeyError) as e:
-            raise UsageError(f"fuzz: --resume: {e}") from None
+    if state is not None:
+        campaign.resume(state)  # (an InputError where the seeds are not the campaign's, or a finding is damaged)
     stop = _stop_on_signals(campaign)
     try:
         campaign.run(Progress())
     finally:
         stop()
     print(summary(campaign), end="")
+    if campaign.aborted:
+        print(f"{PROG}: fuzz: stopped by a second signal: the running cases were killed", file=sys.stderr)
+        return 130
     return 1 if len(campaign.findings) else 0
 
 
 def _stop_on_signals(campaign: Campaign) -> Any:
     """SIGINT and SIGTERM end the campaign after the cases running (its
-    state saved); a second one stops at once. Returns what puts the
-    handlers back."""
+    state saved); a second one kills those (Campaign.stop). Returns what
+    puts the handlers back."""
     before: List[Tuple[int, Any]] = []
 
     def handler(signum: int, frame: Any) -> None:
-        if campaign.stopping:
-            raise KeyboardInterrupt
-        campaign.stopping = True
+        campaign.stop()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         before.append((sig, signal.signal(sig, handler)))

@@ -9,12 +9,12 @@ import argparse
 import contextlib
 import os
 from dataclasses import replace
-from typing import Any, List
+from typing import Any
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 from ..flags import add_replay_flags, seconds
 from ..formats.configs import ranges_beside, read_config_file
-from ..formats.io import unwritable
+from ..formats.io import check_not_an_input, unwritable
 from ..formats.summaries import read_value_ranges
 from ..frameworks import FRAMEWORKS
 from ..replay import user_code
@@ -77,13 +77,6 @@ def check_readable(path: str, command: str) -> None:
         raise UsageError(f"{command}: {path}: not a regular file")
 
 
-def check_not_input(path: str, flag: str, inputs: List[str]) -> None:
-    """A UsageError where the output `path` is one of the files replay reads."""
-    for given in inputs:
-        if os.path.exists(path) and os.path.exists(given) and os.path.samefile(path, given):
-            raise UsageError(f"replay: {flag} {path}: it is {given}, which replay reads")
-
-
 def main(args: Any) -> int:
     check_readable(args.file, "replay")
     if args.jobs < 1:
@@ -106,15 +99,19 @@ def main(args: Any) -> int:
     inputs = [p for p in (args.file, ranges_path) if p]
     for flag, path in (("-o", args.report), ("--junit", args.junit)):
         if path:
-            check_not_input(path, flag, inputs)
+            check_not_an_input("replay", flag, path, inputs)
     if args.junit and unwritable(args.junit):
         raise UsageError(f"replay: --junit {args.junit}: {unwritable(args.junit)}")
     try:  # opened now, its first bytes written: a full disk is said before any config runs
         junit = JunitReport(args.junit) if args.junit else None
+    except InputError as e:  # (a FIFO no process reads)
+        raise UsageError(f"replay: --junit {args.junit}: {e.message}") from None
     except OSError as e:
         raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
     try:
         report = JsonlReport(args.report) if args.report else None
+    except InputError as e:
+        raise UsageError(f"replay: -o {args.report}: {e.message}") from None
     except OSError as e:
         raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
     try:  # here first: a module that does not import is said before any config runs

@@ -8,8 +8,10 @@ import os
 from typing import Any
 
 from ..errors import UsageError
+from ..formats.fileset import find_sets
+from ..formats.io import check_not_an_input
 from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
-from ..report import check_output, read_campaign, read_file, read_profile, write_report
+from ..report import check_output, files_read, read_campaign, read_file, read_profile, write_report
 from ..report.diff_html import is_diff, read_diff
 from ..report.fuzz_html import is_findings, read_findings
 from ..report.replay_html import is_replay_report, read_replay_report
@@ -32,28 +34,35 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def main(args: Any) -> int:
     """Each input is a trace directory, a profile's JSON file, a replay
     report, a fuzz campaign (its directory, or its findings) or a diff
-    (JSON lines), told by what it is and its first line."""
+    (JSON lines), told by what it is and its first line. -o is checked
+    first: that it can be written, and that it is none of the files read."""
     inputs, output = args.inputs, args.output
     check_output(output)
-    trace_dirs, profiles, replays, campaigns, diffs = [], [], [], [], []
-    for item in inputs:
-        if os.path.isdir(item) and os.path.isfile(os.path.join(item, CAMPAIGN_STATE)):
-            campaigns.append(read_campaign(item))
-        elif os.path.isdir(item):
-            trace_dirs.append(item)
-        elif os.path.isfile(item):
-            raw = read_file(item)
-            first = raw.split(b"\n", 1)[0]
-            if is_replay_report(first):
-                replays.append((item, read_replay_report(item, raw)))
-            elif is_findings(first):
-                campaigns.append((item, read_findings(item, raw), {}))
-            elif is_diff(first):
-                diffs.append((item, read_diff(item, raw)))
-            else:
-                profiles.append((item, read_profile(item, raw)))
-        else:
+    campaign_dirs = [d for d in inputs if os.path.isdir(d) and os.path.isfile(os.path.join(d, CAMPAIGN_STATE))]
+    trace_dirs = [d for d in inputs if os.path.isdir(d) and d not in campaign_dirs]
+    files = [f for f in inputs if not os.path.isdir(f)]
+    for item in files:
+        if not os.path.isfile(item):
             raise UsageError(f"report: {item} is neither a directory nor a file")
-    size = write_report(output, trace_dirs, profiles, replays, campaigns, diffs)
+    found = {d: find_sets([d]) for d in trace_dirs}
+    check_not_an_input("report", "-o", output, files_read(found, campaign_dirs, files))
+    profiles, replays, campaigns, diffs = [], [], [], []
+    for item in inputs:
+        if item in found:
+            continue  # a trace directory: its sets, found above, are read as the page is made
+        if item in campaign_dirs:
+            campaigns.append(read_campaign(item))
+            continue
+        raw = read_file(item)
+        first = raw.split(b"\n", 1)[0]
+        if is_replay_report(first):
+            replays.append((item, read_replay_report(item, raw)))
+        elif is_findings(first):
+            campaigns.append((item, read_findings(item, raw), {}))
+        elif is_diff(first):
+            diffs.append((item, read_diff(item, raw)))
+        else:
+            profiles.append((item, read_profile(item, raw)))
+    size = write_report(output, trace_dirs, profiles, replays, campaigns, diffs, found_sets=found)
     print(f"wrote {output} ({size:,} bytes)")
     return 0

@@ -5,14 +5,16 @@ are new in B, gone from A, or called a different number of times.
 A and B are trace directories; each holds one set per level suffix (merge
 several into one first). APIs and their calls come from the statistics;
 configs from api_config_sources.yaml where both sets have one (calls per
-config known), else from api_configs.yaml (new and gone only). The config
-files are sorted, so they are compared as two streams side by side: memory
-does not grow with the configs, whatever their number. The text lists the
-first --limit of each kind; --json writes every one as it is found, a JSON
-object a line ({"set", "what", "kind", "name", "a", "b"}: the calls in A
+config known), else from api_configs.yaml (new and gone only), each read
+as stats, merge and report read them (formats/configs.py: set_configs).
+The config files are sorted, so they are compared as two streams side by
+side: memory does not grow with the configs, whatever their number. The
+text lists the first --limit of each kind; --json writes every one as it
+is found, a JSON object a line ({"set", "what", "kind", "name", "a", "b"}: the calls in A
 and in B, null where absent or not known), then a line per section with
 its counts ({"kind": "summary", "in_a", "in_b", "new", "gone", "changed",
-"counted"}); `api-tracer report` shows such a file as a pane.
+"counted", "sections": how many summary lines there are, so that a file cut
+among them is told}); `api-tracer report` shows such a file as a pane.
 """
 
 from __future__ import annotations
@@ -23,33 +25,23 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, TextIO, Tuple
 
 from ..errors import UsageError
+from ..formats.configs import set_configs
 from ..formats.fileset import FileSet, find_sets, group_by_suffix
-from ..formats.io import shown, sorted_lines
-from ..formats.sources import SOURCES, SourcesFile, sources_path
-from ..formats.statistics import statistics_of
+from ..formats.io import shown
+from ..formats.sources import sources_path
+from ..formats.statistics import Statistics, statistics_of
 
 KINDS = ("new", "gone", "changed")  # what a difference is
 SUMMARY = "summary"  # the kind of --json's last lines: a section's counts
+SECTIONS = ("level", "apis", "configs")  # what a section is of: a level only one side has, or a level's APIs, configs
 FAIL_ON = ("new", "gone", "any")  # --fail-on: which differences make the exit status 1
 
 
-def _plain_configs(path: str) -> Iterator[Tuple[str, Optional[int]]]:
-    """api_configs.yaml's lines, checked sorted (calls unknown: None)."""
-    return ((line, None) for line in sorted_lines(path, "config lines"))
-
-
-def _sourced_configs(path: str) -> Iterator[Tuple[str, Optional[int]]]:
-    f = SourcesFile(path)
-    try:
-        for _, e in f.entries():
-            yield e.config, e.calls
-    finally:
-        f.close()
-
-
-def config_stream(s: FileSet, counted: bool) -> Iterator[Tuple[str, Optional[int]]]:
-    """The set's configs in order, with their calls when `counted`."""
-    return _sourced_configs(s.path(SOURCES)) if counted else _plain_configs(s.path("api_configs.yaml"))
+def config_stream(s: FileSet, stats: Statistics, counted: bool) -> Iterator[Tuple[str, Optional[int]]]:
+    """The set's configs in order, with their calls when `counted` (else
+    None), read a line at a time as every command reads them (set_configs)."""
+    configs = set_configs(s, stats)
+    return configs if counted else ((line, None) for line, _ in configs)
 
 
 Item = Tuple[str, Optional[int]]  # (name, its calls; None: not known)
@@ -143,7 +135,7 @@ def diff_sets(a: FileSet, b: FileSet, where: str, sink: Sink) -> None:
     counted = sources_path(a) is not None and sources_path(b) is not None
     configs = sink.section(where, "configs")
     configs.counted = counted
-    for config, x, y in joined(config_stream(a, counted), config_stream(b, counted)):
+    for config, x, y in joined(config_stream(a, stats_a, counted), config_stream(b, stats_b, counted)):
         sink.add(configs, where, "configs", config, x, y)
 
 

@@ -18,15 +18,15 @@ The formats are each framework's (frameworks/NAME/__init__.py:
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Callable, Dict, Iterable, List, NamedTuple, Tuple
 
 from ..errors import UsageError, warn
 from ..formats.configs import Config, config_lines, foreign_reader
+from ..formats.fileset import set_file_beside
 from ..formats.foreign import UNREADABLE, LeftOut
-from ..formats.io import open_regular, read_all, replace_atomically, unwritable
-from ..formats.sources import config_calls
+from ..formats.io import check_not_an_input, open_regular, read_all, replace_atomically, unwritable
+from ..formats.sources import SOURCES, config_calls
 from ..frameworks import exports, load
 
 
@@ -62,9 +62,10 @@ def export(configs_path: str, form: str, output: str) -> str:
 
 
 def _check_paths(configs: str, output: str) -> None:
+    """That CONFIGS can be read and FILE written, and is none of the files
+    export reads (CONFIGS, and the api_config_sources.yaml beside it)."""
     open_regular(configs).close()  # an InputError where it is missing or not a regular file
-    if os.path.exists(output) and os.path.samefile(configs, output):
-        raise UsageError(f"export: -o {output}: it is {configs}, which export reads")
+    check_not_an_input("export", "-o", output, [p for p in (configs, set_file_beside(configs, SOURCES)) if p])
     why = unwritable(output)
     if why:
         raise UsageError(f"export: -o {output}: {why}")

@@ -1,19 +1,21 @@
 """Files of config lines, read back: a set's api_configs.yaml, checked
-line by line (`read_set_configs`), and any file a user hands replay, fuzz
-or export (`read_config_file`: a set's api_configs.yaml or api_trace.txt, a
-file of lines of their own, or another tool's format a framework reads),
-each line a `Config`; and one config line parsed, its errors located."""
+line by line, and against its api_config_sources.yaml where it has one
+(`set_configs`, the one reader of it for every command), and any file a
+user hands replay, fuzz or export (`read_config_file`: a set's
+api_configs.yaml or api_trace.txt, a file of lines of their own, or
+another tool's format a framework reads), each line a `Config`; and one
+config line parsed, its errors located."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..config import api_of, parse_arguments
 from ..errors import ConfigSyntaxError, InputError, warn
-from .fileset import FileSet
-from .io import decode_leniently, open_regular, read_all, read_text
+from .fileset import FileSet, set_file_beside
+from .io import decode_leniently, open_regular, read_all, sorted_lines
+from .sources import SOURCES, SourcesFile
 from .statistics import Statistics, checked_api
 
 
@@ -54,32 +56,78 @@ def parse_config(line: str, path: str, lineno: int) -> Tuple[List[Any], Dict[str
     return args, kwargs
 
 
-def read_set_configs(s: FileSet, stats: Optional[Statistics] = None) -> List[str]:
-    """The set's config lines (api_configs.yaml), each checked to parse.
-    With the set's statistics: an API they count that has no config line is
-    said (a warning): the file is cut, or of another snapshot than they."""
+def set_configs(s: FileSet, stats: Optional[Statistics] = None) -> Iterator[Tuple[str, Optional[int]]]:
+    """The set's config lines with their calls (None where the set has no
+    api_config_sources.yaml), a line at a time: the one reader of a set's
+    configs for every command (stats, merge, diff, report), so that each
+    gives a damaged file one verdict. The lines are checked as
+    set_config_lines checks them, and against api_config_sources.yaml
+    (with_calls). With the set's statistics, once the last is read: an API
+    they count that has no config line is said (a warning): the file is
+    cut, or of another snapshot than they."""
+    have = set()
+    for config, calls in with_calls(s, set_config_lines(s)):
+        have.add(api_of(config))
+        yield config, calls
+    missing = [api for api, _ in stats.counts if api not in have] if stats is not None else []
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        warn(
+            f"{s.path('api_configs.yaml')}: no config line of {missing[0]}{more}, which {stats.path}:"
+            f"{stats.lines[missing[0]]} counts: the file is cut, or older than the statistics (a full disk)"
+        )
+
+
+def set_config_lines(s: FileSet) -> Iterator[str]:
+    """The lines of the set's api_configs.yaml, a chunk of the file read at
+    a time, each checked as the tracer writes them: UTF-8, after the one
+    before it in byte-wise order (each once), parsing (parse_config); an
+    InputError naming path:line at the first that is not, or where the
+    file ends inside a line."""
     path = s.path("api_configs.yaml")
     if not s.has("api_configs.yaml"):
         raise InputError(path, "no such file: a file set has one beside its api_statistics file")
-    text = read_text(path)
-    if text and not text.endswith("\n"):
-        raise InputError(path, "ends inside a line: the file was cut", text.count("\n") + 1)
-    configs = []
-    for lineno, line in enumerate(text.split("\n")[:-1], start=1):
-        if not line or line.startswith("#"):
-            continue
-        parse_config(line, path, lineno)
-        configs.append(line)
-    if stats is not None:
-        have = {api_of(line) for line in configs}
-        missing = [api for api, _ in stats.counts if api not in have]
-        if missing:
-            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            warn(
-                f"{path}: no config line of {missing[0]}{more}, which {stats.path}:{stats.lines[missing[0]]} "
-                "counts: the file is cut, or older than the statistics (a full disk)"
-            )
-    return configs
+    return sorted_lines(path, "config lines", _check_config)
+
+
+def _check_config(path: str, line: str, lineno: int) -> None:
+    parse_config(line, path, lineno)
+
+
+_TOGETHER = "the two are written together and hold the same lines"  # (as merge says it: core/sources_merge.cc)
+
+
+def with_calls(s: FileSet, configs: Iterator[str]) -> Iterator[Tuple[str, Optional[int]]]:
+    """The set's config lines `configs` with their calls: from its
+    api_config_sources.yaml where it has one (read by the C++ reader, each
+    entry checked), each entry held against the line it is written with
+    (the two files hold the same lines, as merge checks them too), else
+    None. An InputError naming api_configs.yaml:line where they differ."""
+    lines = enumerate(configs, 1)
+    if not s.has(SOURCES):
+        yield from ((line, None) for _, line in lines)
+        return
+    sources, path = s.path(SOURCES), s.path("api_configs.yaml")
+    f = SourcesFile(sources)
+    try:
+        for lineno, e in f.entries():
+            line = next(lines, None)
+            if line is None:
+                raise InputError(path, f"ends before the config of {sources}:{lineno}: {_TOGETHER}")
+            if line[1] != e.config:
+                raise InputError(path, f"differs from {sources}:{lineno} (the configs there): {_TOGETHER}", line[0])
+            yield e.config, e.calls
+        extra = next(lines, None)
+        if extra is not None:
+            raise InputError(path, f"a config past the last of {sources}: {_TOGETHER}", extra[0])
+    finally:
+        f.close()
+
+
+def read_set_configs(s: FileSet, stats: Optional[Statistics] = None) -> List[str]:
+    """The set's config lines, all of them, checked as set_configs checks
+    them (against the set's api_config_sources.yaml too, where it has one)."""
+    return [line for line, _ in set_configs(s, stats)]
 
 
 def read_config_file(path: str) -> List[Config]:
@@ -118,16 +166,6 @@ def foreign_reader(data: bytes) -> Any:
     from ..frameworks import readers
 
     return next((r for r in readers() if r.sniff(data)), None)
-
-
-def set_file_beside(config_file: str, name: str) -> Optional[str]:
-    """The file `name` (a name of the set's table: "api_value_ranges.yaml")
-    of the set `config_file` belongs to, if it is there: in its directory,
-    with its _level_N suffix (none: the merged set's)."""
-    directory, base = os.path.split(config_file)
-    stem = os.path.splitext(base)[0]
-    fileset = FileSet(directory, stem[stem.index("_level_") :] if "_level_" in stem else "")
-    return fileset.path(name) if fileset.has(name) else None
 
 
 def ranges_beside(config_file: str) -> Optional[str]:

@@ -126,3 +126,13 @@ def group_by_suffix(sets: List[FileSet]) -> Dict[str, List[FileSet]]:
     for s in sets:
         groups.setdefault(s.suffix, []).append(s)
     return groups
+
+
+def set_file_beside(config_file: str, name: str) -> Optional[str]:
+    """The file `name` (a name of the set's table: "api_value_ranges.yaml")
+    of the set `config_file` belongs to, if it is there: in its directory,
+    with its _level_N suffix (none: the merged set's)."""
+    directory, base = os.path.split(config_file)
+    stem = os.path.splitext(base)[0]
+    fileset = FileSet(directory, stem[stem.index("_level_") :] if "_level_" in stem else "")
+    return fileset.path(name) if fileset.has(name) else None

@@ -12,9 +12,9 @@ import errno
 import fcntl
 import os
 import stat
-from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, TextIO, Tuple, Union
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 
 # -- regular files only -------------------------------------------------------------------
 
@@ -214,21 +214,31 @@ def temporary_of(path: str) -> str:
     return os.path.join(directory, f".{name}.tmp")
 
 
+def _existing_mode(path: str) -> Optional[int]:
+    """The mode of what `path` names, a link followed; None where nothing
+    is there. An InputError for a link to nothing: writing through it would
+    make a file where the link points, which is not the file named."""
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.lexists(path):
+            raise InputError(path, "cannot write: a symbolic link to nothing") from None
+        return None
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror or e}") from None
+
+
 def replace_atomically(path: str, data: Union[str, bytes]) -> None:
     """`path` holding `data` (text is written as UTF-8), or as it was: a
     regular file (or a new one) is written beside it, flushed to the disk,
     then renamed over it (over a link's target, the link kept), so that no
     reader, nor a kill at any moment, finds it half written. Anything else
     there (a device, /dev/stdout, a FIFO a process reads) is written as it
-    is, never replaced; a FIFO no process reads is an error, not a wait. An
-    InputError naming `path` where it cannot be written."""
+    is, never replaced; a FIFO no process reads is an error, not a wait,
+    and so is a link to nothing. An InputError naming `path` where it
+    cannot be written."""
     content = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        mode: Optional[int] = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as e:
-        raise InputError(path, f"cannot write: {e.strerror or e}") from None
+    mode = _existing_mode(path)
     if mode is not None and not stat.S_ISREG(mode):
         _write_through(path, content)
         return
@@ -248,15 +258,39 @@ def replace_atomically(path: str, data: Union[str, bytes]) -> None:
         raise InputError(path, f"cannot write: {e.strerror or e}") from None
 
 
-def _write_through(path: str, content: bytes) -> None:
-    """`content` written into what is at `path` (not a regular file)."""
+def open_output(path: str) -> TextIO:
+    """`path` opened to write text into as it comes (a report written a
+    line at a time, each flushed, so that a crash loses none before it): a
+    regular file (or a new one) truncated, a link's target the same, and
+    anything else (a device, a FIFO a process reads) written as it is. A
+    FIFO no process reads, or a link to nothing, is an InputError naming
+    `path`, not a wait."""
+    _existing_mode(path)
+    return os.fdopen(_open_for_writing(path, os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8")
+
+
+def _open_for_writing(path: str, flags: int = 0) -> int:
+    """A descriptor of `path` open for writing, blocking; opened without
+    blocking first, so that a FIFO no process reads is an InputError (not
+    a wait for a reader that may never come)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | flags, 0o666)
     except OSError as e:
-        why = "a FIFO no process reads" if e.errno == errno.ENXIO else e.strerror or str(e)
+        unread_fifo = e.errno == errno.ENXIO and stat.S_ISFIFO(os.stat(path).st_mode)
+        why = "a FIFO no process reads" if unread_fifo else e.strerror or str(e)
         raise InputError(path, f"cannot write: {why}") from None
     try:
         os.set_blocking(fd, True)
+    except OSError as e:
+        os.close(fd)
+        raise InputError(path, f"cannot write: {e.strerror or e}") from None
+    return fd
+
+
+def _write_through(path: str, content: bytes) -> None:
+    """`content` written into what is at `path` (not a regular file)."""
+    fd = _open_for_writing(path)
+    try:
         view = memoryview(content)
         while view:
             view = view[os.write(fd, view) :]
@@ -266,13 +300,35 @@ def _write_through(path: str, content: bytes) -> None:
         os.close(fd)
 
 
+def check_not_an_input(command: str, flag: str, output: str, inputs: Iterable[str]) -> None:
+    """A UsageError (`COMMAND: FLAG OUTPUT is one of its inputs (INPUT,
+    which COMMAND reads)`) where the file `output` names is one of the
+    files the command reads, by another name too (a link, a hard link):
+    writing it would destroy what the command is reading. Checked before
+    any work, by every command that writes a file (export, replay, report)."""
+    try:
+        written = os.stat(output)
+    except OSError:
+        return  # nothing there yet (or nothing that can be read): no input to write over
+    for given in inputs:
+        try:
+            read = os.stat(given)
+        except OSError:
+            continue
+        if (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino):
+            raise UsageError(f"{command}: {flag} {output} is one of its inputs ({given}, which {command} reads)")
+
+
 def unwritable(path: str) -> str:
     """Why the file `path` cannot be written ("" where it can), as far as
     can be known before the work that makes it: it is a directory; its
     directory is missing, or not a directory, or cannot be written (where
-    replace_atomically puts it first); it is there and cannot be written."""
+    replace_atomically puts it first); it is there and cannot be written;
+    it is a link to nothing (replace_atomically refuses one)."""
     if os.path.isdir(path):
         return "is a directory"
+    if os.path.islink(path) and not os.path.exists(path):
+        return "a symbolic link to nothing"
     parent = os.path.dirname(path) or os.curdir
     if not os.path.exists(parent):
         probe = parent

@@ -31,7 +31,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from .. import _C
 from ..errors import InputError, warn
-from .fileset import COUNT_MAX, OUTPUT_FILES, FileSet
+from .fileset import COUNT_MAX, OUTPUT_FILES, FileSet, set_file_beside
 from .io import shown
 from .statistics import Statistics
 
@@ -97,8 +97,6 @@ def config_calls(config_file: str) -> Optional[Dict[str, int]]:
     """Per config line, its calls, for the set that `config_file` (its
     api_configs.yaml, api_trace.txt, ...) belongs to: from the set's
     api_config_sources.yaml; None where the set has none."""
-    from .configs import set_file_beside
-
     path = set_file_beside(config_file, SOURCES)
     return None if path is None else calls_of(path)
 

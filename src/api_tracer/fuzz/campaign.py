@@ -3,7 +3,17 @@ worker processes replay under the oracles (replay.pool: a crash, an abort,
 an OOM kill or a hang is an event, the worker is replaced, and the
 campaign goes on); each finding deduplicated, minimized and kept
 (findings.py) in the campaign's directory, with the campaign's state
-(campaign.json), so that --resume goes on where it stopped.
+(campaign.json, `State`), so that --resume goes on where it stopped: with
+the same seed lines (their digest is kept), the state read back checked
+(read_state), as the findings are.
+
+--budget bounds the cases run, those running counted: no more are drawn
+than it leaves, so no more workers start than there are cases. A stop
+(SIGINT, SIGTERM: `stop`) draws no more cases; what a worker comes to
+while the campaign stops, a death or a timeout (a signal to the process
+group kills workers), is not a finding, and its case is left to --resume.
+Workers ignore SIGINT: a terminal's Ctrl-C reaches the whole process
+group, and the campaign stops them itself.
 
 Cases 0 .. seeds-1 are the seeds themselves, unmutated; a seed that does
 not run as it is (invalid, skipped) is left out after that. Then come the
@@ -19,34 +29,48 @@ draws the very same drawn cases again."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
+import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..config import format_line, parse_call
+from ..errors import InputError, warn
 from ..formats.configs import Config, ranges_beside, read_config_file
 from ..formats.io import replace_atomically
+from ..formats.json_fields import INT64, Kind, check_fields, finite, integer, parse_json
 from ..formats.summaries import read_value_ranges
 from ..replay import pool
 from ..replay.options import ReplayOptions
 from ..replay.results import Status
 from ..replay.run import preload, prepare_process
-from .findings import RUN, Finding, Findings, classify
+from .findings import (
+    CHECKS,
+    DEVICE_ORACLE,
+    FINDINGS,
+    RANGES,
+    REPRODUCERS,
+    RUN,
+    Finding,
+    Findings,
+    classify,
+    read_campaign_file,
+)
 from .mutate import KINDS, Line, Mutation, NotApplicable, apply, edges, propose, shrinks, smaller
 
 STATE = "campaign.json"
 WORKER_LOG = "workers.log"  # what the workers print
+OUTPUTS = (STATE, FINDINGS, REPRODUCERS, RANGES, WORKER_LOG)  # the files a campaign writes in its directory
 # What a worker replays under each check before its first case: a replacement worker's first step would
 # otherwise pay for lazy imports and initialization, and on a loaded machine pass --timeout.
 WARM_UP = 'torch.add(Tensor([2, 3], "float32", stride=[1, 2]), Tensor([2, 3], "float32"))'
 ORACLES = ("crash", "hang", "error", "float64", "layout", "repeat")  # the default --oracle
-CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
 RUN_ORACLES = ("crash", "hang", "error")  # found by replaying the case as it is
-DEVICE_ORACLE = "device:"  # device:DEVICE, replay's --check device:DEVICE
 
 
 def oracles_of(text: str) -> Tuple[str, ...]:
@@ -102,6 +126,64 @@ class Settings:
     options: ReplayOptions = field(default_factory=ReplayOptions)
 
 
+@dataclass
+class State:
+    """A campaign's campaign.json: where --resume goes on from."""
+
+    seed: int  # --seed
+    seeds: int  # how many seed lines
+    next_case: int  # every drawn case below it has finished
+    cases_run: int  # all runs together
+    seconds: float  # all runs together
+    inactive_seeds: List[int]  # the seeds not mutated: they do not run as they are
+    findings: int
+    seed_lines: Optional[str] = None  # seeds_digest of the seed lines; None: written before it was kept
+
+
+CAMPAIGN_STATE = "a campaign's state"
+STATE_FIELDS = {
+    "seed": integer(-INT64 - 1),
+    "seeds": integer(1),
+    "next_case": integer(0),
+    "cases_run": integer(0),
+    "seconds": finite(0),
+    "inactive_seeds": Kind(
+        "a list of distinct seed numbers",
+        lambda v: isinstance(v, list) and all(type(i) is int and i >= 0 for i in v) and len(set(v)) == len(v),
+    ),
+    "findings": integer(0),
+    "seed_lines": Kind(
+        "a SHA-256 digest in hex",
+        lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
+    ),
+}
+STATE_REQUIRED = ("seed", "seeds", "next_case", "cases_run", "seconds", "inactive_seeds", "findings")
+
+
+def read_state(path: str) -> State:
+    """The campaign.json at `path`, each field checked (STATE_FIELDS: its
+    type and range; the inactive seeds among the seeds); an InputError
+    naming it where it is not as a campaign writes it."""
+    text = read_campaign_file(path)
+    record = check_fields(
+        parse_json(text, path, CAMPAIGN_STATE), STATE_FIELDS, path, CAMPAIGN_STATE, required=STATE_REQUIRED, closed=True
+    )
+    past = [i for i in record["inactive_seeds"] if i >= record["seeds"]]
+    if past:
+        raise InputError(
+            path,
+            f"not {CAMPAIGN_STATE}: an inactive seed {past[0]}, of {record['seeds']} seed lines (0 to "
+            f"{record['seeds'] - 1})",
+        )
+    return State(**record)
+
+
+def seeds_digest(seeds: Sequence["Seed"]) -> str:
+    """What tells a campaign's seed lines from others (campaign.json's
+    seed_lines): the SHA-256 of the lines, in order."""
+    return hashlib.sha256("".join(s.text + "\n" for s in seeds).encode("utf-8", "backslashreplace")).hexdigest()
+
+
 def render(line: Line) -> str:
     """A parsed (and mutated) line written as a config line."""
     return format_line(line.api, line.args, line.kwargs, show_device=True, show_requires_grad=True)
@@ -130,9 +212,11 @@ def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
 
 def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: str) -> None:
     """Runs cases: each replayed as it is, then, if it ran, under each
-    check; says which (pool.started) as it goes. What the cases print
+    check; says which (pool.started) as it goes. SIGINT is ignored: the
+    campaign stops its workers itself. What the cases print
     (torch's warnings, the C library's last words before an abort) goes
     to `log`, not to the campaign's terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C reaches the process group: the campaign stops it)
     from ..replay import replay_one
 
     with open(log, "ab") as f:
@@ -228,51 +312,80 @@ class Campaign:
         self.edges = self._edge_plan()  # (seed, mutation) of cases seeds .. seeds + len(edges) - 1
         self.started = time.monotonic()
         self.saved = 0.0
-        self.stopping = False
+        self.stopping = False  # stop(): no case more is sent
+        self.aborted = False  # stop() again: the running cases are killed
 
     # -- state --------------------------------------------------------------
-    def state(self) -> Dict[str, Any]:
-        return {
-            "seed": self.s.seed,
-            "seeds": len(self.seeds),
-            "next_case": self.done_below,
-            "cases_run": self.cases_run,
-            "seconds": round(self.elapsed + self.now(), 3),
-            "inactive_seeds": sorted(set(range(len(self.seeds))) - set(self.active)),
-            "findings": len(self.findings),
-        }
+    def state(self) -> State:
+        return State(
+            seed=self.s.seed,
+            seeds=len(self.seeds),
+            next_case=self.done_below,
+            cases_run=self.cases_run,
+            seconds=round(self.elapsed + self.now(), 3),
+            inactive_seeds=sorted(set(range(len(self.seeds))) - set(self.active)),
+            findings=len(self.findings),
+            seed_lines=seeds_digest(self.seeds),
+        )
 
-    def resume(self) -> None:
-        with open(os.path.join(self.s.out, STATE), encoding="utf-8") as f:
-            state = json.load(f)
-        if state.get("seeds") != len(self.seeds) or state.get("seed") != self.s.seed:
-            raise ValueError(
-                f"{self.s.out}/{STATE}: the campaign ran {state.get('seeds')} seed lines with --seed "
-                f"{state.get('seed')}; these are {len(self.seeds)} with --seed {self.s.seed}"
+    def resume(self, state: State) -> None:
+        """Goes on from `state` (read_state of the directory's
+        campaign.json) with the findings kept there (read checked). An
+        InputError naming campaign.json where the campaign ran other seed
+        lines, or another --seed: its case numbers would name other cases."""
+        path = os.path.join(self.s.out, STATE)
+        digest = seeds_digest(self.seeds)
+        if state.seed != self.s.seed:
+            raise InputError(path, f"the campaign ran with --seed {state.seed}, not {self.s.seed}")
+        if state.seeds != len(self.seeds) or state.seed_lines not in (None, digest):
+            raise InputError(
+                path,
+                f"the campaign ran other seed lines ({state.seeds}, sha256 {(state.seed_lines or '?')[:16]}) than "
+                f"these ({len(self.seeds)}, sha256 {digest[:16]}): --resume goes on with the seed lines it began with",
             )
-        self.next_id = self.done_below = int(state["next_case"])
-        self.cases_run, self.elapsed = int(state["cases_run"]), float(state["seconds"])
-        inactive = set(state.get("inactive_seeds", []))
+        if state.seed_lines is None:
+            warn(f"{path}: no digest of the seed lines (written by an earlier version): the seed lines are not checked")
+        self.next_id = self.done_below = state.next_case
+        self.cases_run, self.elapsed = state.cases_run, state.seconds
+        inactive = set(state.inactive_seeds)
         self.active = [i for i in range(len(self.seeds)) if i not in inactive]
         self.findings.load()
 
     def save(self) -> None:
         self.findings.save()
-        replace_atomically(os.path.join(self.s.out, STATE), json.dumps(self.state(), indent=1) + "\n")
+        replace_atomically(os.path.join(self.s.out, STATE), json.dumps(asdict(self.state()), indent=1) + "\n")
         self.saved = time.monotonic()
 
     def now(self) -> float:
         return time.monotonic() - self.started
 
     # -- drawing ------------------------------------------------------------
+    def stop(self) -> None:
+        """The first call: no case more is sent, and the running ones
+        finish; a second: those are killed too. Either way the state is
+        saved, and a case that did not finish is left to --resume."""
+        self.aborted = self.stopping
+        self.stopping = True
+
     def out_of_time(self) -> bool:
+        """Whether no case more is to be drawn: a stop, --time spent, or
+        --budget's cases run or running."""
         if self.stopping:
             return True
-        if self.s.budget is not None and self.cases_run >= self.s.budget:
+        if self.s.budget is not None and self.cases_run + self._drawn_in_flight() >= self.s.budget:
             return True
         return self.s.time_limit is not None and self.elapsed + self.now() >= self.s.time_limit
 
+    def _drawn_in_flight(self) -> int:
+        """The drawn cases sent and not finished: running, or to run again (confirm)."""
+        return sum(1 for c in (*self.running.values(), *self.confirm) if c.minimizing is None)
+
     def feed(self) -> Optional[Tuple[Any, ...]]:
+        """The next task for a free worker: a timed-out case to confirm, a
+        minimization candidate, or the next drawn case; None once stopping,
+        or when no case is left to draw."""
+        if self.stopping:
+            return None
         if self.confirm:
             return self._send(self.confirm.pop(0))
         for signature, m in list(self.minimizers.items()):
@@ -359,7 +472,11 @@ class Campaign:
 
     # -- results ------------------------------------------------------------
     def on_event(self, key: int, event: Any) -> None:
+        """What a case came to (pool.Done, Died, TimedOut): counted, and a
+        finding added (and minimized) or counted once more."""
         case = self.running.pop(key)
+        if self.stopping and not isinstance(event, pool.Done):
+            return  # (killed with the campaign, say by a signal to the process group: no finding; not run)
         if isinstance(event, pool.TimedOut):
             index = self.seed_index[id(case.seed)]
             self.timeouts[index] = self.timeouts.get(index, 0) + 1
@@ -430,10 +547,10 @@ class Campaign:
                 progress(self)
 
         try:
-            workers.run(self.feed, self.on_event, tick=tick)
+            workers.run(self.feed, self.on_event, stop=lambda: self.aborted, tick=tick)
         finally:
             for m in self.minimizers.values():  # (a stop before they finished: they are as far as they got)
-                m.finding.minimized = False
+                m.finding.minimized = m.finished
             self.elapsed += self.now()
             self.started = time.monotonic()
             self.save()

@@ -4,11 +4,17 @@ campaign's directory as they change, each file replaced whole (written
 aside, then renamed), so that a kill at any moment leaves the last
 complete state:
 
-- findings.jsonl: one JSON object a finding (FIELDS);
+- findings.jsonl: one JSON object a finding (`Finding`'s fields);
 - findings.yaml: the reproducer lines alone, for api-tracer replay;
 - api_value_ranges.yaml: the value profiles those lines' integer tensors
   were drawn from, where they had some (replay reads it beside
-  findings.yaml)."""
+  findings.yaml).
+
+What a campaign reads back (findings.jsonl here, campaign.json in
+campaign.py; --resume, the report) is read by `read_campaign_file` and
+checked against its fields' types and ranges (formats/json_fields.py): a file
+that is not as a campaign writes it is an InputError naming it (and the
+line), before any case runs."""
 
 from __future__ import annotations
 
@@ -22,8 +28,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _C
+from ..config import parse_call
+from ..errors import InputError
 from ..formats.fileset import OUTPUT_FILES
-from ..formats.io import replace_atomically
+from ..formats.io import decode, open_regular, read_all, replace_atomically
+from ..formats.json_fields import BOOLEAN, LINE, STRING, STRINGS, Kind, check_fields, integer, one_of, parse_json
 from ..formats.summaries import read_value_ranges
 from ..replay.results import Status
 
@@ -34,6 +43,8 @@ RANGES = OUTPUT_FILES["api_value_ranges.yaml"].name()
 
 KINDS = ("crash", "hang", "error", "mismatch")
 RUN = "run"  # the oracle of a plain replay: crash, hang and error are found there
+CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
+DEVICE_ORACLE = "device:"  # device:DEVICE, replay's --check device:DEVICE
 
 # A Python exception that is not a clean error of torch's (which raises
 # RuntimeError, ValueError, TypeError, IndexError, NotImplementedError with a
@@ -77,6 +88,87 @@ class Finding:
     def check(self) -> Optional[str]:
         """The replay --check that shows it (None: a plain replay)."""
         return None if self.oracle == RUN else self.oracle
+
+
+# -- reading a campaign's files back ---------------------------------------------------------------
+
+# The most bytes of a campaign file read back: far more than a campaign writes (its findings are one a
+# signature; its state a few numbers and a number a seed line), so that a file that is none of its (a
+# sparse terabyte, say) is refused before it is read into memory.
+MAX_FILE_BYTES = 1 << 28
+
+
+def read_campaign_file(path: str) -> str:
+    """The text of a campaign's file: a regular file (formats/io.py's
+    open_regular: a FIFO or a device is refused before anything waits on
+    it), at most MAX_FILE_BYTES, UTF-8; else an InputError naming it."""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(path, f"{size:,} bytes: no campaign writes more than {MAX_FILE_BYTES:,} here")
+        return decode(read_all(path, f), path, 1)
+
+
+def _oracle(value: Any) -> bool:
+    if value == RUN or value in CHECKS:
+        return True
+    return isinstance(value, str) and value.startswith(DEVICE_ORACLE) and value != DEVICE_ORACLE and LINE.test(value)
+
+
+# findings.jsonl's fields: Finding's, each checked (those with a default may be left out)
+FINDING_FIELDS = {
+    "kind": one_of(*KINDS),
+    "api": LINE,
+    "oracle": Kind(f"{RUN}, one of {', '.join(CHECKS)} or {DEVICE_ORACLE}DEVICE", _oracle),
+    "line": LINE,
+    "seed_line": LINE,
+    "file": LINE,
+    "mutation": STRINGS,
+    "signature": LINE,
+    "message": STRING,
+    "count": integer(1),
+    "case": integer(0),
+    "minimized": BOOLEAN,
+}
+FINDING_REQUIRED = ("kind", "api", "oracle", "line", "seed_line", "file", "mutation", "signature", "message")
+FINDING = "a finding"
+
+
+def parse_findings(path: str, text: str) -> List[Finding]:
+    """The findings of a findings.jsonl's text, each line checked: a JSON
+    object of FINDING_FIELDS, its line a config line, its signature no
+    other line's. An InputError naming path:line at the first that is not;
+    blank lines are skipped (an empty file: a campaign that found nothing)."""
+    findings: List[Finding] = []
+    signatures: Dict[str, int] = {}
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        if not raw.strip():
+            continue
+        record = check_fields(
+            parse_json(raw, path, FINDING, lineno),
+            FINDING_FIELDS,
+            path,
+            FINDING,
+            lineno,
+            required=FINDING_REQUIRED,
+            closed=True,
+        )
+        try:
+            parse_call(record["line"])
+        except ValueError as e:
+            raise InputError(path, f"not {FINDING}: its line is not a config line ({e})", lineno) from None
+        if record["signature"] in signatures:
+            raise InputError(
+                path, f"not {FINDING}: the signature of line {signatures[record['signature']]} again", lineno
+            )
+        signatures[record["signature"]] = lineno
+        findings.append(Finding(**record))
+    return findings
+
+
+def read_findings(path: str) -> List[Finding]:
+    """The findings of the findings.jsonl at `path` (parse_findings)."""
+    return parse_findings(path, read_campaign_file(path))
 
 
 @dataclass
@@ -157,20 +249,13 @@ class Findings:
         return len(self.by_signature)
 
     def load(self) -> None:
-        """The findings a campaign in the directory wrote (--resume)."""
+        """The findings a campaign in the directory wrote (--resume), each
+        checked (read_findings); none where it wrote no findings.jsonl."""
         path = os.path.join(self.directory, FINDINGS)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             return
-        with open(path, encoding="utf-8") as f:
-            for number, text in enumerate(f, 1):
-                if not text.strip():
-                    continue
-                try:
-                    record = json.loads(text)
-                    finding = Finding(**record)
-                except (ValueError, TypeError) as e:
-                    raise ValueError(f"{path}:{number}: not a finding ({e})") from None
-                self.by_signature[finding.signature] = finding
+        for finding in read_findings(path):
+            self.by_signature[finding.signature] = finding
         self.profiles = read_value_ranges(os.path.join(self.directory, RANGES))
 
     def add(

@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from typing import Any, List, Optional
 
+from ..formats.io import open_output
 from .results import Result, Status
 
 
@@ -80,7 +81,7 @@ class JsonlReport:
     result comes (so a crash loses none of the lines before it)."""
 
     def __init__(self, path: str) -> None:
-        self.file = open(path, "w", encoding="utf-8")
+        self.file = open_output(path)  # (a FIFO no process reads: an InputError, not a wait)
 
     def __call__(self, r: Result) -> None:
         self.file.write(r.to_json() + "\n")
@@ -102,7 +103,7 @@ class JunitReport:
     DECLARATION = "<?xml version='1.0' encoding='utf-8'?>\n"
 
     def __init__(self, path: str) -> None:
-        self.file = open(path, "w", encoding="utf-8")
+        self.file = open_output(path)  # (a FIFO no process reads: an InputError, not a wait)
         try:
             self.file.write(self.DECLARATION)
             self.file.flush()

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Sequence, Tuple
+from dataclasses import asdict
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..corpus.coverage import CoverageReport, coverage_of
 from ..errors import InputError, UsageError
-from ..formats.fileset import find_sets
+from ..formats.fileset import OUTPUT_FILES, FileSet, find_sets
 from ..formats.io import open_regular, replace_atomically, unwritable
 from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
+from ..fuzz.campaign import read_state
 from ..fuzz.findings import FINDINGS
 from .coverage_html import coverage_pane
 from .diff_html import diff_pane
@@ -51,16 +53,18 @@ def render(
     replays: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
     campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
     diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
+    found_sets: Optional[Mapping[str, List[FileSet]]] = None,
 ) -> str:
     """The report's HTML: a pane per view of each trace directory, one per
     (name, Profile.raw() data) profile, one per (name, results) replay
     report, one per (name, findings, campaign state) fuzz campaign, one per
     (name, lines) diff, and last the coverage of each trace directory
-    (corpus/coverage.py)."""
+    (corpus/coverage.py). `found_sets`: the sets of each trace directory,
+    where the caller found them already (else they are found here)."""
     panes: List[Tuple[str, str, str]] = []
     coverages: List[Tuple[str, CoverageReport]] = []
     for directory in trace_dirs:
-        sets = find_sets([directory])
+        sets = found_sets[directory] if found_sets is not None else find_sets([directory])
         views = trace_views(directory, sets)
         if not views:
             raise UsageError(f"report: no file set (api_statistics*.yaml) under {directory}")
@@ -105,6 +109,19 @@ def render(
     return page(TITLE, subtitle, switch("views", panes))
 
 
+def files_read(
+    found_sets: Mapping[str, List[FileSet]], campaign_dirs: Sequence[str], files: Sequence[str]
+) -> List[str]:
+    """Every file the report reads of its inputs: each file of each set of
+    each trace directory, each campaign's state and findings, each file
+    named (a profile, a replay report, a campaign's findings, a diff)."""
+    return (
+        [s.path(name) for sets in found_sets.values() for s in sets for name in OUTPUT_FILES]
+        + [os.path.join(d, name) for d in campaign_dirs for name in (CAMPAIGN_STATE, FINDINGS)]
+        + list(files)
+    )
+
+
 def check_output(path: str) -> None:
     """That the page can be written at `path`, as far as that can be known
     before the work (formats/io.py: unwritable)."""
@@ -145,13 +162,7 @@ def read_profile(path: str, raw: bytes = b"") -> Dict[str, Any]:
 
 def read_campaign(directory: str) -> Tuple[str, List[Dict[str, Any]], Dict[str, Any]]:
     """A fuzz campaign's directory: (name, its findings, its state)."""
-    path = os.path.join(directory, CAMPAIGN_STATE)
-    try:
-        state = json.loads(read_file(path).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise InputError(path, f"not a campaign's state (JSON: {e})") from None
-    if not isinstance(state, dict):
-        raise InputError(path, "not a campaign's state (a JSON object)")
+    state = asdict(read_state(os.path.join(directory, CAMPAIGN_STATE)))  # (checked: fuzz/campaign.py)
     findings_path = os.path.join(directory, FINDINGS)
     findings = read_findings(findings_path, read_file(findings_path)) if os.path.exists(findings_path) else []
     return directory, findings, state

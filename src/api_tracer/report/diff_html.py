@@ -4,16 +4,26 @@ chart of the counts and a sortable, filterable table of each difference."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from collections import Counter
+from typing import Any, Dict, List, Tuple
 
-from ..corpus.diff import KINDS, SUMMARY
+from ..corpus.diff import KINDS, SECTIONS, SUMMARY
 from ..errors import InputError
+from ..formats.json_fields import BOOLEAN, COUNT, STRING, check_fields, one_of, optional
 from .charts import bar_chart
 from .page import Column, esc, note, number, sortable_table, tag, text
-from .replay_html import read_json_lines
+from .replay_html import check_whole, json_lines, read_json_lines
 
 FIELDS = ("set", "what", "kind")  # what every line of a diff has
 ROWS = 5000  # differences the table lists; the counts are of all
+
+# What the other fields of each line hold (corpus/diff.py's Sink and cli/diff.py write them).
+DIFFERENCE = {"what": one_of(*SECTIONS), "name": STRING, "a": optional(COUNT), "b": optional(COUNT)}
+COUNTS = ("in_a", "in_b") + KINDS  # what every summary line has
+SUMMARY_KINDS = {"what": one_of(*SECTIONS), **{k: COUNT for k in COUNTS + ("sections",)}, "counted": BOOLEAN}
+
+WHAT = "a line of a diff"
+CUT = "the diff was cut (api-tracer diff --json ends with a summary line per section)"
 
 
 def is_diff(first_line: bytes) -> bool:
@@ -32,18 +42,80 @@ def is_diff(first_line: bytes) -> bool:
 
 
 def read_diff(path: str, data: bytes) -> List[Dict[str, Any]]:
-    """The lines of a diff, each checked; InputError (path:line) at the
-    first that is not one, or where the summary lines are missing."""
-    lines = read_json_lines(path, data, "a line of a diff", FIELDS, "kind", list(KINDS + (SUMMARY,)))
-    for lineno, line in enumerate(lines, 1):
-        counts = ("in_a", "in_b") + KINDS if line["kind"] == SUMMARY else ()
-        if any(not isinstance(line.get(k), int) or isinstance(line.get(k), bool) for k in counts):
-            raise InputError(path, f"a summary line has the counts {', '.join(counts)}", lineno)
-        if line["kind"] != SUMMARY and not isinstance(line.get("name"), str):
-            raise InputError(path, "a difference has its name", lineno)
-    if not any(line["kind"] == SUMMARY for line in lines):
-        raise InputError(path, "no summary line: the diff was cut (api-tracer diff --json ends with them)")
+    """The lines of a diff, each checked (check_line), then checked to be
+    whole (check_sections); InputError (path[:line]) at the first that is
+    not, or where the file was cut."""
+    check_whole(path, data)
+    lines = read_json_lines(path, data, WHAT, FIELDS, "kind", list(KINDS + (SUMMARY,)))
+    numbered = list(zip((lineno for lineno, _ in json_lines(data)), lines))
+    for lineno, line in numbered:
+        check_line(path, lineno, line)
+    check_sections(path, numbered)
     return lines
+
+
+def check_line(path: str, lineno: int, line: Dict[str, Any]) -> None:
+    """One line of a diff: a difference (its name, its calls in A and B:
+    a count, or null where absent or not known; none in A of a new one,
+    none in B of a gone one), or a section's summary (its counts, at most
+    what each side has)."""
+    if line["kind"] == SUMMARY:
+        check_fields(line, SUMMARY_KINDS, path, WHAT, lineno)
+        missing = [k for k in COUNTS if k not in line]
+        if missing:
+            raise InputError(path, f"a summary line without {', '.join(missing)}", lineno)
+        if line["gone"] + line["changed"] > line["in_a"] or line["new"] + line["changed"] > line["in_b"]:
+            raise InputError(path, "a summary that counts more gone or changed than A has, or new than B", lineno)
+        return
+    check_fields(line, DIFFERENCE, path, WHAT, lineno)
+    if "name" not in line:
+        raise InputError(path, "a difference without its name", lineno)
+    side = {"new": "a", "gone": "b"}.get(line["kind"])
+    if side and line.get(side) is not None:
+        raise InputError(path, f"a {line['kind']} difference with calls in {side.upper()}", lineno)
+
+
+def check_sections(path: str, lines: List[Tuple[int, Dict[str, Any]]]) -> None:
+    """That a diff is whole, as `diff --json` writes it: its differences,
+    then one summary line per section (set, what), each counting its
+    section's differences of each kind, each set with its APIs and its
+    configs, as many as each summary's `sections` says (where it says:
+    diffs written before it did are checked without it)."""
+    summaries: Dict[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {}
+    listed: Counter = Counter()  # (set, what, kind) -> differences
+    first_of: Dict[Tuple[str, str], int] = {}  # (set, what) -> the line of its first difference
+    for lineno, line in lines:
+        section = (line["set"], line["what"])
+        if line["kind"] != SUMMARY:
+            if summaries:
+                raise InputError(path, "a difference after the summary lines: two diffs in one file", lineno)
+            listed[section + (line["kind"],)] += 1
+            first_of.setdefault(section, lineno)
+        elif section in summaries:
+            raise InputError(path, f"a second summary of {section[0]}: {section[1]}", lineno)
+        else:
+            summaries[section] = (lineno, line)
+    if not summaries:
+        raise InputError(path, f"no summary line: {CUT}")
+    for (where, what), lineno in first_of.items():
+        if (where, what) not in summaries:
+            raise InputError(path, f"a difference of {where}: {what}, which no summary line counts: {CUT}", lineno)
+    for (where, what), (lineno, line) in summaries.items():
+        for kind in KINDS:
+            if line[kind] != listed[(where, what, kind)]:
+                raise InputError(
+                    path, f"counts {line[kind]} {kind}, but the diff lists {listed[(where, what, kind)]}", lineno
+                )
+        other = {"apis": "configs", "configs": "apis"}.get(what)
+        if other and (where, other) not in summaries:
+            raise InputError(path, f"no summary line of {where}: {other}, beside this one: {CUT}", lineno)
+    said = {line.get("sections") for _, line in summaries.values()}
+    last = max(n for n, _ in summaries.values())
+    if len(said) > 1:
+        raise InputError(path, "summary lines that say different numbers of sections: two diffs in one file", last)
+    sections = said.pop()
+    if sections is not None and sections != len(summaries):
+        raise InputError(path, f"{len(summaries)} summary lines of the {sections} its sections have: {CUT}", last)
 
 
 def _calls(value: Any) -> str:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import asdict
 from typing import Any, Dict, List
 
-from ..fuzz.findings import KINDS
+from ..formats.io import decode
+from ..fuzz.findings import KINDS, parse_findings
 from .page import Column, code, esc, note, number, sortable_table, tag, text
-from .replay_html import read_json_lines
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
 
@@ -26,10 +27,10 @@ def is_findings(first_line: bytes) -> bool:
 
 
 def read_findings(path: str, data: bytes) -> List[Dict[str, Any]]:
-    """The findings of a findings.jsonl, each line checked; InputError at
-    the first that is not one (path:line). An empty file is a campaign
-    that found nothing."""
-    return read_json_lines(path, data, "a finding", FIELDS, "kind", list(KINDS))
+    """The findings of a findings.jsonl, each line checked (fuzz/findings.py's
+    parse_findings); InputError at the first that is not one (path:line).
+    An empty file is a campaign that found nothing."""
+    return [asdict(f) for f in parse_findings(path, decode(data, path, 1))]
 
 
 def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], pane: str) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import InputError
+from ..formats.json_fields import COUNT, MEASURE, SECONDS, STRING, STRING_VALUES, Kind, check_fields, optional
 from ..replay.output import counted
 from ..replay.results import Status
 from .page import Column, code, esc, note, number, sortable_table, tag, text
@@ -28,16 +29,38 @@ def is_replay_report(first_line: bytes) -> bool:
     return isinstance(line, dict) and all(k in line for k in FIELDS)
 
 
+# What each other field of a line holds (replay/results.py's Result, as to_json writes it).
+KINDS: Dict[str, Kind] = {
+    "file": STRING,
+    "line": COUNT,
+    "error": STRING,
+    "message": STRING,
+    "column": COUNT,
+    "seconds": SECONDS,
+    "check": STRING,
+    "compared": STRING,
+    "worst": STRING,
+    "measure": STRING,
+    **{k: optional(MEASURE) for k in ("max_abs_error", "max_rel_error", "rtol", "atol", "excess")},
+    "hashes": optional(STRING_VALUES),
+}
+
+
 def read_json_lines(
-    path: str, data: bytes, what: str, fields: Tuple[str, ...], key: str, values: List[str]
+    path: str,
+    data: bytes,
+    what: str,
+    fields: Tuple[str, ...],
+    key: str,
+    values: List[str],
+    kinds: Optional[Mapping[str, Kind]] = None,
 ) -> List[Dict[str, Any]]:
     """The JSON objects of a JSON-lines file, each checked to be `what`:
-    its `fields` strings, its `key` one of `values`; InputError at the
-    first line that is not one (path:line)."""
+    its `fields` strings, its `key` one of `values`, each field `kinds`
+    names (where it has it) of that kind; InputError at the first line
+    that is not one (path:line)."""
     objects = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
+    for lineno, raw in json_lines(data):
         try:
             line = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
@@ -46,14 +69,29 @@ def read_json_lines(
             raise InputError(path, f"not {what} (it needs {', '.join(fields)})", lineno)
         if line[key] not in values:
             raise InputError(path, f"unknown {key} {line[key]!r} (one of {', '.join(values)})", lineno)
+        check_fields(line, kinds or {}, path, what, lineno)
         objects.append(line)
     return objects
 
 
+def json_lines(data: bytes) -> Iterator[Tuple[int, bytes]]:
+    """(number, bytes) of each line of a JSON-lines file that is not blank."""
+    return ((lineno, raw) for lineno, raw in enumerate(data.split(b"\n"), 1) if raw.strip())
+
+
+def check_whole(path: str, data: bytes) -> None:
+    """That a JSON-lines file the tools write a whole line at a time ends
+    with a newline; InputError at its last line where it does not (cut)."""
+    if data and not data.endswith(b"\n"):
+        raise InputError(path, "ends inside a line: the file was cut", data.count(b"\n") + 1)
+
+
 def read_replay_report(path: str, data: bytes) -> List[Dict[str, Any]]:
-    """The results of a replay report, each line checked; InputError at the
-    first line that is not one (path:line)."""
-    results = read_json_lines(path, data, "a line of a replay report", FIELDS, "status", STATUSES)
+    """The results of a replay report, each line checked (FIELDS, KINDS);
+    InputError at the first line that is not one (path:line), or where the
+    file ends inside a line (a replay killed as it wrote it)."""
+    check_whole(path, data)
+    results = read_json_lines(path, data, "a line of a replay report", FIELDS, "status", STATUSES, KINDS)
     if not results:
         raise InputError(path, "an empty replay report")
     return results

@@ -458,7 +458,7 @@ def test_export_refuses_bad_paths_and_keeps_the_old_file(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == [
         f"api-tracer: {broken}:2:6: a count is a whole number, not 'x'",
-        f"api-tracer: export: -o {configs}: it is {configs}, which export reads",
+        f"api-tracer: export: -o {configs} is one of its inputs ({configs}, which export reads)",
         f"api-tracer: {tmp_path / 'none'}: no such file",
         f"api-tracer: export: -o {tmp_path / 'no' / 'x'}: no directory {tmp_path / 'no'}",
     ]
