@@ -215,6 +215,27 @@ def test_report_refuses_a_damaged_campaign_json(campaign, tmp_path):
     refused(r, f"api-tracer: {state}: ", '"seconds" is "x"')
 
 
+@pytest.mark.parametrize(
+    "file, name", [("campaign.json", n) for n in DAMAGED_STATES] + [("findings.jsonl", n) for n in DAMAGED_FINDINGS]
+)
+def test_every_damaged_campaign_file_is_refused_by_report_too(campaign, tmp_path, capsys, file, name):
+    """The whole corpus above against the other command that reads a
+    campaign (in this process, through api_tracer.cli.main: exit 2 and one
+    line naming the file, never a traceback)."""
+    from api_tracer.cli import main
+
+    _, out = campaign
+    damaged = out / file
+    if file == "campaign.json":
+        damaged.write_bytes(DAMAGED_STATES[name].encode("latin-1"))
+    else:
+        damaged.write_text(_finding() + "\n" + DAMAGED_FINDINGS[name] + "\n")
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"api-tracer: {damaged}") and err.count("\n") == 1, err
+    assert not (tmp_path / "r.html").exists()
+
+
 # -- the output directory over the inputs -----------------------------------------------------------------
 
 RANGED = 'torch.add(Tensor([4, 8], "int64"), Tensor([4, 8], "int64"))'
