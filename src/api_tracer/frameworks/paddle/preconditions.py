@@ -159,17 +159,21 @@ def _ctc_loss(bound: Dict[str, Any]) -> Optional[str]:
     if log_probs.ndim != 3 or labels.ndim != 2:
         return "log_probs must be 3-d (time, batch, classes) and labels 2-d (batch, length)"
     steps, batch, classes = log_probs.shape
+    ranges = (("labels", 0, classes - 1), ("input_lengths", 0, steps), ("label_lengths", 0, labels.shape[1]))
+    return _labels_and_lengths(bound, "labels", classes, batch, ranges)
+
+
+def _labels_and_lengths(bound: Dict[str, Any], labels: str, classes: int, batch: int, ranges: tuple) -> Optional[str]:
+    """A sequence loss's blank among the classes, its labels and lengths one
+    entry per batch entry, each (name, low, high) of `ranges` within them."""
     blank = bound.get("blank", 0)
     if not isinstance(blank, int) or not 0 <= blank < classes:
         return f"blank={blank!r} is not one of the {classes} classes"
-    if labels.shape[0] != batch or input_lengths.numel() != batch or label_lengths.numel() != batch:
-        return f"labels, input_lengths and label_lengths must have one entry per batch entry ({batch})"
-    for name, values, low, high in (
-        ("labels", labels, 0, classes - 1),
-        ("input_lengths", input_lengths, 0, steps),
-        ("label_lengths", label_lengths, 0, labels.shape[1]),
-    ):
-        array = _array(values)
+    counts = (bound[labels].shape[0], bound["input_lengths"].numel(), bound["label_lengths"].numel())
+    if any(count != batch for count in counts):
+        return f"{labels}, input_lengths and label_lengths must have one entry per batch entry ({batch})"
+    for name, low, high in ranges:
+        array = _array(bound[name])
         if array.size and (array.min() < low or array.max() > high):
             return f"{name} must be in [{low}, {high}]"
     return None
@@ -185,20 +189,12 @@ def _rnnt_loss(bound: Dict[str, Any]) -> Optional[str]:
     if logits.ndim != 4 or labels.ndim != 2:
         return "input must be 4-d (batch, time, label steps + 1, classes) and label 2-d (batch, length)"
     batch, steps, label_steps, classes = logits.shape
-    blank = bound.get("blank", 0)
-    if not isinstance(blank, int) or not 0 <= blank < classes:
-        return f"blank={blank!r} is not one of the {classes} classes"
-    if labels.shape[0] != batch or input_lengths.numel() != batch or label_lengths.numel() != batch:
-        return f"label, input_lengths and label_lengths must have one entry per batch entry ({batch})"
-    for name, values, low, high in (
-        ("label", labels, 0, classes - 1),
-        ("input_lengths", input_lengths, 1, steps),
-        ("label_lengths", label_lengths, 0, min(label_steps - 1, labels.shape[1])),
-    ):
-        array = _array(values)
-        if array.size and (array.min() < low or array.max() > high):
-            return f"{name} must be in [{low}, {high}]"
-    return None
+    ranges = (
+        ("label", 0, classes - 1),
+        ("input_lengths", 1, steps),
+        ("label_lengths", 0, min(label_steps - 1, labels.shape[1])),
+    )
+    return _labels_and_lengths(bound, "label", classes, batch, ranges)
 
 
 def _hsigmoid_loss(bound: Dict[str, Any]) -> Optional[str]:
