@@ -281,6 +281,13 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(inputs, tmp_path,
         f"api-tracer: replay: --junit {inputs['configs']} is one of its inputs "
         f"({inputs['configs']}, which replay reads)\n",
     )
+    # -o and --junit one file by two names: the two reports would mix in it
+    (tmp_path / "o").mkdir()
+    report, junit = tmp_path / "o" / "r.jsonl", f"{tmp_path}/o/./r.jsonl"  # (a Path would drop the "./")
+    code, err = run(capsys, ["replay", str(inputs["configs"]), "-o", str(report), "--junit", junit])
+    said = f"api-tracer: replay: -o {report} and --junit {junit} name one file: the reports would mix\n"
+    assert (code, err) == (2, said)
+    assert not report.exists()
     # a page beside the files it reads is no input
     code, err = run(capsys, ["report", str(inputs["set"]), "-o", str(inputs["set"] / "report.html")])
     assert code == 0, err

@@ -163,6 +163,8 @@ def stats_edit(text: str, how: str) -> str:
         lines[3] = f"{api}: five {share}"
     elif how == "negative_count":
         lines[3] = f"{api}: -1 {share}"
+    elif how == "a_count_of_other_digits":  # fullwidth: int() reads them, the tracer writes none
+        lines[3] = f"{api}: {str(n).translate({ord(d): 0xFF10 + ord(d) - ord('0') for d in '0123456789'})} {share}"
     elif how == "count_above_2_64":  # the totals and shares made to add up
         return stats_file([(api, 2**64)] + counts[1:])
     elif how == "calls_do_not_add_up":
@@ -193,6 +195,7 @@ TYPED: Dict[str, Dict[str, Callable[[str], str]]] = {
             "no_totals",
             "string_count",
             "negative_count",
+            "a_count_of_other_digits",
             "count_above_2_64",
             "calls_do_not_add_up",
             "apis_do_not_add_up",

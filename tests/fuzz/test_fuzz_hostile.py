@@ -91,6 +91,7 @@ DAMAGED_STATES = {
     "seed a string": _state(seed="0"),
     "no seeds": json.dumps({"seed": 0, "next_case": 2, "cases_run": 2, "seconds": 1.0, "inactive_seeds": []}),
     "an unknown field": _state(colour="blue"),
+    "a field twice": _state().replace('"seed": 0', '"seed": 7, "seed": 0'),
     "not JSON": "{",
     "empty": "",
     "nested too deep": "[" * 100000,
@@ -265,10 +266,12 @@ def test_output_over_the_seeds_file_is_refused(base, tmp_path):
     repro = tmp_path / "repro"
     repro.mkdir()
     (repro / "findings.yaml").write_text(SEEDS[0] + "\n")
-    r = cli("fuzz", str(repro / "findings.yaml"), "-o", str(repro), "--budget", "2", *QUICK)
-    refused(r, "api-tracer: fuzz: ", str(repro / "findings.yaml"))
-    assert (repro / "findings.yaml").read_text() == SEEDS[0] + "\n"
-    assert os.listdir(repro) == ["findings.yaml"]
+    (tmp_path / "link").symlink_to(repro)
+    for out in (repro, repro / "new" / "..", tmp_path / "link" / "." / "sub" / ".."):  # (the same directory)
+        r = cli("fuzz", str(repro / "findings.yaml"), "-o", str(out), "--budget", "2", *QUICK)
+        refused(r, "api-tracer: fuzz: ", str(repro / "findings.yaml"))
+        assert (repro / "findings.yaml").read_text() == SEEDS[0] + "\n"
+        assert os.listdir(repro) == ["findings.yaml"]
 
 
 def test_a_campaign_file_linked_to_a_seeds_file_is_refused(campaign, tmp_path):

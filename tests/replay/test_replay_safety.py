@@ -397,6 +397,19 @@ def test_what_a_call_allocates_on_its_way_is_bounded_by_max_bytes(tmp_path):
     assert all(f": {WORKING_FACTOR} x the limit of 100.0 MiB, --max-bytes" in x["message"] for x in results[1:6])
 
 
+def test_a_bounded_call_in_process_does_not_stop_torchs_threads_from_starting(tmp_path):
+    """The first parallel kernel starts torch's OpenMP threads; inside a
+    call bounded by a small --max-bytes their stacks could not be mapped,
+    and libgomp aborted the whole replay ("Thread creation failed"), the
+    lines after it never run. They start before any bound now."""
+    (tmp_path / "c.txt").write_text(
+        'torch.combinations(Tensor([400], "float32"), 3)\ntorch.add(Tensor([2], "float32"), Tensor([2], "float32"))\n'
+    )
+    r = run_cli("replay", "c.txt", "--max-bytes", "16M", cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and "2 configs: 1 ok, 0 failed, 1 skipped" in r.stdout, r.stdout + r.stderr
+    assert "Thread creation failed" not in r.stderr
+
+
 def peak_rss(args, cwd) -> tuple:
     """(exit status, the peak resident bytes) of `api-tracer ARGS` run in a
     fresh process."""

@@ -149,7 +149,8 @@ def check_directory(out: str, configs: List[str], resume: bool) -> None:
     campaign's: --resume; another's: not its to replace)."""
     for config in configs:
         directory = os.path.dirname(config) or os.curdir
-        if os.path.isdir(out) and os.path.samefile(directory, out):
+        # (realpath: `DIR/new/..` names DIR once `new` is made, and a link to DIR is DIR)
+        if os.path.realpath(directory) == os.path.realpath(out):
             raise UsageError(
                 f"fuzz: -o {out} is the directory of the seed file {config}: the campaign's "
                 f"{os.path.join(out, RANGES)} would be read as its value ranges; another -o"

@@ -100,6 +100,8 @@ def main(args: Any) -> int:
     for flag, path in (("-o", args.report), ("--junit", args.junit)):
         if path:
             check_not_an_input("replay", flag, path, inputs)
+    if args.report and args.junit and os.path.realpath(args.report) == os.path.realpath(args.junit):
+        raise UsageError(f"replay: -o {args.report} and --junit {args.junit} name one file: the reports would mix")
     if args.junit and unwritable(args.junit):
         raise UsageError(f"replay: --junit {args.junit}: {unwritable(args.junit)}")
     try:  # opened now, its first bytes written: a full disk is said before any config runs

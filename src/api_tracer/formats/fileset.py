@@ -27,7 +27,7 @@ class OutputFile(NamedTuple):
 # The files of a set by name ("api_trace.txt"), from the C++ recorder's table.
 OUTPUT_FILES: Dict[str, OutputFile] = {f.name(): f for f in map(OutputFile._make, _C.output_files())}
 _STATS = OUTPUT_FILES["api_statistics.yaml"]
-STATISTICS = re.compile(rf"^{re.escape(_STATS.stem)}(_level_\d+)?{re.escape(_STATS.ext)}$")
+STATISTICS = re.compile(rf"^{re.escape(_STATS.stem)}(_level_\d+)?{re.escape(_STATS.ext)}$", re.ASCII)
 
 COUNT_MAX = 2**64 - 1  # the largest count the writers hold (uint64)
 

@@ -74,12 +74,23 @@ def _not_json(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _once(pairs: Any) -> Dict[str, Any]:
+    """An object's fields, each named once (Python's json would keep the last)."""
+    out: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the field {json.dumps(key)} twice")
+        out[key] = value
+    return out
+
+
 def parse_json(text: str, path: str, noun: str, line: Optional[int] = None) -> Any:
     """The JSON value `text` (of `path`, at `line`); NaN and Infinity,
-    which Python's json reads and JSON has not, are refused. An InputError
-    saying it is not `noun` where it does not parse."""
+    which Python's json reads and JSON has not, and an object naming a
+    field twice are refused. An InputError saying it is not `noun` where it
+    does not parse."""
     try:
-        return json.loads(text, parse_constant=_not_json)
+        return json.loads(text, parse_constant=_not_json, object_pairs_hook=_once)
     except RecursionError:
         raise InputError(path, f"not {noun}: its JSON is nested too deep", line) from None
     except ValueError as e:

@@ -14,9 +14,10 @@ from .io import read_summary_text, shown, sorted_lines
 
 # -- statistics -----------------------------------------------------------------------------
 
-_TOTAL_APIS = re.compile(r"Total APIs: (\d+)")
-_TOTAL_CALLS = re.compile(r"Total API calls: (\d+)")
-_API_COUNT = re.compile(r"(.+): (\d+) \((\d+\.\d\d|-?nan)%\)")
+# (re.ASCII: a count is ASCII digits, as the tracer writes it; Python's \d takes any script's, "１")
+_TOTAL_APIS = re.compile(r"Total APIs: (\d+)", re.ASCII)
+_TOTAL_CALLS = re.compile(r"Total API calls: (\d+)", re.ASCII)
+_API_COUNT = re.compile(r"(.+): (\d+) \((\d+\.\d\d|-?nan)%\)", re.ASCII)
 
 
 class Statistics(NamedTuple):

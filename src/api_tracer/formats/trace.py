@@ -78,7 +78,7 @@ class _Record(NamedTuple):
 _MARK = re.compile(r"^(?:(- api: )|(#)|(?!  |\n))[^\n]*\n", re.M)
 _HEADER = "- api: "
 _LEVEL = "  level: "  # how a merged set's api_trace.yaml says a record's level (docs/format.md)
-_LEVEL_VALUE = re.compile(r"\d{1,9}")
+_LEVEL_VALUE = re.compile(r"\d{1,9}", re.ASCII)
 
 
 def _before_first(path: str, text: str, seg: int, lineno: int) -> InputError:

@@ -66,6 +66,26 @@ class _Worker:
     timeout: Optional[float] = None  # its task's, a step
 
 
+def _start_server_deaf_to_interrupts() -> None:
+    """The fork server started (if it is not yet) with SIGINT ignored, which
+    it and the workers it forks keep: a terminal's Ctrl-C reaches the whole
+    process group, and a server it killed while workers were starting left
+    the run a traceback (EOFError) instead of the stop the caller makes of
+    it (this process's handler, or its KeyboardInterrupt, then close())."""
+    import signal
+    import threading
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class WorkerPool:
     """`jobs` spawned workers running `target(conn, *init)`, each task
     limited to `timeout` seconds a step (None: no limit); `preload`, the
@@ -85,6 +105,7 @@ class WorkerPool:
         # started no thread): a worker lost to a crash is replaced in milliseconds, not in an import of torch.
         self.ctx = mp.get_context("forkserver")
         self.ctx.set_forkserver_preload([*preload, target.__module__])
+        _start_server_deaf_to_interrupts()
         self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
         self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
 

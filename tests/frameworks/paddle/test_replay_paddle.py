@@ -640,6 +640,9 @@ def test_kernels_that_index_without_looking_get_their_indices_checked():
         f"Filled({T((2,), 'int32')}, 500), Filled({T((2,), 'int32')}, 3))": "input_lengths must be in [1, 5]",
         f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
         f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 300))": "label_lengths must be in [0, 3]",
+        f"paddle.nn.functional.max_unpool3d({T((1, 1, 1, 1, 2))}, Filled({T((1, 1, 1, 1, 2), 'int32')}, -1), "
+        "2)": "indices must be positions of 0 or more",
+        f"paddle.linalg.lu_solve({T((3, 1))}, {T((3, 3))}, Filled({T((3,), 'int32')}, 100000))": "pivots must be rows",
     }
     for line, why in lines.items():
         r = replay(line)
@@ -653,6 +656,8 @@ def test_kernels_that_index_without_looking_get_their_indices_checked():
         f"Filled({T((4, 3), 'int64')}, 4), Filled({T((4, 3), 'int64')}, 1))",
         f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
         f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 3))",
+        f"paddle.nn.functional.max_unpool3d({T((1, 1, 1, 1, 2))}, Filled({T((1, 1, 1, 1, 2), 'int32')}, 1), 2)",
+        f"paddle.linalg.lu_solve({T((3, 1))}, {T((3, 3))}, Filled({T((3,), 'int32')}, 2))",
     ):
         assert replay(line).status == "ok", line
 

@@ -17,7 +17,9 @@ probes, run in a child process):
   length per batch entry, within the time steps and the labels;
   ``rnnt_loss`` likewise, within its logits' time and label steps;
 - ``hsigmoid_loss``: labels among the classes and the default tree's
-  weight rows, or a custom tree's path table within the weight's rows.
+  weight rows, or a custom tree's path table within the weight's rows;
+- ``max_unpool1d/2d/3d``: indices of x's shape, none negative;
+  ``linalg.lu_solve``: pivots in [1, n].
 
 A line that fails a check is invalid, with what is wrong. Views by sizes
 and strides (``paddle.as_strided``, ``Tensor.set_``), which read any
@@ -226,6 +228,29 @@ def _hsigmoid_loss(bound: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _max_unpool(bound: Dict[str, Any]) -> Optional[str]:
+    """Max unpooling writes each value at the output position its index
+    names: indices of x's shape, none negative (the kernels check an index
+    past the output's end, not one before its start: -1 corrupted the heap)."""
+    x, indices = bound.get("x"), bound.get("indices")
+    if not (_is_tensor(x) and _is_tensor(indices) and list(indices.shape) == list(x.shape)):
+        return "indices must be a tensor of x's shape"
+    array = _array(indices)
+    return "indices must be positions of 0 or more" if array.size and array.min() < 0 else None
+
+
+def _lu_pivots(bound: Dict[str, Any]) -> Optional[str]:
+    """lu_solve swaps the rows of b its pivots name, without looking: each
+    pivot in [1, n] for the n x n factor."""
+    lu, pivots = bound.get("lu"), bound.get("pivots")
+    if not (_is_tensor(lu) and lu.ndim >= 2 and _is_tensor(pivots)):
+        return "lu must be a tensor of 2 or more dimensions and pivots a tensor"
+    array, n = _array(pivots), lu.shape[-1]
+    if array.size and (array.min() < 1 or array.max() > n):
+        return f"pivots must be rows in [1, {n}]"
+    return None
+
+
 INDEXING = ("paddle.Tensor.__getitem__", "paddle.Tensor.__setitem__")
 CHECKS: Dict[str, Check] = {
     **dict.fromkeys(INDEXING, _indexing),
@@ -240,6 +265,8 @@ CHECKS: Dict[str, Check] = {
     "paddle.nn.functional.ctc_loss": _ctc_loss,
     "paddle.nn.functional.rnnt_loss": _rnnt_loss,
     "paddle.nn.functional.hsigmoid_loss": _hsigmoid_loss,
+    **dict.fromkeys((f"paddle.nn.functional.max_unpool{n}d" for n in (1, 2, 3)), _max_unpool),
+    "paddle.linalg.lu_solve": _lu_pivots,
 }
 
 

@@ -98,6 +98,15 @@ class TorchReplay(ReplayFramework):
     def resolver(self) -> Resolver:
         return Resolver()
 
+    def prepare_process(self) -> None:
+        import torch
+
+        # torch's intra-op threads (OpenMP) start at the first parallel kernel, each thread's stack mapped
+        # then: inside a call bounded by --max-bytes (memory.bounded lowers RLIMIT_DATA) libgomp cannot make
+        # them and aborts the whole process. So they start here, all of them (a parallel_for takes a thread
+        # per GRAIN_SIZE elements, 32768), before any bound.
+        torch.ones(32768 * torch.get_num_threads()).add_(1)
+
     def refusal(self, name: str, obj: Any = None) -> Optional[str]:
         return policy.refusal(name, obj)
 
