@@ -292,3 +292,19 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(inputs, tmp_path,
     code, err = run(capsys, ["report", str(inputs["set"]), "-o", str(inputs["set"] / "report.html")])
     assert code == 0, err
     (inputs["set"] / "report.html").unlink()
+
+
+def test_merge_refuses_an_output_that_is_an_input_set_by_another_name(inputs, tmp_path, capsys):
+    """merge IN -o LINK/./x/.. wrote the merged set over IN's own files (its
+    statistics doubled); -o IN/new/.. was refused as \"no file set under
+    IN\". Each is the input by another name: refused, the set unchanged."""
+    s = inputs["set"]
+    (tmp_path / "link").symlink_to(s)
+    before = {p.name: p.read_bytes() for p in s.iterdir()}
+    for out in (f"{tmp_path}/link/./x/..", f"{s}/new/..", str(tmp_path / "link")):
+        code, err = run(capsys, ["merge", str(s), "-o", out])
+        assert (code, err) == (
+            2,
+            f"api-tracer: merge: -o {out} is {s}, which merge reads: the merged set would replace its input\n",
+        ), out
+    assert {p.name: p.read_bytes() for p in s.iterdir()} == before

@@ -175,6 +175,8 @@ def merge_sets(dirs: List[str], out: str) -> str:
     for d in dirs:
         if not os.path.isdir(d):
             raise UsageError(f"merge: {d} is not a directory")
+        if os.path.realpath(d) == os.path.realpath(out):  # (by any name: a link, DIR/new/..)
+            raise UsageError(f"merge: -o {out} is {d}, which merge reads: the merged set would replace its input")
     check_output_directory(out)
     sets = find_sets(dirs, exclude=out)
     if not sets:

@@ -65,7 +65,7 @@ def find_sets(dirs: List[str], exclude: Optional[str] = None) -> List[FileSet]:
     a statistics file, is an InputError: its sets would be left out without
     a word."""
     sets = []
-    skip = os.path.abspath(exclude) if exclude else None
+    skip = os.path.realpath(exclude) if exclude else None  # (by any name it has)
     seen: Dict[str, str] = {}  # real path -> the path it was read by
     for top in dirs:
         seen.setdefault(os.path.realpath(top), top)
@@ -78,7 +78,7 @@ def find_sets(dirs: List[str], exclude: Optional[str] = None) -> List[FileSet]:
                     subdirs.remove(name)
                 else:
                     seen[real] = os.path.join(root, name)
-            if skip and (os.path.abspath(root) + os.sep).startswith(skip + os.sep):
+            if skip and (os.path.realpath(root) + os.sep).startswith(skip + os.sep):
                 continue
             for name in subdirs:
                 if STATISTICS.match(name):
