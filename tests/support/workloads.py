@@ -148,21 +148,25 @@ def gpt2_training_step():
     return _causal_lm_step(GPT2LMHeadModel(config), config.vocab_size)
 
 
+# The sizes of the one-layer decoders below (Llama's, Mixtral's): small enough to train a step in seconds.
+TINY_DECODER = dict(
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=1,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=16,
+)
+
+
 def llama_training_step():
     """A one-layer Llama from transformers (hidden 32, 4 heads sharing 2
     key/value heads, attention by F.scaled_dot_product_attention)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=16,
-    )
+    config = LlamaConfig(**TINY_DECODER)
     config._attn_implementation = "sdpa"
     return _causal_lm_step(LlamaForCausalLM(config), config.vocab_size)
 
@@ -173,17 +177,7 @@ def mixtral_training_step():
     from transformers import MixtralConfig, MixtralForCausalLM
 
     torch.manual_seed(0)
-    config = MixtralConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        max_position_embeddings=16,
-    )
+    config = MixtralConfig(**TINY_DECODER, num_local_experts=4, num_experts_per_tok=2)
     config._attn_implementation = "sdpa"
     return _causal_lm_step(MixtralForCausalLM(config), config.vocab_size)
 
