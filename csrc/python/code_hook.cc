@@ -32,6 +32,7 @@ struct CodeHook {
   // Armed by a session (arm()).
   uint64_t epoch;
   int level;
+  int every;  // the level recording every call, nested ones too; -1: none (outermost.h)
   ApiId api;
   bool quiet;  // records nothing, nor anything called inside (api None)
   // A constructor (an __init__ of the API list's classes): per class whose
@@ -179,15 +180,18 @@ PyObject* CodeHookCall(PyObject* self, PyObject* const* args, size_t nargsf, PyO
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   int expected = h->argcount + h->kwonly + h->varargs + h->varkw;
   if (n != expected) return answer;
-  if (!RecordsNow(h->level, h->epoch)) {
+  Recording r = RecordsNow(h->level, h->every, h->epoch);
+  if (!r) {
     if (h->owners && !h->quiet && RecordsOutside(h->level, h->epoch)) Remember(h, args, n, token);
     return answer;
   }
   CodeFrame& entered = ts.code_frames.back();
   if (h->quiet) {  // open, as a recorded call is, so that nothing inside is recorded
     entered.level = h->level;
+    entered.quiet = true;
     entered.outer_call = ts.open_call;
     ++ts.depth[h->level];
+    ++ts.quiet;
     return answer;
   }
   ApiId api = h->api;
@@ -203,7 +207,7 @@ PyObject* CodeHookCall(PyObject* self, PyObject* const* args, size_t nargsf, PyO
   Session* s = Session::Active();
   Session::Pin pin(s);
   BoundCall call(h, args, constructor ? 1 : 0);
-  s->Record(h->level, api, call.args());
+  RecordWhere(s, r, api, call.args());
   // (Calls the converter made of instrumented functions have left again.)
   if (constructor && exact) Construction(h, s, api, call, args[0], token);
   CodeFrame& frame = ts.code_frames[token];
@@ -228,6 +232,7 @@ void Leave(PyObject* token, bool returned) {
     if (f.level >= 0) {
       ts.open_call = f.outer_call;
       --ts.depth[f.level];
+      if (f.quiet) --ts.quiet;
     }
     Session* s = Session::Active();
     if (returned && f.made && ts.code_frames.size() == keep + 1 && s && s->epoch() == f.epoch) {
@@ -270,6 +275,7 @@ PyObject* CodeHookNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   h->owners = nullptr;
   h->listings = nullptr;
   h->epoch = 0;
+  h->every = -1;
   if (CodeHookInit(h, function) < 0) {
     Py_DECREF(h);
     return nullptr;
@@ -277,27 +283,29 @@ PyObject* CodeHookNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return AsObject(h);
 }
 
-// arm(api, level, owners=None, names=None, by="site"): records, in the
-// active session, calls as `api` at `level`; with owners (a list of (class,
+// arm(api, level, owners=None, names=None, by="site", every=-1): records,
+// in the active session, calls as `api`: the outermost at `level`, every
+// call at `every` (unless -1: outermost.h); with owners (a list of (class,
 // api)), as constructions; with names (a list of (owner, attr, api), the
 // names a function is listed under), each call as the one it was made
 // through, picked `by` its call site, its instance's class or its class
 // (inplace.h), else as `api`; with api None, nothing, and nothing called
 // inside at `level`.
 PyObject* CodeHookArm(PyObject* self, PyObject* args, PyObject* kwargs) {
-  static const char* kwlist[] = {"api", "level", "owners", "names", "by", nullptr};
+  static const char* kwlist[] = {"api", "level", "owners", "names", "by", "every", nullptr};
   auto* h = reinterpret_cast<CodeHook*>(self);
   const char* api;
   int level;
   PyObject* owners = Py_None;
   PyObject* names = Py_None;
   const char* by = "site";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "zi|OOs", const_cast<char**>(kwlist), &api, &level, &owners, &names,
-                                   &by)) {
+  int every = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "zi|OOsi", const_cast<char**>(kwlist), &api, &level, &owners, &names,
+                                   &by, &every)) {
     return nullptr;
   }
   Session* s = Session::Active();
-  if (!s || !s->Records(level)) {
+  if (!RecordsAny(s, level, every)) {
     PyErr_SetString(PyExc_RuntimeError, "arm() needs an active session that records its level");
     return nullptr;
   }
@@ -325,6 +333,7 @@ PyObject* CodeHookArm(PyObject* self, PyObject* args, PyObject* kwargs) {
   h->quiet = api == nullptr;
   h->api = api ? s->Intern(api) : 0;
   h->level = level;
+  h->every = every;
   h->epoch = s->epoch();
   Py_RETURN_NONE;
 }
@@ -360,7 +369,7 @@ void CodeHookDealloc(PyObject* self) {
 
 PyMethodDef kCodeHookMethods[] = {
     {"arm", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(CodeHookArm)), METH_VARARGS | METH_KEYWORDS,
-     "arm(api, level, owners=None, names=None, by='site'): record in the active session."},
+     "arm(api, level, owners=None, names=None, by='site', every=-1): record in the active session."},
     {nullptr, nullptr, 0, nullptr},
 };
 

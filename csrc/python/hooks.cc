@@ -23,6 +23,7 @@ struct Wrapper {
   uint64_t epoch;
   ApiId api;
   int level;
+  int every;   // the level recording every call, nested ones too; -1: none (outermost.h)
   bool binds;  // bind `self` when looked up through an instance
 };
 
@@ -43,13 +44,14 @@ void RememberConstruction(Session* s, Wrapper* w, const CallArgs& call) {
 PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* w = reinterpret_cast<Wrapper*>(self);
   auto invoke = [&] { return PyObject_Vectorcall(w->original, args, nargsf, kwnames); };
-  if (!RecordsNow(w->level, w->epoch)) return invoke();
+  Recording r = RecordsNow(w->level, w->every, w->epoch);
+  if (!r) return invoke();
   CallArgs call = CallArgs::Vector(args, PyVectorcall_NARGS(nargsf), kwnames);
-  if (w->owner == nullptr) return RecordThenCall(w->level, w->api, w->original, call, invoke);
+  if (w->owner == nullptr) return RecordThenCall(r, w->level, w->api, w->original, call, invoke);
   if (call.nargs == 0) return invoke();
   Session* s = Session::Active();
   Session::Pin pin(s);  // while `s` is used: the call may stop it
-  s->Record(w->level, w->api, call.DropFirst());
+  RecordWhere(s, r, w->api, call.DropFirst());
   PyObject* result;
   {
     OpenCall open(w->level, w->original);
@@ -60,14 +62,15 @@ PyObject* WrapperCall(PyObject* self, PyObject* const* args, size_t nargsf, PyOb
 }
 
 PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  static const char* kwlist[] = {"original", "api", "level", "binds", "owner", nullptr};
+  static const char* kwlist[] = {"original", "api", "level", "binds", "owner", "every", nullptr};
   PyObject* original;
   const char* api;
   int level;
   int binds = 0;
   PyObject* owner = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|$pO", const_cast<char**>(kwlist), &original, &api, &level, &binds,
-                                   &owner)) {
+  int every = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|$pOi", const_cast<char**>(kwlist), &original, &api, &level,
+                                   &binds, &owner, &every)) {
     return nullptr;
   }
   Session* s = Session::Active();
@@ -75,8 +78,8 @@ PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_RuntimeError, "ApiWrapper needs an active tracing session");
     return nullptr;
   }
-  if (!s->Records(level)) {
-    PyErr_Format(PyExc_ValueError, "level %d is not being traced", level);
+  if (!RecordsAny(s, level, every)) {
+    PyErr_Format(PyExc_ValueError, "level %d is not being traced", every >= 0 && level != every ? every : level);
     return nullptr;
   }
   if (!PyCallable_Check(original)) {
@@ -91,6 +94,7 @@ PyObject* WrapperNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   w->epoch = s->epoch();
   w->api = s->Intern(api);
   w->level = level;
+  w->every = every;
   w->binds = binds;
   return reinterpret_cast<PyObject*>(w);
 }
@@ -266,9 +270,9 @@ PyMethodDef kHandlers[] = {
 
 void InitHooks(pybind11::module_& m) {
   InitVectorcallType(&WrapperType, "api_tracer._C.ApiWrapper", sizeof(Wrapper), offsetof(Wrapper, vectorcall),
-                     "ApiWrapper(original, api, level, *, binds=False, owner=None): records calls of `original` "
-                     "as `api` at `level`; with `owner` (a class) it wraps the class's __init__ and records "
-                     "constructions.",
+                     "ApiWrapper(original, api, level, *, binds=False, owner=None, every=-1): records calls of "
+                     "`original` as `api`: the outermost at `level`, and every call at `every` (unless -1); with "
+                     "`owner` (a class) it wraps the class's __init__ and records constructions.",
                      true);
   WrapperType.tp_new = WrapperNew;
   WrapperType.tp_dealloc = WrapperDealloc;

@@ -213,6 +213,7 @@ struct Slot {
   uint64_t epoch = 0;
   ApiId api = 0;
   int level = 0;
+  int every = -1;  // the level recording every call, nested ones too; -1: none (outermost.h)
   std::unique_ptr<Listings> listings;  // a C function listed under several names (inplace.h)
 };
 
@@ -264,24 +265,27 @@ PyObject* CallVarargs(Slot* s, PyObject* self, PyObject* args, PyObject* kwargs)
     return s->original->ml_flags & METH_KEYWORDS ? Meth<PyCFunctionWithKeywords>(s)(self, args, kwargs)
                                                  : Meth<PyCFunction>(s)(self, args);
   };
-  if (!RecordsNow(s->level, s->epoch)) return invoke();
+  Recording r = RecordsNow(s->level, s->every, s->epoch);
+  if (!r) return invoke();
   size_t n = static_cast<size_t>(PyTuple_GET_SIZE(args));
   WithSelf all(self, n ? &PyTuple_GET_ITEM(args, 0) : nullptr, n);
   CallArgs call{all.data(), n + 1, nullptr, kwargs && PyDict_Check(kwargs) ? kwargs : nullptr};
-  return RecordThenCall(s->level, s->api, s->object.ptr(), call, invoke);
+  return RecordThenCall(r, s->level, s->api, s->object.ptr(), call, invoke);
 }
 
 PyObject* CallNoArgs(Slot* s, PyObject* self, PyObject* unused) {
   auto invoke = [&] { return Meth<PyCFunction>(s)(self, unused); };
-  if (!RecordsNow(s->level, s->epoch)) return invoke();
-  return RecordThenCall(s->level, s->api, s->object.ptr(), CallArgs::Vector(&self, 1, nullptr), invoke);
+  Recording r = RecordsNow(s->level, s->every, s->epoch);
+  if (!r) return invoke();
+  return RecordThenCall(r, s->level, s->api, s->object.ptr(), CallArgs::Vector(&self, 1, nullptr), invoke);
 }
 
 PyObject* CallOne(Slot* s, PyObject* self, PyObject* arg) {
   auto invoke = [&] { return Meth<PyCFunction>(s)(self, arg); };
-  if (!RecordsNow(s->level, s->epoch)) return invoke();
+  Recording r = RecordsNow(s->level, s->every, s->epoch);
+  if (!r) return invoke();
   PyObject* both[2] = {self, arg};
-  return RecordThenCall(s->level, s->api, s->object.ptr(), CallArgs::Vector(both, 2, nullptr), invoke);
+  return RecordThenCall(r, s->level, s->api, s->object.ptr(), CallArgs::Vector(both, 2, nullptr), invoke);
 }
 
 PyObject* CallFast(Slot* s, PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -290,11 +294,12 @@ PyObject* CallFast(Slot* s, PyObject* self, PyObject* const* args, Py_ssize_t na
                ? Meth<_PyCFunctionFastWithKeywords>(s)(self, args, nargs, kwnames)
                : Meth<_PyCFunctionFast>(s)(self, args, nargs);
   };
-  if (!RecordsNow(s->level, s->epoch)) return invoke();
+  Recording r = RecordsNow(s->level, s->every, s->epoch);
+  if (!r) return invoke();
   size_t nkw = kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
   WithSelf all(self, args, static_cast<size_t>(nargs) + nkw);
   CallArgs call = CallArgs::Vector(all.data(), static_cast<size_t>(nargs) + 1, kwnames);
-  return RecordThenCall(s->level, s->api, s->object.ptr(), call, invoke);
+  return RecordThenCall(r, s->level, s->api, s->object.ptr(), call, invoke);
 }
 
 // Trampoline<C, I>::Fn is the C function of the PyMethodDef copy in slot I
@@ -369,7 +374,8 @@ PyObject* CFunctionVectorcall(PyObject* callable, PyObject* const* args, size_t 
     return s && s->saved ? s->saved(callable, args, nargsf, kwnames)
                          : _PyObject_MakeTpCall(PyThreadState_Get(), callable, args, nargs, kwnames);
   };
-  if (!s || !RecordsNow(s->level, s->epoch)) return invoke();
+  Recording r = s ? RecordsNow(s->level, s->every, s->epoch) : Recording{};
+  if (!r) return invoke();
   ApiId api = s->api;
   if (s->listings) {
     if (const Listing* l = s->listings->Choose(callable, nargs ? args[0] : nullptr, false)) {
@@ -377,7 +383,8 @@ PyObject* CFunctionVectorcall(PyObject* callable, PyObject* const* args, size_t 
       api = l->api;
     }
   }
-  return RecordThenCall(s->level, api, callable, CallArgs::Vector(args, static_cast<size_t>(nargs), kwnames), invoke);
+  return RecordThenCall(r, s->level, api, callable, CallArgs::Vector(args, static_cast<size_t>(nargs), kwnames),
+                        invoke);
 }
 
 // The slot of `obj`, made on first use.
@@ -389,32 +396,35 @@ Slot& SlotOf(PyObject* obj) {
   return Slots().back();
 }
 
-// Arms `s` for the active session, which must record `level`.
-bool Arm(Slot& s, const char* api, int level) {
+// Arms `s` for the active session, which must record `level` or `every`.
+bool Arm(Slot& s, const char* api, int level, int every) {
   Session* session = Session::Active();
-  if (!session || !session->Records(level)) {
+  if (!RecordsAny(session, level, every)) {
     PyErr_SetString(PyExc_RuntimeError, "patching needs an active session that records its level");
     return false;
   }
   s.epoch = session->epoch();
   s.api = session->Intern(api);
   s.level = level;
+  s.every = every;
   return true;
 }
 
-// patch_c_function(function, api, level, names=None) -> bool: False where
+// patch_c_function(function, api, level, names=None, every=-1) -> bool: False where
 // `function` cannot be patched in place: it is not a plain builtin function,
 // or the interpreter calls it without its vectorcall pointer where it
 // specializes a call site (METH_O and METH_FASTCALL functions). `names`:
 // the (owner, attr, api) of each name it is listed under, a call named by
 // the one its call site reached it through (inplace.h), else `api`.
 PyObject* PatchCFunction(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kwlist[] = {"function", "api", "level", "names", nullptr};
+  static const char* kwlist[] = {"function", "api", "level", "names", "every", nullptr};
   PyObject* obj;
   const char* api;
   int level;
   PyObject* names = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|O", const_cast<char**>(kwlist), &obj, &api, &level, &names)) {
+  int every = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|Oi", const_cast<char**>(kwlist), &obj, &api, &level, &names,
+                                   &every)) {
     return nullptr;
   }
   if (!PyCFunction_CheckExact(obj)) Py_RETURN_FALSE;
@@ -426,7 +436,7 @@ PyObject* PatchCFunction(PyObject*, PyObject* args, PyObject* kwargs) {
     s.original = f->m_ml;
     s.saved = f->vectorcall;
   }
-  if (!Arm(s, api, level)) return nullptr;
+  if (!Arm(s, api, level, every)) return nullptr;
   s.listings.reset();
   if (names != Py_None) {
     s.listings = Listings::Parse(names, "site", Session::Active());
@@ -437,13 +447,18 @@ PyObject* PatchCFunction(PyObject*, PyObject* args, PyObject* kwargs) {
   Py_RETURN_TRUE;
 }
 
-// patch_method_descriptor(descriptor, api, level) -> bool: False where it
-// cannot be (a convention without trampolines, or its pool is used up).
-PyObject* PatchMethodDescriptor(PyObject*, PyObject* args) {
+// patch_method_descriptor(descriptor, api, level, every=-1) -> bool: False
+// where it cannot be (a convention without trampolines, or its pool is used
+// up).
+PyObject* PatchMethodDescriptor(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kwlist[] = {"descriptor", "api", "level", "every", nullptr};
   PyObject* obj;
   const char* api;
   int level;
-  if (!PyArg_ParseTuple(args, "Osi", &obj, &api, &level)) return nullptr;
+  int every = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Osi|i", const_cast<char**>(kwlist), &obj, &api, &level, &every)) {
+    return nullptr;
+  }
   if (Py_TYPE(obj) != &PyMethodDescr_Type) Py_RETURN_FALSE;
   auto* d = reinterpret_cast<PyMethodDescrObject*>(obj);
   if (!FindSlot(obj)) {
@@ -459,7 +474,7 @@ PyObject* PatchMethodDescriptor(PyObject*, PyObject* args) {
     pool.slots.push_back(&s);
   }
   Slot& s = SlotOf(obj);
-  if (!Arm(s, api, level)) return nullptr;
+  if (!Arm(s, api, level, every)) return nullptr;
   d->d_method = &s.copy;
   s.patched = true;
   Py_RETURN_TRUE;
@@ -494,11 +509,12 @@ PyObject* SetCallSiteReader(PyObject*, PyObject* fn) {
 PyMethodDef kFunctions[] = {
     {"patch_c_function", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(PatchCFunction)),
      METH_VARARGS | METH_KEYWORDS,
-     "patch_c_function(function, api, level, names=None) -> bool: records the calls of a builtin function in "
-     "place."},
-    {"patch_method_descriptor", PatchMethodDescriptor, METH_VARARGS,
-     "patch_method_descriptor(descriptor, api, level) -> bool: records the calls of a method descriptor in "
-     "place."},
+     "patch_c_function(function, api, level, names=None, every=-1) -> bool: records the calls of a builtin "
+     "function in place: the outermost at `level`, every call at `every` (unless -1)."},
+    {"patch_method_descriptor", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(PatchMethodDescriptor)),
+     METH_VARARGS | METH_KEYWORDS,
+     "patch_method_descriptor(descriptor, api, level, every=-1) -> bool: records the calls of a method "
+     "descriptor in place, as patch_c_function does."},
     {"unpatch", Unpatch, METH_O, "unpatch(obj): undoes patch_c_function or patch_method_descriptor."},
     {"set_call_site_reader", SetCallSiteReader, METH_O,
      "set_call_site_reader(fn): fn(code) -> {offset: chain}, how each call of a code object loaded its callable."},

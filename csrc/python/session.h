@@ -41,6 +41,7 @@ namespace api_tracer::python {
 // not yet left.
 struct CodeFrame {
   int level = -1;                 // the level it was recorded at; -1: not recorded
+  bool quiet = false;             // a quiet call (outermost.h), open at `level`
   PyObject* outer_call = nullptr;  // HookThreadState::open_call before it
   // A construction to remember when it returns (a constructor of the exact
   // class): the object, its call encoded, and the session that recorded it.
@@ -53,6 +54,7 @@ struct CodeFrame {
 // What each thread keeps between hook invocations.
 struct HookThreadState {
   int depth[kMaxLevel + 1] = {};  // recorded calls open, per level
+  int quiet = 0;                   // quiet calls open (outermost.h): nothing is recorded inside
   // The callable of the innermost recorded setattr-level call, until a mode
   // has seen the first call inside it ("nested directly", for merging).
   PyObject* open_call = nullptr;

@@ -51,7 +51,7 @@ def _roundtrip_one(framework: Any, config: Config, level: int, options: ReplayOp
             levels=level,
             merge_output=True,
             include_apis=[api, *constructors],
-            api_list=[api, *constructors] if level == 0 else None,
+            api_list=[api, *constructors],  # (read by the levels made of patches: 0, Paddle's 0 and 1)
         )
         with framework.grad_mode_kept(), tracer:
             if built is None:

@@ -78,6 +78,9 @@ class TracingHook(abc.ABC):
     def __init__(self, dialect: Dialect, options: Optional[TracerOptions] = None) -> None:
         self.dialect = dialect
         self.options = options if options is not None else TracerOptions()
+        # Every level the session traces (the tracer sets it before install):
+        # hooks that serve several levels together read it.
+        self.traced_levels: Tuple[int, ...] = (self.level,)
         self._patches: List[Callable[[], None]] = []
 
     @abc.abstractmethod
@@ -94,12 +97,22 @@ class TracingHook(abc.ABC):
         """Records one call of `api` at this hook's level."""
         _C.record(self.level, api, tuple(args), kwargs)
 
+    def arming(self) -> Tuple[int, int]:
+        """How the patches of this hook record: the level whose outermost
+        calls they record (and count their open calls at, so that calls
+        inside are not recorded there again), and the level that records
+        every call they see, nested ones too (-1: none). This hook's level
+        and none; a dialect whose level records nested calls of the same
+        APIs says otherwise (frameworks/paddle/hooks.py)."""
+        return self.level, -1
+
     def wrap(self, fn: Callable, api: str, *, binds: bool = False, owner: Optional[type] = None) -> Any:
         """A C++ callable that records each call of `fn` as `api`, then calls
         `fn`. With `binds`, it binds `self` when looked up on an instance (as
         a function in a class does); with `owner`, `fn` is owner's __init__
         and calls are recorded as constructions."""
-        return _C.ApiWrapper(fn, api, self.level, binds=binds, owner=owner)
+        level, every = self.arming()
+        return _C.ApiWrapper(fn, api, level, binds=binds, owner=owner, every=every)
 
     def patch(self, owner: Any, attr: str, value: Any) -> None:
         """setattr(owner, attr, value), remembered for restore()."""
@@ -230,14 +243,15 @@ class SetattrHook(TracingHook):
         name of `listings` it was made through, for an object listed under
         several; with api None, record nothing inside it); False where it
         cannot be."""
+        level, every = self.arming()
         if isinstance(fn, types.FunctionType):
             hook, code = instrument.instrumented(fn)
             if code is None:
                 return False
             if listings is not None:
-                hook.arm(listings.fallback, self.level, owners, names=listings.names, by=listings.by)
+                hook.arm(listings.fallback, level, owners, names=listings.names, by=listings.by, every=every)
             else:
-                hook.arm(api, self.level, owners)
+                hook.arm(api, level, owners, every=every)
             original = fn.__code__
             fn.__code__ = code
 
@@ -257,9 +271,9 @@ class SetattrHook(TracingHook):
             else None
         )
         if patch is _C.patch_c_function and listings is not None and listings.by == "site":
-            patched = patch(fn, api, self.level, listings.names)
+            patched = patch(fn, api, level, listings.names, every=every)
         else:  # (a method descriptor listed under several names records under the first)
-            patched = patch is not None and patch(fn, api, self.level)
+            patched = patch is not None and patch(fn, api, level, every=every)
         if not patched:
             return False
         self.undo_with(lambda: _C.unpatch(fn))

@@ -157,6 +157,7 @@ class APITracer:
             with _C.suspended():
                 for level in self.levels:
                     hook = self.hook_classes[level](self.dialect, self.options)
+                    hook.traced_levels = tuple(self.levels)
                     hook.install()
                     self._hooks.append(hook)
                 if self.tag_modules is not None:

@@ -15,6 +15,10 @@ An allow-list:
 - the functions of the modules the user imported on the command line
   (``--import MODULE``: the user's own code, never a config file's asking);
 
+- Paddle's eager operators, ``paddle._C_ops.NAME`` (what level 2
+  records), less DENIED_OPERATORS: their families that must not run from
+  an untrusted file;
+
 less DENIED: the families of the list that must not run from an untrusted
 file, each with its reason (files, processes, devices, process-wide flags
 and modes, distributed, JIT and static graphs, hub, utils and
@@ -159,6 +163,99 @@ DENIED: Dict[str, Tuple[str, ...]] = {
 }
 
 
+# Paddle's eager operators replay must not call, by family: reason -> the
+# operators' names (fnmatch) in paddle._C_ops.
+DENIED_OPERATORS: Dict[str, Tuple[str, ...]] = {
+    "reads files": ("read_file",),
+    "talks to other processes (collectives, sends and receives, distributed tensors)": (
+        "all_gather",
+        "all_reduce*",
+        "all_to_all",
+        "barrier",
+        "broadcast",
+        "broadcast_",
+        "c_*",
+        "global_gather",
+        "global_scatter",
+        "mp_allreduce_sum*",
+        "partial_allgather*",
+        "recv_v2",
+        "send_v2",
+        "reduce",
+        "reduce_",
+        "reduce_scatter",
+        "sync_calc_stream*",
+        "sync_comm_stream",
+        "reshard*",
+        "shard_tensor",
+        "dtensor_*",
+        "dist_reshape",
+        "moe_global_mesh_tensor",
+        "moe_sub_mesh_tensors",
+        "distributed_fused_lamb_init*",
+    ),
+    "belongs to static graphs and programs (feeds, fetches, variables, arrays, program runs, layouts, copies "
+    "between devices)": (
+        "data",
+        "fetch",
+        "parameter",
+        "set_parameter",
+        "set_persistable_value",
+        "share_var",
+        "share_data*",
+        "run_program",
+        "tensorrt_engine",
+        "builtin_*",
+        "create_array*",
+        "array_*",
+        "slice_array*",
+        "get_core_ops_*",
+        "depend",
+        "nop*",
+        "ap_*",
+        "memcpy*",
+        "onednn_to_paddle_layout",
+        "trans_layout",
+        "coalesce_tensor*",
+    ),
+    "views a window of memory by sizes, strides and an offset it does not check against the tensor's storage": (
+        "as_strided",
+        "set",
+        "set_",
+        "view_slice",
+        "tensor_unfold",
+        "index_select_strided",
+    ),
+    "prints": ("print",),
+    "changes process-wide state: flags": (
+        "enable_check_model_nan_inf",
+        "disable_check_model_nan_inf",
+        "check_numerics",
+    ),
+}
+OPERATORS = "paddle._C_ops"
+
+
+def operator_refusal(name: str) -> Optional[str]:
+    """Why replay may not call the eager operator `name` (paddle._C_ops.NAME)
+    from an untrusted file; None if it may."""
+    op = name[len(OPERATORS) + 1 :]
+    if op not in operator_names():
+        return "it is not one of Paddle's eager operators"
+    for reason, patterns in DENIED_OPERATORS.items():
+        if any(fnmatch.fnmatchcase(op, pattern) for pattern in patterns):
+            return f"it {reason}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def operator_names() -> FrozenSet[str]:
+    """The names of Paddle's eager operators (hooks.operators)."""
+    from .hooks import operators
+
+    return frozenset(name for name, _ in operators())
+
+
 def denied(name: str) -> Optional[str]:
     """The reason DENIED gives for `name`, if it does; DOWNLOADS for the
     model functions of paddle.vision.models (model_functions)."""
@@ -253,9 +350,11 @@ def refusal(name: str, obj: Any = None) -> Optional[str]:
     operators named by a registry.)"""
     if _users(name):
         return None
-    why = denied(name)
-    if why:
-        why = f"it {why}"
+    why: Optional[str] = None
+    if name.startswith(OPERATORS + "."):
+        why = operator_refusal(name)
+    elif denied(name):
+        why = f"it {denied(name)}"
     elif _private(name):
         why = "it is private: replay calls Paddle's public API only"
     elif name not in named_apis():
