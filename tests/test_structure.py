@@ -127,6 +127,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.frameworks.dialect",
         "api_tracer.frameworks.api_lists",
         "api_tracer.frameworks.*.dialect",
+        "api_tracer.frameworks.*.hooks",
         "api_tracer.frameworks.*.names",
         "api_tracer.frameworks.*.objects",
         "api_tracer.frameworks.*.api_list",

@@ -191,7 +191,8 @@ class TracerOptions:
     )
     levels: Any = option(
         0,
-        "comma-separated levels: 0 setattr, 1 torch function mode, 2 dispatch mode, 3 native observer",
+        "comma-separated levels: torch's 0 setattr, 1 torch function mode, 2 dispatch mode, 3 native observer; "
+        "paddle's 0 outermost APIs, 1 every API call, 2 eager operators",
         check_levels,
         native=None,
         type=level_list,
