@@ -8,6 +8,10 @@
   same fields api_tracer records (API name, each tensor's shape, dtype,
   device and strides, scalars by repr), a config line deduplicated in a dict,
   and the YAML record and text line of the streamed trace.
+- For Paddle (bench_paddle.py): PaddleLogger reads Paddle's tensors;
+  PythonSetattr(logger, every=True) records every call of the API list, as
+  Paddle's level 1 does; PaddleOperatorSetattr wraps paddle._C_ops, level 2;
+  Together enters several at once, levels [0, 1, 2].
 """
 
 from __future__ import annotations
@@ -103,19 +107,40 @@ class LoggerDispatchMode(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def _every_call(fn, name, log, busy, drop_self=False):
+    """A wrapper that records each call of fn, nested ones too, except those
+    the logger itself makes while it records (reading a tensor's fields)."""
+
+    def wrapper(*args, **kwargs):
+        if getattr(busy, "n", 0):
+            return fn(*args, **kwargs)
+        busy.n = 1
+        try:
+            log.record(name, args[1:] if drop_self else args, kwargs)
+        finally:
+            busy.n = 0
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class PythonSetattr:
     """Level 0 in Python: every API of the default list replaced by setattr
     with a Python wrapper. `logger` None: the floor (only calls through);
     else the wrapper records the outermost call of a thread, as level 0
-    does."""
+    does, or with `every` each call, nested ones too, as Paddle's level 1
+    does. `busy`: a threading.local shared with other wrappers recording
+    into the same logger (Together), so that none records the logger's own
+    calls."""
 
-    def __init__(self, logger=None, dialect=None):
+    def __init__(self, logger=None, dialect=None, every=False, busy=None):
         from api_tracer.frameworks.torch.dialect import PyTorchDialect
 
         dialect = dialect or PyTorchDialect()
         self.targets, _ = dialect.setattr_targets(dialect.api_list())
         self.log = logger
-        self.depth = threading.local()
+        self.every = every
+        self.depth = busy if busy is not None else threading.local()
 
     def _wrap(self, fn, name, drop_self=False):
         if self.log is None:
@@ -125,6 +150,8 @@ class PythonSetattr:
 
             return wrapper
         log, depth = self.log, self.depth
+        if self.every:
+            return _every_call(fn, name, log, depth, drop_self)
 
         def wrapper(*args, **kwargs):
             if getattr(depth, "n", 0):
@@ -160,6 +187,59 @@ class PythonSetattr:
                 setattr(owner, attr, old)
             else:
                 delattr(owner, attr)
+
+
+class PaddleOperatorSetattr:
+    """Paddle's level 2 in Python: every public builtin of paddle._C_ops (the
+    operators api_tracer's level 2 patches) replaced by setattr on that
+    module with a Python wrapper; Paddle's APIs look their operators up
+    there at each call. `logger` None: the floor; else each call is
+    recorded as paddle._C_ops.NAME. `busy` as PythonSetattr's."""
+
+    def __init__(self, logger=None, busy=None):
+        from api_tracer.frameworks.paddle.hooks import operators
+
+        self.ops = operators()
+        self.log = logger
+        self.busy = busy if busy is not None else threading.local()
+
+    def _wrap(self, fn, name):
+        if self.log is None:
+
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+
+            return wrapper
+        return _every_call(fn, f"paddle._C_ops.{name}", self.log, self.busy)
+
+    def __enter__(self):
+        from paddle import _C_ops
+
+        for name, fn in self.ops:
+            setattr(_C_ops, name, self._wrap(fn, name))
+        return self
+
+    def __exit__(self, *exc):
+        from paddle import _C_ops
+
+        for name, fn in self.ops:
+            setattr(_C_ops, name, fn)
+
+
+class Together:
+    """Several of the above entered as one, in order, left in reverse."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def __enter__(self):
+        for p in self.parts:
+            p.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        for p in reversed(self.parts):
+            p.__exit__(*exc)
 
 
 def handlers(level: int):
