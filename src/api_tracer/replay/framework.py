@@ -104,6 +104,12 @@ class ReplayFramework:
         runs, has no float64 reference."""
         return f"no float64 reference: the call fails in float64 ({failure})"
 
+    def workspace_outputs(self, api: str) -> Tuple[int, ...]:
+        """The indices of the outputs `api` keeps for its backward in a form
+        of the kernel's choosing, or leaves uninitialized: a check does not
+        compare them."""
+        return ()
+
     def grad_mode_kept(self) -> ContextManager[Any]:
         """While inside, a call that sets the framework's grad mode sets it
         for itself only: the mode before comes back."""

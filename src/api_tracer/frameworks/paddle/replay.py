@@ -437,6 +437,29 @@ def generator_state() -> List[str]:
     return [re.sub(r"0x[0-9a-fA-F]+", "", str(state)) for state in paddle_module().get_rng_state()]
 
 
+# Outputs an eager operator keeps for its backward, or leaves
+# uninitialized, not compared: batch norm's saved mean, saved variance and
+# reserve space (in evaluation they are left as the allocator gives them),
+# instance norm's saved mean and variance, the RNN's dropout state and
+# reserve. Operator -> the output indices.
+WORKSPACE_OUTPUTS = {
+    **{
+        f"paddle._C_ops.{op}": (3, 4, 5)
+        for op in (
+            "batch_norm",
+            "batch_norm_",
+            "sync_batch_norm_",
+            "sparse_batch_norm_",
+            "sparse_sync_batch_norm_",
+            "fused_batch_norm_act",
+            "fused_bn_add_activation",
+        )
+    },
+    "paddle._C_ops.instance_norm": (1, 2),
+    "paddle._C_ops.rnn": (1, 3),
+}
+
+
 class PaddleReplay(ReplayFramework):
     """Paddle's configs (see the module): on the CPU, checked by float64 or
     repeat, without --backward; no reference other than the call itself."""
@@ -469,6 +492,9 @@ class PaddleReplay(ReplayFramework):
 
     def grad_mode_kept(self) -> Any:
         return grad_mode_kept()
+
+    def workspace_outputs(self, api: str) -> Tuple[int, ...]:
+        return WORKSPACE_OUTPUTS.get(api, ())
 
     def constructors_traced(self, args: list, kwargs: dict) -> Tuple[str, ...]:
         return tuple(

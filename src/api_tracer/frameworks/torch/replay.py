@@ -83,6 +83,21 @@ class TorchBuilder(Builder):
             self.charge(outputs, "its arguments and outputs")
 
 
+# Outputs an operator keeps for its backward in a form of the kernel's
+# choosing, not compared: the embedding bag's offset2bag, bag_size and
+# maximum indices (its float32 fast path leaves offset2bag empty, the
+# float64 kernel fills it). API -> the output indices.
+WORKSPACE_OUTPUTS = {
+    api: (1, 2, 3)
+    for api in (
+        "torch.embedding_bag",
+        "torch.ops.aten.embedding_bag",
+        "torch.ops.aten._embedding_bag",
+        "torch.ops.aten._embedding_bag_forward_only",
+    )
+}
+
+
 class TorchReplay(ReplayFramework):
     """torch's configs: names resolved inside torch (resolve.py), the
     reviewed policy (policy.py) and preconditions (preconditions.py), its
@@ -126,6 +141,10 @@ class TorchReplay(ReplayFramework):
 
     def grad_mode_kept(self) -> Any:
         return side_module.grad_mode_kept()
+
+    def workspace_outputs(self, api: str) -> Tuple[int, ...]:
+        packet = api.rsplit(".", 1)[0] if api.startswith("torch.ops.") and api.count(".") == 4 else api
+        return WORKSPACE_OUTPUTS.get(packet, ())
 
     def no_reference(self, failure: str) -> str:
         return (

@@ -30,26 +30,11 @@ from .compare import Comparison, Errors, Mismatch
 
 MODES = ("float64", "device:DEVICE", "compile", "repeat", "layout")
 
-# Outputs an operator keeps for its backward in a form of the kernel's
-# choosing, not compared: the embedding bag's offset2bag, bag_size and
-# maximum indices (its float32 fast path leaves offset2bag empty, the
-# float64 kernel fills it). API -> the output indices.
-WORKSPACE_OUTPUTS = {
-    api: (1, 2, 3)
-    for api in (
-        "torch.embedding_bag",
-        "torch.ops.aten.embedding_bag",
-        "torch.ops.aten._embedding_bag",
-        "torch.ops.aten._embedding_bag_forward_only",
-    )
-}
-
-
-def workspace_outputs(api: str) -> Tuple[str, ...]:
-    """The leaves of `api`'s output a check does not compare, as named
-    ("output[1]")."""
-    packet = api.rsplit(".", 1)[0] if api.startswith("torch.ops.") and api.count(".") == 4 else api
-    return tuple(f"output[{i}]" for i in WORKSPACE_OUTPUTS.get(packet, ()))
+def workspace_outputs(job: Job) -> Tuple[str, ...]:
+    """The leaves of the job's output a check does not compare, as named
+    ("output[1]"): those its framework says the call keeps for its
+    backward in a form of the kernel's choosing (ReplayFramework.workspace_outputs)."""
+    return tuple(f"output[{i}]" for i in job.framework.workspace_outputs(job.api))
 
 
 def reference(check: str, device: str) -> Side:
@@ -198,7 +183,7 @@ def _check(job: Job) -> Verdict:
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
     else:
-        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(api), overflow=extremes)
+        verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(job), overflow=extremes)
     if note:
         verdict.message = "; ".join(filter(None, [note, verdict.message]))
     return verdict

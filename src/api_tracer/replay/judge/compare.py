@@ -85,7 +85,7 @@ class Comparison:
 
         self.other, self.values, self.dtype_of, self.device_of = other, values, dtype_of, device_of
         self.bounds = bounds or {}  # per leaf, the error model's Bound (float64 check)
-        self.unjudged = unjudged  # leaves not compared (check.WORKSPACE_OUTPUTS)
+        self.unjudged = unjudged  # leaves not compared (ReplayFramework.workspace_outputs)
         self.scalar_dtype = scalar_dtype or torch.float64
         self.rtol, self.atol = rtol, atol
         self.errors: List[Errors] = []  # of every numeric leaf compared by value
