@@ -9,6 +9,7 @@ from typing import Any
 
 from ..corpus.coverage import coverage_of_dirs, report_json, report_text
 from ..errors import UsageError
+from ..frameworks import FRAMEWORKS, dialect_named
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -19,6 +20,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         dest="list_path",
         metavar="FILE",
         help="the API names to cover, one a line (default: the dialect's API list)",
+    )
+    p.add_argument(
+        "--dialect",
+        choices=sorted(FRAMEWORKS),
+        help="the framework whose API list and operators are covered (default: the one the sets' APIs name)",
     )
     p.add_argument("--json", action="store_true", help="everything, every name included, as JSON")
     p.add_argument("--untouched", action="store_true", help="list the names never touched, per group")
@@ -34,7 +40,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def main(args: Any) -> int:
     if args.top is not None and args.top < 0:
         raise UsageError(f"coverage: --top {args.top}: not a count (0: all)")
-    report = coverage_of_dirs(args.dirs, list_path=args.list_path)
+    dialect = dialect_named(args.dialect) if args.dialect else None
+    report = coverage_of_dirs(args.dirs, dialect, list_path=args.list_path)
     print(
         json.dumps(report_json(report), indent=1) if args.json else report_text(report, args.untouched, args.top),
         end="\n" if args.json else "",

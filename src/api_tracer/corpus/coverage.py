@@ -38,7 +38,7 @@ from ..errors import InputError, UsageError, warn
 from ..formats.fileset import FileSet, find_sets
 from ..formats.io import read_text, shown
 from ..formats.statistics import checked_api_name, read_api_names, statistics_of
-from ..frameworks import dialect_named
+from ..frameworks import dialect_named, framework_of
 from ..frameworks.dialect import FrameworkDialect
 from ..util.text_table import format_table
 
@@ -148,6 +148,15 @@ def touched_names(sets: Iterable[FileSet]) -> List[str]:
 # -- counting -------------------------------------------------------------------------------
 
 
+def sets_framework(touched: Iterable[str]) -> str:
+    """The framework the names touched belong to (frameworks.framework_of:
+    their first part); UsageError where they belong to two."""
+    found = sorted({f for f in map(framework_of, touched) if f is not None})
+    if len(found) > 1:
+        raise UsageError(f"coverage: the sets hold the APIs of {' and '.join(found)}: name one with --dialect")
+    return found[0] if found else "torch"
+
+
 def cover(
     names: Iterable[str], touched: Iterable[str], group_of: Callable[[str], str], what: str, source: str, unit: str
 ) -> Coverage:
@@ -169,9 +178,11 @@ def coverage_of(
     list_source: Optional[str] = None,
 ) -> CoverageReport:
     """The coverage of the dialect's API list (or `api_list`, read from
-    `list_source`) and of its operators by the names the sets touch."""
-    dialect = dialect or dialect_named("torch")
+    `list_source`) and of its operators by the names the sets touch; the
+    dialect, where not given, the framework the names touched belong to
+    (torch's where they name none)."""
     touched = touched_names(sets)
+    dialect = dialect or dialect_named(sets_framework(touched))
     listed = api_list if api_list is not None else dialect.api_list()
     source = f"the list {list_source}" if list_source else f"the {dialect.name} dialect's API list"
     namespace_of = dialect.operator_namespace  # None: not an operator's name

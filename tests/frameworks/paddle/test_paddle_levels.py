@@ -6,6 +6,7 @@ replays and traces back as itself at its level."""
 
 from __future__ import annotations
 
+import json
 import types
 from pathlib import Path
 
@@ -188,3 +189,30 @@ def test_batch_norms_saved_statistics_are_workspace_not_compared(tmp_path):
     [result] = run_in_process([Config("bn.txt", 1, line)], ReplayOptions(check="float64"), lambda r: None)
     assert result.status == "ok", result.message
     assert "output[3]" in result.message and "not compared" in result.message
+
+
+def test_coverage_holds_level_2_against_paddles_operators(tmp_path, capsys):
+    from api_tracer.cli import main
+
+    out = traced(tmp_path, [1, 2], merge=False)
+    assert main(["coverage", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    operators = report["operators"]
+    assert operators["groups"][0]["name"] == "paddle._C_ops"
+    assert operators["groups"][0]["total"] == len(operators_of_paddle())
+    assert set(operators["groups"][0]["touched_names"]) >= OPERATORS
+    assert operators["outside"] == []
+    # the sets of two frameworks: which to cover is asked for
+    torch_set = tmp_path / "torch"
+    import torch
+
+    with APITracer(dialect="torch", output_path=str(torch_set), levels=0):
+        torch.ones(2).add(1)
+    assert main(["coverage", str(out), str(torch_set)]) == 2
+    assert "the sets hold the APIs of paddle and torch: name one with --dialect" in capsys.readouterr().err
+    assert main(["coverage", str(out), str(torch_set), "--dialect", "paddle", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["operators"]["groups"][0]["name"] == "paddle._C_ops"
+
+
+def operators_of_paddle() -> list:
+    return [name for name, _ in operators()]

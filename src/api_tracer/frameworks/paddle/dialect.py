@@ -34,13 +34,22 @@ import functools
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ... import _C
 from ...values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
 from ..dialect import FrameworkDialect, Rule, public_name
 from . import names
-from .hooks import API_LEVEL, NESTED_LEVEL, OPERATOR_LEVEL, ApiHook, NestedApiHook, OperatorHook
+from .hooks import (
+    API_LEVEL,
+    NESTED_LEVEL,
+    OPERATOR_LEVEL,
+    OPERATOR_MODULE,
+    ApiHook,
+    NestedApiHook,
+    OperatorHook,
+    operators,
+)
 from .names import DTYPES
 
 # Where paddle's objects that are not computation live: constructor calls
@@ -60,6 +69,13 @@ class PaddleDialect(FrameworkDialect):
 
     def hook_classes(self) -> Dict[int, type]:
         return {API_LEVEL: ApiHook, NESTED_LEVEL: NestedApiHook, OPERATOR_LEVEL: OperatorHook}
+
+    def operators(self) -> List[str]:
+        # Paddle's eager operators, as level 2 names them (hooks.py).
+        return [f"{OPERATOR_MODULE}.{name}" for name, _ in operators()]
+
+    def operator_namespace(self, api: str) -> Optional[str]:
+        return OPERATOR_MODULE if api.startswith(OPERATOR_MODULE + ".") else None
 
     def default_exclude(self) -> List[str]:
         # As torch's: property getters and setters are not what anyone fuzzes.
