@@ -123,6 +123,23 @@ def test_an_operator_is_recorded_inside_the_api_that_called_it(tmp_path):
     assert [api for api in trace[conv:] if api.startswith("paddle._C_ops.")][0] == "paddle._C_ops.conv2d"
 
 
+def test_backward_operators_are_recorded_inside_the_backward_call(tmp_path):
+    trace = lines(traced(tmp_path, [1, 2]) / "api_trace.txt")
+    names = [line.partition("(")[0] for line in trace]
+    backward = names.index("paddle.Tensor.backward")
+    step = names.index("paddle.optimizer.AdamW.step")
+    grads = [n for n in names[backward + 1 : step] if n.startswith("paddle._C_ops.")]
+    # the engine runs the last operator's backward first
+    assert grads[:2] == ["paddle._C_ops.mean_all_grad", "paddle._C_ops.cross_entropy_with_softmax_grad"]
+    assert {"paddle._C_ops.matmul_grad", "paddle._C_ops.conv2d_grad", "paddle._C_ops.batch_norm_grad"} <= set(grads)
+    assert all(n.endswith("_grad") for n in grads)
+    # with the inputs the backward API takes: matmul_grad(x, y, out_grad, transpose_x, transpose_y)
+    assert (
+        'paddle._C_ops.matmul_grad(Tensor([2, 8], "float32"), Tensor([8, 4], "float32"), '
+        'Tensor([2, 4], "float32"), False, False)'
+    ) in trace
+
+
 def test_nothing_is_recorded_inside_a_quiet_call_at_any_level(tmp_path):
     out = tmp_path / "quiet"
     x = paddle.ones([2, 2])

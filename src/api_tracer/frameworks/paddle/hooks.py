@@ -14,16 +14,23 @@ APIs stay the very objects they were. Its levels mean what torch's do:
   tracer and the corpus collected with it are at. Levels 0 and 1 share one
   set of patches: each call is recorded at level 0 where it is outermost
   and at level 1 always (one record where the output is merged);
-- level 2, ``OperatorHook``: Paddle's eager operators, the builtins of
-  ``paddle._C_ops`` every Python API calls (``paddle._C_ops.matmul``),
-  every call, recorded in order inside the API call that made it. A
-  builtin that is a public API too (``paddle.linalg.matmul`` is
-  ``paddle._C_ops.matmul``; four in Paddle 3.3) is patched once: where
-  level 0 or 1 is traced, its calls are theirs, under its API name. Paddle's
-  autograd engine runs the backward kernels from C++, calling no Python
-  function and no callback a tracer could register, so operators reached
-  only from C++ (backward's, and those of C-implemented Tensor methods such
-  as ``__add__``) are not seen: level 1 records those methods' calls.
+- level 2, ``OperatorHook``: Paddle's eager operators, every call,
+  recorded in order inside the API call that made it, forward and
+  backward. Forward: the builtins of ``paddle._C_ops`` every Python API
+  calls (``paddle._C_ops.matmul``), patched in place. A builtin that is a
+  public API too (``paddle.linalg.matmul`` is ``paddle._C_ops.matmul``;
+  four in Paddle 3.3) is patched once: where level 0 or 1 is traced, its
+  calls are theirs, under its API name. Backward: Paddle's autograd engine
+  calls the backward API (``paddle::experimental::matmul_grad``) from C++,
+  past any Python function; the extension ``api_tracer._paddle_backward``
+  (csrc/paddle/backward.cc) points the engine's calls of it at typed
+  wrappers that hand each call's inputs to the session, recorded as the
+  ``paddle._C_ops`` builtin that replays it (``paddle._C_ops.matmul_grad``),
+  inside the ``backward`` call that ran them. Where that extension is not
+  built (no Paddle headers at build time), level 2 records forward
+  operators only, and says so (``OperatorHook.skipped``). Operators the
+  C-implemented Tensor methods (``__add__``) reach are not seen: level 1
+  records those methods' calls.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ NESTED_LEVEL = API_LEVEL + 1
 OPERATOR_LEVEL = NESTED_LEVEL + 1
 # Where Paddle's eager operators are, and the prefix of their recorded names.
 OPERATOR_MODULE = "paddle._C_ops"
+# How OperatorHook.skipped names the backward operators, when it cannot record them.
+BACKWARD = "backward operators"
 
 
 class ApiHook(SetattrHook):
@@ -92,9 +101,31 @@ class OperatorHook(SetattrHook):
                     self.skipped[api] = "not a C function that can be patched in place"
                     continue
                 self.undo_with(lambda fn=fn: _C.unpatch(fn))
+            self._record_backward()
         except BaseException:
             self.restore()
             raise
+
+    def _record_backward(self) -> None:
+        """Records the backward API calls Paddle's autograd engine makes,
+        through api_tracer._paddle_backward, where it is built."""
+        try:
+            from ... import _paddle_backward as backward
+        except ImportError:
+            self.skipped[BACKWARD] = "api_tracer._paddle_backward is not built (no Paddle headers at build time)"
+            return
+        names: Dict[str, str] = {}
+
+        def record(name: str, args: tuple) -> None:
+            api = names.get(name)
+            if api is None:
+                api = names[name] = f"{OPERATOR_MODULE}.{name}"
+            _C.record(OPERATOR_LEVEL, api, args)
+
+        backward.install(record)
+        self.undo_with(backward.uninstall)
+        backward.set_recording(True)
+        self.undo_with(lambda: backward.set_recording(False))
 
     def uninstall(self) -> None:
         self.restore()

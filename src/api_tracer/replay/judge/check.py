@@ -30,6 +30,7 @@ from .compare import Comparison, Errors, Mismatch
 
 MODES = ("float64", "device:DEVICE", "compile", "repeat", "layout")
 
+
 def workspace_outputs(job: Job) -> Tuple[str, ...]:
     """The leaves of the job's output a check does not compare, as named
     ("output[1]"): those its framework says the call keeps for its
