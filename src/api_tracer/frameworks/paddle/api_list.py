@@ -133,8 +133,10 @@ class PaddleLists(ApiLists):
             names |= functions(ns)
         for api, cls in self._layers():
             names.add(api)  # (the base, paddle.nn.Layer, is skipped)
-            if api.startswith("paddle.nn.") and "forward" in vars(cls) and cls is not paddle.nn.Layer:
-                names.add(f"{api}.forward")  # (the base's raises)
+            # a forward of its own or inherited (BatchNorm2D's is _BatchNormBase's, LSTM's RNNBase's),
+            # recorded under the class of the layer it runs on; not the base's, which raises
+            if api.startswith("paddle.nn.") and cls.forward is not paddle.nn.Layer.forward:
+                names.add(f"{api}.forward")
         for name in dir(paddle.optimizer):
             cls = getattr(paddle.optimizer, name)
             if public(name) and isinstance(cls, type) and issubclass(cls, paddle.optimizer.Optimizer):

@@ -97,8 +97,8 @@ SKIP: Dict[str, str] = {
     "paddle.use_compat_guard": "global state: paddle's torch-compatibility proxy (import machinery)",
     "paddle.disable_signal_handler": "global state: paddle's signal handlers",
     # files, models, machinery
-    "paddle.save": "writes a file (pickles the object: paddle's own calls would be recorded)",
-    "paddle.load": "reads a file",
+    "paddle.save": "writes a file (QUIET: nothing it calls is recorded either)",
+    "paddle.load": "reads a file (QUIET: nothing it calls is recorded either)",
     "paddle.async_save": "writes a file from a thread",
     "paddle.clear_async_save_task_queue": "waits for async_save's thread",
     "paddle.summary": "prints a model's summary by running it with hooks",
@@ -150,11 +150,20 @@ SKIP_PREFIXES: Dict[str, str] = {
     "paddle.library.": "custom operator registration",
 }
 
-# Level 0 records neither these nor anything called inside them: printing,
+# No level records these nor anything called inside them: printing,
 # pickling and copying a tensor or parameter call paddle's own APIs
-# (numpy(), tensor_to_string's slicing, to_tensor on unpickling).
+# (numpy(), tensor_to_string's slicing, to_tensor on unpickling); saving
+# and loading files (paddle.save reads each tensor back to numpy), and
+# saving a converted program; a function converted by paddle.jit.to_static
+# runs a static program, and converting it calls paddle's APIs on the
+# static graph's values, which no eager call would get.
 QUIET: Tuple[str, ...] = (
     *methods("paddle.Tensor", *PRINTING_AND_PICKLING),
     *methods("paddle.nn.Parameter", "__repr__", "__str__", "__deepcopy__"),
     "paddle.base.dygraph.math_op_patch._rebuild_tensor",
+    "paddle.save",
+    "paddle.load",
+    "paddle.jit.save",
+    "paddle.jit.load",
+    "paddle.jit.dy2static.program_translator.StaticFunction.__call__",
 )
