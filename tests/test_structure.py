@@ -130,6 +130,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.frameworks.*.hooks",
         "api_tracer.frameworks.*.names",
         "api_tracer.frameworks.*.objects",
+        "api_tracer.frameworks.*.probing",
         "api_tracer.frameworks.*.api_list",
         "api_tracer.frameworks.torch",
         "api_tracer.frameworks.paddle",

@@ -95,7 +95,7 @@ def test_layers_are_written_as_the_construction_level_0_saw(tmp_path):
         "paddle.nn.Dropout(p=0.3)",
         'paddle.nn.Dropout.forward(Eval(paddle.nn.Dropout(p=0.3)), Tensor([3, 4], "float32"))',
         linear,
-        'paddle.nn.Linear.forward(Module("paddle.nn.Linear"), Tensor([3, 4], "float32"))',
+        'paddle.nn.Linear.forward(paddle.nn.Linear(4, 2), Tensor([3, 4], "float32"))',  # (built before: read back)
         f'paddle.nn.Linear.forward({linear}, Tensor([3, 4], "float32"))',
     ]
 
@@ -108,18 +108,29 @@ def test_a_layer_changing_mode_is_written_again(tmp_path):
         layer.eval()
         layer(x)
         layer.train()
-        layer[1].eval()  # a mix of modes: no call says it
+        layer[1].eval()  # a container's children in their own modes
         layer(x)
+        block = paddle.nn.TransformerEncoderLayer(4, 2, 8)
+        block.dropout1.eval()  # a mix of modes inside a layer: no call says it
+        block(paddle.ones([1, 2, 4]))
 
-    lines = trace(tmp_path, ["paddle.nn.Sequential", "paddle.nn.Sequential.forward"], program)
+    apis = ["paddle.nn.Sequential", "paddle.nn.Sequential.forward", "paddle.nn.TransformerEncoderLayer.forward"]
+    lines = trace(tmp_path, apis, program)
     assert (
-        'paddle.nn.Sequential.forward(Eval(paddle.nn.Sequential(Module("paddle.nn.Linear"), '
-        'Module("paddle.nn.Dropout"))), Tensor([2, 4], "float32"))' in lines
+        "paddle.nn.Sequential.forward(Eval(paddle.nn.Sequential(paddle.nn.Linear(4, 4), paddle.nn.Dropout())), "
+        'Tensor([2, 4], "float32"))' in lines
     )
-    assert 'paddle.nn.Sequential.forward(Opaque("paddle.nn.Sequential"), Tensor([2, 4], "float32"))' in lines
+    assert (
+        "paddle.nn.Sequential.forward(paddle.nn.Sequential(paddle.nn.Linear(4, 4), Eval(paddle.nn.Dropout())), "
+        'Tensor([2, 4], "float32"))' in lines
+    )
+    assert (
+        'paddle.nn.TransformerEncoderLayer.forward(Opaque("paddle.nn.TransformerEncoderLayer"), '
+        'Tensor([1, 2, 4], "float32"))' in lines
+    )
 
 
-def test_optimizers_are_their_construction_or_opaque(tmp_path):
+def test_optimizers_are_their_construction_or_read_back(tmp_path):
     layer = paddle.nn.Linear(2, 2)
     early = paddle.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
 
@@ -136,7 +147,9 @@ def test_optimizers_are_their_construction_or_opaque(tmp_path):
     assert lines == [
         adam,
         f"paddle.optimizer.Adam.step({adam})",
-        'paddle.optimizer.SGD.step(Opaque("paddle.optimizer.SGD"))',
+        # (built before tracing: read back)
+        'paddle.optimizer.SGD.step(paddle.optimizer.SGD(learning_rate=0.1, parameters=[Tensor([2, 2], "float32"), '
+        'Tensor([2], "float32")]))',
     ]
 
 

@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ... import _C
 from ...values import EVAL_MODE, MODULE_PLACEHOLDER, Call, Symbol
 from ..dialect import FrameworkDialect, Rule, public_name
-from . import names
+from . import names, objects
 from .hooks import (
     API_LEVEL,
     NESTED_LEVEL,
@@ -126,23 +126,72 @@ class PaddleDialect(FrameworkDialect):
             # (the children's attribute: its training flags count too, convert.h)
             return (_C.Rule.instance, self.describe_layer, MODULE_PLACEHOLDER, "_sub_layers")
         if issubclass(tp, paddle.optimizer.Optimizer):
-            return (_C.Rule.instance, lambda o: Call(OPAQUE, public_name(type(o))), OPAQUE)
+            # (per call, as its options and its scheduler's epoch change: objects.optimizer_recipe)
+            return (_C.Rule.replace, self.describe_optimizer)
+        if issubclass(tp, paddle.optimizer.lr.LRScheduler):
+            return (_C.Rule.replace, self.describe_scheduler)
         name = public_name(tp)
-        if tp.__module__.startswith(READ_BACK_MODULES):
+        if tp.__module__.startswith(READ_BACK_MODULES + ("paddle.nn.clip",)):  # (gradient clips too)
             return (_C.Rule.instance, functools.partial(read_back, name))
         return self._python_rule(tp, name) or self._callable_rule(tp) or (_C.Rule.opaque, name)
 
     def describe_layer(self, layer: Any) -> Call:
-        """A layer as what stands for it: the placeholder, which the
-        converter replaces with the constructor call level 0 saw making it
-        (convert.h), inside ``Eval(...)`` where it and its sublayers are in
-        evaluation mode; a mix of modes no call says is ``Opaque``."""
+        """A layer as the constructor call that builds an equal one, where
+        that can be known (objects.layer_recipe: a layer of paddle.nn or
+        paddle.vision, its arguments read back; Sequential, LayerList and
+        LayerDict as the calls of their children), inside ``Eval(...)``
+        where it and its sublayers are in evaluation mode (a container in
+        training mode holding layers of both modes: its children each
+        written with their own). Else the placeholder
+        ``Module("mymod.MyNet")``, which the converter replaces with the
+        constructor call level 0 saw making it (convert.h), inside
+        ``Eval(...)`` likewise; a mix of modes no call says is ``Opaque``."""
         name = public_name(type(layer))
+        try:
+            recipe = objects.layer_recipe(layer)
+            if recipe is not None:
+                return objects.written(recipe)
+        except Exception:  # noqa: BLE001 - a layer that cannot be read: its placeholder
+            pass
         modes = {m.training for m in layer.sublayers(include_self=True)}
         if len(modes) > 1:
             return Call(OPAQUE, name)
         placeholder = Call(MODULE_PLACEHOLDER, name)
         return placeholder if modes.pop() else Call(EVAL_MODE, placeholder)
+
+    @functools.cached_property
+    def _optimizers_verified(self) -> Dict[Any, Any]:
+        """Per optimizer state, which arguments build an equal one (None: none)."""
+        return {}
+
+    def describe_optimizer(self, optimizer: Any) -> Call:
+        """An optimizer of paddle.optimizer as the constructor call that
+        builds an equal one over the same tensors (objects.optimizer_recipe:
+        ``paddle.optimizer.AdamW(learning_rate=0.01, parameters=[Tensor(...),
+        ...])``); else ``Opaque("class")``, as for one of the program's own."""
+        if type(optimizer).__module__.startswith("paddle.optimizer"):
+            try:
+                recipe = objects.optimizer_recipe(optimizer, self._optimizers_verified)
+                if recipe is not None:
+                    return objects.written(recipe)
+            except Exception:  # noqa: BLE001 - an optimizer that cannot be read: Opaque
+                pass
+        return Call(OPAQUE, public_name(type(optimizer)))
+
+    @staticmethod
+    def describe_scheduler(scheduler: Any) -> Call:
+        """A learning-rate scheduler of paddle.optimizer.lr as the call that
+        builds one equal to it at the epoch it is at
+        (objects.object_recipe: ``paddle.optimizer.lr.StepDecay(0.1, 2,
+        last_epoch=4)``); else ``Opaque("class")``."""
+        if type(scheduler).__module__.startswith("paddle.optimizer"):
+            try:
+                recipe = objects.object_recipe(scheduler)
+                if recipe is not None:
+                    return objects.written(recipe)
+            except Exception:  # noqa: BLE001 - a scheduler that cannot be read: Opaque
+                pass
+        return Call(OPAQUE, public_name(type(scheduler)))
 
     @staticmethod
     @functools.lru_cache(maxsize=None)
