@@ -17,8 +17,11 @@ differences, and say how many of them there are.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -27,7 +30,7 @@ import torch
 
 from api_tracer import APITracer
 from api_tracer.cli import main
-from support import run_cli, user_code_env
+from support import CLI, user_code_env
 
 CONFIGS = [
     'torch.ops.replaycheck.twice.default(Tensor([8], "float32"))',  # ok
@@ -41,33 +44,38 @@ CONFIGS = [
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Dict[str, bytes]:
-    """A replay report and a diff, as the commands write them."""
+    """A replay report and a diff, as the commands write them. The replay
+    runs in a fresh process (its --import registers the replaycheck
+    operators, which this process may hold already: then none would be the
+    user's, and each refused), while the diff runs here (api_tracer.cli.main,
+    as `report` does below) on two output sets traced here."""
     top = tmp_path_factory.mktemp("results")
     (top / "c.yaml").write_text("\n".join(CONFIGS) + "\n")
-    replayed = run_cli(
-        "replay",
-        str(top / "c.yaml"),
-        "--import",
-        "replaycheck_ops",
-        "--check",
-        "float64",
-        "-o",
-        str(top / "r.jsonl"),
-        env=user_code_env(),
+    argv = [*CLI, "replay", str(top / "c.yaml"), "--import", "replaycheck_ops", "--check", "float64"]
+    replaying = subprocess.Popen(
+        [*argv, "-o", str(top / "r.jsonl")], env=user_code_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    assert replayed.returncode == 1, replayed.stderr
-    with APITracer(output_path=str(top / "a"), levels=[1, 2], label="a"):
-        x = torch.ones(2, 3)
-        torch.add(x, x)
-        torch.mul(x, 2)
-    with APITracer(output_path=str(top / "b"), levels=[0, 1, 2], label="b"):
-        x = torch.ones(2, 3)
-        torch.add(x, x)
-        torch.add(x, x)
-        torch.sub(x, 1)
-    diffed = run_cli("diff", str(top / "a"), str(top / "b"), "--json")
-    assert diffed.returncode == 0, diffed.stderr
-    return {"replay": (top / "r.jsonl").read_bytes(), "diff": diffed.stdout.encode()}
+    try:
+        with APITracer(output_path=str(top / "a"), levels=[1, 2], label="a"):
+            x = torch.ones(2, 3)
+            torch.add(x, x)
+            torch.mul(x, 2)
+        with APITracer(output_path=str(top / "b"), levels=[0, 1, 2], label="b"):
+            x = torch.ones(2, 3)
+            torch.add(x, x)
+            torch.add(x, x)
+            torch.sub(x, 1)
+        diffed, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(diffed), contextlib.redirect_stderr(err):
+            code = main(["diff", str(top / "a"), str(top / "b"), "--json"])
+        assert code == 0, err.getvalue()
+        _, stderr = replaying.communicate(timeout=600)
+    finally:
+        if replaying.poll() is None:
+            replaying.kill()
+            replaying.wait()
+    assert replaying.returncode == 1, stderr.decode()
+    return {"replay": (top / "r.jsonl").read_bytes(), "diff": diffed.getvalue().encode()}
 
 
 def test_the_files_hold_what_the_damage_needs(results):

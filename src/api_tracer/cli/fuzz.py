@@ -239,7 +239,11 @@ def main(args: Any) -> int:
 def _stop_on_signals(campaign: Campaign) -> Any:
     """SIGINT and SIGTERM end the campaign after the cases running (its
     state saved); a second one kills those (Campaign.stop). Returns what
-    puts the handlers back."""
+    puts the handlers back once the campaign is over; where a signal
+    stopped it, the process is ending, and later signals (a second Ctrl-C
+    that came after the last case) are ignored instead: put back, Python's
+    own would raise KeyboardInterrupt while the summary is printed or the
+    process exits."""
     before: List[Tuple[int, Any]] = []
 
     def handler(signum: int, frame: Any) -> None:
@@ -250,6 +254,6 @@ def _stop_on_signals(campaign: Campaign) -> Any:
 
     def restore() -> None:
         for sig, h in before:
-            signal.signal(sig, h)
+            signal.signal(sig, signal.SIG_IGN if campaign.stopping else h)
 
     return restore
