@@ -61,6 +61,19 @@ READ_BACK_MODULES = ("paddle.base.param_attr", "paddle.nn.initializer.", "paddle
 OPAQUE = "Opaque"
 
 
+def _read_back(obj: Any, recipe_of: Any) -> Call:
+    """An object of paddle.optimizer as the call `recipe_of` finds for it;
+    ``Opaque("class")`` where it finds none, or reading it raises."""
+    if type(obj).__module__.startswith("paddle.optimizer"):
+        try:
+            recipe = recipe_of(obj)
+            if recipe is not None:
+                return objects.written(recipe)
+        except Exception:  # noqa: BLE001 - an object that cannot be read: Opaque
+            pass
+    return Call(OPAQUE, public_name(type(obj)))
+
+
 class PaddleDialect(FrameworkDialect):
     """PaddlePaddle: level 0, Paddle's API list, Paddle's types."""
 
@@ -169,14 +182,7 @@ class PaddleDialect(FrameworkDialect):
         builds an equal one over the same tensors (objects.optimizer_recipe:
         ``paddle.optimizer.AdamW(learning_rate=0.01, parameters=[Tensor(...),
         ...])``); else ``Opaque("class")``, as for one of the program's own."""
-        if type(optimizer).__module__.startswith("paddle.optimizer"):
-            try:
-                recipe = objects.optimizer_recipe(optimizer, self._optimizers_verified)
-                if recipe is not None:
-                    return objects.written(recipe)
-            except Exception:  # noqa: BLE001 - an optimizer that cannot be read: Opaque
-                pass
-        return Call(OPAQUE, public_name(type(optimizer)))
+        return _read_back(optimizer, lambda o: objects.optimizer_recipe(o, self._optimizers_verified))
 
     @staticmethod
     def describe_scheduler(scheduler: Any) -> Call:
@@ -184,14 +190,7 @@ class PaddleDialect(FrameworkDialect):
         builds one equal to it at the epoch it is at
         (objects.object_recipe: ``paddle.optimizer.lr.StepDecay(0.1, 2,
         last_epoch=4)``); else ``Opaque("class")``."""
-        if type(scheduler).__module__.startswith("paddle.optimizer"):
-            try:
-                recipe = objects.object_recipe(scheduler)
-                if recipe is not None:
-                    return objects.written(recipe)
-            except Exception:  # noqa: BLE001 - a scheduler that cannot be read: Opaque
-                pass
-        return Call(OPAQUE, public_name(type(scheduler)))
+        return _read_back(scheduler, objects.object_recipe)
 
     @staticmethod
     @functools.lru_cache(maxsize=None)
