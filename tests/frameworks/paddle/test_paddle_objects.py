@@ -197,6 +197,9 @@ def test_optimizers_and_schedulers_are_written_with_their_hyperparameters(tmp_pa
         f"grad_clip=paddle.nn.ClipGradByGlobalNorm(1.0)))"
         for epoch in ("", ", last_epoch=0", ", last_epoch=1")  # (the scheduler's epoch, as it steps)
     ]
+    for line in lines:  # (replay's policy admits the schedulers and clips the tracer writes)
+        result = replay_one(Config("x", 1, line), ReplayOptions(dialect="paddle"))
+        assert result.status == "ok", (line, result.status, result.message)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ An allow-list:
   methods and operators, paddle.nn.functional, linalg, fft, signal,
   sparse, nn layers and their forward, optimizers);
 - the values replay itself constructs (VALUE_CONSTRUCTORS: places,
-  ParamAttr, the initializers and regularizers), and
+  ParamAttr, the initializers, regularizers, learning-rate schedulers
+  and gradient clips), and
   ``paddle.set_grad_enabled``, whose change replay undoes after each
   config (it restores grad mode);
 - the functions of the modules the user imported on the command line
@@ -302,14 +303,19 @@ def model_functions() -> FrozenSet[str]:
 
 @functools.lru_cache(maxsize=None)
 def value_classes() -> FrozenSet[str]:
-    """Paddle's initializers (paddle.nn.initializer.Constant, ...) and
-    regularizers (paddle.regularizer.L2Decay): values the tracer writes as
-    their constructor calls (in ParamAttr), which replay builds."""
+    """Paddle's initializers (paddle.nn.initializer.Constant, ...),
+    regularizers (paddle.regularizer.L2Decay), learning-rate schedulers
+    (paddle.optimizer.lr.StepDecay) and gradient clips
+    (paddle.nn.ClipGradByNorm): values the tracer writes as their
+    constructor calls (in ParamAttr, in an optimizer's: objects.py), which
+    replay builds."""
     paddle = paddle_module()
     found = set(VALUE_CONSTRUCTORS)
     for prefix, module, base in (
         ("paddle.nn.initializer", paddle.nn.initializer, paddle.nn.initializer.Initializer),
         ("paddle.regularizer", paddle.regularizer, paddle.regularizer.WeightDecayRegularizer),
+        ("paddle.optimizer.lr", paddle.optimizer.lr, paddle.optimizer.lr.LRScheduler),
+        ("paddle.nn", paddle.nn, paddle.nn.clip.ClipGradBase),
     ):
         for name, value in vars(module).items():
             if not name.startswith("_") and isinstance(value, type) and issubclass(value, base):

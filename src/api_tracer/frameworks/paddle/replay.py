@@ -149,7 +149,8 @@ class PaddleResolver(NameResolver):
     def constructible(self, cls: Any) -> bool:
         """Whether replay may call `cls` to build a value (or, as the API,
         call it): places, layers, optimizers and their learning rate
-        schedules, ParamAttr, initializers and regularizers; and
+        schedules, ParamAttr, initializers, regularizers and gradient
+        clips; and
         paddle.set_grad_enabled, whose change replay undoes."""
         paddle = self.paddle
         if not isinstance(cls, type):
@@ -163,6 +164,7 @@ class PaddleResolver(NameResolver):
             paddle.ParamAttr,
             paddle.nn.initializer.Initializer,
             paddle.regularizer.WeightDecayRegularizer,
+            paddle.nn.clip.ClipGradBase,
         )
         return issubclass(cls, bases) and (self.inside(cls, "paddle") or user_root(f"{cls.__module__}.x") is not None)
 
@@ -340,6 +342,10 @@ class PaddleBuilder(Builder):
         return self.r.paddle.nn.Layer
 
     def construct(self, target: Any, name: str, args: list, kwargs: dict, path: str) -> Any:
+        paddle = self.r.paddle
+        if isinstance(target, type) and issubclass(target, paddle.optimizer.Optimizer) and "parameters" in kwargs:
+            # (a program's optimizer holds parameters: its groups' options are read from them)
+            kwargs = dict(kwargs, parameters=_as_parameters(paddle, kwargs["parameters"]))
         value = target(*args, **kwargs)
         if isinstance(value, self.r.paddle.nn.Layer):
             self.layer(value, path)
@@ -367,6 +373,22 @@ class PaddleBuilder(Builder):
                     t.set_value(_from_numpy(values.contiguous(), dtype_name(t.dtype)))
         if layer.sublayers():
             self.perturb.layer(path, functools.partial(round_layer_outputs, layer))
+
+
+def _as_parameters(paddle: Any, value: Any) -> Any:
+    """An optimizer's `parameters` (tensors, or groups: dicts of them) with
+    each tensor made the parameter a program's would be, same values."""
+    if isinstance(value, paddle.Tensor):
+        return (
+            value
+            if isinstance(value, paddle.base.framework.EagerParamBase)
+            else (paddle.base.framework.EagerParamBase.from_tensor(value))
+        )
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_parameters(paddle, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_parameters(paddle, v) if k == "params" else v for k, v in value.items()}
+    return value
 
 
 def round_layer_outputs(layer: Any, relative: float, seed: int) -> None:
