@@ -621,6 +621,34 @@ def test_the_denied_names_are_paddles_and_the_computing_apis_are_allowed():
     assert "it is private" in paddle_policy.refusal("paddle.tensor._private_helper")
 
 
+def test_backward_kernels_whose_python_binding_gives_no_outputs_are_refused():
+    """Level 2 records the backward kernels the engine calls from C++; where
+    the kernel's outputs are a list, Paddle's own Python binding of it passes
+    none (concat_grad raises, stack_grad segfaults): each such kernel of
+    the generated wrappers is refused, with the reason, and no other."""
+    import re
+
+    wrappers = (TESTS.parent / "csrc" / "paddle" / "backward_wrappers.inc").read_text()
+    listed = {
+        m.group(1) for m in re.finditer(r"static void \(\*(o_\d+)\)\([^;]*std::vector<paddle::Tensor\*>\);", wrappers)
+    }
+    table = re.finditer(
+        r'\{"[^"]+", "(\w+)", reinterpret_cast<void\*>\(&w_\d+\), reinterpret_cast<void\*\*>\(&(o_\d+)\)\}', wrappers
+    )
+    expected = {name for name, slot in (m.groups() for m in table) if slot in listed}
+    reason = "Paddle's Python binding of this backward kernel gives it no outputs"
+    refused = {
+        name
+        for name in paddle_policy.operator_names()
+        if reason in (paddle_policy.refusal(f"paddle._C_ops.{name}") or "")
+    }
+    assert "concat_grad" in expected and "stack_grad" in expected
+    assert refused == expected & paddle_policy.operator_names()
+    line = f"paddle._C_ops.concat_grad([{T((4, 2))}, {T((4, 2))}], {T((4, 4))}, 1)"
+    result = replay_one(Config("x", 1, line), ReplayOptions(dialect="paddle"))
+    assert result.status == "refused" and reason in result.message, (result.status, result.message)
+
+
 def test_kernels_that_index_without_looking_get_their_indices_checked():
     lines = {
         f"paddle.Tensor.__getitem__({T((12,))}, Filled({T((1,), 'int64')}, "
