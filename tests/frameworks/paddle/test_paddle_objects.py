@@ -216,6 +216,8 @@ def test_optimizers_and_schedulers_are_written_with_their_hyperparameters(tmp_pa
         "paddle.nn.MultiHeadAttention(8, 2, dropout=0.1)",
         'paddle.nn.TransformerEncoderLayer(8, 2, 16, activation="gelu")',
         "paddle.nn.TransformerEncoder(paddle.nn.TransformerEncoderLayer(8, 2, 16), 2)",
+        "paddle.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=3, dim_feedforward=16, "
+        'activation="gelu", normalize_before=True)',
         "paddle.nn.Identity()",
         "paddle.nn.LayerList([paddle.nn.Linear(2, 3), paddle.nn.Tanh()])",
         'paddle.nn.LayerDict({"a": paddle.nn.Linear(2, 3), "b": paddle.nn.Sigmoid()})',
@@ -257,6 +259,14 @@ def test_a_vision_model_built_before_tracing_is_described(tmp_path):
     for line in lines:  # (ResNet.forward is not on replay's allow-list: allowed here)
         result = replay_one(Config("x", 1, line), ReplayOptions(dialect="paddle", allow_unsafe=True))
         assert result.status == "ok", (line, result.status, result.message)
+
+
+def test_the_layers_a_transformer_builds_are_read_back():
+    """Transformer hands its attention layers ParamAttr() (the defaults),
+    which is what Paddle makes of None: those layers are the calls without."""
+    t = paddle.nn.Transformer(16, 2, 2, 2, 32)
+    assert described(t.decoder.layers[0].self_attn) == "paddle.nn.MultiHeadAttention(16, 2, dropout=0.1)"
+    assert described(t.encoder.layers[1]) == "paddle.nn.TransformerEncoderLayer(16, 2, 32)"
 
 
 def test_a_layer_is_worked_out_once_while_its_members_stay(monkeypatch):

@@ -137,6 +137,14 @@ DERIVED: Dict[str, Dict[str, Callable[[Any], Any]]] = {
         "norm_layer": lambda m: _after_conv(m, True),
         "activation_layer": lambda m: _after_conv(m, False),
     },
+    "paddle.nn.layer.transformer.Transformer": {
+        "num_encoder_layers": lambda m: m.encoder.num_layers,
+        "num_decoder_layers": lambda m: m.decoder.num_layers,
+        **{  # (its layers' own arguments: the encoder's first keeps them)
+            p: functools.partial(lambda p, m: m.encoder.layers[0]._config[p], p)
+            for p in ("dim_feedforward", "dropout", "activation", "attn_dropout", "act_dropout", "normalize_before")
+        },
+    },
     "paddle.vision.models.resnet.ResNet": {"block": lambda m: type(m.layer1[0]), "depth": _resnet_depth},
     "paddle.vision.models.resnet.BasicBlock": {"planes": lambda m: m.conv1._out_channels},
     "paddle.vision.models.resnet.BottleneckBlock": {
@@ -263,9 +271,16 @@ def key(v: Any, depth: int = 0) -> Any:
         return ("partial", key(v.func, depth + 1), key(v.args, depth + 1), key(v.keywords, depth + 1))
     if module.startswith("numpy") and hasattr(v, "tobytes"):
         return ("numpy", str(getattr(v, "dtype", "")), getattr(v, "shape", ()), v.tobytes())
+    if type(v) is paddle.ParamAttr and key(_object_vars(v), depth + 1) == _default_attr():
+        return key(None)  # (a ParamAttr of the defaults is what Paddle makes of None: Transformer passes one)
     if (module.startswith(OBJECT_MODULES) or isinstance(v, paddle.optimizer.lr.LRScheduler)) and hasattr(v, "__dict__"):
         return ("object", key(type(v)), key(_object_vars(v), depth + 1))
     return SKIP
+
+
+@functools.lru_cache(maxsize=None)
+def _default_attr() -> Any:  # (once paddle is imported)
+    return key(_object_vars(sys.modules["paddle"].ParamAttr()), 1)
 
 
 # A small object's attributes set by what uses it (a scheduler's variable).
