@@ -285,6 +285,23 @@ def test_a_layer_is_worked_out_once_while_its_members_stay(monkeypatch):
     assert seen[3:] == ["Sequential", "Tanh"]
 
 
+def test_an_optimizer_is_read_back_once_per_state(monkeypatch):
+    seen = []
+    work = objects.optimizer_recipe
+    monkeypatch.setattr(objects, "optimizer_recipe", lambda *args: seen.append(1) or work(*args))
+    dialect = PaddleDialect()  # (its own memo)
+    schedule = paddle.optimizer.lr.StepDecay(0.1, step_size=1)
+    sgd = paddle.optimizer.SGD(learning_rate=schedule, parameters=paddle.nn.Linear(2, 2).parameters())
+    first = dialect.describe_optimizer(sgd)
+    assert dialect.describe_optimizer(sgd) is first and len(seen) == 1
+    schedule.step()  # (its epoch: written anew)
+    assert "last_epoch=0" in str(dialect.describe_optimizer(sgd)) and len(seen) == 2
+    sgd._parameter_list.append(paddle.create_parameter([3], "float32"))  # (a tensor more, in place)
+    assert "[3]" in str(dialect.describe_optimizer(sgd)) and len(seen) == 3
+    dialect.describe_optimizer(sgd)
+    assert len(seen) == 3
+
+
 PROGRAM = """
     import os, random, sys, threading, warnings
     import numpy as np

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -177,12 +178,23 @@ class PaddleDialect(FrameworkDialect):
         """Per optimizer state, which arguments build an equal one (None: none)."""
         return {}
 
+    @functools.cached_property
+    def _optimizers_described(self) -> "weakref.WeakKeyDictionary[Any, Tuple[List[Any], Call]]":
+        """Per optimizer, while it lives: its `objects.leaves` and its call."""
+        return weakref.WeakKeyDictionary()
+
     def describe_optimizer(self, optimizer: Any) -> Call:
         """An optimizer of paddle.optimizer as the constructor call that
         builds an equal one over the same tensors (objects.optimizer_recipe:
         ``paddle.optimizer.AdamW(learning_rate=0.01, parameters=[Tensor(...),
         ...])``); else ``Opaque("class")``, as for one of the program's own."""
-        return _read_back(optimizer, lambda o: objects.optimizer_recipe(o, self._optimizers_verified))
+        now = objects.leaves(optimizer)
+        before = self._optimizers_described.get(optimizer)
+        if before is not None and objects.unchanged(before[0], now):
+            return before[1]  # (once per state: the read back costs some 200 us, a training step's every call)
+        call = _read_back(optimizer, lambda o: objects.optimizer_recipe(o, self._optimizers_verified))
+        self._optimizers_described[optimizer] = (now, call)
+        return call
 
     @staticmethod
     def describe_scheduler(scheduler: Any) -> Call:

@@ -429,6 +429,39 @@ OPTIMIZER_SKIPPED = frozenset(
 VERIFIED_KEPT = 64  # states whose call was checked, kept (a scheduler makes new ones each step)
 
 
+def leaves(value: Any, depth: int = 0) -> List[Any]:
+    """What an optimizer's recipe is worked out from, cheaply (per call: see
+    `unchanged`): its attributes less OPTIMIZER_SKIPPED (but its tensors and
+    groups), by name; lists, tuples and dicts opened; schedulers and paddle's
+    small objects by their attributes; the rest as the objects themselves."""
+    paddle = sys.modules["paddle"]
+    if depth == 0:
+        kept = OPTIMIZER_SKIPPED - {"_parameter_list", "_param_groups"}
+        items = [(k, v) for k, v in vars(value).items() if k not in kept]
+    elif depth > 3 or isinstance(value, _SCALARS):
+        return [value]
+    elif isinstance(value, (list, tuple)):
+        items = list(enumerate(value))
+    elif isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, paddle.optimizer.lr.LRScheduler) or type(value).__module__.startswith(OBJECT_MODULES):
+        items = list(vars(value).items())
+    else:
+        return [value]
+    found: List[Any] = [type(value), len(items)]
+    for k, v in items:
+        found.append(k)
+        found.extend(leaves(v, depth + 1))
+    return found
+
+
+def unchanged(before: List[Any], now: List[Any]) -> bool:
+    """Whether two `leaves` are alike: the same objects, equal plain values."""
+    return len(before) == len(now) and all(
+        a is b or (type(a) is type(b) and isinstance(a, _SCALARS) and a == b) for a, b in zip(before, now)
+    )
+
+
 def _groups(optimizer: Any) -> Optional[List[Dict[str, Any]]]:
     groups = optimizer._param_groups
     return list(groups) if groups and isinstance(groups[0], dict) else None
