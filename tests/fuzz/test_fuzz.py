@@ -282,10 +282,11 @@ def test_filled_tensors_hold_their_value_in_the_recorded_dtype():
         'torch.ops.aten.mul.Scalar(Tensor([8, 2, 8, 16], "float32"), 1e+308)',  # overflows in float32 only
         'torch.ops.aten.linear.default(Tensor([2, 9, 32], "complex64"), Tensor([8, 32], "complex64"), '
         'Filled(Tensor([8], "complex64"), nan))',  # nan+nanj against nan+1j: both NaN
-        'torch.ops.aten.gelu.default(Tensor([2, 16, 64], "float32", stride=[1, 2, 32]))',  # a strided input's sizes
+        # a strided input's sizes (first seen on GELU, whose own float32 kernel the judge now finds wrong)
+        'torch.ops.aten.sigmoid.default(Tensor([2, 16, 64], "float32", stride=[1, 2, 32]))',
         'torch.ops.aten.linear.default(Tensor([2, 6, 16], "float32"), Tensor([16, 16], "float32"), '
         'Tensor([16], "float64", stride=[2]))',  # a float64 output of float32 inputs
-        'torch.ops.aten.gelu_backward.default(Tensor([2, 6, 32], "float32"), Tensor([2, 6, 32], "bfloat16"))',
+        'torch.ops.aten.sigmoid_backward.default(Tensor([2, 6, 32], "float32"), Tensor([2, 6, 32], "bfloat16"))',
         'torch.ops.aten.scaled_dot_product_attention.default(Tensor([2, 2, 6, 8], "float32"), '
         'Filled(Tensor([2, 2, 6, 8], "float32"), 3.4028234663852886e+38), '
         'Filled(Tensor([2, 2, 6, 8], "float32"), -3.4028234663852886e+38))',  # overflows on the way in float32

@@ -9,6 +9,7 @@ allow_unsafe=True, the policy's documented switch for trusted files."""
 
 import io
 import json
+import re
 import sys
 from xml.etree import ElementTree
 
@@ -22,6 +23,7 @@ from api_tracer.replay.judge.compare import Comparison, Mismatch
 from api_tracer.replay.output import Progress
 from api_tracer.replay.results import Result, Status
 from support import USER_CODE, run_cli, write_lines
+from support.judge_sets import torch_gelu
 from support.workloads import LONG_SUMS, traced_configs
 
 
@@ -64,7 +66,11 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
 def test_results_within_their_rounding_pass_and_say_how_close(line):
     r = judged(line)
     assert (r.status, r.compared, r.measure) == ("ok", "values", "error model"), r
-    assert 0 < r.excess < 1 and r.message == f"error model: the closest at {r.excess:.2g} of its bound ({r.worst})"
+    # (an elementwise call's closest may be on a region's draw: draw.REGIONS)
+    closest = (
+        rf"error model: the closest at {r.excess:.2g} of its bound \({re.escape(r.worst)}(, on the [a-z ]+ draw)?\)"
+    )
+    assert 0 < r.excess < 1 and re.fullmatch(closest, r.message), r.message
 
 
 @pytest.mark.parametrize(
@@ -252,7 +258,8 @@ def test_workloads_match_float64_long_sums_included(tmp_path, name, level):
     configs = traced_configs(tmp_path, name, level)
     results = run_in_process(configs, ReplayOptions(check="float64", backward=True), lambda r: None)
     assert len(results) >= 10
-    assert all(r.status == "ok" for r in results), [
+    # but torch's own GELU, whose float32 and bfloat16 kernels lose its negative tail (judge_sets.TORCH_DEFECTS)
+    assert all(r.status == "ok" or (r.status == "mismatch" and torch_gelu(r.api, r.config)) for r in results), [
         (r.config, r.status, r.message) for r in results if r.status != "ok"
     ]
     assert any(r.api in LONG_SUMS for r in results) == (name == "cnn" and level > 1)

@@ -135,7 +135,7 @@ def softmax_eps(x: torch.Tensor) -> torch.Tensor:
 def rms_norm_dropped(x: torch.Tensor) -> torch.Tensor:
     """RMS norm over the last dimension whose mean of squares leaves out its
     last element."""
-    squares = x.float() * x.float()
+    squares = x * x if _exact(x) else x.float() * x.float()  # (float64's own: the reference is exact)
     mean = squares.mean(-1, keepdim=True) if _exact(x) else squares[..., :-1].sum(-1, keepdim=True) / x.shape[-1]
     return (x / (mean + 1e-6).sqrt()).to(x.dtype)
 
@@ -386,3 +386,77 @@ def interpolate_bicubic_as_bilinear(x: torch.Tensor, size: List[int]) -> torch.T
     """Bicubic interpolation to `size` that falls back to bilinear in low
     precision."""
     return torch.nn.functional.interpolate(x, size=size, mode="bicubic" if _exact(x) else "bilinear")
+
+
+# -- elementwise defects that are right in absolute terms and wrong relative to the result: each computed in
+# float32, as torch's kernels compute every floating dtype up to it, then rounded to the input's dtype
+
+
+def _in_float32(x: torch.Tensor, f) -> torch.Tensor:
+    return f(x.float()).to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::erfc_cancel", mutates_args=())
+def erfc_cancel(x: torch.Tensor) -> torch.Tensor:
+    """erfc as 1 - erf(x): its tail (x > 3) lost to cancellation."""
+    return torch.special.erfc(x) if _exact(x) else _in_float32(x, lambda v: 1 - torch.erf(v))
+
+
+@torch.library.custom_op(f"{LIB}::sigmoid_cancel", mutates_args=())
+def sigmoid_cancel(x: torch.Tensor) -> torch.Tensor:
+    """sigmoid as 1 - sigmoid(-x): small results (x < -3) lose their digits."""
+    return torch.sigmoid(x) if _exact(x) else _in_float32(x, lambda v: 1 - torch.sigmoid(-v))
+
+
+@torch.library.custom_op(f"{LIB}::silu_cancel", mutates_args=())
+def silu_cancel(x: torch.Tensor) -> torch.Tensor:
+    """silu as x * (1 - sigmoid(-x))."""
+    return torch.nn.functional.silu(x) if _exact(x) else _in_float32(x, lambda v: v * (1 - torch.sigmoid(-v)))
+
+
+@torch.library.custom_op(f"{LIB}::log1p_cancel", mutates_args=())
+def log1p_cancel(x: torch.Tensor) -> torch.Tensor:
+    """log1p as log(1 + x): small x lose their digits in 1 + x."""
+    return torch.log1p(x) if _exact(x) else _in_float32(x, lambda v: torch.log(1 + v))
+
+
+@torch.library.custom_op(f"{LIB}::erfc_poly", mutates_args=())
+def erfc_poly(x: torch.Tensor) -> torch.Tensor:
+    """erfc by Abramowitz and Stegun's 7.1.26 (t P(t) exp(-x^2), accurate
+    to 1.5e-7 absolute): relative to the result, its tail is a few percent off."""
+    if _exact(x):
+        return torch.special.erfc(x)
+
+    def f(v: torch.Tensor) -> torch.Tensor:
+        a = v.abs()
+        t = 1 / (1 + 0.3275911 * a)
+        tail = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+        tail = tail * torch.exp(-a * a)
+        return torch.where(v >= 0, tail, 2 - tail)
+
+    return _in_float32(x, f)
+
+
+@torch.library.custom_op(f"{LIB}::tanh_small_poly", mutates_args=())
+def tanh_small_poly(x: torch.Tensor) -> torch.Tensor:
+    """tanh by its Taylor polynomial x - x^3/3 + 2x^5/15 below 0.6 in
+    magnitude: up to 1e-4 off relative near 0.6, right near 0."""
+    if _exact(x):
+        return torch.tanh(x)
+    return _in_float32(x, lambda v: torch.where(v.abs() < 0.6, v - v**3 / 3 + 2 * v**5 / 15, torch.tanh(v)))
+
+
+@torch.library.custom_op(f"{LIB}::gelu_vector_path", mutates_args=())
+def gelu_vector_path(x: torch.Tensor) -> torch.Tensor:
+    """GELU whose vectorized body (8 elements at a time) computes
+    x / 2 * (1 + erf(x / sqrt 2)), losing its negative tail to
+    cancellation, and whose scalar tail computes x / 2 * erfc(-x / sqrt 2):
+    as torch 2.13's CPU kernel does."""
+    if _exact(x):
+        return torch.nn.functional.gelu(x)
+    v = x.float().reshape(-1)
+    body = v.numel() - v.numel() % 8
+    out = torch.empty_like(v)
+    out[:body] = v[:body] * 0.5 * (1 + torch.erf(v[:body] * 0.5**0.5))
+    out[body:] = v[body:] * 0.5 * torch.special.erfc(-v[body:] * 0.5**0.5)
+    return out.reshape(x.shape).to(x.dtype)

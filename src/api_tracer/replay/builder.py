@@ -38,7 +38,7 @@ from ..values import (
     value_path,
     walk,
 )
-from .draw import argument_domains, draw, draw_floats, impose
+from .draw import argument_domains, draw, draw_floats, impose, region_floats
 from .memory import byte_limit, contiguous_strides, storage_numel
 from .options import Job, ReplayOptions
 from .results import BuildError, Invalid, Refused, Skip
@@ -78,6 +78,11 @@ class Perturbation:
         random signs (drawn from `seed`), as a rounding at each would (the
         framework's forward hooks)."""
 
+    # What a backward reads of what the forward saved, given the saved
+    # tensor (the framework's saved-tensor hooks, where it has them); None:
+    # as saved.
+    saved: Optional[Callable[[Any], Any]] = None
+
 
 UNPERTURBED = Perturbation()
 
@@ -116,6 +121,7 @@ class Builder:
         self.limit: Optional[int] = None  # the bytes the arguments may take (--max-bytes)
         self.spent = 0  # what the arguments made so far take
         self.domains = argument_domains(line.partition("(")[0])  # its API's arguments' known ones, by path
+        self.region = ""  # the judge's draw over a region of values (draw.REGIONS), or "" for the usual one
 
     # -- what the framework says ------------------------------------------------
 
@@ -331,6 +337,8 @@ class Builder:
         domain = self.domains.get(path) if fill is None else None  # what the API takes there, where known
         if fill is not None:  # in the recorded dtype (a float32 subnormal stays one on a float64 side)
             base = torch.full((numel,), fill, dtype=dtype)
+        elif dtype.is_floating_point and self.region and not (domain and domain.draw):
+            base = region_floats(self.region, profile, numel, self.gen, dtype).to(dtype)
         elif dtype.is_floating_point and ((profile is not None and profile.floating) or (domain and domain.draw)):
             base = draw_floats(profile, numel, self.gen, domain).to(dtype)
         elif dtype.is_floating_point and dtype.itemsize == 1:  # the float8 types: no random kernel of their own
@@ -571,6 +579,7 @@ def build(
     b.check_names(args, kwargs)
     b.check_tensors(args, kwargs, byte_limit(options.max_bytes, framework.memory_device(device)))
     b.requires_grad = api in b.NEEDS_GRAD
+    b.region = job.region
     built_args = [b.build(a, argument_path(i)) for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, keyword_path(k)) for k, v in kwargs.items()}
     if b.safe:

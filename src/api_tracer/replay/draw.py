@@ -52,6 +52,43 @@ def draw_floats(profile: Any, numel: int, gen: Any, domain: Optional["Domain"] =
     return torch.full((numel,), held, dtype=torch.float64)
 
 
+# -- regions: the judge's draws over a function's range ------------------------
+
+# Where elementwise kernels go wrong, each a draw of its own (--check float64
+# judges an elementwise call on each, after the usual one): name -> what it
+# spans, the values' magnitudes as powers of ten (their signs at random), or
+# None for the dtype's whole range of normal magnitudes.
+REGIONS: Dict[str, Optional[Tuple[float, float]]] = {
+    "tails": (math.log10(2), 2.0),  # |x| in [2, 100]: where erfc, sigmoid and GELU tails are small and exp's large
+    "near zero": (-7.0, -0.3),  # |x| in [1e-7, 0.5]: near the zeros of log1p, expm1, sin, tanh
+    # the square roots of the dtype's smallest normal and of its largest (1e-19 to 1e19 in float32), so that
+    # a square, a product or a quotient of two stays in range; positive only: past 2^24 every float is an
+    # integer, where the gamma family has its poles on the negative side, which float64's reflections miss
+    "extremes": None,
+}
+
+
+def region_floats(region: str, profile: Any, numel: int, gen: Any, dtype: Any) -> Any:
+    """`numel` float64 values of the region (REGIONS) for a floating
+    tensor of `dtype`, their signs at random (the extremes' positive); where the argument has a
+    profile of finite values, moved inside its range (the program passed
+    no other values there: the region's ends become the range's)."""
+    import torch
+
+    span = REGIONS[region]
+    if span is None:
+        info = torch.finfo(dtype)
+        span = (math.log10(info.tiny) / 2, math.log10(info.max) / 2)
+    exponents = span[0] + (span[1] - span[0]) * torch.rand(numel, dtype=torch.float64, generator=gen)
+    signs = torch.randint(0, 2, (numel,), generator=gen).to(torch.float64) * 2 - 1
+    values = (signs if REGIONS[region] is not None else 1.0) * torch.pow(10.0, exponents)
+    if profile is not None and profile.floating:
+        if not profile.finite:
+            return draw_floats(profile, numel, gen)
+        values = values.clamp(profile.fmin, profile.fmax)
+    return values
+
+
 def sentinels(profile: Any) -> List[int]:
     """The sentinels of an integer profile (_C.ValueProfile): its few
     negative values, apart from the range of its others, [nonneg_min, max]

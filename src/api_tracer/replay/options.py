@@ -42,3 +42,4 @@ class Job:
     kwargs: dict
     options: ReplayOptions
     framework: Any
+    region: str = ""  # its floating values drawn over a region (draw.REGIONS) by the judge, or "" as usual

@@ -319,13 +319,25 @@ DEFECTS = {
         f"{ME}.sigmoid_half({T((5000,))})",
     ],
 }
-# What the judge does not find, measured: the held-out defect it missed on
-# its one judging, with why.
-KNOWN_MISSES = {
-    f"{ME}.softplus_log({T((5000,))})": "log(1 + exp(x)) rounds 1 + exp(x) to float32: an error of u in units of 1, "
-    "which for inputs of N(0, 1) "
-    "(softplus of at least exp(-4)) stays inside what the error model allows an elementwise output of an "
-    "input's size, C_OUT * u * |x| (judged at 0.66 of its bound); it shows only where exp(x) is far below u",
+# What the judge does not find, measured. (softplus_log, missed on its one judging, is caught since an
+# elementwise output is held to its result: its error shows where exp(x) is far below u.)
+KNOWN_MISSES: dict = {}
+# Paddle's own kernels the judge finds wrong since it holds an elementwise output to its result, over the
+# regions (issue 37): listed, not loosened away.
+PADDLE_DEFECTS = {
+    f"paddle.nn.functional.gelu({T((4096,))})": (
+        "flushes results far above the smallest normal to 0 in its negative tail (-2.5e-37 for x near -88)"
+    ),
+    f"paddle.nn.functional.silu({T((10000,))})": (
+        "flushes results far above the smallest normal to 0 in its negative tail (-2.5e-37 for x near -88)"
+    ),
+    # (the two share softplus's log(1 + exp(x)))
+    f"paddle.nn.functional.log_sigmoid({T((5000,))})": (
+        "a few units in the last place past the bound (1.27x) on 6 of 5,000 elements of N(0, 1)"
+    ),
+    f"paddle.nn.functional.softplus({T((5000,))})": (
+        "a few units in the last place past the bound (1.27x) on 3 of 5,000 elements of N(0, 1)"
+    ),
 }
 PADDLE = ReplayOptions(dialect="paddle")
 
@@ -353,9 +365,16 @@ def cli(*args, **kwargs):
 def test_paddles_own_kernels_pass_the_float64_check(split):
     results = judge(CORRECT[split])
     assert len(results) == len(CORRECT[split]) >= 20
-    wrong = [(line, r.status, r.message) for line, r in results if r.status != "ok"]
-    assert not wrong, wrong
-    assert all(r.measure == "error model" and r.compared == "values" and r.excess < 1 for _, r in results)
+    wrong = {line for line, r in results if r.status != "ok"}
+    assert wrong == set(CORRECT[split]) & set(PADDLE_DEFECTS), [
+        (line, r.message) for line, r in results if line in wrong
+    ]
+    assert all(r.status == "mismatch" for line, r in results if line in wrong)
+    assert all(
+        r.measure == "error model" and r.compared == "values" and r.excess < 1
+        for line, r in results
+        if line not in wrong
+    )
 
 
 @pytest.mark.parametrize("split", sorted(DEFECTS))

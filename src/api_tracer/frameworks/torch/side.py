@@ -98,10 +98,18 @@ def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcom
         call = side.substitute if side.substitute is not None else compiled(func) if side.compiled else func
         random = RandomOps(watch)
         with grad_mode_kept():
-            with random:
+            saved = side.perturb.saved if side.perturb is not None and options.backward else None
+            with (
+                random,
+                torch.autograd.graph.saved_tensors_hooks(saved, _as_saved) if saved else contextlib.nullcontext(),
+            ):
                 output = call(*args, **kwargs)
             grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
     return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs)
+
+
+def _as_saved(t: Any) -> Any:
+    return t
 
 
 def contiguous_copies(value: Any) -> Any:

@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 from ...util.units import fmt_bytes
 from ...values import FILLED, Call, TensorSpec, walk
+from ..draw import REGIONS
 from ..memory import CHECK_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
 from ..options import Job, ReplayOptions
 from ..results import Invalid, Refused, SideError, Skip, Status, first_line
@@ -148,12 +149,45 @@ def check(job: Job) -> Verdict:
 
 
 def _check(job: Job) -> Verdict:
-    options, api = job.options, job.api
+    options = job.options
     assert options.check, "check() needs options.check"
     if options.check == "layout":
         why = layout_unjudged(job)
         if why:
             raise Skip(why)
+    verdict, bounds = _judged(job)
+    if verdict.status != Status.OK or not bounds or not all(b.elementwise for b in bounds.values()):
+        return verdict
+    # an elementwise call: judged again on each region of values where such kernels go wrong
+    worst, notes = verdict, []
+    for region in REGIONS:
+        try:
+            there, _ = _judged(replace(job, region=region))
+        except Exception as e:  # noqa: BLE001 - a call that refuses these values (a domain check): not judged there
+            notes.append(f"the {region} draw not judged ({first_line(e) or type(e).__name__})")
+            continue
+        if there.status == Status.MISMATCH:
+            there.message = f"on the {region} draw ({region_span(region)}): {there.message}"
+            return there
+        if there.worst is not None and (worst.worst is None or there.worst.excess > worst.worst.excess):
+            where = f"of its bound ({there.worst.where})"
+            worst = replace(there, message=there.message.replace(where, f"{where[:-1]}, on the {region} draw)"))
+    worst.message = "; ".join(filter(None, [worst.message, *notes]))
+    return worst
+
+
+def region_span(region: str) -> str:
+    """What a region's draw spans, as a verdict says it."""
+    span = REGIONS[region]
+    if span is None:
+        return "magnitudes over the dtype's range"
+    return f"magnitudes {10 ** span[0]:.2g} to {10 ** span[1]:.2g}"
+
+
+def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
+    """The verdict on one draw of the job's values, and the error model's
+    bounds it was judged within (None: none)."""
+    options, api = job.options, job.api
     other = reference(options.check, options.device)
     with deterministic():
         mine = run_side(job, Side("replay", options.device), watch=True)
@@ -187,7 +221,7 @@ def _check(job: Job) -> Verdict:
         verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(job), overflow=extremes)
     if note:
         verdict.message = "; ".join(filter(None, [note, verdict.message]))
-    return verdict
+    return verdict, bounds if other.cast is upcast else None
 
 
 # APIs whose result depends on their inputs' layout by what they do: no

@@ -42,13 +42,15 @@ class Errors:
     # "nan": every element is NaN on both sides; "infinite": NaN or infinite
     # on both sides, and not all NaN; "": some value is finite
     vacuous: str = ""
+    index: int = 0  # error model: the element furthest past its bound (or nearest to it), in its row-major order
 
     def describe(self, other: str) -> str:
         share = f"{self.beyond} / {self.total} elements ({self.beyond / max(1, self.total):.1%})"
         if self.measure != "rtol/atol":
             return (
                 f"{self.where}: {share} differ from the {other} side past the {self.measure}'s bound: "
-                f"the worst by {self.excess:.3g}x (difference {self.difference:.3g}, bound {self.allowed:.3g}; "
+                f"the worst by {self.excess:.3g}x at element {self.index} (difference {self.difference:.3g}, "
+                f"bound {self.allowed:.3g}; "
                 f"fan-in ~{self.fan_in:.0f}); greatest absolute difference {self.max_abs:.3g}, greatest relative "
                 f"difference {self.max_rel:.3g}"
             )
@@ -139,9 +141,9 @@ class Comparison:
             raise Mismatch(f"{where}: on {a.device}, on {b.device} on the {self.other} side")
         if self.values:
             dtype = a.dtype  # (the tolerance of its own dtype, after rounded_to_infinity widens it)
-            if a.is_floating_point() and b.is_floating_point() and b.dtype != a.dtype:
-                a = rounded_to_infinity(a, b)
             bound = self.bounds.get(where)
+            if a.is_floating_point() and b.is_floating_point() and b.dtype != a.dtype:
+                a = rounded_to_infinity(a, b, bound.allowed if bound is not None else 0.0)
             if bound is not None:
                 self.errors.append(measure_bounded(a, b, bound, where))
                 return
@@ -151,15 +153,17 @@ class Comparison:
             self.errors.append(measure(a, b, rtol, atol, where))
 
 
-def rounded_to_infinity(a: Any, b: Any) -> Any:
+def rounded_to_infinity(a: Any, b: Any, allowed: Any = 0.0) -> Any:
     """a, in b's wider dtype, holding b's value where b is finite but past
-    a's dtype's largest and a is the infinity of b's sign: b correctly
-    rounded to a's dtype (pow(1e-38, -4) is inf in float32)."""
+    a's dtype's largest (less what a's error may be, `allowed`) and a is
+    the infinity of b's sign: b correctly rounded to a's dtype (pow(1e-38,
+    -4) is inf in float32), or a result within its error of overflowing
+    (float16's 1 + tan(x)^2 near a pole, of a tan(x) rounded up)."""
     import torch
 
     largest = torch.finfo(a.dtype).max
     a, b = a.detach().cpu().to(b.dtype), b.detach().cpu()
-    past = a.isinf() & b.isfinite() & (b.abs() > largest) & (a.sign() == b.sign())
+    past = a.isinf() & b.isfinite() & (b.abs() + allowed > largest) & (a.sign() == b.sign())
     return torch.where(past, b, a)
 
 
@@ -240,7 +244,12 @@ def measure_bounded(a: Any, b: Any, bound: Any, where: str) -> Errors:
     diff, magnitude, vacuous = _differences(a, b)
     if not diff.numel():
         return Errors(where, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, bound.measure)
-    excess = torch.where(diff == 0, 0.0, diff / bound.allowed)
+    # (an infinite bound allows any number, an infinity too: a gradient of an overflowed output; never a
+    # NaN where the other side has a number, nor a number where it has NaN)
+    nan_against_number = a.detach().cpu().isnan() ^ b.detach().cpu().isnan()
+    if bound.nan_allowed is not None:
+        nan_against_number &= ~bound.nan_allowed
+    excess = torch.where((diff == 0) | (bound.allowed.isinf() & ~nan_against_number), 0.0, diff / bound.allowed)
     excess = _nan_is_inf(excess)
     worst = int(excess.reshape(-1).argmax())
     rel = _nan_is_inf(torch.where(diff == 0, 0.0, diff / magnitude))
@@ -258,6 +267,7 @@ def measure_bounded(a: Any, b: Any, bound: Any, where: str) -> Errors:
         diff.reshape(-1)[worst].item(),
         bound.fan_in,
         vacuous,
+        worst,
     )
 
 

@@ -60,6 +60,31 @@ element the model allows
   measured in the output's own units (a softmax of inputs of size 3 is of
   size 1/n, and so are its errors).
 
+An elementwise output (fan-in up to ELEMENTWISE, not a resampling) is
+held to its own result instead (`_elementwise`): the input-sized X and the
+accumulation's terms would allow thousands of times what a correct kernel
+needs where the result is small against its input (the tails of erfc,
+sigmoid, GELU), so its bound is
+
+    C_RESULT * u * |r| + tiny                    its rounding, a correct function's few ulp; flushed below tiny
+  + C_ULP * (M + 2 u_in S)                       its inputs' roundings, as the reference responds to them
+  + C_SAVED * V + C_MID * u * S                  (a gradient) what the forward saved, its own steps in u
+
+- M, the larger move of the element when every floating input moves by
+  one unit in its last place, up and down (`_Ulps`), at u_in: the
+  precision kernels compute in (u_acc) for an output, the result's own
+  for a gradient (torch computes a backward in its dtype): the function's
+  own sensitivity, steps included (round(x, 3) at a half);
+- S as above, at least the sum of the responses to each input and each
+  float scalar moved alone (x - y where they cancel; x + 0.1, whose 0.1 a
+  kernel rounds);
+- V, the move of a gradient when what the forward saved for it is rounded
+  to the result's dtype (`_Saved`: the reference's saved tensors moved by
+  u at random signs through the framework's saved-tensor hooks, and past
+  the dtype's largest, infinite: tanh's output, which 1 - tanh^2 reads).
+
+check.py judges an elementwise call on the regions of draw.REGIONS too.
+
 A call of a layer that holds layers (a Sequential, a whole model) rounds
 at every sublayer's output, and what follows may amplify those roundings
 far more than it amplifies its own inputs' (a batch norm in training mode
@@ -101,6 +126,10 @@ C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded 
 C_LAYERS = 2.0  # a composite layer's roundings at its sublayers' outputs, as they propagate
 SIGN_DRAWS = 4  # draws of random signs that S is the largest response of
 ROUNDING_DRAWS = 2  # draws of its sublayers' roundings that L is the largest move of
+C_RESULT = 6.0  # elementwise: the result's own rounding, and its function's error (a few units in its last place)
+C_ULP = 1.0  # elementwise: the response to the inputs moved by one unit in their last place
+C_SAVED = 2.0  # elementwise gradients: the response to what the forward saved, rounded to the result's dtype
+ELEMENTWISE = 1.5  # the fan-in up to which an output is elementwise (one input element each, broadcast or not)
 PROBES = 2  # input tensors whose fan-in is measured (the largest)
 ALONE_PROBES = 4  # input tensors moved one at a time, for S (the largest)
 ALONE_FAN_IN = 4.0  # ... for outputs of at most this fan-in (elementwise ones, their inputs' storage larger)
@@ -140,6 +169,8 @@ class Bound:
     rounding: Any  # C_OUT * (u * |r| + u_in * X)
     fan_in: float  # K
     measure: str = NAME  # what the report calls it
+    elementwise: bool = False  # judged as an elementwise output (_elementwise)
+    nan_allowed: Any = None  # where a NaN against a number is right (the probes' reference gave NaN too)
 
 
 RunSide = Callable[[Perturbation], Any]  # the reference side run with a perturbation -> its Outcome
@@ -211,14 +242,70 @@ def _signs(seed: int) -> Perturbation:
     return _Tensors(change)
 
 
-def _only(target: str) -> Perturbation:
-    """The input tensor `target` alone scaled by 1 + U."""
+class _Alone(Perturbation):
+    """The input `target` alone, a tensor or a float scalar, scaled by 1 + U."""
 
-    def change(path: str, t: Any) -> None:
-        if path == target:
-            t.mul_(1 + U)
+    def __init__(self, target: str) -> None:
+        self.target = target
 
-    return _Tensors(change)
+    def tensor(self, path: str, storage: Any) -> None:
+        if path == self.target:
+            storage.mul_(1 + U)
+
+    def scalar(self, path: str, value: float) -> float:
+        return value * (1 + U) if path == self.target else value
+
+
+def ulp(t: Any, u: float) -> Any:
+    """One unit in the last place of each value of `t` (float64), at the
+    precision whose unit roundoff is `u` (the spacing of that dtype's
+    values there; its smallest normal's below it, subnormals alike)."""
+    import torch
+
+    tiny = torch.finfo(_PRECISIONS()[u]).tiny
+    _, e = torch.frexp(t)
+    least = int(math.log2(tiny)) + 1
+    e = torch.where(t == 0, least, e.clamp(min=least))
+    return torch.ldexp(torch.full_like(t, u), e)
+
+
+def _PRECISIONS() -> Dict[float, Any]:
+    import torch
+
+    return {unit_roundoff(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16)}
+
+
+class _Ulps(Perturbation):
+    """Every real floating input tensor moved by one unit in its last place
+    at precision `u` (ulp), up (direction 1) or down (-1)."""
+
+    def __init__(self, u: float, direction: int) -> None:
+        self.u, self.direction = u, direction
+
+    def tensor(self, path: str, storage: Any) -> None:
+        if not storage.is_complex():
+            storage.add_(self.direction * ulp(storage, self.u))
+
+
+class _Saved(Perturbation):
+    """What the forward saved for the backward, each element moved by `u`
+    at random signs (drawn from `seed`), as rounding it to the result's
+    dtype would; the inputs left be."""
+
+    def __init__(self, u: float, seed: int) -> None:
+        import torch
+
+        self.u, self.gen = u, torch.Generator().manual_seed(seed)
+
+    def saved(self, t: Any) -> Any:
+        import torch
+
+        if not (t.is_floating_point() and t.layout == torch.strided) or t.is_complex():
+            return t
+        signs = torch.randint(0, 2, t.shape, generator=self.gen).to(device=t.device, dtype=t.dtype)
+        moved = t * (1 + self.u * (2 * signs - 1))
+        # (and past the dtype's largest, infinite: an exp's output that overflowed, which its gradient reads)
+        return torch.where(moved.abs() > torch.finfo(_PRECISIONS()[self.u]).max, moved * math.inf, moved)
 
 
 def _one(target: str, index: int) -> Perturbation:
@@ -292,8 +379,11 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
     signed = _folded(judged, (leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)), torch.maximum)
     # each input tensor moved alone: the sum of their responses is what the terms of an element add up to
     # where they cancel, with no draw of signs left to chance (a + alpha * b near 0, for an elementwise op)
-    alone_paths = [path for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]]
-    alone = _folded(judged, (leaves(run(_only(path))) for path in alone_paths), lambda a, b: a + b)
+    # (and each float scalar alone: a kernel rounds it to what it computes in)
+    alone_paths = [path for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]] + scalar_paths[
+        :ALONE_PROBES
+    ]
+    alone = _folded(judged, (leaves(run(_Alone(path))) for path in alone_paths), lambda a, b: a + b)
     picker = random.Random(seed)
     fan_ins = dict.fromkeys(judged, 1.0)
     largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
@@ -315,6 +405,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             u_most = max(u_most, unit_roundoff(mine.precision) or 0.0)
         draws = (leaves(run(_Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS))
         rounded = _folded(judged, draws, torch.maximum)
+    # (a layer of layers is not: its fan-in, probed at one element, can miss what its convolutions sum)
+    elementwise = {where for where in judged if fan_ins[where] <= ELEMENTWISE and not span and not layered}
+    ulps, saved = _elementwise_probes(run, judged, mine_leaves, elementwise, seed)
     out: Dict[str, Bound] = {}
     for where, r in judged.items():
         y = mine_leaves[where]
@@ -332,6 +425,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
         tiny = torch.finfo(y.dtype if y.is_floating_point() else torch.float32).tiny
         gradient = where.startswith("the gradient of ")
         u_acc = accumulation_roundoff(y.dtype)
+        if where in elementwise:
+            out[where] = _elementwise(where, r, magnitude, s, u_out, u_acc, tiny, ulps, saved, gradient, fan_in)
+            continue
         if gradient:  # made from what the forward saved, rounded to u: the largest input's size
             inputs, u_in = largest_input, u_out
             if span:  # and a resampling's weights, each erring by u * span, times the cotangents (at most 1)
@@ -358,3 +454,65 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             allowed = allowed + C_LAYERS * float(rounded[where].max())
         out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
     return out
+
+
+def _elementwise_probes(
+    run: RunSide, judged: Dict[str, Any], mine_leaves: Dict[str, Any], elementwise: set, seed: int
+) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """For the elementwise outputs: the greatest move of each element when
+    every input moves by one unit in its last place, up and down (at the
+    precision a kernel computes in for an output, at the result's own for
+    a gradient, which torch computes in its dtype: `_Ulps`), and for the
+    gradients, the move when what the forward saved is rounded to the
+    result's dtype (`_Saved`)."""
+    import torch
+
+    if not elementwise:
+        return {}, {}
+
+    def precision(where: str) -> float:
+        u = unit_roundoff(mine_leaves[where].dtype)
+        return u if where.startswith("the gradient of ") else accumulation_roundoff(mine_leaves[where].dtype)
+
+    ulps: Dict[str, Any] = {}
+    for u in sorted({precision(where) for where in elementwise}):
+        wanted = {where: judged[where] for where in elementwise if precision(where) == u}
+        moves = (leaves(run(_Ulps(u, direction))) for direction in (1, -1))
+        ulps.update(_folded(wanted, moves, torch.maximum))
+    gradients = {where: judged[where] for where in elementwise if where.startswith("the gradient of ")}
+    saved: Dict[str, Any] = {}
+    if gradients:
+        u_most = max(unit_roundoff(mine_leaves[where].dtype) or 0.0 for where in gradients)
+        saved = _folded(gradients, [leaves(run(_Saved(u_most, seed)))], torch.maximum)
+    return ulps, saved
+
+
+def _elementwise(
+    where: str,
+    r: Any,
+    magnitude: Any,
+    s: Any,
+    u_out: float,
+    u_acc: float,
+    tiny: float,
+    ulps: Dict[str, Any],
+    saved: Dict[str, Any],
+    gradient: bool,
+    fan_in: float,
+) -> Bound:
+    """An elementwise output's Bound: its own rounding, and its inputs'
+    roundings as the reference responds to them (see the module)."""
+    import torch
+
+    u_in = u_out if gradient else u_acc
+    moved = ulps.get(where, torch.zeros_like(magnitude))
+    # (a result below the smallest normal may be flushed to 0)
+    rounding = C_RESULT * u_out * magnitude + tiny
+    allowed = rounding + C_ULP * (moved + 2 * u_in * s)
+    nan_allowed = None
+    if gradient:  # made of what the forward saved, and of its own steps, each rounded to the result's dtype
+        kept = saved.get(where, torch.zeros_like(magnitude))
+        allowed = allowed + C_SAVED * kept + C_MID * u_out * s
+        nan_allowed = kept.isnan()  # (a zero cotangent times a saved output that overflowed: 0 * inf)
+    allowed = torch.where(allowed.isnan(), math.inf, allowed)
+    return Bound(allowed, rounding, fan_in, elementwise=True, nan_allowed=nan_allowed)
