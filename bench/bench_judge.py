@@ -75,6 +75,37 @@ def tally(split: str, **how: object) -> Dict[str, object]:
     }
 
 
+def elementwise(splits: List[str]) -> None:
+    """The elementwise sets (tests/support/elementwise_sets.py), both ways,
+    per split: torch's kernels judged ok, those the sets mark as torch's own
+    defects, and the planted defects caught; every line that is none of
+    what the sets expect, and a plain-torch reproducer of each torch defect
+    found."""
+    from support import elementwise_sets as sets
+
+    print(f"\n{'elementwise':12} {'torch ok':>10} {'torch defects':>14} {'planted caught':>15}")
+    for split in splits:
+        known = sets.torch_defects()
+        lines = sets.correct(split)
+        in_order = [key for key in lines if not key[1]] + [key for key in lines if key[1]]  # (as judge runs them)
+        correct = list(zip(in_order, [r for _, r in judge(lines)]))
+        defects = judge(sets.defects(split))
+        found = [(line, r) for line, r in correct if r.status != "ok"]
+        caught = [line for line, r in defects if r.status == "mismatch"]
+        print(
+            f"{split:12} {len(correct) - len(found):>4} / {len(correct):<5} {len(found):>6} {'':7}"
+            f"{len(caught):>4} / {len(defects):<5}",
+            flush=True,
+        )
+        for (line, backward), r in found:
+            said = known.get((line, backward), "NEW: not in the sets' list").split(" (measured")[0][:60]
+            print(f"    torch defect{' (backward)' if backward else ''}: {line}\n        {said}...: {r.message[:400]}")
+            print("        reproducer: " + sets.reproducer(line, r.message).replace("\n", "\n                    "))
+        for line, r in defects:
+            if r.status != "mismatch":
+                print(f"    missed{' (known)' if line in sets.KNOWN_MISSES else ''}: {line}: {r.message[:200]}")
+
+
 def workloads() -> None:
     import tempfile
     from collections import Counter
@@ -136,6 +167,11 @@ def main() -> None:
     parser.add_argument("--pairs", action="store_true", help="also a grid of fixed rtol/atol pairs")
     parser.add_argument("--cost", type=int, default=0, metavar="N", help="time per config, best of N rounds")
     parser.add_argument("--workloads", action="store_true", help="also the real models' configs, levels 2 and 3")
+    parser.add_argument(
+        "--elementwise",
+        default="",
+        help="also the elementwise sets' splits (comma-separated: tuning,held_out), with reproducers",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print(f"{'split':10} {'judge':28} {'false alarms':>14} {'defects caught':>15}")
@@ -171,6 +207,8 @@ def main() -> None:
         print(f"\ncost over {len(lines)} configs (best of {args.cost}):")
         for kind, seconds in best.items():
             print(f"  {kind:30} {seconds / len(lines) * 1e3:8.1f} ms a config  {seconds / base:6.2f}x plain replay")
+    if args.elementwise:
+        elementwise(args.elementwise.split(","))
     if args.workloads:
         workloads()
 
