@@ -386,6 +386,7 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
     alone = _folded(judged, (leaves(run(_Alone(path))) for path in alone_paths), lambda a, b: a + b)
     picker = random.Random(seed)
     fan_ins = dict.fromkeys(judged, 1.0)
+    ratios: Dict[str, List[float]] = {}  # per output, each probe's input elements per output element
     largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
     for path, numel, _ in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
         if numel:
@@ -394,6 +395,8 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
                 if where in outputs and r.numel():
                     moved = int((_moved(outputs[where], r) > 0).sum())
                     fan_ins[where] = max(fan_ins[where], numel * moved / r.numel())
+                    if moved:  # (an input element that moves no output says nothing of it)
+                        ratios.setdefault(where, []).append(numel * moved / r.numel())
     # a resampling's coordinates, up to the largest input dimension, are
     # computed in the result's precision: their weights err by u times it
     span = max(spans, default=1) if SIZED.search(api) else 0
@@ -405,8 +408,17 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             u_most = max(u_most, unit_roundoff(mine.precision) or 0.0)
         draws = (leaves(run(_Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS))
         rounded = _folded(judged, draws, torch.maximum)
-    # (a layer of layers is not: its fan-in, probed at one element, can miss what its convolutions sum)
-    elementwise = {where for where in judged if fan_ins[where] <= ELEMENTWISE and not span and not layered}
+    # as many input elements as output elements, each moving one (or a broadcast one moving its copies); not a
+    # scatter into a larger output (max pooling's gradient: a probed element moves one of 4x the elements, some
+    # of which sum several), nor a layer of layers, whose fan-in, probed at one element, can miss what it sums
+    elementwise = {
+        where
+        for where in judged
+        if fan_ins[where] <= ELEMENTWISE
+        and all(1 / ELEMENTWISE <= ratio <= ELEMENTWISE for ratio in ratios.get(where, []))
+        and not span
+        and not layered
+    }
     ulps, saved = _elementwise_probes(run, judged, mine_leaves, elementwise, seed)
     out: Dict[str, Bound] = {}
     for where, r in judged.items():
