@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string>
 
 namespace api_tracer {
@@ -172,6 +173,7 @@ class Parser {
       *out = Value::Ellipsis();
       return Status::OK();
     }
+    if (c == '-' && s_.substr(pos_ + 1, 5) == "math.") return NegatedConstant(out);
     if (c == '-' || IsDigit(c) || c == '.') return Number(out);
     if (IsIdentStart(c)) return Named(out, depth);
     return Error("expected a value");
@@ -319,6 +321,14 @@ class Parser {
       *out = Value::Complex(0.0, ToDouble(token));
       return Status::OK();
     }
+    size_t after = pos_;
+    std::string_view im_token;
+    bool im_float;
+    if ((Peek('+') || Peek('-')) && RealToken(&im_token, &im_float) && Eat('j')) {
+      *out = Value::Complex(ToDouble(token), ToDouble(im_token));  // re+imj unbracketed (PaddleAPITest's)
+      return Status::OK();
+    }
+    pos_ = after;
     if (pos_ < s_.size() && IsIdentChar(s_[pos_])) {
       pos_ = start;
       return Error("malformed number");
@@ -448,7 +458,17 @@ class Parser {
       *out = Value::Bool(name == "True");
       return Status::OK();
     }
+    if (name == "math.inf" || name == "math.nan") {
+      *out = Value::Float(ToDouble(std::string_view(name).substr(5)));
+      return Status::OK();
+    }
+    if (name == "Ellipsis") {
+      *out = Value::Ellipsis();
+      return Status::OK();
+    }
     SkipSpace();
+    if (name == "list" && Peek('[')) return Parse(out, depth);  // PaddleAPITest's list[a,b,]
+    if (name == "Place" && Peek('(')) return Place(start, out);
     if (!Eat('(')) {
       *out = Value::Symbol(std::move(name));
       return Status::OK();
@@ -458,6 +478,7 @@ class Parser {
     Status st = Arguments(')', &items, &keywords, depth);
     if (!st.ok()) return st;
     if (name == "Tensor") return MakeTensor(start, std::move(items), keywords, out);
+    if (kForeign.count(name)) return Foreign(start, name, std::move(items), keywords, out);
     if (name == "slice") {
       if (items.size() != 3 || !keywords.empty()) {
         pos_ = start;
@@ -467,6 +488,109 @@ class Parser {
       return Status::OK();
     }
     *out = Value::Object(std::move(name), std::move(items), std::move(keywords));
+    return Status::OK();
+  }
+
+  // PaddleAPITest's spellings of values (its config files, and its reader,
+  // tester/api_config/config_analyzer.py), read into the values this
+  // project's own lines give: tuple(a,b,) a tuple, Dtype(float32) and
+  // VarType(float32) paddle.float32, type(numpy.float32) numpy.float32,
+  // complex(1.0,2.0) a complex, paddle.Size([2, 3]) the list [2, 3] (their
+  // reader rewrites it so). list[a,b,], Place(gpu:0), Ellipsis and
+  // -math.inf are read where they start.
+  static inline const std::set<std::string> kForeign = {"tuple", "Dtype", "VarType", "type", "complex", "paddle.Size"};
+
+  Status Foreign(size_t start, const std::string& name, std::vector<Value> items,
+                 const std::vector<std::string>& keywords, Value* out) {
+    auto fail = [&](const std::string& msg) {
+      pos_ = start;
+      return Error(msg);
+    };
+    if (!keywords.empty()) return fail(name + "(...) takes no keyword arguments");
+    if (name == "tuple") {
+      *out = Value::Tuple(std::move(items));
+      return Status::OK();
+    }
+    if (name == "complex") {
+      double parts[2] = {0.0, 0.0};
+      if (items.empty() || items.size() > 2) return fail("complex takes (real, imaginary)");
+      for (size_t i = 0; i < items.size(); ++i) {
+        const Value& v = items[i];
+        if (v.kind() == Value::Kind::kFloat) {
+          parts[i] = v.real();
+        } else if (v.kind() == Value::Kind::kInt) {
+          parts[i] = static_cast<double>(v.as_int());
+        } else {
+          return fail("complex takes real numbers");
+        }
+      }
+      *out = Value::Complex(parts[0], parts[1]);
+      return Status::OK();
+    }
+    if (name == "paddle.Size") {
+      if (items.size() != 1 || items[0].kind() != Value::Kind::kList) return fail("paddle.Size takes a list");
+      *out = std::move(items[0]);
+      return Status::OK();
+    }
+    // Dtype(float32), VarType(float32), type(numpy.float32), type(int): a name
+    if (items.size() != 1 || items[0].kind() != Value::Kind::kSymbol) return fail(name + " takes one name");
+    std::string symbol = items[0].text();
+    if (name != "type") {
+      if (symbol.find('.') != std::string::npos) return fail(name + " takes a dtype's name, such as float32");
+      symbol = "paddle." + symbol;
+    }
+    *out = Value::Symbol(std::move(symbol));
+    return Status::OK();
+  }
+
+  // Place(cpu), Place(gpu:0), Place(gpu_pinned), Place(xpu:0): the paddle
+  // call that makes the place, as this project writes a place.
+  Status Place(size_t start, Value* out) {
+    size_t close = s_.find(')', pos_);
+    if (close == std::string_view::npos) return Error("unterminated Place(...)");
+    std::string_view text = s_.substr(pos_ + 1, close - pos_ - 1);
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    std::string_view kind = text.substr(0, text.find(':'));
+    std::vector<Value> args;
+    if (kind.size() < text.size()) {
+      std::string_view digits = text.substr(kind.size() + 1);
+      int64_t index = -1;
+      auto res = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+      if (digits.empty() || res.ptr != digits.data() + digits.size() || index < 0) {
+        pos_ = start;
+        return Error("Place takes cpu, gpu_pinned or a device and its index, such as gpu:0");
+      }
+      args.push_back(Value::Int(index));
+    }
+    static const std::pair<std::string_view, const char*> kPlaces[] = {{"cpu", "paddle.CPUPlace"},
+                                                                       {"gpu", "paddle.CUDAPlace"},
+                                                                       {"gpu_pinned", "paddle.CUDAPinnedPlace"},
+                                                                       {"xpu", "paddle.XPUPlace"},
+                                                                       {"ipu", "paddle.IPUPlace"}};
+    for (const auto& [spelled, call] : kPlaces) {
+      bool indexed = std::string_view(call) == "paddle.CUDAPlace" || std::string_view(call) == "paddle.XPUPlace" ||
+                     std::string_view(call) == "paddle.IPUPlace";
+      if (kind == spelled && indexed == !args.empty()) {
+        pos_ = close + 1;
+        *out = Value::Object(call, std::move(args));
+        return Status::OK();
+      }
+    }
+    pos_ = start;
+    return Error("Place takes cpu, gpu_pinned or a device and its index, such as gpu:0");
+  }
+
+  // -math.inf, -math.nan (PaddleAPITest's spelling of a negative infinity).
+  Status NegatedConstant(Value* out) {
+    size_t start = pos_++;
+    std::string name;
+    Dotted(&name);
+    if (name != "math.inf" && name != "math.nan") {
+      pos_ = start;
+      return Error("malformed number");
+    }
+    *out = Value::Float(-ToDouble(std::string_view(name).substr(5)));
     return Status::OK();
   }
 
@@ -494,10 +618,12 @@ class Parser {
     for (size_t i = 0; i < keywords.size(); ++i) {
       const std::string& k = keywords[i];
       const Value& v = items[npos + i];
-      if (k == "stride") {
+      if (k == "stride" || k == "strides") {  // (strides: PaddleAPITest's)
         if (!IntList(v, &t.stride) || t.stride.size() != t.shape.size()) {
           return fail("Tensor stride must be a list of ints, one per dimension");
         }
+      } else if (k == "is_contiguous") {  // PaddleAPITest's, beside its strides
+        if (v.kind() != Value::Kind::kBool) return fail("Tensor is_contiguous must be True or False");
       } else if (k == "device") {
         if (v.kind() != Value::Kind::kStr) return fail("Tensor device must be a string");
         t.device = v.text();

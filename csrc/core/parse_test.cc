@@ -69,6 +69,43 @@ TEST(ParseTest, AcceptsHandWrittenForms) {
                           "\xf0\x9f\x98\x80"));
 }
 
+// PaddleAPITest's spellings (its config files) read as this project's own
+// spellings of the same values do.
+TEST(ParseTest, ReadsPaddleApiTestSpellings) {
+  const std::pair<const char*, const char*> same[] = {
+      {"list[5,0,5,0,]", "[5, 0, 5, 0]"},
+      {"list[list[1,],list[1,2,],]", "[[1], [1, 2]]"},
+      {"tuple(784,)", "(784,)"},
+      {"tuple()", "()"},
+      {"tuple(Ellipsis,slice(None,256,None),)", "(..., slice(None, 256, None))"},
+      {"Dtype(float16)", "paddle.float16"},
+      {"VarType(float32)", "paddle.float32"},
+      {"type(numpy.float16)", "numpy.float16"},
+      {"type(bool)", "bool"},
+      {"complex(1.79e+308,-1.79e+308)", "(1.79e+308-1.79e+308j)"},
+      {"complex(1,0)", "(1+0j)"},
+      {"1.79769313e+308-1.79769313e+308j", "(1.79769313e+308-1.79769313e+308j)"},
+      {"-math.inf", "-inf"},
+      {"math.inf", "inf"},
+      {"math.nan", "nan"},
+      {"Place(cpu)", "paddle.CPUPlace()"},
+      {"Place(gpu:0)", "paddle.CUDAPlace(0)"},
+      {"Place(gpu_pinned)", "paddle.CUDAPinnedPlace()"},
+      {"paddle.Size([2, 3])", "[2, 3]"},
+      {"Tensor(paddle.Size([64, 128]),\"bfloat16\")", "Tensor([64, 128], \"bfloat16\")"},
+      {"Tensor([3, 2],\"float32\",is_contiguous=False,strides=[1, 3])", "Tensor([3, 2], \"float32\", stride=[1, 3])"},
+  };
+  for (const auto& [theirs, ours] : same) {
+    Value a, b;
+    ASSERT_TRUE(ParseValue(theirs, &a).ok()) << theirs;
+    ASSERT_TRUE(ParseValue(ours, &b).ok()) << ours;
+    EXPECT_EQ(a, b) << theirs;
+  }
+  Call c;
+  ASSERT_TRUE(ParseCall("paddle.sum(Tensor([2],\"float32\"), axis=list[0,], )", &c).ok());  // their ", )"
+  EXPECT_EQ(c.kwargs[0].second, Value::List({Value::Int(0)}));
+}
+
 // Out of double's range a number is what Python's float() makes of it: inf
 // when too large, 0 when too small, with the sign kept either way.
 TEST(ParseTest, NumbersOutOfRangeAreInfOrZero) {
@@ -176,6 +213,13 @@ TEST(ParseTest, ErrorsNameTheColumn) {
       {"f(\xc3\xa9)", 3},
       {"f(\"\xc3\xa9\\ud800\")", 5},  // a string holds characters, which surrogates are not
       {"f(\"\\U0000dfff\")", 4},
+      {"f(Place(tpu:0))", 3},  // PaddleAPITest's spellings, misspelt
+      {"f(Place(gpu:x))", 3},
+      {"f(Dtype(numpy.float32))", 3},
+      {"f(complex(\"a\"))", 3},
+      {"f(-math.pi)", 3},
+      {"f(paddle.Size(2))", 3},
+      {"f(Tensor([2],\"float32\",is_contiguous=1))", 3},
   };
   for (const auto& c : cases) {
     Call call;

@@ -285,14 +285,34 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def ours(value: Any) -> Any:
+    """One of our parsed values as our own parser reads its exported
+    spelling: what their format does not carry (a tensor's device and
+    requires_grad, a numpy scalar's type) gone, as it is for their reader."""
+    if isinstance(value, TensorSpec):
+        return TensorSpec(value.shape, value.dtype, value.stride)
+    if isinstance(value, Call) and value.name.startswith("numpy."):
+        return value.args[0]
+    if isinstance(value, list):
+        return [ours(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(ours(v) for v in value)
+    if isinstance(value, dict):
+        return {k: ours(v) for k, v in value.items()}
+    return value
+
+
 def reads_back(line: str) -> str:
-    """The exported line, held to read back as `line`'s call."""
+    """The exported line, held to read back as `line`'s call, by their
+    reader and by our own parser (which reads their spellings)."""
     out = config_line(line)
     api, args, kwargs = parse_call(line)
     theirs = TheirReader(out)
     assert theirs.api == api
     assert same(theirs.args, expected(args)), (out, theirs.args)
     assert same(theirs.kwargs, expected(kwargs)), (out, theirs.kwargs)
+    if "\\" not in out:  # (their strings have no escapes, ours do: their corpus holds no backslash)
+        assert same(parse_call(out), (api, ours(args), ours(kwargs))), (out, parse_call(out))
     return out
 
 

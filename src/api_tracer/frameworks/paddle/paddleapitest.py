@@ -22,8 +22,9 @@ dict: each has no spelling there, and its line is left out, counted by kind
 what is carried.
 
 Lines of other frameworks' APIs (torch.add, torch.ops.aten...) are left
-out: PaddleAPITest runs Paddle's. Writing only: nothing here reads the
-format back.
+out: PaddleAPITest runs Paddle's. Reading is the config parser's: it
+reads their spellings as values (csrc/core/parse.cc), so their files
+replay as they are.
 """
 
 from __future__ import annotations
