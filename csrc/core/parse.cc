@@ -147,6 +147,7 @@ class Parser {
       items->push_back(std::move(v));
       SkipSpace();
       if (Eat(close)) return Status::OK();
+      if (pos_ == s_.size()) return Error(std::string("the line ends before its closing '") + close + "' (cut short?)");
       if (!Eat(',')) return Error(std::string("expected ',' or '") + close + "'");
       SkipSpace();
       if (Eat(close)) return Status::OK();  // a trailing comma
@@ -156,7 +157,7 @@ class Parser {
   Status Parse(Value* out, int depth) {
     if (depth > kMaxDepth) return Error("nested too deeply");
     SkipSpace();
-    if (pos_ >= s_.size()) return Error("expected a value");
+    if (pos_ >= s_.size()) return Error("the line ends where a value should be (cut short?)");
     char c = s_[pos_];
     if (c == '"' || c == '\'') return String(out);
     if (c == '[') {
@@ -380,6 +381,7 @@ class Parser {
       items.push_back(std::move(v));
       SkipSpace();
       if (Eat(')')) break;
+      if (pos_ == s_.size()) return Error("the line ends before its closing ')' (cut short?)");
       if (!Eat(',')) return Error("expected ',' or ')'");
       SkipSpace();
       if (Eat(')')) {
