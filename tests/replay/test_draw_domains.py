@@ -14,7 +14,18 @@ from api_tracer import _C, APITracer
 from api_tracer.formats.configs import ranges_beside, read_config_file
 from api_tracer.formats.summaries import read_value_profiles, read_value_ranges
 from api_tracer.replay import Config, ReplayOptions, prepare, replay_one, run_in_process
-from api_tracer.replay.draw import IN_ORDER, NON_NEGATIVE, POSITIVE_DEFINITE, PROBABILITIES, argument_domains, draw
+from api_tracer.replay.draw import (
+    IN_ORDER,
+    LOWER_BOUND,
+    NON_NEGATIVE,
+    NONZERO_DIVISOR,
+    POSITIVE_COUNT,
+    POSITIVE_DEFINITE,
+    PROBABILITIES,
+    UPPER_BOUND,
+    argument_domains,
+    draw,
+)
 
 # A causal LM's shifted labels, padded with ignore_index=-100, as a GPT-2 trace profiles them.
 LABELS = 'torch.ops.aten.nll_loss_forward.default(Tensor([64, 497], "float32"), Tensor([64], "int64"), None, 1, -100)'
@@ -115,7 +126,20 @@ def test_labels_padded_with_ignore_index_replay_at_every_seed(tmp_path, level):
         ("paddle.linalg.cholesky", "args[0]", POSITIVE_DEFINITE),
         ("paddle.nn.functional.gaussian_nll_loss", "kwargs.variance", NON_NEGATIVE),
         ("paddle.linalg.cov", "args[4]", NON_NEGATIVE),
+        ("torch.topk", "args[1]", POSITIVE_COUNT),
+        ("paddle.topk", "kwargs.k", POSITIVE_COUNT),
+        ("paddle.Tensor.kthvalue", "args[1]", POSITIVE_COUNT),
+        ("torch.ops.aten.remainder.Tensor", "args[1]", NONZERO_DIVISOR),
+        ("torch.Tensor.floor_divide_", "kwargs.other", NONZERO_DIVISOR),
+        ("paddle.Tensor.__floordiv__", "args[1]", NONZERO_DIVISOR),
+        ("paddle.Tensor.__mod__", "args[1]", NONZERO_DIVISOR),
+        ("paddle.floor_mod", "kwargs.y", NONZERO_DIVISOR),
+        ("paddle.clip", "kwargs.min", LOWER_BOUND),
+        ("paddle.Tensor.clip", "args[2]", UPPER_BOUND),
+        ("torch.clamp", "kwargs.max", UPPER_BOUND),
         ("torch.add", "args[0]", None),
+        ("paddle.Tensor.__add__", "args[1]", None),
+        ("paddle.Tensor.__rfloordiv__", "args[1]", None),
         ("torch.Tensor.__getitem__", "args[0]", None),
         ("torch.nn.init.normal_", "args[1]", None),
         ("torch.ops.aten.poisson_nll_loss.default", "args[0]", None),
@@ -184,6 +208,11 @@ TORCH_LINES = [
     ),
     ('torch.bucketize(Tensor([10], "float32"), Tensor([7], "float32"))', 1, in_order),
     ('torch.ops.aten.searchsorted.Tensor(Tensor([3, 7], "float32"), Tensor([3, 4], "float32"))', 0, in_order),
+    ('torch.topk(Tensor([9], "float32"), Tensor([], "int64"))', 1, lambda t: bool((t >= 1).all())),
+    ('torch.floor_divide(Tensor([3, 4], "int64"), Tensor([3, 4], "int64"))', 1, lambda t: bool((t != 0).all())),
+    ('torch.ops.aten.remainder.Tensor(Tensor([8], "int32"), Tensor([8], "int32"))', 1, lambda t: bool((t != 0).all())),
+    (f"torch.clamp({T46}, {T46}, {T46})", 1, lambda t: bool((t <= 0).all())),
+    (f"torch.clamp({T46}, {T46}, {T46})", 2, lambda t: bool((t >= 0).all())),
 ]
 
 
@@ -252,6 +281,15 @@ PADDLE_LINES = [
     'paddle.nn.functional.gaussian_nll_loss(Tensor([5, 2], "float32"), Tensor([5, 2], "float32"), '
     'Tensor([5, 2], "float32"))',
     'paddle.linalg.cov(Tensor([2, 5], "float32"), aweights=Tensor([5], "float32"))',
+    # PaddleAPITest's lines (tester/api_config), which failed drawn as zeros or from N(0, 1):
+    # "the attribute of k in the topk must >= 1", "Integer division by zero", "max should be
+    # greater than or equal to min"
+    'paddle.topk(Tensor([4154], "float32"), k=Tensor([], "int64"), largest=False)',
+    'paddle.floor_divide(Tensor([3, 1], "int32"), Tensor([3, 1], "int32"))',
+    'paddle.Tensor.__floordiv__(Tensor([10, 20], "int32"), Tensor([10, 20], "int32"))',
+    'paddle.remainder(Tensor([4, 4], "int64"), Tensor([1], "int64"))',
+    'paddle.Tensor.__mod__(Tensor([4], "int32"), Tensor([4], "int32"))',
+    'paddle.clip(x=Tensor([3, 3], "float64"), min=Tensor([1], "float64"), max=Tensor([1], "float64"))',
 ]
 
 

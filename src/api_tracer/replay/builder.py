@@ -351,6 +351,8 @@ class Builder:
             base = draw(profile, numel, self.gen, keep_sum=covered).to(dtype)
         elif dtype == torch.bool:
             base = torch.randint(0, 2, (numel,), generator=self.gen).bool()
+        elif domain and domain.ints:  # a count or a divisor, say, drawn inside what the API takes
+            base = domain.ints(numel, self.gen).to(dtype)
         else:
             base = torch.zeros(numel, dtype=dtype)  # valid as an index wherever the size is not 0
         # A tensor of its own with the recorded strides, as the program's was

@@ -6,11 +6,15 @@ value between it and the others), in order where it was, adding up to its
 sum where every call's did; floats inside its finite range, or the
 non-finite value it held.
 
-And the domains replay knows of operators' floating arguments: where an
-operator takes probabilities, non-negative rates, a positive-definite matrix
-or values in order, replay draws the argument inside that domain, not from
-N(0, 1), when no value profile covers it (a profile, when there is one,
-keeps its range: it says what the program passed).
+And the domains replay knows of operators' tensor arguments: where an
+operator takes probabilities, non-negative rates, a positive-definite matrix,
+values in order or bounds in order (clip's min and max), replay draws the
+floating argument inside that domain, not from N(0, 1), and where it takes
+a positive count (topk's k as a tensor) or a nonzero divisor, the integer
+one, not zeros, when no value profile covers it (a profile, when there is
+one, keeps its range: it says what the program passed). The fuzzer
+mutates values outside them on purpose; this is what replay and the
+judge draw.
 
 One table (`DOMAINS`), framework-neutral: an entry names an operator by its
 stem, and every name of it that a level records finds it (`stem`): torch's
@@ -206,11 +210,13 @@ class Domain(NamedTuple):
     from a generator (elementwise: a profile's range replaces it), or
     `shape`, the values drawn (float64 or complex128, of the tensor's
     shape) made to hold it (a structure no profile keeps: imposed on the
-    profile's draws too)."""
+    profile's draws too); and `ints`, n int64 values inside it for an
+    integer tensor there (a profile's values replace them)."""
 
     what: str
     draw: Optional[Callable[[int, Any], Any]] = None
     shape: Optional[Callable[[Any], Any]] = None
+    ints: Optional[Callable[[int, Any], Any]] = None  # n int64 values inside it, for an integer tensor
 
 
 def _unit(n: int, gen: Any) -> Any:
@@ -223,6 +229,24 @@ def _half_normal(n: int, gen: Any) -> Any:
     import torch
 
     return torch.randn(n, dtype=torch.float64, generator=gen).abs()
+
+
+def _non_positive(n: int, gen: Any) -> Any:
+    return -_half_normal(n, gen)
+
+
+def _ones(n: int, gen: Any) -> Any:
+    import torch
+
+    return torch.ones(n, dtype=torch.int64)
+
+
+def _nonzero(n: int, gen: Any) -> Any:
+    """1 to 9, either sign."""
+    import torch
+
+    magnitude = torch.randint(1, 10, (n,), generator=gen)
+    return torch.where(torch.rand(n, generator=gen) < 0.5, -magnitude, magnitude)
 
 
 def _positive_definite(t: Any) -> Any:
@@ -244,6 +268,13 @@ PROBABILITIES = Domain("probabilities in [0, 1]", draw=_unit)
 NON_NEGATIVE = Domain("non-negative values", draw=_half_normal)
 POSITIVE_DEFINITE = Domain("a positive-definite matrix", shape=_positive_definite)
 IN_ORDER = Domain("values in non-decreasing order along the last dimension", shape=_in_order)
+# a count of elements to take (topk's k, kthvalue's k), as a tensor: 1 is
+# inside whatever the size (an int written in the line is the line's)
+POSITIVE_COUNT = Domain("a positive count", ints=_ones)
+NONZERO_DIVISOR = Domain("a nonzero integer divisor", ints=_nonzero)  # (a float one may be 0: inf, not an error)
+# bounds in order (clip's min <= max), each drawn on its side of 0
+LOWER_BOUND = Domain("a lower bound at most the upper one", draw=_non_positive)
+UPPER_BOUND = Domain("an upper bound at least the lower one", draw=_half_normal)
 
 # An argument: its position among a call's positional arguments, and its
 # keyword names (torch's, its operator schema's, Paddle's).
@@ -272,6 +303,14 @@ DOMAINS: Dict[str, Dict[Arg, Domain]] = {
     "bucketize": {(1, ("boundaries", "sorted_sequence")): IN_ORDER},
     "searchsorted": {(0, ("sorted_sequence",)): IN_ORDER},
     "histogram": {(1, ("bins",)): IN_ORDER},
+    # counts, divisors, bounds: what an integer or a bound tensor must hold
+    "topk": {(1, ("k",)): POSITIVE_COUNT},
+    "kthvalue": {(1, ("k",)): POSITIVE_COUNT},
+    **{
+        name: {(1, ("other", "y")): NONZERO_DIVISOR}
+        for name in ("floor_divide", "remainder", "fmod", "mod", "floor_mod", "trunc_divide")
+    },
+    **{name: {(1, ("min",)): LOWER_BOUND, (2, ("max",)): UPPER_BOUND} for name in ("clip", "clamp")},
 }
 
 # Layers whose forward takes its functional's arguments (after the layer).
@@ -289,11 +328,15 @@ _NAMES = (
 _LAYER = re.compile(r"(?:torch|paddle)\.nn\.(\w+)\.forward")
 
 
+# The Tensor operators whose operator takes a domain, by their dunder.
+DUNDERS = {"__floordiv__": "floor_divide", "__mod__": "remainder"}
+
+
 def stem(api: str) -> str:
     """The stem of the operator `api` names, as DOMAINS keys it ("" for
-    none); a dunder is none."""
+    none); a dunder is none but those of DUNDERS."""
     if "__" in api:
-        return ""
+        return DUNDERS.get(api.rpartition(".")[2], "")
     for pattern, prefix in _NAMES:
         m = pattern.fullmatch(api)
         if m:
