@@ -6,14 +6,19 @@ operators of tests/usercode/planted_defects.py, which are not), side by side in 
 run.
 
     python bench/bench_judge.py [--splits tuning,held_out,validation,fresh,final,sizes,sizes_final] [--pairs]
-                                [--cost N] [--workloads]
+                                [--cost N [--cost-set judge|elementwise]] [--workloads]
+                                [--elementwise tuning,held_out]
 
 Per split and judge: the false alarms among torch's kernels and the defects
 caught. With --pairs, also every fixed (rtol, atol) pair of a grid, to see
 whether any pair separates the two sets. With --cost N, the time per config
 of plain replay, of --check float64 with rtol/atol, and with the error
 model, over the tuning set's correct lines, best of N rounds, as ratios to
-plain replay. With --workloads, the configs of the real models
+plain replay; with --cost-set elementwise, over the elementwise sets'
+tuning lines (tests/support/elementwise_sets.py), where the error model
+also judges each line on the region draws, and also without them. With
+--elementwise, those sets judged both ways, with a plain-torch reproducer
+of each torch defect found. With --workloads, the configs of the real models
 (tests/support/workloads.py's FIDELITY_WORKLOADS and HELD_OUT) at levels 2 and 3,
 judged with --backward by both judges, and every config the error model
 does not call ok, with why.
@@ -159,6 +164,48 @@ def workloads() -> None:
     print("\n".join(notes))
 
 
+def cost(rounds: int, which: str) -> None:
+    """Time per config of plain replay and of each judge, interleaved round by
+    round (the machine's load falls on all alike), best of `rounds`, as ratios
+    to plain replay. which: "judge" (the judge sets' tuning lines, correct
+    ones) or "elementwise" (the elementwise sets' tuning lines, where the
+    error model also judges the region draws; "first draw only" is it
+    without them)."""
+    from api_tracer.replay.judge import check
+
+    if which == "elementwise":
+        from support import elementwise_sets
+
+        lines = elementwise_sets.correct("tuning")
+    else:
+        lines = CORRECT["tuning"]
+    kinds: Dict[str, Dict[str, object]] = {
+        "plain replay": {"check": None},
+        "--check float64, rtol/atol": {"model": False},
+        "--check float64, error model": {},
+    }
+    if which == "elementwise" and hasattr(check, "REGIONS"):
+        kinds["  of it, first draw only"] = {"regions": False}
+    best = {k: float("inf") for k in kinds}
+    for _ in range(rounds):
+        for kind, how in kinds.items():
+            how = dict(how)
+            regions = getattr(check, "REGIONS", None)
+            if not how.pop("regions", True):
+                check.REGIONS = {}
+            try:
+                start = time.perf_counter()
+                judge(lines, **how)
+                best[kind] = min(best[kind], time.perf_counter() - start)
+            finally:
+                if regions is not None:
+                    check.REGIONS = regions
+    base = best["plain replay"]
+    print(f"\ncost over {len(lines)} {which} configs (best of {rounds}):")
+    for kind, seconds in best.items():
+        print(f"  {kind:30} {seconds / len(lines) * 1e3:8.1f} ms a config  {seconds / base:6.2f}x plain replay")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -166,6 +213,12 @@ def main() -> None:
     )
     parser.add_argument("--pairs", action="store_true", help="also a grid of fixed rtol/atol pairs")
     parser.add_argument("--cost", type=int, default=0, metavar="N", help="time per config, best of N rounds")
+    parser.add_argument(
+        "--cost-set",
+        choices=("judge", "elementwise"),
+        default="judge",
+        help="--cost over the judge sets' tuning lines or the elementwise sets' (with the region draws)",
+    )
     parser.add_argument("--workloads", action="store_true", help="also the real models' configs, levels 2 and 3")
     parser.add_argument(
         "--elementwise",
@@ -191,22 +244,7 @@ def main() -> None:
                 for line in t["false"]:
                     print(f"    false alarm: {line}")
     if args.cost:
-        lines = CORRECT["tuning"]
-        kinds = {
-            "plain replay": {"check": None},
-            "--check float64, rtol/atol": {"model": False},
-            "--check float64, error model": {},
-        }
-        best = {k: float("inf") for k in kinds}
-        for _ in range(args.cost):
-            for kind, how in kinds.items():  # interleaved: the machine's load falls on all alike
-                start = time.perf_counter()
-                judge(lines, **how)
-                best[kind] = min(best[kind], time.perf_counter() - start)
-        base = best["plain replay"]
-        print(f"\ncost over {len(lines)} configs (best of {args.cost}):")
-        for kind, seconds in best.items():
-            print(f"  {kind:30} {seconds / len(lines) * 1e3:8.1f} ms a config  {seconds / base:6.2f}x plain replay")
+        cost(args.cost, args.cost_set)
     if args.elementwise:
         elementwise(args.elementwise.split(","))
     if args.workloads:

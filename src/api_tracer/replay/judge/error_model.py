@@ -111,6 +111,7 @@ operators with planted defects, and are held on sets the tuning never saw
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -262,14 +263,16 @@ def ulp(t: Any, u: float) -> Any:
     values there; its smallest normal's below it, subnormals alike)."""
     import torch
 
-    tiny = torch.finfo(_PRECISIONS()[u]).tiny
+    tiny = torch.finfo(_precisions()[u]).tiny
     _, e = torch.frexp(t)
     least = int(math.log2(tiny)) + 1
     e = torch.where(t == 0, least, e.clamp(min=least))
     return torch.ldexp(torch.full_like(t, u), e)
 
 
-def _PRECISIONS() -> Dict[float, Any]:
+@functools.lru_cache(maxsize=None)
+def _precisions() -> Dict[float, Any]:
+    """Each floating dtype by its unit roundoff."""
     import torch
 
     return {unit_roundoff(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16)}
@@ -305,7 +308,7 @@ class _Saved(Perturbation):
         signs = torch.randint(0, 2, t.shape, generator=self.gen).to(device=t.device, dtype=t.dtype)
         moved = t * (1 + self.u * (2 * signs - 1))
         # (and past the dtype's largest, infinite: an exp's output that overflowed, which its gradient reads)
-        return torch.where(moved.abs() > torch.finfo(_PRECISIONS()[self.u]).max, moved * math.inf, moved)
+        return torch.where(moved.abs() > torch.finfo(_precisions()[self.u]).max, moved * math.inf, moved)
 
 
 def _one(target: str, index: int) -> Perturbation:
@@ -444,9 +447,9 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             inputs, u_in = largest_input, u_out
             if span:  # and a resampling's weights, each erring by u * span, times the cotangents (at most 1)
                 inputs += span * (outputs / max(r.numel(), 1) + 1)
-        else:  # rounded on the way in what kernels compute in
+        else:  # rounded on the way in what kernels compute in (outputs not judged as elementwise)
             own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if fan_in <= 1.5 else []
-            # an elementwise output of inputs broadcast to it (fewer elements than it): their largest
+            # an output element for element of inputs broadcast to it (fewer elements than it): their largest
             broadcast = not own and fan_in <= 1.5 and any(0 < m.numel() < r.numel() for _, _, m in sizes)
             inputs = (
                 torch.stack(own).amax(0)
