@@ -148,6 +148,7 @@ class Parser {
       SkipSpace();
       if (Eat(close)) return Status::OK();
       if (pos_ == s_.size()) return Error(std::string("the line ends before its closing '") + close + "' (cut short?)");
+      if (s_.substr(pos_) == "...") return Error("the line ends in '...': cut short by whoever wrote it");
       if (!Eat(',')) return Error(std::string("expected ',' or '") + close + "'");
       SkipSpace();
       if (Eat(close)) return Status::OK();  // a trailing comma
@@ -382,6 +383,7 @@ class Parser {
       SkipSpace();
       if (Eat(')')) break;
       if (pos_ == s_.size()) return Error("the line ends before its closing ')' (cut short?)");
+      if (s_.substr(pos_) == "...") return Error("the line ends in '...': cut short by whoever wrote it");
       if (!Eat(',')) return Error("expected ',' or ')'");
       SkipSpace();
       if (Eat(')')) {

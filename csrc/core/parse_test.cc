@@ -104,9 +104,10 @@ TEST(ParseTest, ReadsPaddleApiTestSpellings) {
   Call c;
   ASSERT_TRUE(ParseCall("paddle.sum(Tensor([2],\"float32\"), axis=list[0,], )", &c).ok());  // their ", )"
   EXPECT_EQ(c.kwargs[0].second, Value::List({Value::Int(0)}));
-  for (const char* cut : {"paddle.f(list[1,2", "paddle.f(tuple(1,", "paddle.f(Tensor([2], "}) {  // lines cut short
+  for (const char* cut : {"paddle.f(list[1,2", "paddle.f(tuple(1,", "paddle.f(Tensor([2], ", "paddle.f(list[Tenso ...",
+                          "paddle.f(1, Tenso ..."}) {  // lines cut short
     Status st = ParseCall(cut, &c);
-    EXPECT_NE(st.message().find("(cut short?)"), std::string::npos) << cut << ": " << st.message();
+    EXPECT_NE(st.message().find("cut short"), std::string::npos) << cut << ": " << st.message();
   }
 }
 
