@@ -1,10 +1,12 @@
 #include "core/parse.h"
 
+#include "core/parse_foreign.h"
+#include "core/parse_number.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <string>
 
 namespace api_tracer {
@@ -273,47 +275,6 @@ class Parser {
     return true;
   }
 
-  // The double a real token stands for, as Python's float() reads it: the
-  // nearest one, inf beyond the largest and 0 below the smallest (signed).
-  static double ToDouble(std::string_view token) {
-    bool neg = !token.empty() && token[0] == '-';
-    if (!token.empty() && (token[0] == '-' || token[0] == '+')) token.remove_prefix(1);
-    double d = 0;
-    if (token == "inf") {
-      d = std::numeric_limits<double>::infinity();
-    } else if (token == "nan") {
-      d = std::numeric_limits<double>::quiet_NaN();
-    } else if (std::from_chars(token.data(), token.data() + token.size(), d).ec == std::errc::result_out_of_range &&
-               Overflows(token)) {
-      d = std::numeric_limits<double>::infinity();  // (d stays 0 on underflow)
-    }
-    return neg ? -d : d;
-  }
-
-  // Whether an unsigned decimal token out of double's range is too large
-  // rather than too small. Such a value is at least 1e308 or under 1e-323, so
-  // the sign of its first nonzero digit's power of ten tells (the token is
-  // never zero: zero is in range).
-  static bool Overflows(std::string_view token) {
-    size_t e = token.find_first_of("eE");
-    std::string_view mantissa = token.substr(0, e);
-    int64_t point = static_cast<int64_t>(std::min(mantissa.find('.'), mantissa.size()));
-    int64_t first = static_cast<int64_t>(mantissa.find_first_not_of("0."));
-    int64_t power = first < point ? point - first - 1 : point - first;
-    int64_t exponent = 0;
-    if (e != std::string_view::npos) {
-      std::string_view digits = token.substr(e + 1);
-      bool negative = digits[0] == '-';
-      if (digits[0] == '-' || digits[0] == '+') digits.remove_prefix(1);
-      // An exponent beyond int64 outweighs any run of digits before it.
-      if (std::from_chars(digits.data(), digits.data() + digits.size(), exponent).ec != std::errc()) {
-        exponent = std::numeric_limits<int64_t>::max() / 2;
-      }
-      if (negative) exponent = -exponent;
-    }
-    return power + exponent >= 0;
-  }
-
   Status Number(Value* out) {
     size_t start = pos_;
     std::string_view token;
@@ -482,7 +443,7 @@ class Parser {
     Status st = Arguments(')', &items, &keywords, depth);
     if (!st.ok()) return st;
     if (name == "Tensor") return MakeTensor(start, std::move(items), keywords, out);
-    if (kForeign.count(name)) return Foreign(start, name, std::move(items), keywords, out);
+    if (IsForeignCall(name)) return Foreign(start, name, std::move(items), keywords, out);
     if (name == "slice") {
       if (items.size() != 3 || !keywords.empty()) {
         pos_ = start;
@@ -495,94 +456,26 @@ class Parser {
     return Status::OK();
   }
 
-  // PaddleAPITest's spellings of values (its config files, and its reader,
-  // tester/api_config/config_analyzer.py), read into the values this
-  // project's own lines give: tuple(a,b,) a tuple, Dtype(float32) and
-  // VarType(float32) paddle.float32, type(numpy.float32) numpy.float32,
-  // complex(1.0,2.0) a complex, paddle.Size([2, 3]) the list [2, 3] (their
-  // reader rewrites it so). list[a,b,], Place(gpu:0), Ellipsis and
-  // -math.inf are read where they start.
-  static inline const std::set<std::string> kForeign = {"tuple", "Dtype", "VarType", "type", "complex", "paddle.Size"};
-
+  // PaddleAPITest's calls of a value (parse_foreign.h), read as ours.
   Status Foreign(size_t start, const std::string& name, std::vector<Value> items,
                  const std::vector<std::string>& keywords, Value* out) {
-    auto fail = [&](const std::string& msg) {
-      pos_ = start;
-      return Error(msg);
-    };
-    if (!keywords.empty()) return fail(name + "(...) takes no keyword arguments");
-    if (name == "tuple") {
-      *out = Value::Tuple(std::move(items));
-      return Status::OK();
-    }
-    if (name == "complex") {
-      double parts[2] = {0.0, 0.0};
-      if (items.empty() || items.size() > 2) return fail("complex takes (real, imaginary)");
-      for (size_t i = 0; i < items.size(); ++i) {
-        const Value& v = items[i];
-        if (v.kind() == Value::Kind::kFloat) {
-          parts[i] = v.real();
-        } else if (v.kind() == Value::Kind::kInt) {
-          parts[i] = static_cast<double>(v.as_int());
-        } else {
-          return fail("complex takes real numbers");
-        }
-      }
-      *out = Value::Complex(parts[0], parts[1]);
-      return Status::OK();
-    }
-    if (name == "paddle.Size") {
-      if (items.size() != 1 || items[0].kind() != Value::Kind::kList) return fail("paddle.Size takes a list");
-      *out = std::move(items[0]);
-      return Status::OK();
-    }
-    // Dtype(float32), VarType(float32), type(numpy.float32), type(int): a name
-    if (items.size() != 1 || items[0].kind() != Value::Kind::kSymbol) return fail(name + " takes one name");
-    std::string symbol = items[0].text();
-    if (name != "type") {
-      if (symbol.find('.') != std::string::npos) return fail(name + " takes a dtype's name, such as float32");
-      symbol = "paddle." + symbol;
-    }
-    *out = Value::Symbol(std::move(symbol));
-    return Status::OK();
+    std::string error = ForeignValue(name, std::move(items), !keywords.empty(), out);
+    if (error.empty()) return Status::OK();
+    pos_ = start;
+    return Error(error);
   }
 
-  // Place(cpu), Place(gpu:0), Place(gpu_pinned), Place(xpu:0): the paddle
-  // call that makes the place, as this project writes a place.
+  // Place(cpu), Place(gpu:0): the paddle call that makes the place.
   Status Place(size_t start, Value* out) {
     size_t close = s_.find(')', pos_);
     if (close == std::string_view::npos) return Error("unterminated Place(...)");
-    std::string_view text = s_.substr(pos_ + 1, close - pos_ - 1);
-    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
-    std::string_view kind = text.substr(0, text.find(':'));
-    std::vector<Value> args;
-    if (kind.size() < text.size()) {
-      std::string_view digits = text.substr(kind.size() + 1);
-      int64_t index = -1;
-      auto res = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-      if (digits.empty() || res.ptr != digits.data() + digits.size() || index < 0) {
-        pos_ = start;
-        return Error("Place takes cpu, gpu_pinned or a device and its index, such as gpu:0");
-      }
-      args.push_back(Value::Int(index));
+    std::string error = PlaceValue(s_.substr(pos_ + 1, close - pos_ - 1), out);
+    if (!error.empty()) {
+      pos_ = start;
+      return Error(error);
     }
-    static const std::pair<std::string_view, const char*> kPlaces[] = {{"cpu", "paddle.CPUPlace"},
-                                                                       {"gpu", "paddle.CUDAPlace"},
-                                                                       {"gpu_pinned", "paddle.CUDAPinnedPlace"},
-                                                                       {"xpu", "paddle.XPUPlace"},
-                                                                       {"ipu", "paddle.IPUPlace"}};
-    for (const auto& [spelled, call] : kPlaces) {
-      bool indexed = std::string_view(call) == "paddle.CUDAPlace" || std::string_view(call) == "paddle.XPUPlace" ||
-                     std::string_view(call) == "paddle.IPUPlace";
-      if (kind == spelled && indexed == !args.empty()) {
-        pos_ = close + 1;
-        *out = Value::Object(call, std::move(args));
-        return Status::OK();
-      }
-    }
-    pos_ = start;
-    return Error("Place takes cpu, gpu_pinned or a device and its index, such as gpu:0");
+    pos_ = close + 1;
+    return Status::OK();
   }
 
   // -math.inf, -math.nan (PaddleAPITest's spelling of a negative infinity).

@@ -345,8 +345,7 @@ class Builder:
             base = torch.randn(numel, generator=self.gen).to(dtype)
         elif dtype.is_floating_point or dtype.is_complex:
             base = torch.randn(numel, dtype=dtype, generator=self.gen)
-        elif profile is not None:
-            # the sum is the values', each one element of the storage only where the tensor covers it once
+        elif profile is not None:  # (the sum kept: each element one of the storage's, where it covers it once)
             covered = spec.storage_size is None and numel == math.prod(shape)
             base = draw(profile, numel, self.gen, keep_sum=covered).to(dtype)
         elif dtype == torch.bool:
