@@ -521,6 +521,24 @@ def test_index_put_impl_is_reviewed_with_its_indices_checked(tmp_path):
     assert bad.returncode == 1 and "indices[0] must lie in [-49, 49) for dimension 0 of self" in bad.stdout
 
 
+def test_a_kernel_the_build_lacks_is_skipped_with_its_name_and_dtype():
+    """A dtype the CPU build has no kernel for is this machine's limit, not
+    the operator's failure: skipped, counted apart, with what is missing."""
+    results = replayed(
+        [
+            'torch.special.zeta(Tensor([3], "float16"), Tensor([3], "float16"))',
+            'torch.special.zeta(Tensor([3], "float32"), Tensor([3], "float32"))',
+            'torch.linalg.inv(Tensor([3, 3], "float16"))',  # a check of the operator's own: failed
+        ]
+    )
+    assert results[0] == (
+        "skipped",
+        "no kernel: torch has no kernel `zeta_cpu` for Half: NotImplementedError: \"zeta_cpu\" not implemented for 'Half'",
+    )
+    assert results[1] == ("ok", "")
+    assert results[2][0] == "failed" and "Low precision dtypes not supported" in results[2][1]
+
+
 def test_float8_arguments_are_drawn_in_float32_and_converted():
     """torch has no random kernel for the float8 types: building such an
     argument failed ("normal_kernel_cpu" not implemented for 'Float8_e5m2')."""

@@ -85,6 +85,12 @@ class ReplayFramework:
             return f"--device {options.device}: {self.title}'s configs replay on {where}"
         return ""
 
+    def no_kernel(self, message: str) -> str:
+        """What a failure's `message` says the framework lacks, where it says
+        it has no kernel for the call's dtypes on the device ("" for any
+        other failure): the config is skipped with that, not failed."""
+        return ""
+
     def memory_device(self, device: str) -> str:
         """The device whose memory bounds a call made on `device`."""
         return device

@@ -57,7 +57,10 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
         status, error, message = Status.FAILED, type(e).__name__, first_line(e)
         domain = outside_domain(message)
-        if domain:  # the values replay drew, not the operator
+        lacking = api and replay_framework(line_framework(api, options)).no_kernel(message)
+        if lacking:  # the framework's build on this machine, not the operator
+            status, error, message = Status.SKIPPED, "", f"no kernel: {lacking}: {type(e).__name__}: {message}"
+        elif domain:  # the values replay drew, not the operator
             profiled = any(p.floating for p in options.ranges.get(config.text, {}).values())
             status, error = Status.SKIPPED, ""
             unprofiled = any(pattern.search(message) for pattern, _ in UNPROFILED_DOMAIN_ERRORS)

@@ -434,6 +434,7 @@ def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
         f"paddle.cast({T((2, 3), 'int64')}, paddle.float32)": "ok",
         "paddle.to_tensor([1.0, 2.0], place=paddle.CPUPlace())": "ok",
         f"paddle.matmul({T((3, 4))}, {T((5, 2))})": "failed",  # shapes that do not multiply
+        f"paddle.nn.functional.relu({T((4, 3), 'float16')})": "skipped",  # no CPU kernel for float16
         f'paddle.nn.Linear.forward(Module("paddle.nn.Linear"), {T((3, 4))})': "skipped",
         f'paddle.nn.Linear.forward(Module("mypkg.Net"), {T((3, 4))})': "skipped",
         'paddle.add(Opaque("T"), 1)': "skipped",
@@ -458,6 +459,9 @@ def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
     assert (
         "torch.add is refused: it is not in replay's allow-list of Paddle's computing APIs"
         in by_line[f"torch.add({T((3,))}, 1)"].message
+    )
+    assert by_line[f"paddle.nn.functional.relu({T((4, 3), 'float16')})"].message.startswith(
+        "no kernel: Paddle has no CPU kernel `relu` for float16: RuntimeError: (NotFound)"
     )
     assert all(r.message for r in results if r.status != "ok")
     assert not (tmp_path / "PWNED").exists() and not os.path.exists("PWNED")

@@ -482,6 +482,11 @@ WORKSPACE_OUTPUTS = {
 }
 
 
+# Paddle's failure for a kernel it lacks: "(NotFound) The kernel with key
+# (CPU, Undefined(AnyLayout), float16) of kernel `add` is not registered."
+NO_KERNEL = re.compile(r"The kernel with key \((\w+), [^,]+, (\w+)\) of kernel `(\w+)` is not registered")
+
+
 class PaddleReplay(ReplayFramework):
     """Paddle's configs (see the module): on the CPU, checked by float64 or
     repeat, without --backward; no reference other than the call itself."""
@@ -508,6 +513,10 @@ class PaddleReplay(ReplayFramework):
 
     def memory_device(self, device: str) -> str:
         return "cpu"
+
+    def no_kernel(self, message: str) -> str:
+        found = NO_KERNEL.search(message)
+        return f"Paddle has no {found[1]} kernel `{found[3]}` for {found[2]}" if found else ""
 
     def names_of_its_own(self) -> Any:
         return names_of_its_own()

@@ -98,6 +98,10 @@ WORKSPACE_OUTPUTS = {
 }
 
 
+# torch's failure for a kernel it lacks: "\"addmm_impl_cpu_\" not implemented for 'Half'".
+NO_KERNEL = re.compile(r"\"(\w+)\" not implemented for '(\w+)'")
+
+
 class TorchReplay(ReplayFramework):
     """torch's configs: names resolved inside torch (resolve.py), the
     reviewed policy (policy.py) and preconditions (preconditions.py), its
@@ -132,6 +136,10 @@ class TorchReplay(ReplayFramework):
         if options.imports or options.libraries or "compile" in (options.check, *checks):
             return ("torch", "torch._dynamo")
         return ("torch",)
+
+    def no_kernel(self, message: str) -> str:
+        found = NO_KERNEL.search(message)
+        return f"torch has no kernel `{found[1]}` for {found[2]}" if found else ""
 
     def preconditions(self, api: str, func: Any, args: list, kwargs: dict) -> str:
         return check_call(api, func, args, kwargs) or ""
