@@ -533,7 +533,8 @@ def test_a_kernel_the_build_lacks_is_skipped_with_its_name_and_dtype():
     )
     assert results[0] == (
         "skipped",
-        "no kernel: torch has no kernel `zeta_cpu` for Half: NotImplementedError: \"zeta_cpu\" not implemented for 'Half'",
+        "no kernel: torch has no kernel `zeta_cpu` for Half: "
+        "NotImplementedError: \"zeta_cpu\" not implemented for 'Half'",
     )
     assert results[1] == ("ok", "")
     assert results[2][0] == "failed" and "Low precision dtypes not supported" in results[2][1]

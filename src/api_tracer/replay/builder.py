@@ -177,8 +177,8 @@ class Builder:
         types, before any argument is built."""
         for _, leaf in walk(args, kwargs):
             if isinstance(leaf, Symbol) and leaf.name not in BUILTIN_TYPES:
-                if isinstance(self.symbol(leaf.name), type):
-                    self.allowed(leaf.name)
+                if isinstance(self.symbol(leaf.name), type) and not leaf.name.startswith("numpy."):
+                    self.allowed(leaf.name)  # (a numpy scalar type, numpy.int64, is data: a dtype)
             elif isinstance(leaf, Call) and leaf.name == "Callable":
                 self.resolve(_callable_name(leaf))
             elif isinstance(leaf, Call) and leaf.name.startswith("numpy.") and leaf.name != "numpy.ndarray":

@@ -432,6 +432,8 @@ def test_paddle_lines_replay_ok_failed_skipped_and_invalid(tmp_path):
         f"paddle.nn.Linear.forward(paddle.nn.Linear(4, 5), {T((3, 4))})": "ok",
         f"paddle.nn.Dropout.forward(Eval(paddle.nn.Dropout(p=0.5)), {T((10,))})": "ok",
         f"paddle.cast({T((2, 3), 'int64')}, paddle.float32)": "ok",
+        f"paddle.cast({T((2, 3), 'int64')}, numpy.float32)": "ok",  # their type(numpy.float32): a dtype
+        f"paddle.cast({T((2, 3), 'int64')}, numpy.fromfile)": "invalid",  # not a numpy scalar type
         "paddle.to_tensor([1.0, 2.0], place=paddle.CPUPlace())": "ok",
         f"paddle.matmul({T((3, 4))}, {T((5, 2))})": "failed",  # shapes that do not multiply
         f"paddle.nn.functional.relu({T((4, 3), 'float16')})": "skipped",  # no CPU kernel for float16
@@ -484,10 +486,16 @@ def test_random_calls_are_compared_by_shapes_only_and_say_so():
         (f"paddle.nn.functional.dropout({T((100,))}, 0.5)", "paddle.nn.functional.dropout"),
         (f"paddle.nn.Dropout.forward(paddle.nn.Dropout(p=0.5), {T((100,))})", "paddle.nn.Dropout.forward"),
         ("paddle.randn([3, 4])", "paddle.randn"),
+        # memory as allocated: Paddle does not fill it (was a mismatch of 100% of the elements)
+        (f"paddle.empty_like({T((2,), 'int32')}, dtype=numpy.int64)", "paddle.empty_like: memory as allocated"),
     ):
         r = replay(line, check="float64")
         assert (r.status, r.compared) == ("ok", "shapes"), r
         assert r.message.startswith(f"random ({api}): compared shapes, dtypes and devices only"), r.message
+    # the same draw twice is the same; memory as allocated is not (was 100% of its elements differing)
+    assert replay(f"paddle.nn.functional.dropout({T((100,))}, 0.5)", check="repeat").compared == "values"
+    r = replay(f"paddle.empty_like({T((2,), 'int32')}, dtype=numpy.int64)", check="repeat")
+    assert (r.status, r.compared) == ("ok", "shapes"), r
     # no draw, no random: dropout of 0, and in evaluation mode
     for line in (
         f"paddle.nn.functional.dropout({T((100,))}, 0.0)",

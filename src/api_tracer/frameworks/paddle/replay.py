@@ -304,6 +304,8 @@ class PaddleBuilder(Builder):
     def symbol(self, name: str) -> Any:
         if name in BUILTIN_TYPES:
             return BUILTIN_TYPES[name]
+        if name.startswith("numpy."):  # a numpy scalar type, which Paddle takes as a dtype (type(numpy.int64))
+            return self.numpy_scalar(name)
         paddle = self.r.paddle
         obj = self.r.walk(name, self.line)
         if isinstance(obj, paddle.dtype):
@@ -323,9 +325,11 @@ class PaddleBuilder(Builder):
         # where they are cast (dtype=paddle.float32, or "float32", on float64 copies).
         if isinstance(v, Symbol) and v.name not in BUILTIN_TYPES:
             obj = self.symbol(v.name)
-            name = dtype_name(obj) if isinstance(obj, self.r.paddle.dtype) else ""
+            name = dtype_name(obj) if isinstance(obj, self.r.paddle.dtype) else v.name.replace("numpy.", "")
             if name in FLOATING + COMPLEX and name in self.input_dtypes:
-                return getattr(self.r.paddle, self.cast_name(name))
+                cast = self.cast_name(name)
+                numpy_type = not isinstance(obj, self.r.paddle.dtype)
+                return self.numpy_scalar("numpy." + cast) if numpy_type else getattr(self.r.paddle, cast)
             return obj
         if isinstance(v, str) and v in FLOATING + COMPLEX and v in self.input_dtypes:
             return self.cast_name(v)
@@ -482,6 +486,10 @@ WORKSPACE_OUTPUTS = {
 }
 
 
+# APIs whose output is memory as allocated (Paddle does not fill it): like
+# a random call's, compared by shapes, dtypes and devices only.
+UNINITIALIZED = frozenset({"paddle.empty", "paddle.empty_like"})
+
 # Paddle's failure for a kernel it lacks: "(NotFound) The kernel with key
 # (CPU, Undefined(AnyLayout), float16) of kernel `add` is not registered."
 NO_KERNEL = re.compile(r"The kernel with key \((\w+), [^,]+, (\w+)\) of kernel `(\w+)` is not registered")
@@ -558,4 +566,5 @@ class PaddleReplay(ReplayFramework):
             output = func(*args, **kwargs)
             drew = watch and generator_state() != before
             output = to_torch(output)
-        return Outcome(output, {}, [job.api] if drew else [], [], precision, floating)
+        unfilled = [f"{job.api}: memory as allocated"] if job.api in UNINITIALIZED else []
+        return Outcome(output, {}, [job.api] * drew + unfilled, unfilled, precision, floating)
