@@ -652,6 +652,39 @@ def test_the_denied_names_are_paddles_and_the_computing_apis_are_allowed():
     assert "it is private" in paddle_policy.refusal("paddle.tensor._private_helper")
 
 
+# PaddleAPITest's corpus calls computing APIs outside the tracer's list: a
+# line of each family replay refuses, with its reason.
+NOT_REPLAYED_LINES = {
+    "takes boxes counted per image": f"paddle.vision.ops.roi_align({T((1, 3, 8, 8))}, {T((2, 4))}, "
+    f"{T((1,), 'int32')}, 2)",
+    "takes sparse tensors": f"paddle.sparse.sin({T((4, 4))})",
+    "decodes image bytes": f"paddle.vision.ops.decode_jpeg({T((100,), 'uint8')})",
+    "lists an object's attribute names": f"paddle.Tensor.__dir__({T((3,))})",
+}
+
+
+def test_the_corpus_computing_apis_are_allowed_or_refused_with_their_reason():
+    assert sorted(NOT_REPLAYED_LINES) == sorted(
+        next(k for k in NOT_REPLAYED_LINES if reason.startswith(k)) for reason in paddle_policy.NOT_REPLAYED
+    )
+    for family, line in NOT_REPLAYED_LINES.items():
+        r = replay(line)
+        assert r.status == "refused" and f"is refused: it {family}" in r.message, (line, r.message)
+    assert all(paddle_policy.refusal(name) is None for name in paddle_policy.REVIEWED)
+    # (the test above resolves every allowed name in this paddle); a GPU-only operator is skipped, said
+    r = replay(f"paddle.incubate.nn.functional.fused_bias_act({T((8, 16))}, None, act_method='swiglu')")
+    assert r.status == "skipped" and r.message.startswith(
+        "no kernel: this build of Paddle has no CPU kernel `fused_bias_act`"
+    ), r.message
+    for line in (
+        f"paddle.geometric.segment_sum({T((3, 3))}, {T((3,), 'int32')})",
+        f"paddle.geometric.send_u_recv({T((3, 3))}, {T((5,), 'int32')}, {T((5,), 'int32')}, 'max')",
+        f"paddle.nn.utils.vector_to_parameters({T((9,))}, [{T((2, 3))}, {T((3,))}])",
+        "paddle.audio.functional.get_window('hann', 8)",
+    ):
+        assert replay(line, check="float64").status == "ok", line
+
+
 def test_backward_kernels_whose_python_binding_gives_no_outputs_are_refused():
     """Level 2 records the backward kernels the engine calls from C++; where
     the kernel's outputs are a list, Paddle's own Python binding of it passes
@@ -708,6 +741,16 @@ def test_kernels_that_index_without_looking_get_their_indices_checked():
         f"paddle.nn.functional.max_unpool3d({T((1, 1, 1, 1, 2))}, Filled({T((1, 1, 1, 1, 2), 'int32')}, -1), "
         "2)": "indices must be positions of 0 or more",
         f"paddle.linalg.lu_solve({T((3, 1))}, {T((3, 3))}, Filled({T((3,), 'int32')}, 100000))": "pivots must be rows",
+        f"paddle.geometric.send_ue_recv({T((4, 3))}, {T((3, 3))}, Filled({T((3,), 'int64')}, 4), "
+        f"{T((3,), 'int64')})": "src_index must be rows of x in [0, 4)",
+        f"paddle.geometric.send_uv({T((4, 3))}, {T((2, 3))}, {T((3,), 'int64')}, "
+        f"Filled({T((3,), 'int64')}, 2))": "dst_index must be rows of y in [0, 2)",
+        f"paddle.geometric.sample_neighbors({T((4,), 'int64')}, Filled({T((5,), 'int64')}, 9), "
+        f"{T((2,), 'int64')})": "colptr must be offsets in order within row's 4 entries",
+        f"paddle.geometric.sample_neighbors({T((4,), 'int64')}, {T((5,), 'int64')}, "
+        f"Filled({T((2,), 'int64')}, 4), 2)": "input_nodes must be nodes in [0, 4)",
+        f"paddle.geometric.sample_neighbors({T((4,), 'int64')}, {T((5,), 'int64')}, "
+        f"{T((2,), 'int64')})": "sample_size=-1: Paddle 3.3's CPU kernel aborts on all neighbours",
     }
     for line, why in lines.items():
         r = replay(line)
@@ -723,6 +766,8 @@ def test_kernels_that_index_without_looking_get_their_indices_checked():
         f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 3))",
         f"paddle.nn.functional.max_unpool3d({T((1, 1, 1, 1, 2))}, Filled({T((1, 1, 1, 1, 2), 'int32')}, 1), 2)",
         f"paddle.linalg.lu_solve({T((3, 1))}, {T((3, 3))}, Filled({T((3,), 'int32')}, 2))",
+        f"paddle.geometric.send_ue_recv({T((4, 3))}, {T((3, 3))}, Filled({T((3,), 'int64')}, 3), {T((3,), 'int64')})",
+        f"paddle.geometric.sample_neighbors({T((4,), 'int64')}, {T((5,), 'int64')}, Filled({T((2,), 'int64')}, 3), 2)",
     ):
         assert replay(line).status == "ok", line
 
@@ -740,6 +785,11 @@ def test_the_probes_that_show_those_kernels_trust_their_indices(tmp_path):
         f"paddle.nn.functional.hsigmoid_loss({T((4, 3))}, Filled({T((4,), 'int64')}, {10**12}), 6, {T((5, 3))})",
         f"paddle.nn.functional.rnnt_loss({T((2, 5, 4, 6))}, Filled({T((2, 3), 'int32')}, 1), "
         f"Filled({T((2,), 'int32')}, 5), Filled({T((2,), 'int32')}, 300))",
+        f"paddle.geometric.send_uv({T((4, 3))}, {T((4, 3))}, {T((3,), 'int64')}, Filled({T((3,), 'int64')}, {10**12}))",
+        f"paddle.geometric.sample_neighbors({T((4,), 'int64')}, {T((5,), 'int64')}, "
+        f"Filled({T((2,), 'int64')}, {10**12}), 2)",
+        f"paddle.vision.ops.roi_align({T((2, 3, 8, 8))}, {T((3, 4))}, {T((2,), 'int32')}, 2)",  # 0 boxes of 3
+        f"paddle.geometric.sample_neighbors({T((4,), 'int64')}, {T((5,), 'int64')}, {T((2,), 'int64')})",
     ]  # (far enough to be unmapped: a label of 100000 read memory that was there, 1 run in 6)
     path = write(tmp_path, lines)
     r = cli("replay", path, "--allow-unsafe", "--jobs", "2", "--timeout", "5", "-o", tmp_path / "r.jsonl", timeout=120)

@@ -19,7 +19,12 @@ probes, run in a child process):
 - ``hsigmoid_loss``: labels among the classes and the default tree's
   weight rows, or a custom tree's path table within the weight's rows;
 - ``max_unpool1d/2d/3d``: indices of x's shape, none negative;
-  ``linalg.lu_solve``: pivots in [1, n].
+  ``linalg.lu_solve``: pivots in [1, n];
+- ``geometric.send_ue_recv``, ``send_uv``: source and destination indices
+  among the rows they read (x's, y's); ``geometric.sample_neighbors``:
+  colptr offsets in order within row, input nodes among colptr's, and a
+  sample size of 1 or more (its default, -1, all neighbours, aborts the
+  process on any graph: std::length_error).
 
 A line that fails a check is invalid, with what is wrong. Views by sizes
 and strides (``paddle.as_strided``, ``Tensor.set_``), which read any
@@ -251,6 +256,41 @@ def _lu_pivots(bound: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _graph_indices(*pairs: tuple) -> Check:
+    """A message-passing call reads the rows its index tensors name (each
+    (index, tensor) of `pairs`) without looking: each in [0, rows)."""
+
+    def check(bound: Dict[str, Any]) -> Optional[str]:
+        for index_name, rows_of in pairs:
+            index, x = bound.get(index_name), bound.get(rows_of)
+            array = _array(index)
+            if not _is_tensor(x) or array is None or not array.size or array.dtype.kind not in "iu":
+                continue
+            rows = x.shape[0] if x.ndim else 1
+            if array.min() < 0 or array.max() >= rows:
+                return f"{index_name} must be rows of {rows_of} in [0, {rows})"
+        return None
+
+    return check
+
+
+def _sample_neighbors(bound: Dict[str, Any]) -> Optional[str]:
+    """Sampling reads each input node's neighbours at colptr[node] to
+    colptr[node + 1] of row, without looking: colptr in order within row,
+    input_nodes among colptr's nodes."""
+    row, colptr, nodes = (_array(bound.get(n)) for n in ("row", "colptr", "input_nodes"))
+    if row is None or colptr is None or nodes is None or colptr.ndim != 1 or colptr.size < 1:
+        return "row, colptr and input_nodes must be tensors, colptr 1-d and not empty"
+    if colptr.min() < 0 or colptr.max() > row.size or (colptr.size > 1 and (colptr[1:] < colptr[:-1]).any()):
+        return f"colptr must be offsets in order within row's {row.size} entries"
+    if nodes.size and (nodes.min() < 0 or nodes.max() >= colptr.size - 1):
+        return f"input_nodes must be nodes in [0, {colptr.size - 1})"
+    size = bound.get("sample_size", -1)
+    if not isinstance(size, int) or size < 1:  # (its default, -1, all neighbours: probed, std::length_error aborts)
+        return f"sample_size={size!r}: Paddle 3.3's CPU kernel aborts on all neighbours (-1); 1 or more"
+    return None
+
+
 INDEXING = ("paddle.Tensor.__getitem__", "paddle.Tensor.__setitem__")
 CHECKS: Dict[str, Check] = {
     **dict.fromkeys(INDEXING, _indexing),
@@ -267,6 +307,9 @@ CHECKS: Dict[str, Check] = {
     "paddle.nn.functional.hsigmoid_loss": _hsigmoid_loss,
     **dict.fromkeys((f"paddle.nn.functional.max_unpool{n}d" for n in (1, 2, 3)), _max_unpool),
     "paddle.linalg.lu_solve": _lu_pivots,
+    "paddle.geometric.send_ue_recv": _graph_indices(("src_index", "x"), ("dst_index", "x")),
+    "paddle.geometric.send_uv": _graph_indices(("src_index", "x"), ("dst_index", "y")),
+    "paddle.geometric.sample_neighbors": _sample_neighbors,
 }
 
 

@@ -493,6 +493,15 @@ UNINITIALIZED = frozenset({"paddle.empty", "paddle.empty_like"})
 # Paddle's failure for a kernel it lacks: "(NotFound) The kernel with key
 # (CPU, Undefined(AnyLayout), float16) of kernel `add` is not registered."
 NO_KERNEL = re.compile(r"The kernel with key \((\w+), [^,]+, (\w+)\) of kernel `(\w+)` is not registered")
+# ... and for an operator it has no CPU kernel of at all (its GPU-only fused
+# operators): "The kernel `fused_bias_act` is not registered.", "(Unimplemented)
+# Softmax mask fuse op only supports GPU now.", or its binding missing from
+# the CPU build ("module 'paddle.base.libpaddle.eager.ops.legacy' has no
+# attribute 'fused_attention'").
+NO_KERNEL_AT_ALL = re.compile(
+    r"The kernel `(\w+)` is not registered|\(Unimplemented\) (\w[\w ]*?) op only supports GPU|"
+    r"module 'paddle[\w.]*\.ops(?:\.legacy)?' has no attribute '(\w+)'"
+)
 
 
 class PaddleReplay(ReplayFramework):
@@ -524,7 +533,10 @@ class PaddleReplay(ReplayFramework):
 
     def no_kernel(self, message: str) -> str:
         found = NO_KERNEL.search(message)
-        return f"Paddle has no {found[1]} kernel `{found[3]}` for {found[2]}" if found else ""
+        if found:
+            return f"Paddle has no {found[1]} kernel `{found[3]}` for {found[2]}"
+        found = NO_KERNEL_AT_ALL.search(message)
+        return f"this build of Paddle has no CPU kernel `{found[1] or found[2] or found[3]}`" if found else ""
 
     def names_of_its_own(self) -> Any:
         return names_of_its_own()
