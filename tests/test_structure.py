@@ -160,6 +160,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.replay.user_code",
         "api_tracer.replay.pool",
         "api_tracer.replay.output",
+        "api_tracer.replay.outcomes",
         "api_tracer.frameworks.*.replay",
         "api_tracer.frameworks.*.resolve",
         "api_tracer.frameworks.*.policy",

@@ -19,6 +19,7 @@ from ..formats.summaries import read_value_ranges
 from ..frameworks import FRAMEWORKS
 from ..replay import user_code
 from ..replay.framework import MixedFile, file_framework
+from ..replay.outcomes import outcome_files
 from ..replay.output import JsonlReport, JunitReport, Progress, summary
 from ..replay.results import Result, Status, first_line
 from ..replay.run import (
@@ -52,6 +53,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--report", help="a JSON-lines report, one line per config")
     p.add_argument("--junit", help="a JUnit XML report")
+    p.add_argument(
+        "--outcomes",
+        metavar="DIR",
+        help="sort the lines into PaddleAPITest's outcome files in DIR (api_config_pass.txt, "
+        "api_config_accuracy_error.txt, ...: replay/outcomes.py)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--dialect",
@@ -102,6 +109,8 @@ def main(args: Any) -> int:
             check_not_an_input("replay", flag, path, inputs)
     if args.report and args.junit and os.path.realpath(args.report) == os.path.realpath(args.junit):
         raise UsageError(f"replay: -o {args.report} and --junit {args.junit} name one file: the reports would mix")
+    if args.outcomes and os.path.exists(args.outcomes) and not os.path.isdir(args.outcomes):
+        raise UsageError(f"replay: --outcomes {args.outcomes}: not a folder")
     if args.junit and unwritable(args.junit):
         raise UsageError(f"replay: --junit {args.junit}: {unwritable(args.junit)}")
     try:  # opened now, its first bytes written: a full disk is said before any config runs
@@ -122,14 +131,21 @@ def main(args: Any) -> int:
         raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
     progress = Progress(len(configs), args.check)
 
+    try:
+        outcomes = outcome_files(args.outcomes, dialect)
+    except OSError as e:
+        raise UsageError(f"replay: --outcomes {args.outcomes}: {e.strerror or e}") from None
+
     def on_result(r: Result) -> None:
         progress(r)
         if report:
             report(r)
+        if outcomes:
+            outcomes(r)
 
     timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
     try:
-        with report or contextlib.nullcontext():
+        with report or contextlib.nullcontext(), outcomes or contextlib.nullcontext():
             if args.isolate or args.jobs > 1 or args.timeout:
                 results = run_isolated(configs, args.jobs, options, on_result, timeout)
             else:
@@ -137,9 +153,12 @@ def main(args: Any) -> int:
                     configs, options, on_result, report_fd=report.file.fileno() if report else None
                 )
     except OSError as e:  # the report could not be written (a full disk): said, not a traceback
-        raise UsageError(f"replay: -o {args.report}: {e.strerror or e}") from None
+        written = f"--outcomes {args.outcomes}" if outcomes and e.filename in outcomes.paths() else f"-o {args.report}"
+        raise UsageError(f"replay: {written}: {e.strerror or e}") from None
     progress.finish()
     print(summary(results, args.allow_unsafe, args.check, user_code.loaded(), dialect), end="")
+    if outcomes:
+        print(f"  sorted as PaddleAPITest sorts them, into {args.outcomes}: {outcomes.said()}")
     if junit:
         try:
             junit.write(results)

@@ -229,6 +229,8 @@ def run_isolated(
         else:  # the worker is gone, and the config failed with it
             if isinstance(event, pool.Died):
                 error, message = "WorkerCrashed", f"the worker process died (exit code {event.exitcode})"
+                if event.exitcode == -signal.SIGKILL:  # (replay kills a worker only at a timeout, said as one)
+                    message += ": killed by SIGKILL, as the kernel's out-of-memory killer kills"
             else:
                 error = "Timeout"
                 message = f"timeout: no result after {event.seconds:g} s (--timeout); the worker was killed"
