@@ -161,6 +161,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.replay.pool",
         "api_tracer.replay.output",
         "api_tracer.replay.outcomes",
+        "api_tracer.frameworks.torch_paddle",
         "api_tracer.frameworks.*.replay",
         "api_tracer.frameworks.*.resolve",
         "api_tracer.frameworks.*.policy",

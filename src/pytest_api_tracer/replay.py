@@ -60,7 +60,7 @@ class ConfigItem(LineItem):
 
         plugin: ReplaySession = self.parent.session_plugin
         result = replay_one(self.entry, plugin.options())
-        if result.status in (Status.SKIPPED, Status.VACUOUS, Status.REFUSED):
+        if result.status in (Status.SKIPPED, Status.VACUOUS, Status.UNMAPPED, Status.REFUSED):
             pytest.skip(result.message if result.status == Status.SKIPPED else f"{result.status}: {result.message}")
         if result.status != Status.OK:
             where = f"{result.file}:{result.line}" + (f":{result.column}" if result.column else "")

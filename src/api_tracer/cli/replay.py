@@ -132,7 +132,7 @@ def main(args: Any) -> int:
     progress = Progress(len(configs), args.check)
 
     try:
-        outcomes = outcome_files(args.outcomes, dialect)
+        outcomes = outcome_files(args.outcomes, dialect, args.check if args.check in FRAMEWORKS else "")
     except OSError as e:
         raise UsageError(f"replay: --outcomes {args.outcomes}: {e.strerror or e}") from None
 

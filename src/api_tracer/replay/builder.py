@@ -551,12 +551,10 @@ def build(
 ) -> Tuple[Callable, list, dict]:
     """The callable the job's API names and its arguments, built on
     `device` (options.device) from options.seed (floating values cast, if
-    `cast`: see Builder) by the framework's builder; raises Invalid,
-    Refused, Skip or BuildError. Every name of the line passes the framework's policy
-    (unless options.allow_unsafe) and every tensor's description is checked
-    before anything is built, the built arguments then by its
-    preconditions. The tensors may need options.max_bytes in all (None:
-    half of what the device has free now)."""
+    `cast`: see Builder) by the framework's builder, a counterpart's made
+    its call's (job.adapt); raises Invalid, Refused, Skip or BuildError.
+    Names pass the policy (unless allow_unsafe) and tensors' descriptions
+    (max_bytes in all) first, the built arguments the preconditions."""
     import torch
 
     options, framework, api, args, kwargs = job.options, job.framework, job.api, job.args, job.kwargs
@@ -583,6 +581,8 @@ def build(
     b.region = job.region
     built_args = [b.build(a, argument_path(i)) for i, a in enumerate(args)]
     built_kwargs = {k: b.build(v, keyword_path(k)) for k, v in kwargs.items()}
+    if job.adapt:
+        built_args, built_kwargs = job.adapt(built_args, built_kwargs)
     if b.safe:
         why = b.preconditions(api, func, built_args, built_kwargs)
         if why:

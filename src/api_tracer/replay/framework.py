@@ -26,7 +26,7 @@ import functools
 from typing import Any, Callable, ContextManager, Iterable, Optional, Tuple
 
 from ..config import api_of
-from ..frameworks import framework, framework_of, load
+from ..frameworks import FRAMEWORKS, framework, framework_of, load
 
 DEFAULT = "torch"  # a file none of whose names is a framework's
 
@@ -76,6 +76,10 @@ class ReplayFramework:
     def unsupported(self, options: Any) -> str:
         """Why this framework cannot replay with these options ("" where it
         can): a --check mode, --backward or a device it does not take."""
+        if options.check == self.name:
+            return f"--check {self.name}: a {self.title} config is judged against another framework's call"
+        if options.check in FRAMEWORKS and options.backward:
+            return f"--backward: --check {options.check} compares outputs only"
         if options.check and self.checks is not None and options.check not in self.checks:
             return f"--check {options.check}: {self.title}'s configs are checked by {' or '.join(self.checks)}"
         if options.backward and not self.backward:
@@ -90,6 +94,14 @@ class ReplayFramework:
         it has no kernel for the call's dtypes on the device ("" for any
         other failure): the config is skipped with that, not failed."""
         return ""
+
+    def counterpart(self, job: Any, other: str) -> Any:
+        """The job's call made in framework `other` (--check OTHER): a Job
+        of that framework's, with the same arguments and an `adapt` that
+        makes the built ones its call's; Unmapped where no mapping makes it."""
+        from .results import Unmapped
+
+        raise Unmapped(f"{self.title}'s calls have no mapping to {other}'s")
 
     def memory_device(self, device: str) -> str:
         """The device whose memory bounds a call made on `device`."""

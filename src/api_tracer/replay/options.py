@@ -8,7 +8,7 @@ that give it are flags.py's REPLAY; run.py checks what they give. And
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..formats.configs import Config
 
@@ -43,3 +43,6 @@ class Job:
     options: ReplayOptions
     framework: Any
     region: str = ""  # its floating values drawn over a region (draw.REGIONS) by the judge, or "" as usual
+    # a counterpart's (judge/across.py): the built arguments, as the line lays them out, made the
+    # other framework's call's (frameworks/torch_paddle.py); None for the line's own call
+    adapt: Optional[Callable[[list, dict], Tuple[list, dict]]] = None

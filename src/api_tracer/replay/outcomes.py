@@ -12,7 +12,8 @@ How a Result maps (`outcome`):
 | --- | --- |
 | pass | ok |
 | accuracy_error | mismatch (with --check) |
-| FRAMEWORK_error | failed: the call raised (paddle_error for Paddle's lines, torch_error for torch's) |
+| FRAMEWORK_error | failed: the call raised (paddle_error for a Paddle line); with --check OTHER, OTHER's call |
+| FRAMEWORK_to_OTHER_failed | unmapped: with --check OTHER, no mapping makes the call in OTHER |
 | crash | failed: its worker died of a signal other than SIGKILL |
 | oom | failed: its worker was killed by SIGKILL (as the out-of-memory killer kills); skipped: past --max-bytes |
 | timeout | failed: no result within --timeout |
@@ -25,18 +26,32 @@ import os
 from typing import Any, Dict, List, Optional, TextIO
 
 from ..formats.io import open_output
-from .results import Result, Status
+from .results import ON_THE_OTHER_SIDE, Result, Status
 
 # Their outcome names, in their order, each written to FILE_PREFIX + name + ".txt".
-OUTCOMES = ("pass", "accuracy_error", "paddle_error", "torch_error", "crash", "oom", "timeout", "skip")
+OUTCOMES = (
+    "pass",
+    "accuracy_error",
+    "paddle_error",
+    "torch_error",
+    "paddle_to_torch_failed",
+    "torch_to_paddle_failed",
+    "crash",
+    "oom",
+    "timeout",
+    "skip",
+)
 FILE_PREFIX = "api_config_"
 KILLED = "exit code -9"  # (SIGKILL: run.run_isolated's message for a worker that died of it)
 PAST_MAX_BYTES = "--max-bytes"  # (what the skip messages of builder.py, side.py and check.py name)
 
 
-def outcome(result: Result, framework: str) -> str:
-    """The outcome a result is sorted into, for a line of `framework`."""
+def outcome(result: Result, framework: str, other: str = "") -> str:
+    """The outcome a result is sorted into, for a line of `framework`
+    (checked against framework `other`, if any: --check torch)."""
     status = result.status
+    if status == Status.UNMAPPED:
+        return f"{framework}_to_{other}_failed"
     if status == Status.OK:
         return "pass"
     if status == Status.MISMATCH:
@@ -46,7 +61,8 @@ def outcome(result: Result, framework: str) -> str:
             return "timeout"
         if result.error == "WorkerCrashed":
             return "oom" if KILLED in result.message else "crash"
-        return f"{framework}_error"
+        mapped = other and result.message.startswith(ON_THE_OTHER_SIDE.format(framework=other))
+        return f"{other if mapped else framework}_error"
     if status == Status.SKIPPED and PAST_MAX_BYTES in result.message:
         return "oom"
     return "skip"
@@ -55,9 +71,9 @@ def outcome(result: Result, framework: str) -> str:
 class OutcomeFiles:
     """--outcomes DIR: a file per outcome, made when its first line comes."""
 
-    def __init__(self, folder: str, framework: str) -> None:
+    def __init__(self, folder: str, framework: str, other: str = "") -> None:
         os.makedirs(folder, exist_ok=True)
-        self.folder, self.framework = folder, framework
+        self.folder, self.framework, self.other = folder, framework, other
         for name in os.listdir(folder):  # (an earlier run's: its lines are not this run's)
             if name.startswith(FILE_PREFIX) and name.endswith(".txt"):
                 os.remove(os.path.join(folder, name))
@@ -72,7 +88,7 @@ class OutcomeFiles:
         return [self.path(name) for name in self.files]
 
     def __call__(self, r: Result) -> None:
-        name = outcome(r, self.framework)
+        name = outcome(r, self.framework, self.other)
         if name not in self.files:
             self.files[name] = open_output(self.path(name))
         self.files[name].write(r.config + "\n")
@@ -92,5 +108,5 @@ class OutcomeFiles:
             f.close()
 
 
-def outcome_files(folder: Optional[str], framework: str) -> Optional[OutcomeFiles]:
-    return OutcomeFiles(folder, framework) if folder else None
+def outcome_files(folder: Optional[str], framework: str, other: str = "") -> Optional[OutcomeFiles]:
+    return OutcomeFiles(folder, framework, other) if folder else None

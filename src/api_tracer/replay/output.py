@@ -10,12 +10,18 @@ from collections import Counter
 from typing import Any, List, Optional
 
 from ..formats.io import open_output
+from ..frameworks import FRAMEWORKS
 from .results import Result, Status
 
 
 def counted(check: Optional[str]) -> List[Status]:
-    """The statuses a replay counts: mismatch and vacuous only when it checks."""
-    return [s for s in Status if check or s not in (Status.MISMATCH, Status.VACUOUS)]
+    """The statuses a replay counts: mismatch and vacuous only when it
+    checks, unmapped only when it checks against another framework (check:
+    the modes, comma-separated)."""
+    across = any(mode in FRAMEWORKS for mode in (check or "").split(","))
+    return [
+        s for s in Status if (check or s not in (Status.MISMATCH, Status.VACUOUS)) and (across or s != Status.UNMAPPED)
+    ]
 
 
 class Progress:
@@ -58,7 +64,7 @@ def summary(
         if r.status in (Status.MISMATCH, Status.FAILED, Status.INVALID):
             where = f"{r.file}:{r.line}" + (f":{r.column}" if r.status == Status.INVALID else "")
             lines.append(f"  {r.status.upper()} {where}: " + (f"{r.error}: " if r.error else "") + r.message)
-    for status in (Status.SKIPPED, Status.REFUSED):
+    for status in (Status.SKIPPED, Status.UNMAPPED, Status.REFUSED):
         reasons = [r.message for r in results if r.status == status]
         if reasons:
             lines.append(f"  {status}: {_tally(reasons)}")
@@ -120,7 +126,9 @@ class JunitReport:
             tests=str(len(results)),
             failures=str(sum(r.status in (Status.FAILED, Status.MISMATCH) for r in results)),
             errors=str(sum(r.status == Status.INVALID for r in results)),
-            skipped=str(sum(r.status in (Status.SKIPPED, Status.VACUOUS, Status.REFUSED) for r in results)),
+            skipped=str(
+                sum(r.status in (Status.SKIPPED, Status.VACUOUS, Status.UNMAPPED, Status.REFUSED) for r in results)
+            ),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
         for r in results:
@@ -141,7 +149,7 @@ class JunitReport:
                 ET.SubElement(case, "error", type="Invalid", message=f"{r.file}:{r.line}:{r.column}: {r.message}")
             elif r.status == Status.SKIPPED:
                 ET.SubElement(case, "skipped", message=r.message)
-            elif r.status in (Status.VACUOUS, Status.REFUSED):
+            elif r.status in (Status.VACUOUS, Status.UNMAPPED, Status.REFUSED):
                 ET.SubElement(case, "skipped", message=f"{r.status}: {r.message}")
         for element in suite.iter():
             element.attrib = {k: xml_safe(v) for k, v in element.attrib.items()}

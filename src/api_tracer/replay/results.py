@@ -1,7 +1,7 @@
 """What came of a config line (formats/configs.py: `Config`, the line as
 read): `Result`, its outcome as the reports write it, and its `Status`;
 the exceptions that decide an outcome on the way (`Invalid`, `Refused`,
-`Skip`, `BuildError`, `SideError`)."""
+`Skip`, `Unmapped`, `BuildError`, `SideError`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class Status(str, enum.Enum):
     VACUOUS = "vacuous"  # with --check: every value compared is NaN or infinite on both sides: nothing tested
     FAILED = "failed"  # it raised (or its worker died, or it killed the process)
     SKIPPED = "skipped"  # it cannot be rebuilt
+    UNMAPPED = "unmapped"  # with --check FRAMEWORK: no mapping makes its call in that framework
     REFUSED = "refused"  # the replay policy does not call a name it holds (files, processes, ...): the policy working
     INVALID = "invalid"  # not a replayable config
 
@@ -88,6 +89,15 @@ class Refused(Exception):
 
 class Skip(Exception):
     """A config that cannot be rebuilt (an Opaque argument, say)."""
+
+
+# How a failure of the other framework's call (--check FRAMEWORK) is said.
+ON_THE_OTHER_SIDE = "on the {framework} side"
+
+
+class Unmapped(Exception):
+    """A config whose call has no counterpart in the framework --check
+    names (frameworks/torch_paddle.py), and why."""
 
 
 class BuildError(Exception):

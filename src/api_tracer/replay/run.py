@@ -19,13 +19,15 @@ from .. import _C
 from ..config import MAX_LINE, api_of
 from ..errors import UsageError
 from ..formats.configs import Config
+from ..frameworks import FRAMEWORKS
 from . import pool, user_code
 from .builder import parse
 from .framework import DEFAULT, line_framework, replay_framework
+from .judge.across import judged_across
 from .judge.check import Verdict, check, reference
 from .memory import available_bytes
 from .options import Job, ReplayOptions
-from .results import BuildError, Invalid, Refused, Result, SideError, Skip, Status, first_line
+from .results import BuildError, Invalid, Refused, Result, SideError, Skip, Status, Unmapped, first_line
 from .side import Side, run_side
 
 
@@ -41,7 +43,7 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
         framework = replay_framework(line_framework(api, options))
         job = Job(config, api, args, kwargs, options, framework)
         if options.check:
-            verdict = check(job)
+            verdict = check(job, judged_across if options.check in FRAMEWORKS else None)
             status, message = verdict.status, verdict.message
         else:
             run_side(job, Side("replay", options.device))
@@ -52,6 +54,8 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
         status, message, column = Status.REFUSED, str(e), e.column
     except Skip as e:
         status, message = Status.SKIPPED, str(e)
+    except Unmapped as e:
+        status, message = Status.UNMAPPED, str(e)
     except (BuildError, SideError) as e:
         status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
@@ -172,13 +176,16 @@ def prepare_process(options: ReplayOptions) -> None:
     ReplayFramework.prepare_process: Paddle imported, quietly), then the
     user's code (--import, --load-library) loaded."""
     replay_framework(options.dialect or DEFAULT).prepare_process()
+    if options.check in FRAMEWORKS:  # (the other framework, which the check calls too)
+        replay_framework(options.check).prepare_process()
     user_code.load(options.imports, options.libraries)
 
 
 def preload(options: ReplayOptions, checks: Tuple[str, ...] = ()) -> Tuple[str, ...]:
     """What the server that workers fork from imports for these options
     (ReplayFramework.preload), `checks` the --check modes they run."""
-    return replay_framework(options.dialect or DEFAULT).preload(options, checks)
+    other = replay_framework(options.check).preload(options) if options.check in FRAMEWORKS else ()
+    return tuple(dict.fromkeys(replay_framework(options.dialect or DEFAULT).preload(options, checks) + other))
 
 
 def _worker(conn: Any, options: ReplayOptions) -> None:

@@ -1,5 +1,5 @@
 """The report's pane of a replay report (the JSON lines `api-tracer replay
--o` writes): the verdicts per API (ok, mismatch, vacuous, failed, skipped,
+-o` writes): the verdicts per API (ok, mismatch, vacuous, failed, skipped, unmapped,
 refused, invalid), every mismatch with the measure that judged it, by how much it
 exceeds it and its line, and the configs that did not run, as sortable,
 filterable tables."""
@@ -185,7 +185,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
             for r in others
         ]
         out += [
-            tag("h3", "Not judged ok: vacuous, failed, skipped, refused, invalid"),
+            tag("h3", "Not judged ok: vacuous, failed, skipped, unmapped, refused, invalid"),
             sortable_table(f"{pane}-others", columns, rows, noun="configs"),
         ]
     return "".join(out)

@@ -9,7 +9,8 @@ An allow-list:
   methods and operators, paddle.nn.functional, linalg, fft, signal,
   sparse, nn layers and their forward, optimizers);
 - the computing APIs outside that list that PaddleAPITest's corpus calls,
-  each reviewed (REVIEWED);
+  each reviewed (REVIEWED), and the functions of paddle.compat that
+  PaConvert's mapping makes torch's calls in (compat_functions);
 - the values replay itself constructs (VALUE_CONSTRUCTORS: places,
   ParamAttr, the initializers, regularizers, learning-rate schedulers
   and gradient clips), and
@@ -146,6 +147,7 @@ DENIED: Dict[str, Tuple[str, ...]] = {
         "paddle.set_cuda_rng_state",
         "paddle.framework.seed",
         "paddle.framework.random",
+        "paddle.compat.seed",
     ),
     "prints (a config could write anything to replay's own output) or profiles, writing files": (
         "paddle.summary",
@@ -237,6 +239,26 @@ NOT_REPLAYED: Dict[str, Tuple[str, ...]] = {
     "decodes image bytes (a parser of untrusted data; Paddle's runs on GPUs only)": ("paddle.vision.ops.decode_jpeg",),
     "lists an object's attribute names: no computation": ("paddle.Tensor.__dir__",),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def compat_functions() -> FrozenSet[str]:
+    """The functions and layers of paddle.compat (Paddle's own, called as
+    torch's are) that PaConvert's mapping makes torch's calls in
+    (frameworks/torch_paddle.py), where this paddle has them: computing
+    APIs --check paddle calls (less DENIED's, paddle.compat.seed)."""
+    from ..torch_paddle import mapping
+
+    found = set()
+    for entry in mapping().values():
+        name = entry.get("paddle_api", "")
+        if name.startswith("paddle.compat."):
+            obj: Any = paddle_module()
+            for part in name.split(".")[1:]:
+                obj = getattr(obj, part, None)
+            if obj is not None:
+                found.add(name)
+    return frozenset(found)
 
 
 def not_replayed(name: str) -> Optional[str]:
@@ -435,7 +457,7 @@ def api_list() -> Tuple[str, ...]:
 @functools.lru_cache(maxsize=None)
 def named_apis() -> FrozenSet[str]:
     """The allow-list's named APIs (the user's modules aside)."""
-    names = set(api_list()) | value_classes() | set(SCOPED_STATE) | set(REVIEWED)
+    names = set(api_list()) | value_classes() | set(SCOPED_STATE) | set(REVIEWED) | compat_functions()
     return frozenset(n for n in names if not denied(n) and not _private(n))
 
 

@@ -29,6 +29,7 @@ repeat."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import types
@@ -117,7 +118,7 @@ TENSOR_OPERATORS = frozenset(
 NEEDS_GRAD = frozenset({"paddle.Tensor.backward", "paddle.autograd.backward", "paddle.grad"})
 
 # The checks Paddle's configs take (judge/check.py's MODES: the others are torch's).
-CHECKS = ("float64", "repeat")
+CHECKS = ("float64", "repeat", "torch")
 
 
 class PaddleResolver(NameResolver):
@@ -531,6 +532,19 @@ class PaddleReplay(ReplayFramework):
     def memory_device(self, device: str) -> str:
         return "cpu"
 
+    def counterpart(self, job: Job, other: str) -> Job:
+        if other != "torch":
+            return super().counterpart(job, other)
+        from ...replay.framework import replay_framework
+        from ..torch_paddle import to_torch
+
+        torch_replay = replay_framework("torch")
+        func = self.resolve(job.api, job.config.text)
+        made = to_torch(job.api, func, lambda name: torch_replay.resolve(name, name), job.args, job.kwargs)
+        return dataclasses.replace(
+            job, api=made.api, args=made.args, kwargs=made.kwargs, framework=torch_replay, adapt=made.adapt
+        )
+
     def no_kernel(self, message: str) -> str:
         found = NO_KERNEL.search(message)
         if found:
@@ -563,7 +577,7 @@ class PaddleReplay(ReplayFramework):
         as the side says) and made with Paddle's generator seeded and grad
         mode kept; its Outcome, the output as torch tensors, and with
         `watch` the call named as random where it drew from the generator."""
-        why = self.unsupported(job.options) or (
+        why = ("" if job.adapt else self.unsupported(job.options)) or (  # (a counterpart: the other's check)
             f"the {side.label} side is torch's"
             if side.compiled or side.substitute is not None or side.contiguous
             else ""

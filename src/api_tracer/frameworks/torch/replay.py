@@ -7,6 +7,7 @@ is made by side.py."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import sys
@@ -136,6 +137,22 @@ class TorchReplay(ReplayFramework):
         if options.imports or options.libraries or "compile" in (options.check, *checks):
             return ("torch", "torch._dynamo")
         return ("torch",)
+
+    def counterpart(self, job: Any, other: str) -> Any:
+        if other != "paddle":
+            return super().counterpart(job, other)
+        from ...replay.framework import replay_framework
+        from ..torch_paddle import to_paddle
+
+        made = to_paddle(job.api, job.args, job.kwargs)
+        return dataclasses.replace(
+            job,
+            api=made.api,
+            args=made.args,
+            kwargs=made.kwargs,
+            framework=replay_framework("paddle"),
+            adapt=made.adapt,
+        )
 
     def no_kernel(self, message: str) -> str:
         found = NO_KERNEL.search(message)

@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+from ...frameworks import FRAMEWORKS
 from ...util.units import fmt_bytes
 from ...values import FILLED, Call, TensorSpec, walk
 from ..draw import REGIONS
@@ -29,7 +30,7 @@ from ..results import Invalid, Refused, SideError, Skip, Status, first_line
 from ..side import NoGradient, Outcome, Side, device_of, run_side
 from .compare import Comparison, Errors, Mismatch
 
-MODES = ("float64", "device:DEVICE", "compile", "repeat", "layout")
+MODES = ("float64", "device:DEVICE", "compile", "repeat", "layout", *FRAMEWORKS)
 
 
 def workspace_outputs(job: Job) -> Tuple[str, ...]:
@@ -51,6 +52,8 @@ def reference(check: str, device: str) -> Side:
         return Side("repeated", device)
     if check == "layout":
         return Side("contiguous", device, contiguous=True)
+    if check in FRAMEWORKS:  # (its float64: across.py)
+        return Side(f"{check} float64", device, cast=upcast)
     if check.startswith("device:") and check[len("device:") :]:
         other = check[len("device:") :]
         return Side(other, other)
@@ -126,18 +129,20 @@ def deterministic() -> Iterator[None]:
         flags.fill_uninitialized_memory = was[2]
 
 
-def check(job: Job) -> Verdict:
+def check(job: Job, judged: Optional[Callable[[Job], Tuple[Verdict, Optional[Dict[str, Any]]]]] = None) -> Verdict:
     """Both sides of the job's call, compared. Raises as run_side does for
     the replay's own side. Where the float64 side cannot run (no float64
     kernel), a computation of it the framework knows (torch's
     decompositions) in float64 is the reference, and where it knows none
     the config is skipped with the reason: the reference's failure is not
     the operator's. All of it, both sides and the judge, allocates at most
-    CHECK_FACTOR times --max-bytes (and WORKING_SLACK): past that, Skip."""
+    CHECK_FACTOR times --max-bytes (and WORKING_SLACK): past that, Skip.
+    `judged` judges each draw instead of `_judged` (across.py's, for
+    --check FRAMEWORK), within the same bound and over the same regions."""
     limit = byte_limit(job.options.max_bytes, job.framework.memory_device(job.options.device))
     with bounded(limit, CHECK_FACTOR) as allowed:
         try:
-            return _check(job)
+            return _check(job, judged or _judged)
         except Exception as e:
             if not out_of_memory(getattr(e, "cause", e)):  # (a SideError holds what the side raised)
                 raise
@@ -148,21 +153,21 @@ def check(job: Job) -> Verdict:
             ) from None
 
 
-def _check(job: Job) -> Verdict:
+def _check(job: Job, judged: Callable[[Job], Tuple[Verdict, Optional[Dict[str, Any]]]]) -> Verdict:
     options = job.options
     assert options.check, "check() needs options.check"
     if options.check == "layout":
         why = layout_unjudged(job)
         if why:
             raise Skip(why)
-    verdict, bounds = _judged(job)
+    verdict, bounds = judged(job)
     if verdict.status != Status.OK or not bounds or not all(b.elementwise for b in bounds.values()):
         return verdict
     # an elementwise call: judged again on each region of values where such kernels go wrong
     worst, notes = verdict, []
     for region in REGIONS:
         try:
-            there, _ = _judged(replace(job, region=region))
+            there, _ = judged(replace(job, region=region))
         except Exception as e:  # noqa: BLE001 - a call that refuses these values (a domain check): not judged there
             notes.append(f"the {region} draw not judged ({first_line(e) or type(e).__name__})")
             continue

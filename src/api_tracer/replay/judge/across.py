@@ -1,0 +1,93 @@
+"""--check FRAMEWORK: a config's call judged against the same call made in
+another framework (`--check torch` for Paddle's lines, `--check paddle`
+for torch's), through the mapping between their APIs
+(frameworks/torch_paddle.py; the job's framework's `counterpart`).
+
+The other framework's call on float64 copies of the inputs is the
+reference, and the config's own call (in its dtypes) is held to it within
+the error model's bound of each element, as --check float64 holds it to
+its own framework's (error_model.py; both sides build the same values:
+the counterpart keeps the line's layout). Where they differ, the config's
+own call is made on float64 copies too, and set against the other's, to
+tell which side the difference is on:
+
+- its own float64 agrees with the other's: its result in its dtype is
+  wrong ("Paddle's float32 result is wrong: its own float64 agrees with
+  torch's");
+- it does not: the two frameworks' calls do not compute the same (the
+  mapping pairs APIs of different meaning, or one is wrong in float64
+  too), and float64 cannot tell which ("the float64 results of Paddle and
+  torch differ too").
+
+A call with no counterpart is `unmapped` (results.Unmapped, with why), as
+is one whose mapped call the other framework refuses as a call (a
+TypeError: an argument of a type it does not take); one the other
+framework's policy refuses is refused; one it fails otherwise is failed,
+on its side ("on the torch side: ...").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Dict, Optional, Tuple
+
+from ..options import Job
+from ..results import ON_THE_OTHER_SIDE, Invalid, Refused, SideError, Skip, Status, Unmapped, first_line
+from ..side import Side, run_side
+from .check import Verdict, deterministic, judge, upcast, workspace_outputs
+
+
+def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
+    """The verdict on one draw of the job's call against its counterpart in
+    the framework job.options.check names (see the module), and the error
+    model's bounds it was judged within (None: none): check.check judges
+    an elementwise call's regions by it too."""
+    options = job.options
+    other_job = job.framework.counterpart(job, options.check)  # (Unmapped where none)
+    title = other_job.framework.title
+    reference = Side(f"{title} float64", options.device, cast=upcast)
+    where = ON_THE_OTHER_SIDE.format(framework=other_job.framework.name)
+    with deterministic():
+        mine = run_side(job, Side("replay", options.device), watch=True)
+        try:
+            theirs = run_side(other_job, reference)
+        except Skip as e:
+            raise Skip(f"{where}: {e}") from e
+        except (Invalid, Refused) as e:  # (the counterpart's policy, say)
+            raise type(e)(f"{where}: {e}", e.column) from e
+        except TypeError as e:  # its arguments are not the other function's: the mapping's, not a kernel's
+            raise Unmapped(f"the mapped call is not one {title} takes: {where}: {first_line(e)}") from e
+        except Exception as e:
+            raise SideError(where, e) from e
+        bounds = None
+        if options.rtol is None and options.atol is None and not mine.random:
+            from .error_model import bounds as error_bounds
+
+            def rerun(perturb: Any) -> Any:
+                return run_side(other_job, replace(reference, perturb=perturb))
+
+            try:
+                bounds = error_bounds(rerun, mine, theirs, options.seed, job.api)
+            except Exception as e:  # noqa: BLE001 - a probe past --max-bytes, say: the tolerance holds
+                bounds = None
+                note = f"no error model ({type(e).__name__}): judged within rtol/atol"
+            else:
+                note = ""
+        else:
+            note = ""
+    verdict = judge(mine, theirs, options, reference, bounds, workspace_outputs(job))
+    verdict.message = "; ".join(filter(None, [f"against {other_job.api} in {title}", note, verdict.message]))
+    if verdict.status != Status.MISMATCH:
+        return verdict, bounds
+    with deterministic():
+        own = run_side(job, Side("float64", options.device, cast=upcast))
+    agrees = judge(own, theirs, options, reference, bounds, workspace_outputs(job)).status == Status.OK
+    mine_title, dtype = job.framework.title, str(mine.precision).replace("torch.", "")
+    blame = (
+        f"{mine_title}'s {dtype} result is wrong: its own float64 agrees with {title}'s"
+        if agrees
+        else f"the float64 results of {mine_title} and {title} differ too: the two calls do not compute the "
+        "same (the mapping), or one is wrong in float64"
+    )
+    verdict.message = f"{blame}; {verdict.message}"
+    return verdict, bounds
