@@ -35,47 +35,42 @@ from test_replay_paddle import CORRECT, PADDLE_DEFECTS, T  # noqa: E402 - after 
 from api_tracer.frameworks import torch_paddle  # noqa: E402 - after importorskip("paddle")
 from api_tracer.replay import Config, ReplayOptions, run_in_process  # noqa: E402 - after importorskip("paddle")
 
-
-def t(shape, dtype="float32"):
-    return f'Tensor({list(shape)}, "{dtype}")'
-
-
 TORCH_CORRECT = {
     "development": [
-        f"torch.nn.functional.relu({t((4, 12))})",
-        f"torch.topk({t((4, 12))}, 3, dim=1)",
-        f"torch.add({t((3, 4))}, {t((3, 4))})",
-        f"torch.sum({t((3, 4))}, dim=1, keepdim=True)",
-        f"torch.matmul({t((3, 4))}, {t((4, 2))})",
-        f"torch.gather({t((5, 4))}, 1, {t((5, 2), 'int64')})",
-        f"torch.Tensor.__add__({t((3, 4))}, {t((3, 4))})",
-        f"torch.nn.functional.softmax({t((3, 4))}, dim=-1)",
-        f"torch.exp({t((3, 4))})",
-        f"torch.nn.functional.layer_norm({t((3, 4))}, [4])",
-        f"torch.mean({t((3, 4))}, dim=0)",
-        f"torch.nn.functional.cross_entropy({t((8, 5))}, {t((8,), 'int64')})",
-        f"torch.cumsum({t((3, 4))}, 1)",
-        f"torch.Tensor.sum({t((3, 4))}, 0)",
-        f"torch.erf({t((100,))})",
+        f"torch.nn.functional.relu({T((4, 12))})",
+        f"torch.topk({T((4, 12))}, 3, dim=1)",
+        f"torch.add({T((3, 4))}, {T((3, 4))})",
+        f"torch.sum({T((3, 4))}, dim=1, keepdim=True)",
+        f"torch.matmul({T((3, 4))}, {T((4, 2))})",
+        f"torch.gather({T((5, 4))}, 1, {T((5, 2), 'int64')})",
+        f"torch.Tensor.__add__({T((3, 4))}, {T((3, 4))})",
+        f"torch.nn.functional.softmax({T((3, 4))}, dim=-1)",
+        f"torch.exp({T((3, 4))})",
+        f"torch.nn.functional.layer_norm({T((3, 4))}, [4])",
+        f"torch.mean({T((3, 4))}, dim=0)",
+        f"torch.nn.functional.cross_entropy({T((8, 5))}, {T((8,), 'int64')})",
+        f"torch.cumsum({T((3, 4))}, 1)",
+        f"torch.Tensor.sum({T((3, 4))}, 0)",
+        f"torch.erf({T((100,))})",
     ],
     "held_out": [
-        f"torch.tanh({t((64, 64))})",
-        f"torch.sigmoid({t((64, 64))})",
-        f"torch.cat([{t((3, 4))}, {t((5, 4))}], dim=0)",
-        f"torch.abs({t((64, 64))})",
-        f"torch.maximum({t((8, 8))}, {t((8, 8))})",
-        f"torch.nn.functional.leaky_relu({t((64, 64))}, 0.1)",
-        f"torch.flatten({t((2, 3, 4))}, 1)",
-        f"torch.nn.functional.conv2d({t((2, 3, 8, 8))}, {t((4, 3, 3, 3))})",
-        f"torch.bmm({t((2, 3, 4))}, {t((2, 4, 5))})",
-        f"torch.prod({t((4, 6))}, 1)",
-        f"torch.sin({t((64, 64))})",
-        f"torch.clamp({t((64,))}, -0.5, 0.5)",
-        f"torch.nn.functional.mse_loss({t((8, 4))}, {t((8, 4))})",
-        f"torch.Tensor.mul({t((8, 8))}, {t((8, 8))})",
-        f"torch.nn.functional.log_softmax({t((8, 16))}, dim=-1)",
-        f"torch.sqrt({t((64,))})",
-        f"torch.transpose({t((3, 4))}, 0, 1)",
+        f"torch.tanh({T((64, 64))})",
+        f"torch.sigmoid({T((64, 64))})",
+        f"torch.cat([{T((3, 4))}, {T((5, 4))}], dim=0)",
+        f"torch.abs({T((64, 64))})",
+        f"torch.maximum({T((8, 8))}, {T((8, 8))})",
+        f"torch.nn.functional.leaky_relu({T((64, 64))}, 0.1)",
+        f"torch.flatten({T((2, 3, 4))}, 1)",
+        f"torch.nn.functional.conv2d({T((2, 3, 8, 8))}, {T((4, 3, 3, 3))})",
+        f"torch.bmm({T((2, 3, 4))}, {T((2, 4, 5))})",
+        f"torch.prod({T((4, 6))}, 1)",
+        f"torch.sin({T((64, 64))})",
+        f"torch.clamp({T((64,))}, -0.5, 0.5)",
+        f"torch.nn.functional.mse_loss({T((8, 4))}, {T((8, 4))})",
+        f"torch.Tensor.mul({T((8, 8))}, {T((8, 8))})",
+        f"torch.nn.functional.log_softmax({T((8, 16))}, dim=-1)",
+        f"torch.sqrt({T((64,))})",
+        f"torch.transpose({T((3, 4))}, 0, 1)",
     ],
 }
 # torch's own defects, which its --check float64 finds too (tests/replay/judge:
@@ -84,8 +79,8 @@ TORCH_CORRECT = {
 # -88, on the tails draw; found among the held-out lines, run once). Paddle's
 # float64 agrees with torch's float64.
 TORCH_DEFECTS = {
-    f"torch.nn.functional.gelu({t((64, 64))})": "torch's float32 result is wrong",
-    f"torch.nn.functional.silu({t((64, 64))})": "on the tails draw (magnitudes 2 to 1e+02): torch's float32 result is "
+    f"torch.nn.functional.gelu({T((64, 64))})": "torch's float32 result is wrong",
+    f"torch.nn.functional.silu({T((64, 64))})": "on the tails draw (magnitudes 2 to 1e+02): torch's float32 result is "
     "wrong",
 }
 
@@ -187,10 +182,10 @@ def test_planted_defects_are_caught_on_their_side_both_ways(tmp_path):
             f"paddle.tanh({T((64, 64))})": None,  # (the correct twin)
         },
         ("torch", "paddle", "planted_t"): {
-            f"torch.ops.planted_t.silu_f32_wrong.default({t((64, 64))})": "torch's float32 result is wrong: its own "
+            f"torch.ops.planted_t.silu_f32_wrong.default({T((64, 64))})": "torch's float32 result is wrong: its own "
             "float64 agrees with Paddle's; against paddle.nn.functional.silu in Paddle",
-            f"torch.nn.functional.silu({t((64, 64))})": "the float64 results of torch and Paddle differ too",
-            f"torch.tanh({t((64, 64))})": None,
+            f"torch.nn.functional.silu({T((64, 64))})": "the float64 results of torch and Paddle differ too",
+            f"torch.tanh({T((64, 64))})": None,
         },
     }
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
