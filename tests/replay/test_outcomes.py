@@ -94,3 +94,12 @@ def test_outcomes_must_name_a_folder(tmp_path):
     (tmp_path / "f").write_text("")
     r = run_cli("replay", "c.txt", "--outcomes", "f", cwd=tmp_path)
     assert r.returncode == 2 and "replay: --outcomes f: not a folder" in r.stderr, r.stderr
+
+
+def test_outcomes_never_replaces_an_input(tmp_path):
+    (tmp_path / "out").mkdir()
+    line = 'torch.add(Tensor([3], "float32"), 1)\n'
+    (tmp_path / "out" / "api_config_pass.txt").write_text(line)
+    r = run_cli("replay", "out/api_config_pass.txt", "--outcomes", "out", cwd=tmp_path)
+    assert r.returncode == 2 and "it holds out/api_config_pass.txt, an input, which it would replace" in r.stderr
+    assert (tmp_path / "out" / "api_config_pass.txt").read_text() == line

@@ -19,7 +19,7 @@ from ..formats.summaries import read_value_ranges
 from ..frameworks import FRAMEWORKS
 from ..replay import user_code
 from ..replay.framework import MixedFile, file_framework
-from ..replay.outcomes import outcome_files
+from ..replay.outcomes import FILE_PREFIX, outcome_files
 from ..replay.output import JsonlReport, JunitReport, Progress, summary
 from ..replay.results import Result, Status, first_line
 from ..replay.run import (
@@ -111,6 +111,11 @@ def main(args: Any) -> int:
         raise UsageError(f"replay: -o {args.report} and --junit {args.junit} name one file: the reports would mix")
     if args.outcomes and os.path.exists(args.outcomes) and not os.path.isdir(args.outcomes):
         raise UsageError(f"replay: --outcomes {args.outcomes}: not a folder")
+    for path in inputs if args.outcomes else ():  # (its outcome files are replaced: never an input)
+        if os.path.realpath(os.path.dirname(os.path.abspath(path))) == os.path.realpath(args.outcomes) and (
+            os.path.basename(path).startswith(FILE_PREFIX)
+        ):
+            raise UsageError(f"replay: --outcomes {args.outcomes}: it holds {path}, an input, which it would replace")
     if args.junit and unwritable(args.junit):
         raise UsageError(f"replay: --junit {args.junit}: {unwritable(args.junit)}")
     try:  # opened now, its first bytes written: a full disk is said before any config runs
