@@ -29,6 +29,10 @@ from ..config import api_of
 from ..frameworks import FRAMEWORKS, framework, framework_of, load
 
 DEFAULT = "torch"  # a file none of whose names is a framework's
+NO_GRADIENT_REFERENCE = (
+    "{}'s float64 cannot be a gradient's reference: the error model moves what a forward saved "
+    "for its backward through torch's saved-tensor hooks"
+)
 
 
 class ReplayFramework:
@@ -39,7 +43,8 @@ class ReplayFramework:
     title = ""  # as messages name it ("Paddle")
     builder: type = type  # its Builder subclass (builder.py), which makes its values
     checks: Optional[Tuple[str, ...]] = None  # the --check modes it takes (None: every one)
-    backward = True  # whether --backward applies: gradients of the floating inputs
+    gradients = True  # whether its calls give the gradients of their floating inputs (--backward)
+    backward = True  # whether its own float64 can be a gradient's reference (--check float64 --backward)
     devices: Optional[Tuple[str, ...]] = None  # the devices its calls run on (None: any torch knows)
 
     @functools.cached_property
@@ -79,11 +84,15 @@ class ReplayFramework:
         if options.check == self.name:
             return f"--check {self.name}: a {self.title} config is judged against another framework's call"
         if options.check in FRAMEWORKS and options.backward:
-            return f"--backward: --check {options.check} compares outputs only"
+            reference = replay_framework(options.check)
+            if not self.gradients:
+                return f"--backward: {self.title}'s calls give no gradients"
+            if not reference.backward:
+                return f"--backward: --check {options.check}: {NO_GRADIENT_REFERENCE.format(reference.title)}"
         if options.check and self.checks is not None and options.check not in self.checks:
             return f"--check {options.check}: {self.title}'s configs are checked by {' or '.join(self.checks)}"
-        if options.backward and not self.backward:
-            return f"--backward: {self.title}'s configs are judged by their outputs only"
+        if options.backward and not self.backward and options.check not in FRAMEWORKS:
+            return f"--backward: {NO_GRADIENT_REFERENCE.format(self.title)}"
         if self.devices is not None and options.device not in self.devices:
             where = " or ".join("the CPU" if d == "cpu" else d for d in self.devices)
             return f"--device {options.device}: {self.title}'s configs replay on {where}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..util.units import fmt_bytes
-from ..values import item_path
+from ..values import item_path, value_path
 from .builder import Perturbation
 from .memory import CHECK_FACTOR, WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
 from .options import Job
@@ -79,6 +79,29 @@ def tensor_leaves(value: Any, where: str) -> Iterator[Tuple[str, Any]]:
             yield from tensor_leaves(x, f"{where}[{k!r}]")
     elif isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
         yield from tensor_leaves(value.state_dict(), where)
+
+
+def dict_item_path(path: str, key: Any) -> str:
+    """The path of a built dict's value: its key's as the line wrote it
+    (values.value_path), or as Python writes it where the key built is no
+    config value (a dtype)."""
+    try:
+        return value_path(path, key)
+    except TypeError:
+        return f"{path}[{key!r}]"
+
+
+def cotangent(t: Any, seed: int) -> Any:
+    """Random weights for an output's gradient, the same on every side:
+    multiples of 1/8 in [-1, 1], which every floating dtype holds exactly."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    parts = [
+        torch.randint(-8, 9, t.shape, generator=gen, dtype=torch.float64) / 8 for _ in range(2 if t.is_complex() else 1)
+    ]
+    weights = torch.complex(*parts) if t.is_complex() else parts[0]
+    return weights.to(device=t.device, dtype=t.dtype)
 
 
 def device_of(device: str) -> Any:

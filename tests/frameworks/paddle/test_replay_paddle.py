@@ -29,7 +29,8 @@ import torch  # noqa: E402 - after importorskip("paddle")
 
 from api_tracer.formats.configs import read_config_file  # noqa: E402 - after importorskip("paddle")
 from api_tracer.frameworks.paddle import policy as paddle_policy  # noqa: E402 - after importorskip("paddle")
-from api_tracer.frameworks.paddle.replay import PaddleResolver, to_paddle, to_torch  # noqa: E402 - after importorskip("paddle")
+from api_tracer.frameworks.paddle.replay import PaddleResolver  # noqa: E402 - after importorskip("paddle")
+from api_tracer.frameworks.paddle.tensors import to_paddle, to_torch  # noqa: E402
 from api_tracer.replay import Config, ReplayOptions, replay_one, roundtrip, run_in_process  # noqa: E402 - after importorskip("paddle")
 from api_tracer.replay.framework import MixedFile, file_framework  # noqa: E402 - after importorskip("paddle")
 from api_tracer.replay.results import Invalid, Skip  # noqa: E402 - after importorskip("paddle")
@@ -828,7 +829,7 @@ def test_the_cli_replays_paddle_files_and_refuses_mixed_ones_and_torchs_modes(tm
     assert "refused: 1 x torch.add is refused: it is not in replay's allow-list of Paddle's" in r.stdout
     for flags, said in (
         (["--check", "compile"], "--check compile: Paddle's configs are checked by float64 or repeat"),
-        (["--check", "float64", "--backward"], "--backward: Paddle's configs are judged by their outputs only"),
+        (["--check", "float64", "--backward"], "--backward: Paddle's float64 cannot be a gradient's reference"),
     ):
         r = cli("replay", path, *flags)
         assert r.returncode == 2 and said in r.stderr, r.stderr

@@ -23,8 +23,11 @@ and its parts.
   state_dict), so that check.py, compare.py and error_model.py judge it as
   they judge torch's.
 
-Paddle replays on the CPU, without --backward; its checks are float64 and
-repeat."""
+Paddle replays on the CPU; its checks are float64, repeat and torch (the
+same call made in torch: judge/across.py), the last with --backward too
+(gradients.py): its own float64 cannot be the reference of a gradient, as
+the error model moves what a forward saved through torch's saved-tensor
+hooks, which Paddle lacks."""
 
 from __future__ import annotations
 
@@ -39,11 +42,13 @@ from ...replay.builder import BUILTIN_TYPES, UNPERTURBED, Builder, build
 from ...replay.framework import ReplayFramework
 from ...replay.options import Job
 from ...replay.resolve import NameResolver, framework_start, user_root, user_start
-from ...replay.results import Invalid, Skip
-from ...replay.side import Outcome
+from ...replay.results import Invalid, Refused, Skip, first_line
+from ...replay.side import NoGradient, Outcome
 from ...values import Call, Symbol, TensorSpec, call_keyword_path, walk
 from . import paddle_module, policy, preconditions
+from .gradients import floating_inputs, gradients, require_grad
 from .names import COMPLEX, DTYPES, FLOATING
+from .tensors import dtype_name, from_numpy, least_precise, paddle_tensors, tensor_to_torch, to_paddle, to_torch
 
 # The Tensor operators a line may name (paddle.Tensor.__add__), where
 # paddle.Tensor has them.
@@ -170,128 +175,6 @@ class PaddleResolver(NameResolver):
         return issubclass(cls, bases) and (self.inside(cls, "paddle") or user_root(f"{cls.__module__}.x") is not None)
 
 
-# -- values across the boundary -------------------------------------------------
-
-
-def dtype_name(dtype: Any) -> str:
-    """A paddle dtype's name ("float32"); "" for none of DTYPES."""
-    name = str(dtype).replace("paddle.", "")
-    return name if name in DTYPES else ""
-
-
-def to_paddle(t: Any) -> Any:
-    """A torch tensor as a paddle.Tensor on the CPU: its values (through
-    numpy; bfloat16 and float8 by their bits), shape and strides (a window
-    of its storage: paddle.as_strided over the whole of it), and
-    requires_grad as stop_gradient=False. Skip for a dtype Paddle lacks."""
-    import torch
-
-    paddle = paddle_module()
-    requires_grad = t.requires_grad
-    t = t.detach()
-    name = str(t.dtype).replace("torch.", "")
-    if name not in DTYPES:
-        raise Skip(f"a {name} tensor argument: Paddle has no such dtype")
-    storage = t.untyped_storage().nbytes() // t.element_size() if t.element_size() else 0
-    whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() == storage
-    base = t if whole else torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (storage,), (1,))
-    p = _from_numpy(base, name)
-    if not whole:
-        try:
-            p = paddle.as_strided(p, list(t.shape), list(t.stride()), t.storage_offset() * t.element_size())
-        except Exception as e:  # noqa: BLE001 - a layout Paddle cannot view
-            raise Skip(
-                f"a tensor of strides {list(t.stride())} (offset {t.storage_offset()}): paddle.as_strided "
-                f"cannot make it ({type(e).__name__})"
-            ) from None
-    if requires_grad:
-        p.stop_gradient = False
-    return p
-
-
-def _from_numpy(t: Any, name: str) -> Any:
-    """A contiguous torch tensor's values as a paddle.Tensor of the same dtype."""
-    import torch
-
-    paddle = paddle_module()
-    target = getattr(paddle, name)
-    if name == "bfloat16":  # (paddle reads numpy's uint16 as bfloat16)
-        p = paddle.to_tensor(t.view(torch.int16).numpy().view("uint16"), place=paddle.CPUPlace())
-    elif name.startswith("float8"):
-        p = paddle.to_tensor(t.view(torch.uint8).numpy(), place=paddle.CPUPlace()).view(target)
-    else:
-        p = paddle.to_tensor(t.numpy(), place=paddle.CPUPlace())
-    if p.dtype != target:
-        raise Skip(f"a {name} tensor argument: it came to Paddle as {p.dtype}")
-    return p
-
-
-def to_torch(value: Any) -> Any:
-    """An output of Paddle's with its paddle.Tensors as torch tensors
-    (copies, through numpy), its layers and optimizers as their
-    state_dict, its dtypes as torch's and its places as their names: what
-    compare.py compares."""
-    import torch
-
-    paddle = paddle_module()
-    if isinstance(value, paddle.Tensor):
-        return tensor_to_torch(value)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
-        return type(value)(*(to_torch(v) for v in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_torch(v) for v in value)
-    if isinstance(value, dict):
-        return {k: to_torch(v) for k, v in value.items()}
-    if isinstance(value, (paddle.nn.Layer, paddle.optimizer.Optimizer)):
-        return to_torch(dict(value.state_dict()))
-    if isinstance(value, paddle.dtype):
-        return getattr(torch, dtype_name(value) or "_", str(value))
-    if type(value).__module__.startswith("paddle") and "Place" in type(value).__name__:
-        return str(value)
-    return value
-
-
-def tensor_to_torch(p: Any) -> Any:
-    """A paddle.Tensor's values as a torch tensor of its dtype and shape."""
-    import numpy as np
-    import torch
-
-    name = dtype_name(p.dtype)
-    if not name:
-        raise TypeError(f"a paddle tensor of dtype {p.dtype}, which replay does not compare")
-    array = np.array(p.detach().numpy(), order="C", copy=True)
-    wanted = getattr(torch, name)
-    t = torch.from_numpy(array.view(np.int16) if array.dtype == np.uint16 else array)
-    if t.dtype != wanted:  # bfloat16 (uint16) and float8 (int8) come as their bits
-        t = t.view(wanted)
-    return t.reshape(list(p.shape))
-
-
-def _paddle_tensors(value: Any) -> Iterator[Any]:
-    """The paddle.Tensors in built arguments (and layers' state)."""
-    paddle = paddle_module()
-    if isinstance(value, paddle.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _paddle_tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _paddle_tensors(v)
-    elif isinstance(value, paddle.nn.Layer):
-        yield from _paddle_tensors(dict(value.state_dict()))
-
-
-def least_precise(args: list, kwargs: dict) -> Any:
-    """side.least_precise, of paddle's tensors: the torch dtype of the
-    floating inputs of the greatest epsilon; torch.float64 if none."""
-    import torch
-
-    names = {dtype_name(t.dtype) for t in _paddle_tensors([args, kwargs])}
-    dtypes = [getattr(torch, n) for n in names if n in FLOATING + COMPLEX]
-    return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float64)
-
-
 # -- building -------------------------------------------------------------------
 
 
@@ -375,7 +258,7 @@ class PaddleBuilder(Builder):
                 if dtype_name(t.dtype) in FLOATING + COMPLEX:
                     values = tensor_to_torch(t)
                     self.perturb.tensor(call_keyword_path(path, key), values.view(-1))
-                    t.set_value(_from_numpy(values.contiguous(), dtype_name(t.dtype)))
+                    t.set_value(from_numpy(values.contiguous(), dtype_name(t.dtype)))
         if layer.sublayers():
             self.perturb.layer(path, functools.partial(round_layer_outputs, layer))
 
@@ -575,8 +458,11 @@ class PaddleReplay(ReplayFramework):
     def run_side(self, job: Job, side: Any, watch: bool = False) -> Outcome:
         """One side of a Paddle config: the call built (cast and perturbed
         as the side says) and made with Paddle's generator seeded and grad
-        mode kept; its Outcome, the output as torch tensors, and with
-        `watch` the call named as random where it drew from the generator."""
+        mode kept; its Outcome, the output as torch tensors, with `watch`
+        the call named as random where it drew from the generator, and
+        with --backward the gradients of its floating inputs (gradients.py;
+        a call that raises with its inputs requiring grad, an in-place one
+        on a leaf, and runs without is made so, and none has a gradient)."""
         why = ("" if job.adapt else self.unsupported(job.options)) or (  # (a counterpart: the other's check)
             f"the {side.label} side is torch's"
             if side.compiled or side.substitute is not None or side.contiguous
@@ -584,13 +470,32 @@ class PaddleReplay(ReplayFramework):
         )
         if why:
             raise Skip(why)
+        try:
+            return self._made(job, side, watch, None)
+        except (Skip, Invalid, Refused):
+            raise
+        except Exception as e:
+            if not job.options.backward:
+                raise
+            first = e
+        refused = NoGradient(f"the call refuses inputs that require grad: {first_line(first)}")
+        try:
+            return self._made(job, side, watch, refused)
+        except Exception:  # noqa: BLE001 - it fails without them too: the call's own failure
+            raise first from None
+
+    def _made(self, job: Job, side: Any, watch: bool, held: Optional[NoGradient]) -> Outcome:
         with seeded(job.options.seed), grad_mode_kept(), names_of_its_own():
             func, args, kwargs = build(job, side.cast, side.perturb, "cpu")
             precision = least_precise(args, kwargs)
-            floating = any(dtype_name(t.dtype) in FLOATING + COMPLEX for t in _paddle_tensors([args, kwargs]))
+            floating = any(dtype_name(t.dtype) in FLOATING + COMPLEX for t in paddle_tensors([args, kwargs]))
+            inputs = floating_inputs(args, kwargs) if job.options.backward else []
+            if held is None:
+                require_grad(inputs)
             before = generator_state() if watch else None
             output = func(*args, **kwargs)
             drew = watch and generator_state() != before
+            grads = {path: held for path, _ in inputs} if held else gradients(output, inputs, job.options.seed)
             output = to_torch(output)
         unfilled = [f"{job.api}: memory as allocated"] if job.api in UNINITIALIZED else []
-        return Outcome(output, {}, [job.api] * drew + unfilled, unfilled, precision, floating)
+        return Outcome(output, grads, [job.api] * drew + unfilled, unfilled, precision, floating)

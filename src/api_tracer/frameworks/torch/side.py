@@ -15,8 +15,8 @@ from ...replay.builder import build
 from ...replay.memory import storage_numel
 from ...replay.options import Job
 from ...replay.results import first_line
-from ...replay.side import NoGradient, Outcome, Side, device_of, tensor_leaves
-from ...values import argument_path, arguments, call_keyword_path, item_path, keyword_path, value_path
+from ...replay.side import NoGradient, Outcome, Side, cotangent, device_of, dict_item_path, tensor_leaves
+from ...values import argument_path, arguments, call_keyword_path, item_path, keyword_path
 
 
 @contextlib.contextmanager
@@ -200,7 +200,7 @@ def grad_inputs(args: list, kwargs: dict, inputs: list, held: Dict[str, Any]) ->
         if isinstance(v, (list, tuple)):
             return type(v)(swap(x, item_path(path, i)) for i, x in enumerate(v))
         if isinstance(v, dict):
-            return {k: swap(x, _key_path(path, k)) for k, x in v.items()}
+            return {k: swap(x, dict_item_path(path, k)) for k, x in v.items()}
         if isinstance(v, torch.nn.Module):
             inputs.extend(
                 (call_keyword_path(path, name), p, lambda g: g) for name, p in v.named_parameters() if p.requires_grad
@@ -211,16 +211,6 @@ def grad_inputs(args: list, kwargs: dict, inputs: list, held: Dict[str, Any]) ->
         [swap(a, argument_path(i)) for i, a in enumerate(args)],
         {k: swap(v, keyword_path(k)) for k, v in kwargs.items()},
     )
-
-
-def _key_path(path: str, key: Any) -> str:
-    """The path of a built dict's value: its key's as the line wrote it
-    (values.value_path), or as Python writes it where the key built is no
-    config value (a dtype)."""
-    try:
-        return value_path(path, key)
-    except TypeError:
-        return f"{path}[{key!r}]"
 
 
 def backward(output: Any, inputs: list, seed: int, random: "RandomOps") -> Dict[str, Any]:
@@ -250,19 +240,6 @@ def backward(output: Any, inputs: list, seed: int, random: "RandomOps") -> Dict[
                 grads[path] = NoGradient(f"{type(e).__name__}: {first_line(e)}")
     views = {path: view for path, _, view in inputs}
     return {path: g if g is None or isinstance(g, NoGradient) else views[path](g) for path, g in grads.items()}
-
-
-def cotangent(t: Any, seed: int) -> Any:
-    """Random weights for an output's gradient, the same on every side:
-    multiples of 1/8 in [-1, 1], which every floating dtype holds exactly."""
-    import torch
-
-    gen = torch.Generator().manual_seed(seed)
-    parts = [
-        torch.randint(-8, 9, t.shape, generator=gen, dtype=torch.float64) / 8 for _ in range(2 if t.is_complex() else 1)
-    ]
-    weights = torch.complex(*parts) if t.is_complex() else parts[0]
-    return weights.to(device=t.device, dtype=t.dtype)
 
 
 class RandomOps:

@@ -19,6 +19,12 @@ tell which side the difference is on:
   too), and float64 cannot tell which ("the float64 results of Paddle and
   torch differ too").
 
+With --backward, the gradients too: the other framework's keyed by the
+line's inputs (the counterpart's `adapt` tells which of its arguments
+each of the line's became), and an input that either side gives no
+gradient of (a call that refuses inputs that require grad, an argument
+the other call does not take) not compared, said.
+
 A call with no counterpart is `unmapped` (results.Unmapped, with why), as
 is one whose mapped call the other framework refuses as a call (a
 TypeError: an argument of a type it does not take); one the other
@@ -29,11 +35,12 @@ on its side ("on the torch side: ...").
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from ...values import argument_path, keyword_path
 from ..options import Job
 from ..results import ON_THE_OTHER_SIDE, Invalid, Refused, SideError, Skip, Status, Unmapped, first_line
-from ..side import Side, run_side
+from ..side import NoGradient, Outcome, Side, run_side
 from .check import Verdict, deterministic, judge, upcast, workspace_outputs
 
 
@@ -47,10 +54,17 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
     title = other_job.framework.title
     reference = Side(f"{title} float64", options.device, cast=upcast)
     where = ON_THE_OTHER_SIDE.format(framework=other_job.framework.name)
+    line_path = _line_paths(job, other_job)
+
+    def run_other(side: Side) -> Outcome:
+        outcome = run_side(other_job, side)
+        outcome.grads = {line_path(path): g for path, g in outcome.grads.items()}
+        return outcome
+
     with deterministic():
         mine = run_side(job, Side("replay", options.device), watch=True)
         try:
-            theirs = run_side(other_job, reference)
+            theirs = run_other(reference)
         except Skip as e:
             raise Skip(f"{where}: {e}") from e
         except (Invalid, Refused) as e:  # (the counterpart's policy, say)
@@ -64,7 +78,7 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
             from .error_model import bounds as error_bounds
 
             def rerun(perturb: Any) -> Any:
-                return run_side(other_job, replace(reference, perturb=perturb))
+                return run_other(replace(reference, perturb=perturb))
 
             try:
                 bounds = error_bounds(rerun, mine, theirs, options.seed, job.api)
@@ -75,12 +89,15 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
                 note = ""
         else:
             note = ""
+    unpaired = _unpaired(mine, theirs, job.framework.title, title)
     verdict = judge(mine, theirs, options, reference, bounds, workspace_outputs(job))
-    verdict.message = "; ".join(filter(None, [f"against {other_job.api} in {title}", note, verdict.message]))
+    said = [f"against {other_job.api} in {title}", note, verdict.message, *unpaired]
+    verdict.message = "; ".join(filter(None, said))
     if verdict.status != Status.MISMATCH:
         return verdict, bounds
     with deterministic():
         own = run_side(job, Side("float64", options.device, cast=upcast))
+    own.grads = {path: g for path, g in own.grads.items() if path in mine.grads}
     agrees = judge(own, theirs, options, reference, bounds, workspace_outputs(job)).status == Status.OK
     mine_title, dtype = job.framework.title, str(mine.precision).replace("torch.", "")
     blame = (
@@ -91,3 +108,56 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
     )
     verdict.message = f"{blame}; {verdict.message}"
     return verdict, bounds
+
+
+class _At:
+    """A marker standing for one of the line's arguments, which a
+    counterpart's `adapt` moves as it moves the value built for it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def _line_paths(job: Job, other_job: Job) -> Any:
+    """A function from a path in the other framework's call (its
+    "kwargs.input[1]") to the path of the same value in the line's
+    ("args[0][1]")."""
+    marked = [_At(argument_path(i)) for i in range(len(job.args))]
+    keyed = {k: _At(keyword_path(k)) for k in job.kwargs}
+    args, kwargs = other_job.adapt(marked, keyed) if other_job.adapt else (marked, keyed)
+    back = {argument_path(i): m.path for i, m in enumerate(args) if isinstance(m, _At)}
+    back.update((keyword_path(k), m.path) for k, m in kwargs.items() if isinstance(m, _At))
+
+    def line_path(path: str) -> str:
+        for there, here in back.items():
+            if path == there or path.startswith(there) and path[len(there)] in "[.":
+                return here + path[len(there) :]
+        return path
+
+    return line_path
+
+
+def _unpaired(mine: Outcome, theirs: Outcome, mine_title: str, title: str) -> List[str]:
+    """Each input whose gradient one side does not give (NoGradient, or
+    an argument the other call has no place for) taken out of both sides'
+    gradients, and why, for the verdict to say."""
+    notes = []
+    for path in sorted(set(mine.grads) | set(theirs.grads)):
+        here, there = mine.grads.get(path, _NONE), theirs.grads.get(path, _NONE)
+        if isinstance(here, NoGradient):
+            why = f"on the {mine_title} side: {here.why}"
+        elif isinstance(there, NoGradient):
+            why = f"on the {title} side: {there.why}"
+        elif there is _NONE:
+            why = f"the {title} call takes no such input"
+        elif here is _NONE:
+            why = f"no input of the {mine_title} call"
+        else:
+            continue
+        mine.grads.pop(path, None)
+        theirs.grads.pop(path, None)
+        notes.append(f"the gradient of {path} not compared ({why})")
+    return notes
+
+
+_NONE = object()
