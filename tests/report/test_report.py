@@ -299,6 +299,15 @@ def test_report_of_a_replay_report_shows_its_verdicts(tmp_path):
     assert "twice.default(" not in mismatches
     others = page[page.index('id="p0-others"') :]
     assert all(s in others for s in ("vacuous", "failed", "refused", "cannot be multiplied", "os.system"))
+    # by PaddleAPITest's outcomes: a float64 check's accuracy error is its own framework's
+    outcomes = page[page.index('id="p0-outcomes"') : page.index('id="p0-outcome-lines"')]
+    assert [o for o in ("pass", "accuracy_error", "torch_error", "skip") if f"<td>{o}</td>" in outcomes] == [
+        "pass",
+        "accuracy_error",
+        "torch_error",
+        "skip",
+    ], outcomes
+    assert "<td>torch: 1</td>" in outcomes
     # a damaged line is refused, by its file and line
     lines = (tmp_path / "r.jsonl").read_text().splitlines()
     (tmp_path / "bad.jsonl").write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n")

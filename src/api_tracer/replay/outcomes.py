@@ -49,7 +49,12 @@ PAST_MAX_BYTES = "--max-bytes"  # (what the skip messages of builder.py, side.py
 def outcome(result: Result, framework: str, other: str = "") -> str:
     """The outcome a result is sorted into, for a line of `framework`
     (checked against framework `other`, if any: --check torch)."""
-    status = result.status
+    return outcome_of(result.status, result.error, result.message, framework, other)
+
+
+def outcome_of(status: str, error: str, message: str, framework: str, other: str = "") -> str:
+    """outcome, of a result's fields (as a replay report's line holds them)."""
+    status = Status(status)
     if status == Status.UNMAPPED:
         return f"{framework}_to_{other}_failed"
     if status == Status.OK:
@@ -57,13 +62,13 @@ def outcome(result: Result, framework: str, other: str = "") -> str:
     if status == Status.MISMATCH:
         return "accuracy_error"
     if status == Status.FAILED:
-        if result.error == "Timeout":
+        if error == "Timeout":
             return "timeout"
-        if result.error == "WorkerCrashed":
-            return "oom" if KILLED in result.message else "crash"
-        mapped = other and result.message.startswith(ON_THE_OTHER_SIDE.format(framework=other))
+        if error == "WorkerCrashed":
+            return "oom" if KILLED in message else "crash"
+        mapped = other and message.startswith(ON_THE_OTHER_SIDE.format(framework=other))
         return f"{other if mapped else framework}_error"
-    if status == Status.SKIPPED and PAST_MAX_BYTES in result.message:
+    if status == Status.SKIPPED and PAST_MAX_BYTES in message:
         return "oom"
     return "skip"
 

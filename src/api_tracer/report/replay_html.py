@@ -1,6 +1,7 @@
 """The report's pane of a replay report (the JSON lines `api-tracer replay
 -o` writes): the verdicts per API (ok, mismatch, vacuous, failed, skipped, unmapped,
-refused, invalid), every mismatch with the measure that judged it, by how much it
+refused, invalid), the configs by PaddleAPITest's outcomes (replay/outcomes.py)
+with the side an accuracy error is blamed on, every mismatch with the measure that judged it, by how much it
 exceeds it and its line, and the configs that did not run, as sortable,
 filterable tables."""
 
@@ -12,6 +13,10 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import InputError
 from ..formats.json_fields import COUNT, MEASURE, SECONDS, STRING, STRING_VALUES, Kind, check_fields, optional
+from ..frameworks import FRAMEWORKS, framework_of
+from ..replay.framework import DEFAULT, replay_framework
+from ..replay.judge.across import blamed
+from ..replay.outcomes import OUTCOMES, outcome_of
 from ..replay.output import counted
 from ..replay.results import Status
 from .page import Column, code, esc, note, number, sortable_table, tag, text
@@ -133,6 +138,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
         tag("h3", "Verdicts per API"),
         sortable_table(f"{pane}-apis", columns, rows, noun="APIs"),
     ]
+    out += outcomes_section(results, checks, pane)
     mismatches = [r for r in results if r["status"] == "mismatch"]
     if mismatches:
         columns = [
@@ -189,3 +195,53 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
             sortable_table(f"{pane}-others", columns, rows, noun="configs"),
         ]
     return "".join(out)
+
+
+def outcomes_section(results: List[Dict[str, Any]], checks: List[str], pane: str) -> List[str]:
+    """The configs by outcome, as `replay --outcomes` sorts them, an
+    accuracy error with the framework it is blamed on (against another
+    framework, where float64 can tell; else its own), and each line that
+    did not pass."""
+    other = next((c for c in checks if c in FRAMEWORKS), "")
+    lines = []
+    for r in results:
+        framework = framework_of(r["api"] or "") or DEFAULT
+        name = outcome_of(r["status"], r.get("error") or "", r.get("message", ""), framework, other)
+        blame = ""
+        if name == "accuracy_error":
+            blame = (blamed(r.get("message", "")) or "float64 cannot tell") if other else _title(framework)
+        lines.append((name, blame, r))
+    counts = Counter(name for name, _, _ in lines)
+    blames: Dict[str, Counter] = {}
+    for name, blame, _ in lines:
+        if blame:
+            blames.setdefault(name, Counter())[blame] += 1
+    order = sorted(counts, key=lambda n: OUTCOMES.index(n) if n in OUTCOMES else len(OUTCOMES))
+    rows = [
+        [
+            text(name),
+            number(counts[name]),
+            text(", ".join(f"{b}: {n}" for b, n in blames.get(name, Counter()).most_common())),
+        ]
+        for name in order
+    ]
+    out = [
+        tag("h3", "Outcomes, as PaddleAPITest sorts them"),
+        note("replay --outcomes DIR writes each outcome's lines to DIR/api_config_OUTCOME.txt"),
+        sortable_table(
+            f"{pane}-outcomes",
+            [Column("outcome"), Column("configs", numeric=True), Column("blamed on")],
+            rows,
+            noun="outcomes",
+        ),
+    ]
+    failing = [(name, blame, r) for name, blame, r in lines if name != "pass"]
+    if failing:
+        columns = [Column(c) for c in ("outcome", "blamed on", "where", "config")]
+        rows = [[text(name), text(blame), text(_where(r)), code(r["config"])] for name, blame, r in failing]
+        out.append(sortable_table(f"{pane}-outcome-lines", columns, rows, noun="configs"))
+    return out
+
+
+def _title(framework: str) -> str:
+    return replay_framework(framework).title

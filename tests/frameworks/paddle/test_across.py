@@ -294,6 +294,10 @@ def test_planted_gradient_defects_are_caught_on_their_side(tmp_path):
     for got in (wrong_here, wrong_there):
         assert "the gradient of args[0]:" in got["message"] and "output:" not in got["message"], got["message"]
     assert right["status"] == "ok", right
+    # the report counts them as PaddleAPITest's users count them, each accuracy error with its side
+    r = run_cli("report", str(tmp_path / "r1.jsonl"), "-o", str(tmp_path / "r.html"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "<td>Paddle: 1, float64 cannot tell: 1</td>" in (tmp_path / "r.html").read_text()
     # torch's lines: Paddle's float64 is no gradient's reference, said before any work
     (tmp_path / "t.txt").write_text(f"torch.sin({T((8,))})\n")
     r = run_cli("replay", "t.txt", "--check", "paddle", "--backward", cwd=tmp_path, timeout=300)

@@ -34,6 +34,7 @@ on its side ("on the torch side: ...").
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -42,6 +43,17 @@ from ..options import Job
 from ..results import ON_THE_OTHER_SIDE, Invalid, Refused, SideError, Skip, Status, Unmapped, first_line
 from ..side import NoGradient, Outcome, Side, run_side
 from .check import Verdict, deterministic, judge, upcast, workspace_outputs
+
+# What a mismatch says of the side to blame (`blamed` reads it back).
+WRONG_HERE = "{mine}'s {dtype} result is wrong: its own float64 agrees with {other}'s"
+DIFFER_TOO = "the float64 results of {mine} and {other} differ too"
+
+
+def blamed(message: str) -> str:
+    """The framework's title a mismatch's message blames ("Paddle"), or ""
+    where float64 cannot tell."""
+    found = re.search(WRONG_HERE.format(mine="(\\w+)", dtype="\\w+", other="\\w+"), message)
+    return found[1] if found else ""
 
 
 def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
@@ -101,10 +113,10 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
     agrees = judge(own, theirs, options, reference, bounds, workspace_outputs(job)).status == Status.OK
     mine_title, dtype = job.framework.title, str(mine.precision).replace("torch.", "")
     blame = (
-        f"{mine_title}'s {dtype} result is wrong: its own float64 agrees with {title}'s"
+        WRONG_HERE.format(mine=mine_title, dtype=dtype, other=title)
         if agrees
-        else f"the float64 results of {mine_title} and {title} differ too: the two calls do not compute the "
-        "same (the mapping), or one is wrong in float64"
+        else DIFFER_TOO.format(mine=mine_title, other=title)
+        + ": the two calls do not compute the same (the mapping), or one is wrong in float64"
     )
     verdict.message = f"{blame}; {verdict.message}"
     return verdict, bounds
