@@ -270,7 +270,12 @@ def test_planted_gradient_defects_are_caught_on_their_side(tmp_path):
             "torch.ops.planted_g.sin_grad_wrong.default": {"Matcher": "ChangeAPIMatcher", "paddle_api": "paddle.sin"},
         },
     )
-    lines = [f"planted_g.square_grad_f32_wrong({T((64, 64))})", f"paddle.sin({T((64, 64))})", f"paddle.exp({T((64,))})"]
+    lines = [
+        f"planted_g.square_grad_f32_wrong({T((64, 64))})",
+        f"paddle.sin({T((64, 64))})",
+        f"paddle.exp({T((64,))})",
+        f"paddle.nn.functional.binary_cross_entropy({T((64, 1))}, {T((64, 1))})",
+    ]
     (tmp_path / "c.txt").write_text("".join(line + "\n" for line in lines))
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     reports = {}
@@ -283,8 +288,8 @@ def test_planted_gradient_defects_are_caught_on_their_side(tmp_path):
         assert r.returncode == (1 if backward else 0), r.stdout + r.stderr
         reports[bool(backward)] = [json.loads(x) for x in report.read_text().splitlines()]
     # outputs only: every output is right
-    assert [x["status"] for x in reports[False]] == ["ok", "ok", "ok"], reports[False]
-    wrong_here, wrong_there, right = reports[True]
+    assert [x["status"] for x in reports[False]] == ["ok", "ok", "ok", "ok"], reports[False]
+    wrong_here, wrong_there, right, label = reports[True]
     assert wrong_here["status"] == "mismatch" and wrong_here["message"].startswith(
         "Paddle's float32 result is wrong: its own float64 agrees with torch's"
     ), wrong_here["message"]
@@ -294,6 +299,10 @@ def test_planted_gradient_defects_are_caught_on_their_side(tmp_path):
     for got in (wrong_here, wrong_there):
         assert "the gradient of args[0]:" in got["message"] and "output:" not in got["message"], got["message"]
     assert right["status"] == "ok", right
+    # Paddle's backward gives no gradient of the label, torch's does: left out, said, not a mismatch
+    assert label["status"] == "ok" and label["message"].endswith(
+        "the gradient of args[1] not compared (Paddle's backward does not reach it; the other's does)"
+    ), label["message"]
     # the report counts them as PaddleAPITest's users count them, each accuracy error with its side
     r = run_cli("report", str(tmp_path / "r1.jsonl"), "-o", str(tmp_path / "r.html"), timeout=300)
     assert r.returncode == 0, r.stderr

@@ -23,7 +23,9 @@ With --backward, the gradients too: the other framework's keyed by the
 line's inputs (the counterpart's `adapt` tells which of its arguments
 each of the line's became), and an input that either side gives no
 gradient of (a call that refuses inputs that require grad, an argument
-the other call does not take) not compared, said.
+the other call does not take, a backward that does not reach it where
+the other's does: Paddle's binary_cross_entropy gives none of its label)
+not compared, said.
 
 A call with no counterpart is `unmapped` (results.Unmapped, with why), as
 is one whose mapped call the other framework refuses as a call (a
@@ -150,9 +152,9 @@ def _line_paths(job: Job, other_job: Job) -> Any:
 
 
 def _unpaired(mine: Outcome, theirs: Outcome, mine_title: str, title: str) -> List[str]:
-    """Each input whose gradient one side does not give (NoGradient, or
-    an argument the other call has no place for) taken out of both sides'
-    gradients, and why, for the verdict to say."""
+    """Each input whose gradient one side does not give (NoGradient, None,
+    or an argument the other call has no place for) taken out of both
+    sides' gradients, and why, for the verdict to say."""
     notes = []
     for path in sorted(set(mine.grads) | set(theirs.grads)):
         here, there = mine.grads.get(path, _NONE), theirs.grads.get(path, _NONE)
@@ -164,6 +166,8 @@ def _unpaired(mine: Outcome, theirs: Outcome, mine_title: str, title: str) -> Li
             why = f"the {title} call takes no such input"
         elif here is _NONE:
             why = f"no input of the {mine_title} call"
+        elif (here is None) != (there is None):  # (paddle's binary_cross_entropy: none of its label)
+            why = f"{mine_title if here is None else title}'s backward does not reach it; the other's does"
         else:
             continue
         mine.grads.pop(path, None)
