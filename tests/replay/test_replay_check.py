@@ -44,7 +44,8 @@ def test_a_wrong_float64_kernel_is_a_mismatch_with_its_errors_and_a_right_one_pa
     assert "greatest absolute difference 0.001, greatest relative difference " in wrong.message
     right = judged('torch.ops.replaycheck.twice.default(Tensor([8], "float32"))')
     assert (right.status, right.worst, right.message) == ("ok", "output", "")
-    assert right.max_abs_error == 0 and (right.measure, right.excess) == ("error model", 0.0)
+    # the very values of float64's: judged exact, without the error model's probes
+    assert right.max_abs_error == 0 and (right.measure, right.excess) == ("exact", 0.0)
     # the tolerances can be given: 1e-3 absolute (and a little) lets the wrong kernel pass
     loose = judged('torch.ops.replaycheck.twice_wrong_in_float64.default(Tensor([8], "float32"))', atol=2e-3)
     assert (loose.status, loose.rtol, loose.atol, loose.measure) == ("ok", 1.3e-6, 2e-3, "rtol/atol")
@@ -290,7 +291,7 @@ def test_the_cli_reports_mismatches_in_the_summary_the_reports_and_the_exit_code
     assert f"MISMATCH {path}:2: output: 8 / 8 elements (100.0%) differ from the float64 side" in result.stdout
     report = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert [(r["status"], r["check"], r["worst"], r["measure"]) for r in report] == [
-        ("ok", "float64", "output", "error model"),
+        ("ok", "float64", "output", "exact"),
         ("mismatch", "float64", "output", "error model"),
     ]
     assert report[0]["excess"] == 0 and report[1]["excess"] > 100

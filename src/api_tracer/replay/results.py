@@ -54,7 +54,8 @@ class Result:
     max_rel_error: Optional[float] = None
     rtol: Optional[float] = None
     atol: Optional[float] = None
-    # how it was judged: "error model" (float64, replay/judge/error_model.py) or
+    # how it was judged: "error model" (float64, replay/judge/error_model.py),
+    # "exact" (the very values of the float64 reference: judge/check.py EXACT) or
     # "rtol/atol", and by how much the worst element exceeds (> 1) or stays
     # within (< 1) what that allows
     measure: str = ""

@@ -44,7 +44,7 @@ from ...values import argument_path, keyword_path
 from ..options import Job
 from ..results import ON_THE_OTHER_SIDE, Invalid, Refused, SideError, Skip, Status, Unmapped, first_line
 from ..side import NoGradient, Outcome, Side, run_side
-from .check import Verdict, deterministic, judge, upcast, workspace_outputs
+from .check import EXACT, Verdict, deterministic, exactly_equal, judge, judged_exact, upcast, workspace_outputs
 
 # What a mismatch says of the side to blame (`blamed` reads it back).
 WRONG_HERE = "{mine}'s {dtype} result is wrong: its own float64 agrees with {other}'s"
@@ -87,8 +87,12 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
             raise Unmapped(f"the mapped call is not one {title} takes: {where}: {first_line(e)}") from e
         except Exception as e:
             raise SideError(where, e) from e
+        unpaired = _unpaired(mine, theirs, job.framework.title, title)
         bounds = None
-        if options.rtol is None and options.atol is None and not mine.random:
+        modelled = options.rtol is None and options.atol is None and not mine.random
+        if modelled and exactly_equal(mine, theirs):
+            bounds, note = EXACT, ""
+        elif modelled:
             from .error_model import bounds as error_bounds
 
             def rerun(perturb: Any) -> Any:
@@ -103,8 +107,9 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
                 note = ""
         else:
             note = ""
-    unpaired = _unpaired(mine, theirs, job.framework.title, title)
-    verdict = judge(mine, theirs, options, reference, bounds, workspace_outputs(job))
+    verdict = judge(mine, theirs, options, reference, None if bounds is EXACT else bounds, workspace_outputs(job))
+    if bounds is EXACT:
+        verdict = judged_exact(verdict)
     said = [f"against {other_job.api} in {title}", note, verdict.message, *unpaired]
     verdict.message = "; ".join(filter(None, said))
     if verdict.status != Status.MISMATCH:

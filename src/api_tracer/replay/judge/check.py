@@ -161,16 +161,18 @@ def _check(job: Job, judged: Callable[[Job], Tuple[Verdict, Optional[Dict[str, A
         if why:
             raise Skip(why)
     verdict, bounds = judged(job)
-    if verdict.status != Status.OK or not bounds or not all(b.elementwise for b in bounds.values()):
+    if verdict.status != Status.OK or not _elementwise(bounds):
         return verdict
     # an elementwise call: judged again on each region of values where such kernels go wrong
     worst, notes = verdict, []
     for region in REGIONS:
         try:
-            there, _ = judged(replace(job, region=region))
+            there, bounds_there = judged(replace(job, region=region))
         except Exception as e:  # noqa: BLE001 - a call that refuses these values (a domain check): not judged there
             notes.append(f"the {region} draw not judged ({first_line(e) or type(e).__name__})")
             continue
+        if bounds is EXACT and not _elementwise(bounds_there):
+            break  # (exact on the usual draw, and not an elementwise call: its regions are not judged)
         if there.status == Status.MISMATCH:
             there.message = f"on the {region} draw ({region_span(region)}): {there.message}"
             return there
@@ -181,12 +183,69 @@ def _check(job: Job, judged: Callable[[Job], Tuple[Verdict, Optional[Dict[str, A
     return worst
 
 
+def _elementwise(bounds: Optional[Dict[str, Any]]) -> bool:
+    """Whether a draw's bounds are an elementwise call's (EXACT: it may be
+    one, its regions tell)."""
+    return bounds is EXACT or bool(bounds) and all(b.elementwise for b in bounds.values())
+
+
 def region_span(region: str) -> str:
     """What a region's draw spans, as a verdict says it."""
     span = REGIONS[region]
     if span is None:
         return "magnitudes over the dtype's range"
     return f"magnitudes {10 ** span[0]:.2g} to {10 ** span[1]:.2g}"
+
+
+class _Exact(dict):
+    """A draw's bounds where both sides hold the very same values."""
+
+
+# _judged's bounds where the line's call gave exactly the float64 reference's
+# values (a copy, an index, a max): no error model is needed to judge them,
+# and its probes (a dozen calls more) are not made; an elementwise call is
+# judged on the regions' draws all the same, where it may not be exact.
+EXACT: Dict[str, Any] = _Exact()
+EXACT_MEASURE = "exact"  # (a result's measure, as "error model" is the error model's)
+
+
+def exactly_equal(mine: Outcome, theirs: Outcome) -> bool:
+    """Whether each tensor of `mine` (its outputs and gradients) holds the
+    very values of the same tensor of `theirs`, NaN where NaN, in the same
+    shape; not for random calls, whose values are not compared, nor for an
+    output with no tensor or with a Python float."""
+    import torch
+
+    ours, others = mine.tensors(), theirs.tensors()
+    if mine.random or not ours or [w for w, _ in ours] != [w for w, _ in others] or _floats(mine.output):
+        return False
+    for (_, a), (_, b) in zip(ours, others):
+        if a.shape != b.shape or a.is_complex() != b.is_complex() or a.is_sparse or b.is_sparse or a.is_quantized:
+            return False
+        integral = not (a.is_floating_point() or a.is_complex() or b.is_floating_point() or b.is_complex())
+        wide = torch.int64 if integral else torch.complex128 if a.is_complex() else torch.float64
+        a, b = a.detach().to("cpu", wide), b.detach().to("cpu", wide)
+        if not bool(((a == b) | (a.isnan() & b.isnan())).all()):
+            return False
+    return True
+
+
+def _floats(value: Any) -> bool:
+    """Whether an output holds a Python float or complex (held to a
+    tolerance of its own, not compared as a tensor is)."""
+    if isinstance(value, (float, complex)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_floats(v) for v in value)
+    return isinstance(value, dict) and any(_floats(v) for v in value.values())
+
+
+def judged_exact(verdict: Verdict) -> Verdict:
+    """The verdict on a draw whose values are exactly the reference's
+    (EXACT), its measure "exact"."""
+    if verdict.status == Status.OK and verdict.worst is not None:
+        verdict.worst = replace(verdict.worst, measure=EXACT_MEASURE)
+    return verdict
 
 
 def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
@@ -199,7 +258,10 @@ def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
         theirs, other, note = _reference_side(job, other)
         bounds = None
         extremes = holds_extremes(job.args, job.kwargs)  # (then no value is compared: no bound needed)
-        if other.cast is upcast and options.rtol is None and options.atol is None and not mine.random and not extremes:
+        modelled = other.cast is upcast and options.rtol is None and options.atol is None and not mine.random
+        if modelled and not extremes and exactly_equal(mine, theirs):
+            bounds = EXACT
+        elif modelled and not extremes:
             from .error_model import bounds as error_bounds
 
             def rerun(perturb: Any) -> Any:
@@ -222,6 +284,8 @@ def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
             bounds = layout_bounds(job, mine)
     if options.check == "repeat":
         verdict = judge_repeat(mine, theirs)
+    elif bounds is EXACT:
+        verdict = judged_exact(judge(mine, theirs, options, other, None, workspace_outputs(job)))
     else:
         verdict = judge(mine, theirs, options, other, bounds, workspace_outputs(job), overflow=extremes)
     if note:
