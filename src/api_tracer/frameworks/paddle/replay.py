@@ -390,7 +390,8 @@ NO_KERNEL_AT_ALL = re.compile(
 
 class PaddleReplay(ReplayFramework):
     """Paddle's configs (see the module): on the CPU, checked by float64 or
-    repeat, without --backward; no reference other than the call itself."""
+    repeat (outputs only), or by torch (--backward too); no reference other
+    than the call itself."""
 
     name = "paddle"
     title = "Paddle"
