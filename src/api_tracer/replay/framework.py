@@ -31,7 +31,7 @@ from ..frameworks import FRAMEWORKS, framework, framework_of, load
 DEFAULT = "torch"  # a file none of whose names is a framework's
 NO_GRADIENT_REFERENCE = (
     "{}'s float64 cannot be a gradient's reference: the error model moves what a forward saved "
-    "for its backward through torch's saved-tensor hooks"
+    "for its backward, through saved-tensor hooks this framework's replay has none of"
 )
 
 

@@ -1,15 +1,18 @@
-"""The gradients of a Paddle call, for `--check torch --backward`: its
+"""The gradients of a Paddle call, for `--check ... --backward`: its
 floating tensor inputs made to require grad (stop_gradient=False) before
 the call, and after it `paddle.grad` of its floating outputs, each weighted
 by the same cotangent torch's side weights its outputs by
 (replay/side.py's `cotangent`, made in torch and converted), so that both
 frameworks' gradients of one line answer the same question. Each gradient
 comes back as a torch tensor, keyed by its input's path in the line, as
-torch's side keys its own (frameworks/torch/side.py)."""
+torch's side keys its own (frameworks/torch/side.py). Where the error
+model moves what the forward saved for the backward (a Perturbation's
+`saved`), it moves Paddle's through paddle.autograd.saved_tensors_hooks
+(`saved_moved`), as torch's side does through torch's."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from ...replay.results import first_line
 from ...replay.side import NoGradient, cotangent, dict_item_path
@@ -72,3 +75,16 @@ def gradients(output: Any, inputs: List[Tuple[str, Any]], seed: int) -> Dict[str
             except Exception as e:  # noqa: BLE001 - the input's own gradient fails: said
                 grads[path] = NoGradient(f"{type(e).__name__}: {first_line(e)}")
     return {path: g if g is None or isinstance(g, NoGradient) else tensor_to_torch(g) for path, g in grads.items()}
+
+
+def saved_moved(saved: Callable[[Any], Any]) -> Any:
+    """A context in which each floating tensor Paddle's operators save for
+    their backward is `saved` of it (made a torch tensor and back)."""
+    paddle = paddle_module()
+
+    def pack(t: Any) -> Any:
+        if not isinstance(t, paddle.Tensor) or dtype_name(t.dtype) not in FLOATING:
+            return t
+        return to_paddle(saved(tensor_to_torch(t)))
+
+    return paddle.autograd.saved_tensors_hooks(pack, lambda t: t)

@@ -24,10 +24,9 @@ and its parts.
   they judge torch's.
 
 Paddle replays on the CPU; its checks are float64, repeat and torch (the
-same call made in torch: judge/across.py), the last with --backward too
-(gradients.py): its own float64 cannot be the reference of a gradient, as
-the error model moves what a forward saved through torch's saved-tensor
-hooks, which Paddle lacks."""
+same call made in torch: judge/across.py), each with --backward too
+(gradients.py: what a forward saved moved, for the error model, through
+Paddle's saved-tensor hooks)."""
 
 from __future__ import annotations
 
@@ -46,7 +45,7 @@ from ...replay.results import Invalid, Refused, Skip, first_line
 from ...replay.side import NoGradient, Outcome
 from ...values import Call, Symbol, TensorSpec, call_keyword_path, walk
 from . import paddle_module, policy, preconditions
-from .gradients import floating_inputs, gradients, require_grad
+from .gradients import floating_inputs, gradients, require_grad, saved_moved
 from .names import COMPLEX, DTYPES, FLOATING
 from .tensors import dtype_name, from_numpy, least_precise, paddle_tensors, tensor_to_torch, to_paddle, to_torch
 
@@ -389,15 +388,13 @@ NO_KERNEL_AT_ALL = re.compile(
 
 
 class PaddleReplay(ReplayFramework):
-    """Paddle's configs (see the module): on the CPU, checked by float64 or
-    repeat (outputs only), or by torch (--backward too); no reference other
-    than the call itself."""
+    """Paddle's configs (see the module): on the CPU, checked by float64,
+    repeat or torch; no reference other than the call itself."""
 
     name = "paddle"
     title = "Paddle"
     builder = PaddleBuilder
     checks = CHECKS
-    backward = False
     devices = ("cpu",)
 
     @functools.cached_property
@@ -494,7 +491,9 @@ class PaddleReplay(ReplayFramework):
             if held is None:
                 require_grad(inputs)
             before = generator_state() if watch else None
-            output = func(*args, **kwargs)
+            saved = side.perturb.saved if side.perturb is not None and inputs and held is None else None
+            with saved_moved(saved) if saved else contextlib.nullcontext():
+                output = func(*args, **kwargs)
             drew = watch and generator_state() != before
             grads = {path: held for path, _ in inputs} if held else gradients(output, inputs, job.options.seed)
             output = to_torch(output)
