@@ -76,6 +76,7 @@ class Verdict:
     message: str = ""
     worst: Optional[Errors] = None  # the leaf furthest beyond, or nearest to, its tolerance
     hashes: Optional[Dict[str, str]] = None  # repeat: each output tensor's hash (output_hashes)
+    region: str = ""  # the draw it was judged on (draw.REGIONS), "" for the usual one
 
 
 def output_hashes(outcome: Outcome) -> Dict[str, str]:
@@ -168,6 +169,7 @@ def _check(job: Job, judged: Callable[[Job], Tuple[Verdict, Optional[Dict[str, A
     for region in REGIONS:
         try:
             there, bounds_there = judged(replace(job, region=region))
+            there.region = region
         except Exception as e:  # noqa: BLE001 - a call that refuses these values (a domain check): not judged there
             notes.append(f"the {region} draw not judged ({first_line(e) or type(e).__name__})")
             continue

@@ -49,7 +49,7 @@ class Errors:
         if self.measure != "rtol/atol":
             return (
                 f"{self.where}: {share} differ from the {other} side past the {self.measure}'s bound: "
-                f"the worst by {self.excess:.3g}x at element {self.index} (difference {self.difference:.3g}, "
+                f"the worst {times(self.excess)} at element {self.index} (difference {self.difference:.3g}, "
                 f"bound {self.allowed:.3g}; "
                 f"fan-in ~{self.fan_in:.0f}); greatest absolute difference {self.max_abs:.3g}, greatest relative "
                 f"difference {self.max_rel:.3g}"
@@ -59,6 +59,12 @@ class Errors:
             f"{self.max_abs:.3g} (up to {self.atol:.3g} allowed), greatest relative difference "
             f"{self.max_rel:.3g} (up to {self.rtol:.3g} allowed)"
         )
+
+
+def times(excess: float) -> str:
+    """How far past its bound an element is, as a verdict says it: "by
+    3.2x"; an infinite excess (a NaN or an infinity on one side only) in words."""
+    return f"by {excess:.3g}x" if math.isfinite(excess) else "past any bound (a NaN or an infinity on one side only)"
 
 
 class Comparison:
