@@ -111,6 +111,124 @@ def test_each_finding_replays_the_same_in_a_fresh_process(planted, tmp_path):
             assert (got["status"], got.get("error", "")) == expected, (f, got, r.stdout)
 
 
+def plain_torch(tmp_path):
+    """An interpreter's command and environment where torch and the planted
+    operators import and api_tracer does not (a package of its name that
+    refuses to import comes first on the path, before any install of it)."""
+    blocker = tmp_path / "blocked" / "api_tracer"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("api_tracer is not importable here")\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker.parent), ENV["PYTHONPATH"]])}
+    r = subprocess.run([sys.executable, "-c", "import api_tracer"], env=env, capture_output=True, text=True)
+    assert r.returncode == 1 and "not importable here" in r.stderr
+    return env
+
+
+def imported(path):
+    """The top-level modules a script imports."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return names | {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def run_reproducer(path, env, timeout):
+    """The script run alone in a fresh interpreter, from another directory:
+    (returncode, stdout, stderr), or None where it ran past `timeout`."""
+    p = subprocess.Popen(
+        [sys.executable, str(path)],
+        cwd=path.parent.parent,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None
+    return p.returncode, out, err
+
+
+def test_every_finding_has_a_reproducer_of_plain_torch_that_fails_the_same_way(planted, tmp_path):
+    """Each finding's script (repro/NAME.py), run in a fresh python where
+    api_tracer does not import: a crash dies of the finding's signal, a hang
+    never returns, an error raises the finding's exception, a mismatch
+    prints the element against its bound and exits 1."""
+    out, findings, stdout = planted
+    env = plain_torch(tmp_path)
+    assert {f["kind"] for f in findings} == {"crash", "hang", "error", "mismatch"}
+    for f in findings:
+        assert f["reproducer"] and not f["no_reproducer"], f
+        assert f"reproducer: {out / f['reproducer']}" in stdout
+        path = out / f["reproducer"]
+        assert imported(path) <= {"base64", "sys", "zlib", "torch", "fuzz_planted"}, imported(path)
+        text = path.read_text()
+        assert f["line"] in text and "fuzzer" in text  # (what it is, and that a fuzzer found it)
+        ran = run_reproducer(path, env, timeout=8 if f["kind"] == "hang" else 120)
+        if f["kind"] == "hang":
+            assert ran is None, (f, ran)
+            continue
+        assert ran is not None, f
+        code, stdout_, stderr = ran
+        if f["kind"] == "crash":
+            name = f["message"].split(": ")[1].split()[0]  # "the worker died: SIGSEGV"
+            assert code == -signal.Signals[name], (f, code, stderr)
+        elif f["kind"] == "error":
+            assert code == 1 and stderr.strip().splitlines()[-1] == f["message"], (f, stderr)
+        else:
+            assert code == 1 and "on the" in stdout_ and ("bound" in stdout_ or "NaN" in stdout_), (f, stdout_)
+
+
+CORRECT_LINES = [
+    'torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',
+    'torch.mm(Tensor([8, 16], "float32", stride=[1, 8]), Tensor([16, 4], "float32"))',
+    'torch.nn.functional.softmax(Tensor([3, 5], "float16"), dim=-1, dtype=torch.float32)',
+    'torch.sum(Filled(Tensor([2, 3], "float32"), nan), dim=[1], keepdim=True)',
+    'torch.Tensor.mean(Tensor([4, 6], "float32", stride=[1, 4]), dim=1)',
+]
+
+
+@pytest.mark.parametrize("check", ["", "float64", "layout", "repeat"])
+def test_reproducers_of_correct_calls_pass_and_of_a_defect_fail(tmp_path, check):
+    """`api-tracer repro FILE --check C`: the scripts of torch's correct
+    calls exit 0 (each judged within its bound), that of a planted defect
+    under the same check exits 1."""
+    lines = tmp_path / "lines.yaml"
+    defect = {
+        "float64": 'torch.ops.fuzzdefects.soft_abs.default(Tensor([3, 7], "float16"))',
+        "layout": 'torch.ops.fuzzdefects.row_sums.default(Tensor([6, 5], "float32", stride=[1, 6]))',
+    }.get(check)
+    correct = [x for x in CORRECT_LINES if check != "layout" or "stride" in x]  # (layout judges strided inputs)
+    lines.write_text("".join(x + "\n" for x in [*correct, *([defect] if defect else [])]))
+    folder = tmp_path / "scripts"
+    flags = ["--check", check] if check else []
+    r = cli("repro", str(lines), "-o", str(folder), "--import", "fuzz_planted", *flags)
+    written = len(correct) + bool(defect)
+    assert r.returncode == 0 and f"repro: {written} of {written} written" in r.stdout, r.stdout + r.stderr
+    env = plain_torch(tmp_path)
+    for path in sorted(folder.iterdir()):
+        code, out, err = run_reproducer(path, env, timeout=120)
+        failing = "fuzzdefects" in path.name
+        assert code == (1 if failing else 0), (path.name, code, out, err)
+
+
+def test_repro_says_which_line_it_cannot_write(tmp_path):
+    lines = tmp_path / "lines.yaml"
+    lines.write_text('torch.add(Tensor([2], "float32"), 1)\ntorch.nonexistent_api(1)\n')
+    r = cli("repro", str(lines), "-o", str(tmp_path / "out"))
+    assert r.returncode == 1 and "repro: 1 of 2 written" in r.stdout
+    assert f"{lines}:2: " in r.stderr, r.stderr
+    r = cli("repro", str(lines), "--line", "7")
+    assert r.returncode == 2 and f"{lines}:7: no config line there" in r.stderr
+    r = cli("repro", str(tmp_path))
+    assert r.returncode == 2 and "not a fuzz campaign's" in r.stderr
+
+
 def test_a_killed_campaign_resumes_and_loses_nothing(tmp_path):
     seeds = tmp_path / "seeds.yaml"
     seeds.write_text(fuzz_planted.SEEDS["first_scaled"] + "\n" + fuzz_planted.TORCH_SEEDS[0] + "\n")

@@ -1,4 +1,4 @@
-"""The command line: api-tracer run | merge | replay | fuzz | diff | stats | coverage | report | export.
+"""The command line: api-tracer run | merge | replay | fuzz | repro | diff | stats | coverage | report | export.
 
     api-tracer run [--dialect paddle] [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
@@ -10,6 +10,7 @@
     api-tracer fuzz CONFIGS... [-o DIR] [--time SECONDS | --budget N] [--jobs N] [--seed S]
                     [--mutate shape,dtype,layout,value,scalar] [--oracle crash,hang,error,float64,layout,repeat,...]
                     [--import MODULE]... [--load-library PATH]... [--timeout SECONDS] [--max-bytes B] [--resume]
+    api-tracer repro CONFIGS|CAMPAIGN [-o DIR] [--line N] [--check MODE] [--import MODULE]... [--seed S]
     api-tracer diff A B [--json] [--fail-on new|gone|any] [--limit N]
     api-tracer stats DIR
     api-tracer coverage DIR... [--list FILE] [--json] [--untouched] [--top N]
@@ -36,7 +37,7 @@ from ..errors import PROG, UsageError
 
 # The commands, in the order --help lists them: each the module of this
 # package of its name.
-COMMANDS = ("run", "merge", "replay", "fuzz", "diff", "stats", "coverage", "report", "export")
+COMMANDS = ("run", "merge", "replay", "fuzz", "repro", "diff", "stats", "coverage", "report", "export")
 
 
 def command(name: str) -> Any:

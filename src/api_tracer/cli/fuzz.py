@@ -24,13 +24,11 @@ from ..fuzz.campaign import (
     RUN_ORACLES,
     STATE,
     Campaign,
-    Progress,
     Settings,
     State,
     oracles_of,
     read_seeds,
     read_state,
-    summary,
 )
 from ..fuzz.findings import FINDINGS, RANGES, REPRODUCERS
 from ..fuzz.mutate import KINDS
@@ -227,6 +225,7 @@ def main(args: Any) -> int:
     stop = _stop_on_signals(campaign)
     try:
         campaign.run(Progress())
+        campaign.write_reproducers()
     finally:
         stop()
     print(summary(campaign), end="")
@@ -257,3 +256,40 @@ def _stop_on_signals(campaign: Campaign) -> Any:
             signal.signal(sig, signal.SIG_IGN if campaign.stopping else h)
 
     return restore
+
+
+class Progress:
+    """On a terminal: the cases run, the findings and the rate, on one line."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.shown = self.stream.isatty()
+
+    def __call__(self, c: Campaign) -> None:
+        if self.shown:
+            left = "" if c.s.time_limit is None else f", {max(0.0, c.s.time_limit - c.elapsed - c.now()):.0f} s left"
+            self.stream.write(
+                f"\rfuzz: {c.cases_run} cases, {len(c.findings)} findings, {c.rate():.1f} cases/s{left}   "
+            )
+            self.stream.flush()
+
+    def finish(self, c: Campaign) -> None:
+        if self.shown:
+            self.stream.write("\n")
+
+
+def summary(c: Campaign) -> str:
+    seconds = c.elapsed + c.now()
+    lines = [
+        f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
+        f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}"
+    ]
+    for f in sorted(c.findings, key=lambda f: f.case):
+        how = "" if f.check is None else f" [--check {f.check}]"
+        lines.append(f"  {f.kind}{how} x{f.count}: {f.line}")
+        lines.append(f"      {f.message[:200]}")
+        if f.reproducer:
+            lines.append(f"      reproducer: {os.path.join(c.s.out, f.reproducer)}")
+        elif f.no_reproducer:
+            lines.append(f"      no reproducer: {f.no_reproducer}")
+    return "\n".join(lines) + "\n"

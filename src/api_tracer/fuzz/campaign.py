@@ -34,7 +34,6 @@ import json
 import os
 import random
 import signal
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -47,7 +46,7 @@ from ..formats.json_fields import INT64, Kind, check_fields, finite, integer, pa
 from ..formats.summaries import read_value_ranges
 from ..replay import pool
 from ..replay.options import ReplayOptions
-from ..replay.results import Status
+from ..replay.results import Status, first_line
 from ..replay.run import preload, prepare_process
 from .findings import (
     CHECKS,
@@ -536,7 +535,7 @@ class Campaign:
             self.save()
 
     # -- running ------------------------------------------------------------
-    def run(self, progress: Optional["Progress"] = None) -> None:
+    def run(self, progress: Any = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
         init = (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG))
         workers = pool.WorkerPool(_worker, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks))
@@ -557,39 +556,21 @@ class Campaign:
             if progress:
                 progress.finish(self)
 
+    def write_reproducers(self) -> None:
+        """Each finding's reproducer, a script of plain torch (repro.py),
+        in the campaign's directory, or why it has none; saved."""
+        from .repro import REPRO_DIR, write_finding
+
+        folder = os.path.join(self.s.out, REPRO_DIR)
+        for f in self.findings:
+            try:
+                name = write_finding(folder, f, self.s.options, self.findings.profiles.get(f.line))
+                f.reproducer = os.path.join(REPRO_DIR, name)
+                f.no_reproducer = ""
+            except Exception as e:  # noqa: BLE001 - whatever writing it raised: said, the campaign's findings kept
+                f.reproducer, f.no_reproducer = "", f"{type(e).__name__}: {first_line(e)}"
+        self.save()
+
     def rate(self) -> float:
         seconds = self.elapsed + self.now()
         return self.cases_run / seconds if seconds > 0 else 0.0
-
-
-class Progress:
-    """On a terminal: the cases run, the findings and the rate, on one line."""
-
-    def __init__(self, stream: Any = None) -> None:
-        self.stream = stream or sys.stderr
-        self.shown = self.stream.isatty()
-
-    def __call__(self, c: Campaign) -> None:
-        if self.shown:
-            left = "" if c.s.time_limit is None else f", {max(0.0, c.s.time_limit - c.elapsed - c.now()):.0f} s left"
-            self.stream.write(
-                f"\rfuzz: {c.cases_run} cases, {len(c.findings)} findings, {c.rate():.1f} cases/s{left}   "
-            )
-            self.stream.flush()
-
-    def finish(self, c: Campaign) -> None:
-        if self.shown:
-            self.stream.write("\n")
-
-
-def summary(c: Campaign) -> str:
-    seconds = c.elapsed + c.now()
-    lines = [
-        f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
-        f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}"
-    ]
-    for f in sorted(c.findings, key=lambda f: f.case):
-        how = "" if f.check is None else f" [--check {f.check}]"
-        lines.append(f"  {f.kind}{how} x{f.count}: {f.line}")
-        lines.append(f"      {f.message[:200]}")
-    return "\n".join(lines) + "\n"

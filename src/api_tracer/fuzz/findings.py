@@ -83,6 +83,8 @@ class Finding:
     count: int = 1
     case: int = 0  # the first case that found it
     minimized: bool = False
+    reproducer: str = ""  # its script of plain torch, in the campaign's directory (repro.py), once written
+    no_reproducer: str = ""  # ... or why it has none
 
     @property
     def check(self) -> Optional[str]:
@@ -129,6 +131,8 @@ FINDING_FIELDS = {
     "count": integer(1),
     "case": integer(0),
     "minimized": BOOLEAN,
+    "reproducer": STRING,
+    "no_reproducer": STRING,
 }
 FINDING_REQUIRED = ("kind", "api", "oracle", "line", "seed_line", "file", "mutation", "signature", "message")
 FINDING = "a finding"

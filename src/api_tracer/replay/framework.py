@@ -121,6 +121,14 @@ class ReplayFramework:
         built and made; its `Outcome`, the output's tensors torch's."""
         raise NotImplementedError
 
+    def reproducer(self, job: Any, verdict: Any, cast: Any, about: Any) -> str:
+        """The job's call as a standalone script of this framework alone
+        (fuzz/repro.py says what it shows); NotWritable where the
+        framework writes none."""
+        from .results import NotWritable
+
+        raise NotWritable(f"{job.api}: a {self.title} call: reproducers are written for torch's calls only")
+
     def reference_fallbacks(self, func: Any) -> Iterable[Tuple[str, Callable[..., Any]]]:
         """(what, substitute) for a float64 reference the call itself
         cannot make: another computation of it (torch's decompositions)."""

@@ -101,6 +101,11 @@ class Unmapped(Exception):
     names (frameworks/torch_paddle.py), and why."""
 
 
+class NotWritable(Exception):
+    """A call no reproducer script can make from literals (fuzz/repro.py):
+    which argument, and why."""
+
+
 class BuildError(Exception):
     """An argument whose building raised: the exception, and which argument."""
 

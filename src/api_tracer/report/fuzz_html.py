@@ -1,7 +1,7 @@
 """The report's pane of a fuzz campaign (api-tracer fuzz -o DIR, or its
 findings.jsonl): what the campaign ran, its findings by kind, and each
-finding with its API, oracle, count, message, the mutations from its seed
-and the reproducer line, as a sortable, filterable table."""
+finding with its API, oracle, count, message, the mutations from its seed,
+the reproducer line and its script, as a sortable, filterable table."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
         Column("mutation"),
         Column("seed"),
         Column("reproducer"),
+        Column("script"),
     ]
     rows = [
         [
@@ -62,6 +63,7 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
             text("; ".join(map(str, f.get("mutation") or [])) or "(the seed itself)"),
             text(f.get("file", "")),
             code(f["line"]),
+            code(f["reproducer"]) if f.get("reproducer") else text(f.get("no_reproducer") or "-"),
         ]
         for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"]))
     ]
@@ -70,7 +72,8 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
         out += [
             note(
                 "each reproducer is a config line: api-tracer replay shows it failing again (with --isolate "
-                "for a crash or a hang, --check ORACLE for a mismatch)"
+                "for a crash or a hang, --check ORACLE for a mismatch); its script, in the campaign's directory, "
+                "shows it with plain torch"
             ),
             sortable_table(f"{pane}-findings", columns, rows, noun="findings"),
         ]

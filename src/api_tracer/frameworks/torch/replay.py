@@ -167,6 +167,11 @@ class TorchReplay(ReplayFramework):
     def grad_mode_kept(self) -> Any:
         return side_module.grad_mode_kept()
 
+    def reproducer(self, job: Any, verdict: Any, cast: Any, about: Any) -> str:
+        from .repro import script
+
+        return script(job, verdict, cast, about)
+
     def workspace_outputs(self, api: str) -> Tuple[int, ...]:
         packet = api.rsplit(".", 1)[0] if api.startswith("torch.ops.") and api.count(".") == 4 else api
         return WORKSPACE_OUTPUTS.get(packet, ())
