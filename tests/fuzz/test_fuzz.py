@@ -20,6 +20,8 @@ import torch
 from api_tracer.config import parse_call
 from api_tracer.fuzz import Campaign, Line, Settings, apply, propose, read_seeds, render
 from api_tracer.fuzz.campaign import Minimizer, Seed
+from api_tracer.fuzz.classes import CLASSES, CLASSES_FILE, class_of
+from api_tracer.fuzz.classes import group as by_class
 from api_tracer.fuzz.mutate import KINDS, Mutation
 from api_tracer.replay import Config, ReplayOptions, replay_one
 from support import CLI, run_cli, user_code_env
@@ -182,6 +184,110 @@ def test_every_finding_has_a_reproducer_of_plain_torch_that_fails_the_same_way(p
             assert code == 1 and stderr.strip().splitlines()[-1] == f["message"], (f, stderr)
         else:
             assert code == 1 and "on the" in stdout_ and ("bound" in stdout_ or "NaN" in stdout_), (f, stdout_)
+
+
+CLASS_TITLES = {c.key: c.title for c in CLASSES}
+
+
+def test_findings_fall_in_their_root_cause_classes_with_a_report_text_each(planted):
+    """Each planted finding in the class of its defect (fuzz_planted.CLASSES);
+    classes.md holds each class's umbrella text: its operators, that a
+    fuzzer found them, and its representative's script."""
+    out, findings, stdout = planted
+    for f in findings:
+        name = f["api"].split(".")[-2]
+        got = class_of(f["kind"], f["oracle"], f["message"], f["line"], f["mutation"]).key
+        assert got == fuzz_planted.CLASSES[name], (name, got, f)
+    text = (out / CLASSES_FILE).read_text()
+    groups = by_class(findings)
+    assert [g.cause.key for g in groups] == [c.key for c in CLASSES if c.key in set(fuzz_planted.CLASSES.values())]
+    assert f"by root cause ({out / CLASSES_FILE}" in stdout
+    for g in groups:
+        assert f"## {g.cause.title}: {len(g.operators)} operator" in text
+        assert all(f"`{op}`" in text for op in g.operators)
+        rep = g.representative
+        assert (out / rep["reproducer"]).read_text() in text  # (the whole script, quoted)
+    assert text.count("found by a fuzzer") == len(groups)
+
+
+# Findings of torch's own defects as campaigns found them (not planted, not
+# tuned on): the class each is of.
+TORCH_FINDINGS = [
+    (
+        "crash",
+        "run",
+        "the worker died: SIGSEGV",
+        'torch.ops.aten._embedding_bag.default(Tensor([20, 8], "float32"), Filled(Tensor([6], "int64"), 4096), '
+        'Tensor([2], "int64"))',
+        "unchecked-argument",
+    ),
+    (
+        "crash",
+        "run",
+        "the worker died: SIGFPE",
+        'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 2, 0, 8], "float32"), '
+        'Tensor([1, 2, 0, 8], "float32"), Tensor([1, 2, 0, 8], "float32"))',
+        "zero-size",
+    ),
+    (
+        "mismatch",
+        "layout",
+        "output: 10 / 64 elements differ from the contiguous side",
+        'torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(Tensor([1, 2, 4, 8], "float32", '
+        'stride=[64, 8, 16, 1]), Tensor([1, 2, 4, 8], "float32"), Tensor([1, 2, 4, 8], "float32"))',
+        "strided-as-contiguous",
+    ),
+    (
+        "mismatch",
+        "float64",
+        "output: 1 / 64 elements differ from the float64 side past the error model's bound",
+        'torch.nn.functional.gelu(Tensor([64], "float32"))',
+        "wrong-result",
+    ),
+    (
+        "mismatch",
+        "repeat",
+        "output[0]: other bytes",
+        'torch.ops.aten.index_add.default(Tensor([4, 8], "float32"), '
+        '0, Tensor([16], "int64"), Tensor([16, 8], "float32"))',
+        "nondeterministic",
+    ),
+    (
+        "error",
+        "run",
+        "RuntimeError: INTERNAL ASSERT FAILED at aten/src/ATen/native/TensorShape.cpp",
+        'torch.cat([Tensor([2, 3], "float32")], 1)',
+        "unclean-exception",
+    ),
+    ("crash", "run", "the worker died: SIGSEGV", "torch.ones([46341, 46341], dtype=torch.int8)", "integer-overflow"),
+    (
+        "mismatch",
+        "float64",
+        "output: 1 / 1 elements (100.0%) differ from the float64 side past the error model's "
+        "bound: the worst past any bound (a NaN or an infinity on one side only)",
+        'torch.ops.aten.max.default(Filled(Tensor([4], "float32"), nan))',
+        "nan-inf",
+    ),
+    (
+        "mismatch",
+        "float64",
+        "output: 3 / 16 elements differ from the float64 side past the error model's bound",
+        'torch.cumsum(Tensor([4096], "bfloat16"), 0)',
+        "low-precision",
+    ),
+    (
+        "hang",
+        "run",
+        "no result after 40 s (--timeout)",
+        "torch.ops.aten.arange.start_step(0, 10, -1)",
+        "unchecked-argument",
+    ),
+]
+
+
+@pytest.mark.parametrize("kind, oracle, message, line, expected", TORCH_FINDINGS)
+def test_torch_findings_fall_in_the_class_a_maintainer_would_name(kind, oracle, message, line, expected):
+    assert class_of(kind, oracle, message, line).key == expected
 
 
 CORRECT_LINES = [
@@ -467,6 +573,10 @@ def test_report_shows_a_campaign_and_refuses_damaged_findings(planted, tmp_path)
         assert f"{json.load(f)['cases_run']:,} cases" in shown
     for f in findings:
         assert html.escape(f["line"], quote=False) in shown or html.escape(f["line"]) in shown, f["line"]
+        assert html.escape(f["reproducer"]) in shown  # (its script)
+    assert "By root cause" in shown and "past any bound" in shown and "infx" not in shown
+    for cause in {CLASS_TITLES[key] for key in fuzz_planted.CLASSES.values()}:
+        assert html.escape(cause, quote=False) in shown or html.escape(cause) in shown, cause
     damaged = tmp_path / "findings.jsonl"
     damaged.write_text((out / "findings.jsonl").read_text().splitlines()[0] + "\n" + '{"kind": "boom"}\n')
     r = cli("report", str(damaged), "-o", str(tmp_path / "d.html"))

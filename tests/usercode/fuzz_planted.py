@@ -127,6 +127,21 @@ KINDS = {
     "outer_table": ("crash", None),
     "row_means": ("error", None),
 }
+# The root cause each is of (fuzz/classes.py's CLASSES): a 0-size input
+# read, strides ignored, float16 arithmetic, a size-1 fast path (a wrong
+# result of no class more precise), NaN dropped, sizes and counts unchecked,
+# a Python ZeroDivisionError.
+CLASSES = {
+    "first_scaled": "zero-size",
+    "row_sums": "strided-as-contiguous",
+    "soft_abs": "low-precision",
+    "scale_rows": "wrong-result",
+    "row_max": "nan-inf",
+    "bounded_cumsum": "unchecked-argument",
+    "repeat_rows": "unchecked-argument",
+    "outer_table": "unchecked-argument",
+    "row_means": "unclean-exception",
+}
 # torch's own, seeded beside them: nothing may be found in these.
 TORCH_SEEDS = [
     'torch.add(Tensor([4, 8], "float32"), Tensor([4, 8], "float32"), alpha=2)',

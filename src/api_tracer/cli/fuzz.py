@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+from dataclasses import asdict
 from typing import Any, List, Optional, Tuple
 
 from ..errors import PROG, UsageError, warn
@@ -30,6 +31,7 @@ from ..fuzz.campaign import (
     read_seeds,
     read_state,
 )
+from ..fuzz.classes import CLASSES_FILE, group
 from ..fuzz.findings import FINDINGS, RANGES, REPRODUCERS
 from ..fuzz.mutate import KINDS
 from ..replay.results import first_line
@@ -225,7 +227,7 @@ def main(args: Any) -> int:
     stop = _stop_on_signals(campaign)
     try:
         campaign.run(Progress())
-        campaign.write_reproducers()
+        campaign.write_reports()
     finally:
         stop()
     print(summary(campaign), end="")
@@ -292,4 +294,8 @@ def summary(c: Campaign) -> str:
             lines.append(f"      reproducer: {os.path.join(c.s.out, f.reproducer)}")
         elif f.no_reproducer:
             lines.append(f"      no reproducer: {f.no_reproducer}")
+    groups = group([asdict(f) for f in c.findings])
+    if groups:
+        lines.append(f"by root cause ({os.path.join(c.s.out, CLASSES_FILE)}: a report's text for each):")
+        lines += [f"  {g.cause.title}: {len(g.findings)}: {', '.join(g.operators)}" for g in groups]
     return "\n".join(lines) + "\n"

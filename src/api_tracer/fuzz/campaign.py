@@ -48,6 +48,7 @@ from ..replay import pool
 from ..replay.options import ReplayOptions
 from ..replay.results import Status, first_line
 from ..replay.run import preload, prepare_process
+from .classes import CLASSES_FILE
 from .findings import (
     CHECKS,
     DEVICE_ORACLE,
@@ -64,7 +65,8 @@ from .mutate import KINDS, Line, Mutation, NotApplicable, apply, edges, propose,
 
 STATE = "campaign.json"
 WORKER_LOG = "workers.log"  # what the workers print
-OUTPUTS = (STATE, FINDINGS, REPRODUCERS, RANGES, WORKER_LOG)  # the files a campaign writes in its directory
+# the files a campaign writes in its directory (and its repro/ folder: repro.py)
+OUTPUTS = (STATE, FINDINGS, REPRODUCERS, RANGES, WORKER_LOG, CLASSES_FILE)
 # What a worker replays under each check before its first case: a replacement worker's first step would
 # otherwise pay for lazy imports and initialization, and on a loaded machine pass --timeout.
 WARM_UP = 'torch.add(Tensor([2, 3], "float32", stride=[1, 2]), Tensor([2, 3], "float32"))'
@@ -556,9 +558,13 @@ class Campaign:
             if progress:
                 progress.finish(self)
 
-    def write_reproducers(self) -> None:
+    def write_reports(self) -> None:
         """Each finding's reproducer, a script of plain torch (repro.py),
-        in the campaign's directory, or why it has none; saved."""
+        in the campaign's directory, or why it has none; saved; then the
+        classes of the findings (classes.py) in classes.md."""
+        import torch
+
+        from .classes import write_classes
         from .repro import REPRO_DIR, write_finding
 
         folder = os.path.join(self.s.out, REPRO_DIR)
@@ -570,6 +576,7 @@ class Campaign:
             except Exception as e:  # noqa: BLE001 - whatever writing it raised: said, the campaign's findings kept
                 f.reproducer, f.no_reproducer = "", f"{type(e).__name__}: {first_line(e)}"
         self.save()
+        write_classes(self.s.out, [asdict(f) for f in self.findings], torch.__version__, self.s.options.device)
 
     def rate(self) -> float:
         seconds = self.elapsed + self.now()

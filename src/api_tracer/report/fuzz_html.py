@@ -1,7 +1,8 @@
 """The report's pane of a fuzz campaign (api-tracer fuzz -o DIR, or its
 findings.jsonl): what the campaign ran, its findings by kind, and each
 finding with its API, oracle, count, message, the mutations from its seed,
-the reproducer line and its script, as a sortable, filterable table."""
+the reproducer line and its script, as a sortable, filterable table; above
+it the findings' root-cause classes (fuzz/classes.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from dataclasses import asdict
 from typing import Any, Dict, List
 
 from ..formats.io import decode
+from ..fuzz.classes import CLASSES_FILE, class_of, group
 from ..fuzz.findings import KINDS, parse_findings
-from .page import Column, code, esc, note, number, sortable_table, tag, text
+from .page import Cell, Column, code, esc, note, number, sortable_table, tag, text
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
+MESSAGE_SHOWN = 140  # the characters of a finding's message shown in its row; the rest is one click away
 
 
 def is_findings(first_line: bytes) -> bool:
@@ -42,39 +45,70 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
         rate = f", {state['cases_run'] / seconds:.1f} cases/s" if seconds else ""
         ran = f"{state['cases_run']:,} cases in {seconds:,.0f} s{rate} from {state.get('seeds', '?')} seed lines; "
     summary = ran + f"{len(findings)} findings: " + ", ".join(f"{kinds[k]} {k}" for k in KINDS)
+    out = [tag("h2", esc(f"fuzz: {name}")), tag("p", esc(summary), cls="sub")]
+    if findings:
+        out += [tag("h3", "By root cause"), _classes(findings, pane), tag("h3", "Findings"), _findings(findings, pane)]
+    return "".join(out)
+
+
+def _classes(findings: List[Dict[str, Any]], pane: str) -> str:
     columns = [
-        Column("kind"),
-        Column("API"),
-        Column("oracle"),
-        Column("count", numeric=True),
-        Column("message"),
-        Column("mutation"),
-        Column("seed"),
-        Column("reproducer"),
-        Column("script"),
+        Column("root cause"),
+        Column("findings", numeric=True),
+        Column("operators"),
+        Column("what goes wrong, and the fix it asks for", wide=True),
+        Column("representative script"),
     ]
     rows = [
         [
-            text(f["kind"]),
-            code(f["api"]),
-            text(f.get("oracle", "")),
-            number(int(f.get("count") or 0)),
-            text(str(f.get("message", ""))[:500]),
-            text("; ".join(map(str, f.get("mutation") or [])) or "(the seed itself)"),
-            text(f.get("file", "")),
-            code(f["line"]),
-            code(f["reproducer"]) if f.get("reproducer") else text(f.get("no_reproducer") or "-"),
+            text(g.cause.title),
+            number(len(g.findings)),
+            Cell(", ".join(tag("code", esc(op)) for op in g.operators), ", ".join(g.operators)),
+            Cell(esc(f"{g.cause.what}; a fix for the class: {g.cause.fix}.")),
+            code(g.representative.get("reproducer") or "-"),
         ]
-        for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"]))
+        for g in group(findings)
     ]
-    out = [tag("h2", esc(f"fuzz: {name}")), tag("p", esc(summary), cls="sub")]
-    if rows:
-        out += [
-            note(
-                "each reproducer is a config line: api-tracer replay shows it failing again (with --isolate "
-                "for a crash or a hang, --check ORACLE for a mismatch); its script, in the campaign's directory, "
-                "shows it with plain torch"
-            ),
-            sortable_table(f"{pane}-findings", columns, rows, noun="findings"),
-        ]
-    return "".join(out)
+    return note(
+        f"each class's text for an umbrella report, with its representative's script, is the campaign's {CLASSES_FILE}"
+    ) + sortable_table(f"{pane}-classes", columns, rows, noun="classes")
+
+
+def _findings(findings: List[Dict[str, Any]], pane: str) -> str:
+    columns = [
+        Column("kind"),
+        Column("root cause"),
+        Column("API"),
+        Column("oracle"),
+        Column("count", numeric=True),
+        Column("what happened: the message, the reproducer line and its script", wide=True),
+    ]
+    rows = []
+    for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"])):
+        cause = class_of(f["kind"], f.get("oracle", "run"), f.get("message", ""), f["line"])
+        message = str(f.get("message", ""))
+        mutation = "; ".join(map(str, f.get("mutation") or [])) or "(the seed itself)"
+        script = f.get("reproducer") or ""
+        shown = esc(message)
+        if len(message) > MESSAGE_SHOWN:  # (the whole of it one click away)
+            shown = tag("details", tag("summary", esc(message[:MESSAGE_SHOWN] + "...")) + tag("p", esc(message)))
+        body = (
+            shown
+            + tag("pre", esc(f["line"]))
+            + tag("div", esc(f"mutated from {f.get('file', '?')}: {mutation}"), cls="dim")
+            + tag("div", tag("code", esc(script)) if script else esc(f"no script: {f.get('no_reproducer') or '-'}"))
+        )
+        rows.append(
+            [
+                text(f["kind"]),
+                text(cause.title),
+                code(f["api"]),
+                text(f.get("oracle", "")),
+                number(int(f.get("count") or 0)),
+                Cell(body, message),
+            ]
+        )
+    return note(
+        "each reproducer line runs in api-tracer replay (with --isolate for a crash or a hang, --check ORACLE for a "
+        "mismatch); its script, in the campaign's directory, shows it with plain torch"
+    ) + sortable_table(f"{pane}-findings", columns, rows, noun="findings")

@@ -43,6 +43,7 @@ def tag(name: str, content: str = "", **attrs: object) -> str:
 class Column:
     title: str
     numeric: bool = False  # sorts by number, largest first on the first click
+    wide: bool = False  # text to read: the column takes the width it needs (report.css: td.wide)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def sortable_table(table_id: str, columns: Sequence[Column], rows: Sequence[Sequ
         tag(
             "tr",
             "".join(
-                tag("td", c.html, data_v=c.sort, cls="num" if col.numeric else None) for c, col in zip(row, columns)
+                tag("td", c.html, data_v=c.sort, cls="num" if col.numeric else "wide" if col.wide else None)
+                for c, col in zip(row, columns)
             ),
         )
         for row in rows

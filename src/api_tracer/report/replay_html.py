@@ -8,6 +8,7 @@ filterable tables."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
@@ -23,6 +24,12 @@ from .page import Column, code, esc, note, number, sortable_table, tag, text
 
 STATUSES = [s.value for s in Status]
 FIELDS = ("config", "api", "status")  # what every line of a replay report has
+
+
+def excess_shown(excess: float) -> str:
+    """How far past its bound a result is, in a table: "3.2x"; an infinite
+    excess (a NaN or an infinity on one side only) as "inf: NaN or inf on one side"."""
+    return f"{excess:.3g}x" if math.isfinite(excess) else "inf: NaN or inf on one side"
 
 
 def is_replay_report(first_line: bytes) -> bool:
@@ -158,7 +165,7 @@ def replay_pane(name: str, results: List[Dict[str, Any]], pane: str) -> str:
             rows.append(
                 [
                     code(r["api"]),
-                    number(excess, f"{excess:.3g}x" if r.get("excess") is not None else "-"),
+                    number(excess, excess_shown(excess) if r.get("excess") is not None else "-"),
                     text(r.get("measure") or "-"),
                     text(r.get("worst") or "-"),
                     number(_float(r.get("max_abs_error")), f"{_float(r.get('max_abs_error')):.3g}"),

@@ -403,7 +403,7 @@ def _docstring(text: str, api: str, options: ReplayOptions, about: Any, verdict:
         "error": f"The call raises {about.message}",
         "mismatch": f"The result is wrong: {about.message}",
     }.get(about.kind, "")
-    if options.check and verdict is not None and about.kind in ("", "mismatch"):
+    if options.check and verdict is not None and verdict.message != about.message:
         shows += f"\n\nJudged here (--check {options.check}): {verdict.status.value}. {verdict.message}"
     runs = (
         "It exits 1 where the result is past what the check allows, 0 where it is within."
