@@ -168,7 +168,7 @@ def test_every_finding_has_a_reproducer_of_plain_torch_that_fails_the_same_way(p
         assert f["reproducer"] and not f["no_reproducer"], f
         assert f"reproducer: {out / f['reproducer']}" in stdout
         path = out / f["reproducer"]
-        assert imported(path) <= {"base64", "sys", "zlib", "torch", "fuzz_planted"}, imported(path)
+        assert imported(path) <= {"base64", "sys", "typing", "zlib", "torch", "fuzz_planted"}, imported(path)
         text = path.read_text()
         assert f["line"] in text and "fuzzer" in text  # (what it is, and that a fuzzer found it)
         ran = run_reproducer(path, env, timeout=8 if f["kind"] == "hang" else 120)

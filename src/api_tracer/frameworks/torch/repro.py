@@ -315,28 +315,12 @@ def past_bitwise(mine, theirs):
             past = past or not same
     return past
 
-
-def contiguous(value):
-    """`value` with each tensor that is not contiguous, or is a window of a
-    larger storage, a contiguous copy."""
-    if isinstance(value, torch.Tensor):
-        if value.is_contiguous() and value.untyped_storage().nbytes() == value.numel() * value.element_size():
-            return value
-        copy = torch.empty_like(value, memory_format=torch.contiguous_format)
-        with torch.no_grad():
-            copy.copy_(value)
-        return copy.requires_grad_(value.requires_grad)
-    if isinstance(value, (list, tuple)):
-        return type(value)(contiguous(v) for v in value)
-    if isinstance(value, dict):
-        return {k: contiguous(v) for k, v in value.items()}
-    return value
 '''
 
 # How each check's other side is made in the script, and its name there.
 OTHER_SIDE = {
     "float64": ("call(*inputs(wide=True))", "float64"),
-    "layout": ("call(*contiguous(inputs()))", "contiguous"),
+    "layout": ("call(*contiguous_copies(inputs()))", "contiguous"),  # (side.py's own function: _layout)
     "repeat": ("call(*inputs())", "repeated"),
     "compile": ("call(*inputs(), compiled=True)", "compiled"),
 }
@@ -369,14 +353,15 @@ def script(job: Job, verdict: Any, cast: Optional[Callable[[Any], Any]], about: 
     _callable(api)
     parts = [
         _docstring(job.config.text, api, options, about, verdict, torch.__version__),
-        "import base64\nimport sys\nimport zlib\n\nimport torch\n",
+        "import base64\nimport sys\nimport zlib\nfrom typing import Any  # (contiguous_copies' annotations)\n\n"
+        "import torch\n",
         _user_code(options),
         HELPERS,
         _inputs(written_args, written_kwargs, options.device),
         _call(api, options.seed),
     ]
     if options.check:
-        parts += [COMPARE, _judged(options, verdict)]
+        parts += [COMPARE, _layout() if options.check == "layout" else "", _judged(options, verdict)]
     else:
         parts.append(_plain())
     return re.sub(r"\n{4,}", "\n\n\n", "\n".join(p for p in parts if p))
@@ -465,6 +450,17 @@ def _call(api: str, seed: int) -> str:
         f"    {SEED_OF_CALL.format(seed=seed)}\n"
         f"    return func(*args, **kwargs)\n"
     )
+
+
+def _layout() -> str:
+    """The source of side.py's contiguous_copies, which makes --check
+    layout's other side: the script's makes it the very same way."""
+    import inspect
+    import textwrap
+
+    from .side import contiguous_copies
+
+    return "\n" + textwrap.dedent(inspect.getsource(contiguous_copies))
 
 
 def _plain() -> str:
