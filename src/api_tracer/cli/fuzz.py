@@ -32,8 +32,9 @@ from ..fuzz.campaign import (
     read_state,
 )
 from ..fuzz.classes import CLASSES_FILE, group
-from ..fuzz.findings import FINDINGS, RANGES, REPRODUCERS
+from ..fuzz.findings import FINDINGS, FIXED, RANGES, RECHECKED, REPRODUCERS, RUN, Findings
 from ..fuzz.mutate import KINDS
+from ..fuzz.repro import write_reports
 from ..replay.results import first_line
 from ..replay.run import checked_options, prepare_process
 from .replay import check_readable
@@ -56,9 +57,22 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "configs",
-        nargs="+",
+        nargs="*",
         metavar="CONFIGS",
         help="files of seed config lines (any file replay reads), with api_value_ranges.yaml beside them",
+    )
+    p.add_argument(
+        "--recheck",
+        metavar="DIR",
+        help="run the findings of the campaign in DIR again here, and mark each still failing, fixed or changed "
+        "(with this torch's version and device); no CONFIGS",
+    )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="DIR",
+        help="merge the findings of these campaigns' directories into -o's, one a signature, first and last seen "
+        "kept, their reproducers and classes written; no CONFIGS",
     )
     p.add_argument("-o", "--output", default="fuzz_output", help="the campaign's directory (default fuzz_output)")
     budget = p.add_mutually_exclusive_group()
@@ -73,17 +87,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"worker processes (default 1; at most {JOBS_PER_CPU} a CPU, and as many as --max-bytes each fit in "
         "the memory)",
     )
-    p.add_argument("--seed", type=int, default=0, help="the campaign's random seed (default 0)")
-    p.add_argument("--mutate", default=",".join(KINDS), help=f"the kinds of mutation (default {','.join(KINDS)})")
+    p.add_argument("--seed", type=int, help="the campaign's random seed (default 0)")
+    p.add_argument("--mutate", help=f"the kinds of mutation (default {','.join(KINDS)})")
     p.add_argument(
         "--oracle",
-        default=",".join(ORACLES),
         help=f"what makes a finding: {','.join(ORACLES)}, device:DEVICE, compile (default {','.join(ORACLES)})",
     )
     p.add_argument(
         "--timeout",
         type=seconds,
-        default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"a case's step running longer is killed, and run again with 4 times as long: a hang if it times out "
         f"again (default {DEFAULT_TIMEOUT:g})",
@@ -139,7 +151,7 @@ def _memory() -> int:
     return max(memory, 0)
 
 
-def check_directory(out: str, configs: List[str], resume: bool) -> None:
+def check_directory(out: str, configs: List[str], resume: bool, merging: bool = False) -> None:
     """A UsageError (or an InputError naming the file) unless the campaign
     may write its files (campaign.OUTPUTS) in `out`: `out` not a seed
     file's directory (the campaign's api_value_ranges.yaml there would be
@@ -161,6 +173,8 @@ def check_directory(out: str, configs: List[str], resume: bool) -> None:
         if os.path.lexists(path):
             is_regular(path)
         check_not_an_input("fuzz", "-o", path, inputs)
+    if merging:
+        return
     state = os.path.join(out, STATE)
     if resume and not os.path.lexists(state):
         raise UsageError(f"fuzz: --resume: {out} holds no campaign ({STATE})")
@@ -178,15 +192,18 @@ def check_directory(out: str, configs: List[str], resume: bool) -> None:
 
 
 def settings_of(args: Any) -> Settings:
+    if not args.configs:
+        raise UsageError("fuzz: CONFIGS: at least one file of seed config lines (or --recheck, --merge)")
     for path in args.configs:
         check_readable(path, "fuzz")
     if args.budget is not None and args.budget < 1:
         raise UsageError("fuzz: --budget must be at least 1")
-    if not args.timeout > 0:
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    if not timeout > 0:
         raise UsageError("fuzz: --timeout must be more than 0")
-    kinds = _kinds(args.mutate)
+    kinds = _kinds(",".join(KINDS) if args.mutate is None else args.mutate)
     try:
-        oracles = oracles_of(args.oracle)
+        oracles = oracles_of(",".join(ORACLES) if args.oracle is None else args.oracle)
     except ValueError as e:
         raise UsageError(f"fuzz: --oracle: {e}") from None
     options = checked_options(
@@ -201,10 +218,13 @@ def settings_of(args: Any) -> Settings:
         raise UsageError(f"fuzz: -o {args.output}: {unmakeable_directory(args.output)}")
     check_directory(args.output, args.configs, args.resume)
     time_limit = args.time if args.time is not None else (None if args.budget is not None else DEFAULT_TIME)
-    return Settings(args.output, args.seed, kinds, oracles, time_limit, args.budget, args.jobs, args.timeout, options)
+    seed = 0 if args.seed is None else args.seed
+    return Settings(args.output, seed, kinds, oracles, time_limit, args.budget, args.jobs, timeout, options)
 
 
 def main(args: Any) -> int:
+    if args.recheck is not None or args.merge is not None:
+        return _history(args)
     s = settings_of(args)
     # (read here, checked, before the user's code loads: a damaged campaign.json is said at once)
     state: Optional[State] = read_state(os.path.join(s.out, STATE)) if args.resume else None
@@ -235,6 +255,107 @@ def main(args: Any) -> int:
         print(f"{PROG}: fuzz: stopped by a second signal: the running cases were killed", file=sys.stderr)
         return 130
     return 1 if len(campaign.findings) else 0
+
+
+# -- a finding's life after its campaign (fuzz/history.py) -----------------------------------------------
+
+
+def _history(args: Any) -> int:
+    """--recheck DIR, or --merge DIR... -o OUT: each directory a campaign's
+    (its findings read, checked) and the options checked before anything
+    runs; a campaign's flags have no meaning here, and are refused."""
+    from ..fuzz.history import merge, recheck
+
+    flag = "--recheck" if args.recheck is not None else "--merge"
+    other = [name for name, given in _campaign_flags(args) if given]
+    if args.recheck is not None and args.merge is not None:
+        other.insert(0, "--merge")
+    if other:
+        raise UsageError(f"fuzz: {flag}: not with {', '.join(other)}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError("fuzz: --timeout must be more than 0")
+    if args.jobs < 1:
+        raise UsageError("fuzz: --jobs must be at least 1")
+    sources = [args.recheck] if args.recheck is not None else args.merge
+    for directory in sources:
+        if not os.path.isfile(os.path.join(directory, FINDINGS)):
+            raise UsageError(f"fuzz: {flag} {directory}: no {FINDINGS} there: not a campaign's directory")
+    loaded = [_findings_of(d, args) for d in sources]
+    checks = sorted({f.oracle for one in loaded for f in one if f.oracle != RUN})
+    options = checked_options("fuzz", checks=checks, **{name: getattr(args, name) for name in OPTIONS})
+    most, why = max_jobs(options.max_bytes)
+    if args.jobs > most:
+        raise UsageError(f"fuzz: --jobs {args.jobs}: at most {most} on this machine ({why})")
+    try:
+        prepare_process(options)
+    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
+        raise UsageError(f"fuzz: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
+    if args.recheck is not None:
+        results = recheck(loaded[0], options, args.jobs, args.timeout or DEFAULT_TIMEOUT)
+        print(recheck_summary(args.recheck, results), end="")
+        return 1 if any(r.status != FIXED for r in results) else 0
+    out = args.output
+    for directory in sources:
+        if os.path.realpath(directory) == os.path.realpath(out):
+            raise UsageError(f"fuzz: --merge {directory} is -o itself: its findings are merged into -o's anyway")
+    if unmakeable_directory(out):
+        raise UsageError(f"fuzz: -o {out}: {unmakeable_directory(out)}")
+    check_directory(out, [], resume=False, merging=True)
+    os.makedirs(out, exist_ok=True)
+    into = _findings_of(out, args)
+    before = len(into)
+    merge(loaded, into)
+    write_reports(into, options)
+    print(merge_summary(out, sources, before, into), end="")
+    return 1 if len(into) else 0
+
+
+def _campaign_flags(args: Any) -> List[Tuple[str, bool]]:
+    return [
+        ("CONFIGS", bool(args.configs)),
+        ("--time", args.time is not None),
+        ("--budget", args.budget is not None),
+        ("--resume", args.resume),
+        ("--mutate", args.mutate is not None),
+        ("--oracle", args.oracle is not None),
+        ("--seed", args.seed is not None),
+    ]
+
+
+def _findings_of(directory: str, args: Any) -> Findings:
+    findings = Findings(directory, args.device)
+    findings.load()  # (an InputError naming the file and line of a damaged one)
+    return findings
+
+
+def _seen(seen: dict) -> str:
+    return f"{seen['when']} (torch {seen['torch']}, {seen['device']})" if seen else "before sightings were kept"
+
+
+def recheck_summary(directory: str, results: List[Any]) -> str:
+    here = results[0].finding.rechecks[-1] if results else {}
+    counts = {status: sum(r.status == status for r in results) for status in RECHECKED}
+    head = f"fuzz: recheck of {len(results)} findings of {directory}"
+    if here:
+        head += f" on torch {here['torch']}, {here['device']}"
+    lines = [head + ": " + ", ".join(f"{n} {status}" for status, n in counts.items() if n)]
+    for r in results:
+        f = r.finding
+        lines.append(f"  {r.status}: {f.kind} [{f.oracle}] {f.line}")
+        if r.message:
+            lines.append(f"      {r.message[:200]}")
+        lines.append(f"      first seen {_seen(f.first_seen)}; last seen {_seen(f.last_seen)}")
+    return "\n".join(lines) + "\n"
+
+
+def merge_summary(out: str, sources: List[str], before: int, into: Findings) -> str:
+    lines = [
+        f"fuzz: {len(into)} findings in {out} ({before} before) from {len(sources)} campaigns: " + ", ".join(sources)
+    ]
+    for f in sorted(into, key=lambda f: f.first_seen.get("when", "")):
+        lines.append(f"  {f.status}: {f.kind} [{f.oracle}] x{f.count}: {f.line}")
+        lines.append(f"      first seen {_seen(f.first_seen)}; last seen {_seen(f.last_seen)}")
+    return "\n".join(lines) + "\n"
 
 
 def _stop_on_signals(campaign: Campaign) -> Any:

@@ -10,7 +10,8 @@ from typing import Any
 from ..errors import UsageError
 from ..formats.fileset import find_sets
 from ..formats.io import check_not_an_input
-from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
+from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it, or FINDINGS, is a fuzz campaign's)
+from ..fuzz.findings import FINDINGS
 from ..report import check_output, files_read, read_campaign, read_file, read_profile, write_report
 from ..report.diff_html import is_diff, read_diff
 from ..report.fuzz_html import is_findings, read_findings
@@ -38,7 +39,11 @@ def main(args: Any) -> int:
     first: that it can be written, and that it is none of the files read."""
     inputs, output = args.inputs, args.output
     check_output(output)
-    campaign_dirs = [d for d in inputs if os.path.isdir(d) and os.path.isfile(os.path.join(d, CAMPAIGN_STATE))]
+    campaign_dirs = [
+        d
+        for d in inputs
+        if os.path.isdir(d) and any(os.path.isfile(os.path.join(d, name)) for name in (CAMPAIGN_STATE, FINDINGS))
+    ]
     trace_dirs = [d for d in inputs if os.path.isdir(d) and d not in campaign_dirs]
     files = [f for f in inputs if not os.path.isdir(f)]
     for item in files:

@@ -46,7 +46,7 @@ from ..formats.json_fields import INT64, Kind, check_fields, finite, integer, pa
 from ..formats.summaries import read_value_ranges
 from ..replay import pool
 from ..replay.options import ReplayOptions
-from ..replay.results import Status, first_line
+from ..replay.results import Status
 from ..replay.run import preload, prepare_process
 from .classes import CLASSES_FILE
 from .findings import (
@@ -211,7 +211,7 @@ def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
     return seeds, left_out
 
 
-def _worker(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: str) -> None:
+def run_cases(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: str) -> None:
     """Runs cases: each replayed as it is, then, if it ran, under each
     check; says which (pool.started) as it goes. SIGINT is ignored: the
     campaign stops its workers itself. What the cases print
@@ -296,7 +296,7 @@ class Minimizer:
 class Campaign:
     def __init__(self, seeds: List[Seed], settings: Settings) -> None:
         self.seeds, self.s = seeds, settings
-        self.findings = Findings(settings.out)
+        self.findings = Findings(settings.out, settings.options.device)
         self.next_id = 0  # the next case to draw
         self.done_below = 0  # every case below it has finished
         self.finished: set = set()  # cases finished above done_below
@@ -540,7 +540,7 @@ class Campaign:
     def run(self, progress: Any = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
         init = (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG))
-        workers = pool.WorkerPool(_worker, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks))
+        workers = pool.WorkerPool(run_cases, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks))
 
         def tick() -> None:
             self.tick()
@@ -559,24 +559,10 @@ class Campaign:
                 progress.finish(self)
 
     def write_reports(self) -> None:
-        """Each finding's reproducer, a script of plain torch (repro.py),
-        in the campaign's directory, or why it has none; saved; then the
-        classes of the findings (classes.py) in classes.md."""
-        import torch
+        """Each finding's reproducer and the findings' classes (repro.py's write_reports)."""
+        from .repro import write_reports
 
-        from .classes import write_classes
-        from .repro import REPRO_DIR, write_finding
-
-        folder = os.path.join(self.s.out, REPRO_DIR)
-        for f in self.findings:
-            try:
-                name = write_finding(folder, f, self.s.options, self.findings.profiles.get(f.line))
-                f.reproducer = os.path.join(REPRO_DIR, name)
-                f.no_reproducer = ""
-            except Exception as e:  # noqa: BLE001 - whatever writing it raised: said, the campaign's findings kept
-                f.reproducer, f.no_reproducer = "", f"{type(e).__name__}: {first_line(e)}"
-        self.save()
-        write_classes(self.s.out, [asdict(f) for f in self.findings], torch.__version__, self.s.options.device)
+        write_reports(self.findings, self.s.options)
 
     def rate(self) -> float:
         seconds = self.elapsed + self.now()

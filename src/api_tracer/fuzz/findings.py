@@ -24,7 +24,8 @@ import re
 import shutil
 import signal
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .. import _C
@@ -42,6 +43,13 @@ REPRODUCERS = "findings.yaml"
 RANGES = OUTPUT_FILES["api_value_ranges.yaml"].name()
 
 KINDS = ("crash", "hang", "error", "mismatch")
+# What became of a finding since a campaign found it (history.py's recheck): found and not rechecked since;
+# failing the same way again; running clean; failing another way; or not run at all (its line not
+# replayable there: say, an operator whose --import is missing), which leaves its status as it was.
+FOUND, STILL, FIXED, CHANGED, NOT_RUN = "found", "still failing", "fixed", "changed", "not run"
+STATUSES = (FOUND, STILL, FIXED, CHANGED)
+RECHECKED = (STILL, FIXED, CHANGED, NOT_RUN)
+SEEN = ("when", "torch", "device")  # a sighting's fields: a UTC time, torch's version, the device
 RUN = "run"  # the oracle of a plain replay: crash, hang and error are found there
 CHECKS = ("float64", "layout", "repeat", "compile")  # oracles that are replay --check modes (and device:D)
 DEVICE_ORACLE = "device:"  # device:DEVICE, replay's --check device:DEVICE
@@ -85,11 +93,23 @@ class Finding:
     minimized: bool = False
     reproducer: str = ""  # its script of plain torch, in the campaign's directory (repro.py), once written
     no_reproducer: str = ""  # ... or why it has none
+    status: str = FOUND  # STATUSES: what its latest recheck said (history.py)
+    first_seen: Dict[str, str] = field(default_factory=dict)  # SEEN's fields ({}: written before they were kept)
+    last_seen: Dict[str, str] = field(default_factory=dict)  # its latest failure, in a campaign or a recheck
+    rechecks: List[Dict[str, str]] = field(default_factory=list)  # SEEN's fields, a status (RECHECKED), a message
 
     @property
     def check(self) -> Optional[str]:
         """The replay --check that shows it (None: a plain replay)."""
         return None if self.oracle == RUN else self.oracle
+
+
+def seen_here(device: Optional[str]) -> Dict[str, str]:
+    """A sighting now, in this process's torch, on `device` (None: the CPU)."""
+    import torch
+
+    when = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"when": when, "torch": str(torch.__version__), "device": device or "cpu"}
 
 
 # -- reading a campaign's files back ---------------------------------------------------------------
@@ -109,6 +129,16 @@ def read_campaign_file(path: str) -> str:
         if size > MAX_FILE_BYTES:
             raise InputError(path, f"{size:,} bytes: no campaign writes more than {MAX_FILE_BYTES:,} here")
         return decode(read_all(path, f), path, 1)
+
+
+def _sighting(value: Any, more: Tuple[str, ...] = ()) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {*SEEN, *more}
+        and all(isinstance(x, str) and "\n" not in x for k, x in value.items() if k != "message")
+        and isinstance(value.get("message", ""), str)
+        and value.get("status", STILL) in RECHECKED
+    )
 
 
 def _oracle(value: Any) -> bool:
@@ -134,6 +164,15 @@ FINDING_FIELDS = {
     "reproducer": STRING,
     "no_reproducer": STRING,
 }
+FINDING_FIELDS.update(
+    status=one_of(*STATUSES),
+    first_seen=Kind(f"{{}} or an object of the strings {', '.join(SEEN)}", lambda v: v == {} or _sighting(v)),
+    last_seen=Kind(f"{{}} or an object of the strings {', '.join(SEEN)}", lambda v: v == {} or _sighting(v)),
+    rechecks=Kind(
+        f"a list of objects of the strings {', '.join(SEEN)}, status ({', '.join(RECHECKED)}) and message",
+        lambda v: isinstance(v, list) and all(_sighting(r, ("status", "message")) for r in v),
+    ),
+)
 FINDING_REQUIRED = ("kind", "api", "oracle", "line", "seed_line", "file", "mutation", "signature", "message")
 FINDING = "a finding"
 
@@ -238,11 +277,40 @@ def classify(api: str, event: Any) -> Outcome:
     return Outcome()
 
 
+def _when(seen: Dict[str, str]) -> str:
+    return seen.get("when", "")
+
+
+def combined(a: Finding, b: Finding) -> Finding:
+    """One finding of two of one signature (two campaigns', or a
+    campaign's and its copy's): counted for both; first seen the
+    earlier's, last seen the later's (a sighting of unknown time, from a
+    file written before they were kept, is neither); their rechecks
+    together, once each, by time; its status its latest event's (the
+    later of last seen, found, and each recheck that ran); its line,
+    message and mutations the earlier's, unless only the other's were
+    minimized."""
+    first, other = (a, b) if (_when(a.first_seen) or "~") <= (_when(b.first_seen) or "~") else (b, a)
+    if other.minimized and not first.minimized:
+        first, other = other, first
+    rechecks = {json.dumps(r, sort_keys=True): r for r in [*a.rechecks, *b.rechecks]}
+    seen = [s for s in (a.first_seen, b.first_seen) if _when(s)]
+    last = [s for s in (a.last_seen, b.last_seen) if _when(s)]
+    out = Finding(**{**asdict(first), "count": a.count + b.count})
+    out.first_seen = min(seen, key=_when) if seen else first.first_seen
+    out.last_seen = max(last, key=_when) if last else first.last_seen
+    out.rechecks = sorted(rechecks.values(), key=_when)
+    events = [(_when(out.last_seen), 0, FOUND)]
+    events += [(_when(r), 1, r["status"]) for r in out.rechecks if r["status"] != NOT_RUN]
+    out.status = max(events)[2]
+    return out
+
+
 class Findings:
     """A campaign's findings by signature, kept in `directory`."""
 
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
+    def __init__(self, directory: str, device: Optional[str] = None) -> None:
+        self.directory, self.device = directory, device  # (device: where what is found now is seen)
         self.by_signature: Dict[str, Finding] = {}
         self.profiles: Dict[str, Dict[str, Any]] = {}  # a finding's line -> its value profiles
 
@@ -274,8 +342,10 @@ class Findings:
     ) -> Tuple[Finding, bool]:
         """The finding of `outcome`, new (True) or counted once more."""
         known = self.by_signature.get(outcome.signature)
+        seen = seen_here(self.device)
         if known:
             known.count += 1
+            known.last_seen = seen
             return known, False
         finding = Finding(
             outcome.kind,
@@ -288,6 +358,8 @@ class Findings:
             outcome.signature,
             outcome.message,
             case=case,
+            first_seen=seen,
+            last_seen=seen,
         )
         self.by_signature[outcome.signature] = finding
         if profiles:
@@ -295,16 +367,18 @@ class Findings:
         return finding, True
 
     def merge(self, other: "Findings") -> None:
-        """Another campaign's findings added (pytest --api-fuzz's items):
-        one of a signature both found is counted for both."""
+        """Another campaign's findings added (pytest --api-fuzz's workers,
+        fuzz --merge): one of a signature both found is one finding
+        (`combined`)."""
         for f in other:
             known = self.by_signature.get(f.signature)
-            if known:
-                known.count += f.count
-                continue
-            self.by_signature[f.signature] = f
-            if other.profiles.get(f.line):
-                self.profiles[f.line] = other.profiles[f.line]
+            mine = combined(known, f) if known else f
+            self.by_signature[f.signature] = mine
+            profiles = other.profiles.get(mine.line) or self.profiles.get(mine.line)
+            if known and known.line != mine.line:
+                self.profiles.pop(known.line, None)
+            if profiles:
+                self.profiles[mine.line] = profiles
 
     def shrunk(self, finding: Finding, line: str, mutation: List[str], message: str, profiles: Dict[str, Any]) -> None:
         """A smaller reproducer of `finding`."""

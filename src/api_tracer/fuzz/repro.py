@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Optional
 
 from ..formats.configs import Config
@@ -20,9 +20,9 @@ from ..replay.builder import parse
 from ..replay.framework import line_framework, replay_framework
 from ..replay.judge.check import Verdict, check, upcast
 from ..replay.options import Job, ReplayOptions
-from ..replay.results import NotWritable
+from ..replay.results import NotWritable, first_line
 
-__all__ = ["About", "NotWritable", "REPRO_DIR", "name_of", "reproducer", "write_finding", "written"]
+__all__ = ["About", "NotWritable", "REPRO_DIR", "name_of", "reproducer", "write_finding", "write_reports", "written"]
 
 
 @dataclass
@@ -92,6 +92,25 @@ def write_finding(folder: str, f: Any, options: ReplayOptions, profiles: Any) ->
     name = name_of(f.api, f.kind, f.signature)
     written(os.path.join(folder, name), text)
     return name
+
+
+def write_reports(findings: Any, options: ReplayOptions) -> None:
+    """Each of `findings`' (findings.Findings) reproducer, a script of
+    plain torch, in their directory's REPRO_DIR, or why it has none; the
+    findings saved; then their classes (classes.py) in classes.md."""
+    import torch
+
+    from .classes import write_classes
+
+    folder = os.path.join(findings.directory, REPRO_DIR)
+    for f in findings:
+        try:
+            name = write_finding(folder, f, options, findings.profiles.get(f.line))
+            f.reproducer, f.no_reproducer = os.path.join(REPRO_DIR, name), ""
+        except Exception as e:  # noqa: BLE001 - whatever writing it raised: said, the findings kept
+            f.reproducer, f.no_reproducer = "", f"{type(e).__name__}: {first_line(e)}"
+    findings.save()
+    write_classes(findings.directory, [asdict(f) for f in findings], torch.__version__, options.device)
 
 
 def written(path: str, text: str) -> str:

@@ -161,8 +161,10 @@ def read_profile(path: str, raw: bytes = b"") -> Dict[str, Any]:
 
 
 def read_campaign(directory: str) -> Tuple[str, List[Dict[str, Any]], Dict[str, Any]]:
-    """A fuzz campaign's directory: (name, its findings, its state)."""
-    state = asdict(read_state(os.path.join(directory, CAMPAIGN_STATE)))  # (checked: fuzz/campaign.py)
+    """A fuzz campaign's directory: (name, its findings, its state: {}
+    for findings merged from several, fuzz --merge's, which have none)."""
+    state_path = os.path.join(directory, CAMPAIGN_STATE)
+    state = asdict(read_state(state_path)) if os.path.exists(state_path) else {}  # (checked: fuzz/campaign.py)
     findings_path = os.path.join(directory, FINDINGS)
     findings = read_findings(findings_path, read_file(findings_path)) if os.path.exists(findings_path) else []
     return directory, findings, state

@@ -1,7 +1,8 @@
 """The report's pane of a fuzz campaign (api-tracer fuzz -o DIR, or its
 findings.jsonl): what the campaign ran, its findings by kind, and each
-finding with its API, oracle, count, message, the mutations from its seed,
-the reproducer line and its script, as a sortable, filterable table; above
+finding with its API, oracle, count, status, message, the mutations from
+its seed, the reproducer line and its script, where and when it was seen
+and rechecked (fuzz/history.py), as a sortable, filterable table; above
 it the findings' root-cause classes (fuzz/classes.py)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Dict, List
 
 from ..formats.io import decode
 from ..fuzz.classes import CLASSES_FILE, class_of, group
-from ..fuzz.findings import KINDS, parse_findings
+from ..fuzz.findings import FOUND, KINDS, parse_findings
 from .page import Cell, Column, code, esc, note, number, sortable_table, tag, text
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
@@ -45,6 +46,9 @@ def fuzz_pane(name: str, findings: List[Dict[str, Any]], state: Dict[str, Any], 
         rate = f", {state['cases_run'] / seconds:.1f} cases/s" if seconds else ""
         ran = f"{state['cases_run']:,} cases in {seconds:,.0f} s{rate} from {state.get('seeds', '?')} seed lines; "
     summary = ran + f"{len(findings)} findings: " + ", ".join(f"{kinds[k]} {k}" for k in KINDS)
+    statuses = Counter(f.get("status") or FOUND for f in findings)
+    if set(statuses) - {FOUND}:
+        summary += "; since: " + ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
     out = [tag("h2", esc(f"fuzz: {name}")), tag("p", esc(summary), cls="sub")]
     if findings:
         out += [tag("h3", "By root cause"), _classes(findings, pane), tag("h3", "Findings"), _findings(findings, pane)]
@@ -74,6 +78,19 @@ def _classes(findings: List[Dict[str, Any]], pane: str) -> str:
     ) + sortable_table(f"{pane}-classes", columns, rows, noun="classes")
 
 
+def _seen(seen: Dict[str, str]) -> str:
+    return f"{seen['when']} (torch {seen['torch']}, {seen['device']})" if seen else "unknown"
+
+
+def _history(f: Dict[str, Any]) -> str:
+    """Where and when a finding was seen, and its rechecks (fuzz/history.py)."""
+    said = f"first seen {_seen(f.get('first_seen') or {})}; last seen {_seen(f.get('last_seen') or {})}"
+    for r in f.get("rechecks") or []:
+        why = f" ({r['message'][:MESSAGE_SHOWN]})" if r["message"] else ""
+        said += f"; rechecked {_seen(r)}: {r['status']}{why}"
+    return said
+
+
 def _findings(findings: List[Dict[str, Any]], pane: str) -> str:
     columns = [
         Column("kind"),
@@ -81,7 +98,8 @@ def _findings(findings: List[Dict[str, Any]], pane: str) -> str:
         Column("API"),
         Column("oracle"),
         Column("count", numeric=True),
-        Column("what happened: the message, the reproducer line and its script", wide=True),
+        Column("status"),
+        Column("what happened: the message, the reproducer line and its script; where and when seen", wide=True),
     ]
     rows = []
     for f in sorted(findings, key=lambda f: (KINDS.index(f["kind"]), f["api"])):
@@ -97,6 +115,7 @@ def _findings(findings: List[Dict[str, Any]], pane: str) -> str:
             + tag("pre", esc(f["line"]))
             + tag("div", esc(f"mutated from {f.get('file', '?')}: {mutation}"), cls="dim")
             + tag("div", tag("code", esc(script)) if script else esc(f"no script: {f.get('no_reproducer') or '-'}"))
+            + tag("div", esc(_history(f)), cls="dim")
         )
         rows.append(
             [
@@ -105,10 +124,12 @@ def _findings(findings: List[Dict[str, Any]], pane: str) -> str:
                 code(f["api"]),
                 text(f.get("oracle", "")),
                 number(int(f.get("count") or 0)),
+                text(f.get("status") or FOUND),
                 Cell(body, message),
             ]
         )
     return note(
         "each reproducer line runs in api-tracer replay (with --isolate for a crash or a hang, --check ORACLE for a "
-        "mismatch); its script, in the campaign's directory, shows it with plain torch"
+        "mismatch); its script, in the campaign's directory, shows it with plain torch; its status is its latest "
+        "recheck's (api-tracer fuzz --recheck DIR): still failing, fixed or changed, or found where none came since"
     ) + sortable_table(f"{pane}-findings", columns, rows, noun="findings")
