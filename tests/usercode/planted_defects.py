@@ -460,3 +460,25 @@ def gelu_vector_path(x: torch.Tensor) -> torch.Tensor:
     out[:body] = v[:body] * 0.5 * (1 + torch.erf(v[:body] * 0.5**0.5))
     out[body:] = v[body:] * 0.5 * torch.special.erfc(-v[body:] * 0.5**0.5)
     return out.reshape(x.shape).to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::sort", mutates_args=())
+def sort(x: torch.Tensor, dim: int = -1) -> Tuple[torch.Tensor, torch.Tensor]:
+    """A sort whose float32 path gives the right values and each index
+    one place off (a different value's, where values differ): a wrong
+    index output that settling ties (frameworks/torch/ties.py) must not
+    hide."""
+    values, indices = torch.sort(x, dim=dim, stable=True)
+    if not _exact(x):
+        indices = indices.roll(1, dim)
+    return values, indices
+
+
+@torch.library.custom_op("ties::sort", mutates_args=())
+def sort_ties_reversed(x: torch.Tensor, dim: int = -1) -> Tuple[torch.Tensor, torch.Tensor]:
+    """A right sort (namespace `ties`) whose float32 path orders equal
+    values' indices last to first, as an unstable sort may: no defect."""
+    if _exact(x):
+        return torch.sort(x, dim=dim, stable=True)
+    values, indices = torch.sort(x.flip(dim), dim=dim, stable=True)
+    return values, x.shape[dim] - 1 - indices

@@ -145,6 +145,13 @@ class ReplayFramework:
         compare them."""
         return ()
 
+    def settle_ties(self, api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
+        """The reference side's output `theirs` with each index of equal
+        elements (a tie, which `api` may name either of) made the replay
+        side's `mine`'s, and a note of it ("": none); `inputs`, the replay
+        side's built (args, kwargs)."""
+        return theirs, ""
+
     def grad_mode_kept(self) -> ContextManager[Any]:
         """While inside, a call that sets the framework's grad mode sets it
         for itself only: the mode before comes back."""

@@ -50,6 +50,7 @@ class Outcome:
     unrepeatable: List[str] = field(default_factory=list)  # operators torch marks nondeterministic_bitwise that ran
     precision: Any = None  # the least precise floating dtype of the tensor inputs (torch.float64 if none)
     floating_inputs: bool = False  # whether the call had floating (or complex) tensor inputs
+    inputs: Any = None  # the side's built (args, kwargs), after the call (None: not kept)
 
     def tensors(self) -> List[Tuple[str, Any]]:
         """(where, tensor) of each tensor of the output and the gradients,

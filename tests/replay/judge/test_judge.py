@@ -113,7 +113,7 @@ def test_user_operators_are_refused_unless_imported_on_the_command_line(tmp_path
         r = run_cli("replay", str(path), "--import", "planted_defects", "--check", "float64", *isolate, env=env)
         assert r.returncode == 1, r.stderr
         assert "2 configs (checked against float64): 0 ok, 2 mismatch" in r.stdout, r.stdout
-        assert "  loaded --import planted_defects (operators of defects)" in r.stdout
+        assert "  loaded --import planted_defects (operators of defects, ties)" in r.stdout
     missing = run_cli("replay", str(path), "--import", "no_such_module_here", env=env)
     assert missing.returncode == 2
     assert (

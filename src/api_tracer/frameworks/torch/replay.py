@@ -172,6 +172,11 @@ class TorchReplay(ReplayFramework):
 
         return script(job, verdict, cast, about)
 
+    def settle_ties(self, api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
+        from .ties import settle
+
+        return settle(api, inputs, mine, theirs)
+
     def workspace_outputs(self, api: str) -> Tuple[int, ...]:
         packet = api.rsplit(".", 1)[0] if api.startswith("torch.ops.") and api.count(".") == 4 else api
         return WORKSPACE_OUTPUTS.get(packet, ())

@@ -260,9 +260,12 @@ def flat(x):
 
 
 def difference(x, y):
-    """|x - y| of each element: 0 where both are NaN or the same infinity,
-    infinite where one is NaN and the other is not."""
+    """|x - y| of each element: 0 where both are NaN or the same infinity
+    (complex: where both have a non-finite part, which a formula may make
+    either), infinite where one is NaN and the other is not."""
     same = (x == y) | (x.isnan() & y.isnan())
+    if x.is_complex():
+        same |= ~x.isfinite() & ~y.isfinite()
     d = torch.where(same, torch.zeros((), dtype=torch.float64), (x - y).abs())
     return torch.where(d.isnan(), torch.full((), inf, dtype=torch.float64), d)
 
@@ -272,7 +275,7 @@ def past_bound(mine, theirs):
     x, y = flat(dict(leaves(mine))[LEAF]), flat(dict(leaves(theirs))[LEAF])
     d = difference(x, y)
     here = d[INDEX].item()
-    nan_once = bool(x[INDEX].isnan() != y[INDEX].isnan())  # (a NaN lost or made: past any bound)
+    nan_once = bool(x[INDEX].isnan() != y[INDEX].isnan()) and here > 0  # (a NaN lost or made: past any bound)
     print(f"{LEAF}, element {INDEX} (row-major): {x[INDEX].item()!r}, and {y[INDEX].item()!r} on the {OTHER} side")
     times = f": {here / BOUND:.3g}x" if 0 < BOUND < inf else ""
     print(f"    difference {here:.6g}; bound {BOUND:.6g} (api-tracer's error model there){times}")

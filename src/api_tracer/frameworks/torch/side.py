@@ -105,7 +105,7 @@ def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcom
             ):
                 output = call(*args, **kwargs)
             grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
-    return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs)
+    return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs, (args, kwargs))
 
 
 def _as_saved(t: Any) -> Any:

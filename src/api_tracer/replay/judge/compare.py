@@ -217,20 +217,18 @@ def _differences(a: Any, b: Any) -> Tuple[Any, Any, Any]:
 
 def _difference(x: Any, y: Any) -> Any:
     """|x - y| in float64: 0 where both are equal (equal infinities too),
-    and NaN against NaN; infinite for a NaN against a number. Complex
-    values part by part, so that equal infinite real parts leave the
-    imaginary parts' difference (inf+8.67j against inf+8.6700001j); as C
-    has it, one with an infinite part is an infinity (inf+nanj against
-    inf+infj: equal), else one with a NaN part is NaN (nan+1j against
-    nan+nanj: equal)."""
+    and NaN against NaN; infinite for a NaN against a number. Two
+    complex values each with a non-finite part are equal: which of
+    inf+infj, inf+nanj and nan+nanj a product or a sum with an infinity
+    gives depends on the formula (C's Annex G recovers infinities that the
+    textbook formula, and a BLAS kernel, makes NaN), and torch promises
+    none; a non-finite value against a finite one is infinitely far."""
     import torch
 
-    if x.is_complex():  # (C's complex arithmetic: an infinite part makes an infinity, else a NaN part a NaN)
+    if x.is_complex():  # (each non-finite on both sides: equal, whichever the formula made)
         re, im = _difference(x.real, y.real), _difference(x.imag, y.imag)
-        inf_x, inf_y = x.real.isinf() | x.imag.isinf(), y.real.isinf() | y.imag.isinf()
-        nan_x, nan_y = x.isnan() & ~inf_x, y.isnan() & ~inf_y
-        same = (inf_x & inf_y) | (nan_x & nan_y)
-        return torch.where(same, 0.0, torch.where(inf_x | inf_y | nan_x | nan_y, math.inf, torch.hypot(re, im)))
+        bad_x, bad_y = ~x.isfinite(), ~y.isfinite()
+        return torch.where(bad_x & bad_y, 0.0, torch.where(bad_x | bad_y, math.inf, torch.hypot(re, im)))
     diff = (x - y).abs().to(torch.float64)
     return _nan_is_inf(torch.where((x == y) | (x.isnan() & y.isnan()), 0.0, diff))
 
