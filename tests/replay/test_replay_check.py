@@ -453,3 +453,28 @@ def test_float_ranges_need_value_ranges_and_a_merge_keeps_both_sets_ranges(tmp_p
 def test_a_reference_device_that_cannot_run_skips_the_config_and_says_why():
     r = judged('torch.neg(Tensor([4], "float32"))', check="device:cuda")
     assert r.status == "skipped" and r.message.startswith("no reference: the call fails on cuda ("), r
+
+
+def test_the_replay_side_computes_what_plain_torch_does_though_random_operators_are_watched():
+    """The watching dispatch mode made composite kernels take their
+    subclass branches: linear's bias added by at::add, bfloat16 + float16
+    made float32, where plain torch gives bfloat16. The side's outcome is
+    now an unwatched call's."""
+    import torch
+
+    bias = torch.ones(1, dtype=torch.float16).expand(3)
+    plain = torch.nn.functional.linear(
+        torch.ones(2, 4, 8, dtype=torch.bfloat16), torch.ones(3, 8, dtype=torch.bfloat16), bias
+    )
+    assert plain.dtype == torch.bfloat16
+    line = (
+        'torch.nn.functional.linear(Tensor([2, 4, 8], "bfloat16"), Tensor([3, 8], "bfloat16"), '
+        'Tensor([3], "float16", stride=[0]))'
+    )
+    for check in ("repeat", "float64"):
+        r = judged(line, check=check)
+        assert (r.status, r.compared) == ("ok", "values"), (check, r.message)
+    assert judged(line, check="repeat", backward=True).status == "ok"
+    # random operators are still seen: dropout compared by its shapes alone
+    r = judged('torch.nn.functional.dropout(Tensor([4, 8], "float32"), 0.5)')
+    assert (r.status, r.compared) == ("ok", "shapes") and "random" in r.message

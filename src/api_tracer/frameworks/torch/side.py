@@ -53,7 +53,27 @@ def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
     is made again as it was, and has no gradient; a call that raises with
     its inputs requiring grad (detach_ of a view) and runs without is made
     so, and none has a gradient. `watch` notes the random operators that
-    run."""
+    run, seen in a call of their own made first under RandomOps' dispatch
+    mode: the outcome is that of a call made without it, since under any
+    dispatch mode ATen's composite kernels take their tensor-subclass
+    branches (at::isTensorSubclassLike holds of every tensor), and compute
+    what plain torch does not (linear's bias added by at::add, not add_:
+    bfloat16 + float16 made float32). Where the watched call raises, the
+    unwatched one decides, with no random operator noted."""
+    if not watch:
+        return _run_held(job, side, False)
+    try:
+        seen = _run_held(job, side, True)
+        random, unrepeatable = seen.random, seen.unrepeatable
+        del seen  # (its tensors freed before the call is made again)
+    except Exception:  # noqa: BLE001 - the unwatched call's own outcome, or failure, is the side's
+        random, unrepeatable = [], []
+    outcome = _run_held(job, side, False)
+    outcome.random, outcome.unrepeatable = random, unrepeatable
+    return outcome
+
+
+def _run_held(job: Job, side: Side, watch: bool) -> Outcome:
     held: Dict[str, Any] = {}  # the inputs made as they are, not requiring grad (ALL: every one)
     first: Optional[RuntimeError] = None
     while True:
