@@ -540,7 +540,9 @@ class Campaign:
     def run(self, progress: Any = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
         init = (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG))
-        workers = pool.WorkerPool(run_cases, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks))
+        workers = pool.WorkerPool(
+            run_cases, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks), cpu_clock=True
+        )
 
         def tick() -> None:
             self.tick()

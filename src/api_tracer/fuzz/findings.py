@@ -264,7 +264,7 @@ def classify(api: str, event: Any) -> Outcome:
             api,
             oracle(event.note),
             f"{api} hang [{oracle(event.note)}]",
-            f"no result after {event.seconds:g} s (--timeout)",
+            f"no result after {event.seconds:g} s (--timeout)" + (f": {event.why}" if event.why else ""),
         )
     for run, status, error, message in event.result:
         if status == Status.MISMATCH.value:

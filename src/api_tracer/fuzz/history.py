@@ -75,7 +75,7 @@ def _run(
 
     init = (options, checks, os.path.join(findings.directory, WORKER_LOG))
     limit = timeout * CONFIRM_FACTOR
-    workers = pool.WorkerPool(run_cases, init, min(jobs, len(tasks)), limit, preload(options, checks))
+    workers = pool.WorkerPool(run_cases, init, min(jobs, len(tasks)), limit, preload(options, checks), cpu_clock=True)
     workers.run(lambda: tasks.pop(0) if tasks else None, on_event)
     return said
 

@@ -55,6 +55,7 @@ class Died:
 class TimedOut:
     seconds: float
     note: str
+    why: str = ""  # how it was held past its timeout, where the CPU clock tells (cpu_clock)
 
 
 @dataclass
@@ -64,6 +65,30 @@ class _Worker:
     since: Optional[float] = None  # when it began its current step (None: it has not said yet)
     note: str = ""
     timeout: Optional[float] = None  # its task's, a step
+    cpu: Optional[float] = None  # the CPU seconds it had used when its step began (cpu_clock)
+
+
+# The CPU clock (WorkerPool's cpu_clock): a step that works is held to its timeout in CPU seconds, so that a
+# loaded machine, which gives each worker less of a CPU, makes no slow step a hang; a step that uses less
+# than BLOCKED_SHARE of a CPU over its timeout in wall seconds waits on nothing that comes (a sleep, a lock
+# taken twice) and is hung. Measured on 2 CPUs: a blocked worker uses 0.000-0.002 of a CPU, a working one
+# at least 0.11 with 8 workers a CPU... 4 a CPU at most (fuzz --jobs) and a load of 17. A step is held at
+# most its timeout / MIN_SHARE in wall seconds whatever its clock says (a worker stopped, say).
+BLOCKED_SHARE = 0.02
+MIN_SHARE = 0.05
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """The CPU seconds (user and system, all threads) process `pid` has
+    used, from /proc (None where there is none: not Linux, or gone)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # (utime, stime: fields 14, 15)
 
 
 def _start_server_deaf_to_interrupts() -> None:
@@ -89,7 +114,10 @@ def _start_server_deaf_to_interrupts() -> None:
 class WorkerPool:
     """`jobs` spawned workers running `target(conn, *init)`, each task
     limited to `timeout` seconds a step (None: no limit); `preload`, the
-    modules the server they fork from imports (ReplayFramework.preload)."""
+    modules the server they fork from imports (ReplayFramework.preload).
+    With `cpu_clock` a step's timeout counts the CPU seconds its worker
+    uses, and a worker blocked a timeout long is timed out (BLOCKED_SHARE);
+    where /proc cannot tell, wall seconds."""
 
     def __init__(
         self,
@@ -98,6 +126,7 @@ class WorkerPool:
         jobs: int,
         timeout: Optional[float],
         preload: Tuple[str, ...] = ("torch",),
+        cpu_clock: bool = False,
     ) -> None:
         import multiprocessing as mp
 
@@ -107,6 +136,7 @@ class WorkerPool:
         self.ctx.set_forkserver_preload([*preload, target.__module__])
         _start_server_deaf_to_interrupts()
         self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
+        self.cpu_clock = cpu_clock
         self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
 
     def run(
@@ -132,6 +162,9 @@ class WorkerPool:
             while self.workers and not stop():
                 busy = dict(self.workers)  # (every worker there holds a task)
                 ends = [w.since + w.timeout for w in busy.values() if w.since is not None and w.timeout is not None]
+                if self.cpu_clock:  # (a step past its timeout's wall seconds may go on: looked at every second)
+                    now = time.monotonic()
+                    ends = [end if end > now else now + 1.0 for end in ends]
                 wait = 1.0 if tick else None
                 if ends:
                     left = max(0.0, min(ends) - time.monotonic())
@@ -152,6 +185,7 @@ class WorkerPool:
                 message = None
             if message is not None and message[0] == STARTED:
                 w.since, w.note = time.monotonic(), message[1]
+                w.cpu = cpu_seconds(w.process.pid) if self.cpu_clock else None
                 return
             if message is not None:
                 key, w.key = w.key, None
@@ -161,10 +195,30 @@ class WorkerPool:
         if w.process.sentinel in ready or conn in ready:
             w.process.join()
             self._replace(conn, w, Died(w.process.exitcode, w.note), feed, on_event)
-        elif w.timeout is not None and w.since is not None and time.monotonic() - w.since >= w.timeout:
-            w.process.kill()
-            w.process.join()
-            self._replace(conn, w, TimedOut(w.timeout, w.note), feed, on_event)
+        elif w.timeout is not None and w.since is not None:
+            why = self._held(w)
+            if why is not None:
+                w.process.kill()
+                w.process.join()
+                self._replace(conn, w, TimedOut(w.timeout, w.note, why), feed, on_event)
+
+    def _held(self, w: _Worker) -> Optional[str]:
+        """Why worker `w`'s step is past its timeout ("" on the wall
+        clock), or None where it is not."""
+        wall = time.monotonic() - w.since
+        if wall < w.timeout:
+            return None
+        now = cpu_seconds(w.process.pid) if w.cpu is not None else None
+        if now is None:
+            return ""
+        used = now - w.cpu
+        if used >= w.timeout:
+            return f"busy: {used:.1f} CPU seconds"
+        if used < BLOCKED_SHARE * wall:
+            return f"blocked: {used:.2f} CPU seconds in {wall:.0f} s"
+        if wall >= w.timeout / MIN_SHARE:
+            return f"{used:.1f} CPU seconds in {wall:.0f} s"
+        return None
 
     def _start(self) -> Any:
         parent, child = self.ctx.Pipe()
