@@ -110,15 +110,21 @@ def test_recheck_marks_findings_still_failing_fixed_or_changed_and_merge_keeps_h
 
 def test_recheck_and_merge_refuse_what_they_cannot_do(campaign, tmp_path):
     out, _ = campaign
+    linked = tmp_path / "linked"  # (-o's findings.jsonl a link to the source's: merged into, it would be lost)
+    linked.mkdir()
+    (linked / "findings.jsonl").symlink_to(out / "findings.jsonl")
+    before = (out / "findings.jsonl").read_bytes()
     for args, said in (
         (["--recheck", str(out), "seeds.yaml"], "--recheck: not with CONFIGS"),
         (["--recheck", str(out), "--budget", "3"], "--recheck: not with --budget"),
         (["--recheck", str(out), "--merge", str(out)], "--recheck: not with --merge"),
         (["--recheck", str(tmp_path)], f"--recheck {tmp_path}: no findings.jsonl there"),
         (["--merge", str(out), "-o", str(out)], f"--merge {out} is -o itself"),
+        (["--merge", str(out), "-o", str(linked)], "findings.jsonl"),
     ):
         r = cli("fuzz", *args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+    assert (out / "findings.jsonl").read_bytes() == before
 
 
 def _finding(when_first, when_last, status="found", rechecks=(), count=1, line="torch.abs(1.0)"):

@@ -300,7 +300,9 @@ def _history(args: Any) -> int:
             raise UsageError(f"fuzz: --merge {directory} is -o itself: its findings are merged into -o's anyway")
     if unmakeable_directory(out):
         raise UsageError(f"fuzz: -o {out}: {unmakeable_directory(out)}")
-    check_directory(out, [], resume=False, merging=True)
+    # (a file of -o that is a source's by another name, a link, would be written over: refused)
+    read = [os.path.join(d, name) for d in sources for name in OUTPUTS if os.path.lexists(os.path.join(d, name))]
+    check_directory(out, read, resume=False, merging=True)
     os.makedirs(out, exist_ok=True)
     into = _findings_of(out, args)
     before = len(into)
