@@ -77,6 +77,7 @@ bench: build
 	$(PY) bench/bench_first_sight.py
 	$(PY) bench/bench_surface.py --why
 	$(PY) bench/bench_fuzz.py --out /tmp/api-tracer-fuzz-bench
+	$(PY) bench/bench_steer.py --out /tmp/api-tracer-steer-bench
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_paddle.py
 

@@ -157,6 +157,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.replay.memory",
         "api_tracer.replay.builder",
         "api_tracer.replay.side",
+        "api_tracer.replay.behaviour",
         "api_tracer.replay.user_code",
         "api_tracer.replay.pool",
         "api_tracer.replay.output",

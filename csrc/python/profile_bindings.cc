@@ -6,7 +6,9 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
+#include "aten/nested_ops.h"
 #include "aten/profile_observer.h"
 #include "core/profiler.h"
 #include "python/bindings.h"
@@ -152,6 +154,19 @@ void InitProfileBindings(pybind11::module_& m) {
       },
       pybind11::arg("forward"), pybind11::arg("scopes"), pybind11::arg("profiler"),
       "A callable that runs `forward` inside a profile scope (see ScopedForward).");
+  pybind11::class_<aten::NestedOps>(m, "NestedOps",
+                                    "The aten operators this thread calls while it is entered, each once, in the "
+                                    "order of its first call (aten/nested_ops.h).")
+      .def(pybind11::init<>())
+      .def("__enter__",
+           [](aten::NestedOps& self) -> aten::NestedOps& {
+             if (!self.Start()) throw std::runtime_error("a NestedOps is already on on this thread");
+             return self;
+           })
+      .def("__exit__", [](aten::NestedOps& self, pybind11::args) { self.Stop(); })
+      .def(
+          "names", [](const aten::NestedOps& self) { return self.names(); },
+          "\"aten::add.Tensor\" for each operator seen, once.");
   m.def("_empty_profile_callback", &aten::SetEmptyProfileCallback, pybind11::arg("on"), pybind11::arg("ops") = true,
         "For bench/: registers (True) or removes (False) a RecordFunction callback with the profile "
         "observer's settings (with or without operators) that does nothing: the floor under Profile's cost.");

@@ -19,9 +19,10 @@ import torch
 
 from api_tracer.config import parse_call
 from api_tracer.fuzz import Campaign, Line, Settings, apply, propose, read_seeds, render
-from api_tracer.fuzz.campaign import Minimizer, Seed
+from api_tracer.fuzz.campaign import Seed
 from api_tracer.fuzz.classes import CLASSES, CLASSES_FILE, class_of
 from api_tracer.fuzz.classes import group as by_class
+from api_tracer.fuzz.minimize import Minimizer
 from api_tracer.fuzz.mutate import KINDS, Mutation
 from api_tracer.replay import Config, ReplayOptions, replay_one
 from support import CLI, run_cli, user_code_env

@@ -182,6 +182,56 @@ def mixtral_training_step():
     return _causal_lm_step(MixtralForCausalLM(config), config.vocab_size)
 
 
+def mamba_training_step():
+    """A one-layer Mamba state-space language model from transformers
+    (hidden 32, state 8; the selective scan in plain torch, as on a CPU)."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    torch.manual_seed(0)
+    config = MambaConfig(vocab_size=64, hidden_size=32, state_size=8, num_hidden_layers=1, expand=2, conv_kernel=4)
+    return _causal_lm_step(MambaForCausalLM(config), config.vocab_size)
+
+
+def whisper_training_step():
+    """A one-layer Whisper speech-to-text model from transformers (8 mel
+    bins, 32 frames: two strided convolutions, an encoder and a decoder)."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = WhisperConfig(
+        vocab_size=64,
+        num_mel_bins=8,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_source_positions=16,
+        max_target_positions=16,
+        decoder_start_token_id=1,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    model = WhisperForConditionalGeneration(config)
+    features = torch.randn(2, config.num_mel_bins, 2 * config.max_source_positions)
+    labels = torch.randint(3, config.vocab_size, (2, 6))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    return training_step(model, optimizer, lambda: model(input_features=features, labels=labels).loss)
+
+
+# Models no test or benchmark tuned the fuzzer or the judge on (bench/bench_fuzz.py --steer fuzzes
+# their configs): a decoder, a mixture of experts, a state-space model and a speech model.
+FRESH_WORKLOADS = {
+    "gpt2": gpt2_training_step,
+    "mixtral": mixtral_training_step,
+    "mamba": mamba_training_step,
+    "whisper": whisper_training_step,
+}
+
+
 def vit_training_step():
     """A one-layer ViT classifier from transformers (16x16 images, 8x8
     patches, hidden 32), cross-entropy, an SGD step."""

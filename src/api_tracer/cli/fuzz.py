@@ -35,6 +35,7 @@ from ..fuzz.classes import CLASSES_FILE, group
 from ..fuzz.findings import FINDINGS, FIXED, RANGES, RECHECKED, REPRODUCERS, RUN, Findings
 from ..fuzz.mutate import KINDS
 from ..fuzz.repro import write_reports
+from ..fuzz.steer import BEHAVIOURS
 from ..replay.results import first_line
 from ..replay.run import checked_options, prepare_process
 from .replay import check_readable
@@ -88,6 +89,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "the memory)",
     )
     p.add_argument("--seed", type=int, help="the campaign's random seed (default 0)")
+    p.add_argument(
+        "--feedback",
+        action="store_true",
+        help="steer by behaviour: keep a case whose behaviour (its outputs' kinds, the aten operators it called "
+        "inside, the template of what it raised) is new for its API as a seed of later cases",
+    )
     p.add_argument("--mutate", help=f"the kinds of mutation (default {','.join(KINDS)})")
     p.add_argument(
         "--oracle",
@@ -182,7 +189,7 @@ def check_directory(out: str, configs: List[str], resume: bool, merging: bool = 
         return
     if os.path.lexists(state) or os.path.lexists(os.path.join(out, FINDINGS)):
         raise UsageError(f"fuzz: -o {out} holds a campaign: --resume to go on with it, or another -o")
-    for name in (REPRODUCERS, RANGES):
+    for name in (REPRODUCERS, RANGES, BEHAVIOURS):
         path = os.path.join(out, name)
         if os.path.lexists(path):
             raise UsageError(
@@ -219,7 +226,9 @@ def settings_of(args: Any) -> Settings:
     check_directory(args.output, args.configs, args.resume)
     time_limit = args.time if args.time is not None else (None if args.budget is not None else DEFAULT_TIME)
     seed = 0 if args.seed is None else args.seed
-    return Settings(args.output, seed, kinds, oracles, time_limit, args.budget, args.jobs, timeout, options)
+    return Settings(
+        args.output, seed, kinds, oracles, time_limit, args.budget, args.jobs, timeout, options, args.feedback
+    )
 
 
 def main(args: Any) -> int:
@@ -321,6 +330,7 @@ def _campaign_flags(args: Any) -> List[Tuple[str, bool]]:
         ("--mutate", args.mutate is not None),
         ("--oracle", args.oracle is not None),
         ("--seed", args.seed is not None),
+        ("--feedback", args.feedback),
     ]
 
 
@@ -407,7 +417,9 @@ def summary(c: Campaign) -> str:
     seconds = c.elapsed + c.now()
     lines = [
         f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
-        f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}"
+        f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}",
+        f"behaviours: {len(c.behaviours)} distinct of {c.behaviours.apis()} APIs ({BEHAVIOURS})"
+        + (f"; {len(c.pool)} cases kept as seeds (--feedback)" if c.s.feedback else ""),
     ]
     for f in sorted(c.findings, key=lambda f: f.case):
         how = "" if f.check is None else f" [--check {f.check}]"

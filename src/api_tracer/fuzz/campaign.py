@@ -25,7 +25,14 @@ back in. After them case N is drawn from its own generator, seeded by (the
 campaign's seed, N), and resuming draws the cases not yet run; the seed line
 it mutates is drawn with a weight that falls with the timeouts its cases had
 (each holds a worker for --timeout), so only a campaign without timeouts
-draws the very same drawn cases again."""
+draws the very same drawn cases again.
+
+Each case's plain run also says what the call did (its behaviour
+signature: steer.py), and the first case to reach each of an API's
+signatures is written down. With --feedback (Settings.feedback), such a
+case joins a bounded pool that half of the later draws start from, its
+mutations then more: which case is drawn then depends on what came
+back before, so such a campaign is not the same case for case twice."""
 
 from __future__ import annotations
 
@@ -38,7 +45,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..config import format_line, parse_call
+from ..config import parse_call
 from ..errors import InputError, warn
 from ..formats.configs import Config, ranges_beside, read_config_file
 from ..formats.io import replace_atomically
@@ -56,17 +63,19 @@ from .findings import (
     RANGES,
     REPRODUCERS,
     RUN,
-    Finding,
     Findings,
+    Ran,
     classify,
     read_campaign_file,
 )
-from .mutate import KINDS, Line, Mutation, NotApplicable, apply, edges, propose, shrinks, smaller
+from .minimize import Minimizer
+from .mutate import KINDS, Line, Mutation, NotApplicable, apply, edges, propose, render
+from .steer import BEHAVIOURS, Behaviours, Entry, SeedPool
 
 STATE = "campaign.json"
 WORKER_LOG = "workers.log"  # what the workers print
 # the files a campaign writes in its directory (and its repro/ folder: repro.py)
-OUTPUTS = (STATE, FINDINGS, REPRODUCERS, RANGES, WORKER_LOG, CLASSES_FILE)
+OUTPUTS = (STATE, FINDINGS, REPRODUCERS, RANGES, WORKER_LOG, CLASSES_FILE, BEHAVIOURS)
 # What a worker replays under each check before its first case: a replacement worker's first step would
 # otherwise pay for lazy imports and initialization, and on a loaded machine pass --timeout.
 WARM_UP = 'torch.add(Tensor([2, 3], "float32", stride=[1, 2]), Tensor([2, 3], "float32"))'
@@ -87,8 +96,6 @@ def oracles_of(text: str) -> Tuple[str, ...]:
     return oracles
 
 
-MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
-HANG_TRIES = 2
 # A case past --timeout runs again with this many times it: a hang only if it times out again (a large
 # case under the float64 check's probes is slow, not hung). Once a hang of its API is known, another
 # drawn case's timeout counts as that one; a minimization candidate's is always run again.
@@ -112,6 +119,7 @@ class Case:
     text: str
     minimizing: Optional[str] = None  # the signature of the finding it tries to shrink
     confirming: bool = False  # it timed out once, and runs again with CONFIRM_FACTOR times the timeout
+    parent: Optional[Entry] = None  # the pool entry it was drawn from (--feedback; steer.py)
 
 
 @dataclass
@@ -125,6 +133,7 @@ class Settings:
     jobs: int = 1
     timeout: float = 10.0  # per step of a case
     options: ReplayOptions = field(default_factory=ReplayOptions)
+    feedback: bool = False  # a case whose behaviour is new for its API becomes a seed (steer.py)
 
 
 @dataclass
@@ -139,6 +148,8 @@ class State:
     inactive_seeds: List[int]  # the seeds not mutated: they do not run as they are
     findings: int
     seed_lines: Optional[str] = None  # seeds_digest of the seed lines; None: written before it was kept
+    behaviours: int = 0  # distinct (API, behaviour signature) pairs reached (steer.py)
+    pool: List[Any] = field(default_factory=list)  # the seed pool (--feedback: SeedPool.to_json)
 
 
 CAMPAIGN_STATE = "a campaign's state"
@@ -157,6 +168,8 @@ STATE_FIELDS = {
         "a SHA-256 digest in hex",
         lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
     ),
+    "behaviours": integer(0),
+    "pool": Kind("a list of pool entries", lambda v: isinstance(v, list)),
 }
 STATE_REQUIRED = ("seed", "seeds", "next_case", "cases_run", "seconds", "inactive_seeds", "findings")
 
@@ -183,11 +196,6 @@ def seeds_digest(seeds: Sequence["Seed"]) -> str:
     """What tells a campaign's seed lines from others (campaign.json's
     seed_lines): the SHA-256 of the lines, in order."""
     return hashlib.sha256("".join(s.text + "\n" for s in seeds).encode("utf-8", "backslashreplace")).hexdigest()
-
-
-def render(line: Line) -> str:
-    """A parsed (and mutated) line written as a config line."""
-    return format_line(line.api, line.args, line.kwargs, show_device=True, show_requires_grad=True)
 
 
 def read_seeds(paths: Sequence[str]) -> Tuple[List[Seed], List[str]]:
@@ -230,67 +238,15 @@ def run_cases(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: s
     for text, profiles in pool.tasks(conn):
         config = Config("<fuzz case>", 0, text)
         mine = replace(options, ranges={text: profiles})
-        runs = []
+        runs, behaviour = [], ""
         for check in (None, *checks):
             pool.started(conn, check or RUN)
             r = replay_one(config, replace(mine, check=check))
             runs.append((check or RUN, r.status.value, r.error, r.message))
+            behaviour = behaviour or r.behaviour
             if (check is None and r.status != Status.OK) or r.status == Status.MISMATCH:
                 break  # (a case that does not run is judged by no check; one mismatch is the finding)
-        pool.done(conn, runs)
-
-
-class Minimizer:
-    """The candidates that may shrink a finding: each of its mutations
-    left out, then its tensors' sizes halved, then a size it grew, grown
-    less; each kept where the finding's signature still comes of it."""
-
-    def __init__(self, finding: Finding, seed: Seed, mutations: Tuple[Mutation, ...]) -> None:
-        self.finding, self.seed, self.mutations = finding, seed, mutations
-        self.tries = HANG_TRIES if finding.kind == "hang" else MINIMIZE_TRIES
-        self.waiting = False  # a candidate of it is running
-        # the lines it ran or started from: a candidate that comes back to one (a size halved, then the
-        # mutation that halved it dropped) is not run again
-        self.tried = {self._line(mutations)}
-        self.plan = self._plan()
-
-    def _line(self, mutations: Tuple[Mutation, ...]) -> Optional[str]:
-        try:
-            return render(apply(self.seed.line, mutations))
-        except (NotApplicable, ValueError, OverflowError):
-            return None
-
-    def _plan(self) -> List[Tuple[Mutation, ...]]:
-        ms = self.mutations
-        drops = [ms[:i] + ms[i + 1 :] for i in range(len(ms))] if len(ms) > 1 else []
-        try:
-            current = apply(self.seed.line, ms)
-        except NotApplicable:
-            return drops
-        growing = [ms[:i] + (smaller(m),) + ms[i + 1 :] for i, m in enumerate(ms) if smaller(m)]
-        return drops + [ms + (s,) for s in shrinks(current)] + growing  # (a shrink of the line as it is now)
-
-    def next(self) -> Optional[Tuple[Mutation, ...]]:
-        while not self.waiting and self.tries > 0 and self.plan:
-            candidate = self.plan.pop(0)
-            line = self._line(candidate)
-            if line is None or line in self.tried:
-                continue
-            self.tried.add(line)
-            self.tries -= 1
-            self.waiting = True
-            return candidate
-        return None
-
-    def result(self, mutations: Tuple[Mutation, ...], same: bool) -> None:
-        self.waiting = False
-        if same:
-            self.mutations = mutations
-            self.plan = self._plan()
-
-    @property
-    def finished(self) -> bool:
-        return not self.waiting and (self.tries <= 0 or not self.plan)
+        pool.done(conn, Ran(runs, behaviour))
 
 
 class Campaign:
@@ -304,6 +260,8 @@ class Campaign:
         self.elapsed = 0.0  # seconds of earlier runs (--resume)
         self.active = list(range(len(seeds)))  # the seeds mutated (those that ran as they are)
         self.seen: set = set()  # the lines run
+        self.behaviours = Behaviours(settings.out)
+        self.pool = SeedPool()
         self.minimizers: Dict[str, Minimizer] = {}
         self.running: Dict[int, Case] = {}
         self.candidates = 0  # minimization candidates sent
@@ -327,6 +285,8 @@ class Campaign:
             inactive_seeds=sorted(set(range(len(self.seeds))) - set(self.active)),
             findings=len(self.findings),
             seed_lines=seeds_digest(self.seeds),
+            behaviours=len(self.behaviours),
+            pool=self.pool.to_json(),
         )
 
     def resume(self, state: State) -> None:
@@ -351,6 +311,8 @@ class Campaign:
         inactive = set(state.inactive_seeds)
         self.active = [i for i in range(len(self.seeds)) if i not in inactive]
         self.findings.load()
+        self.behaviours.load()
+        self.pool.restore(state.pool, [s.line for s in self.seeds], path)
 
     def save(self) -> None:
         self.findings.save()
@@ -429,9 +391,11 @@ class Campaign:
         rng = random.Random(f"{self.s.seed}:{n}")
         # a seed is drawn less often the more of its cases timed out: each one holds a worker --timeout long
         weights = [1.0 / (1 + 2 * self.timeouts.get(i, 0)) for i in self.active]
-        seed = self.seeds[rng.choices(self.active, weights)[0]]
+        index = rng.choices(self.active, weights)[0]
+        seed = self.seeds[index]
+        entry = self.pool.draw(rng, index) if self.s.feedback else None
+        line, base = (seed.line, ()) if entry is None else (entry.line, entry.mutations)
         mutations: List[Mutation] = []
-        line = seed.line
         budget = self._max_elements()
         for _ in range(rng.choice((1, 1, 1, 2, 2, 3))):
             m = propose(rng, line, self.s.kinds, seed.profiles, budget)
@@ -442,14 +406,19 @@ class Campaign:
             except NotApplicable:
                 continue
             mutations.append(m)
-        return self._case(n, seed, tuple(mutations)) if mutations else None
+        return self._case(n, seed, base + tuple(mutations), parent=entry) if mutations else None
 
     def _max_elements(self) -> Optional[int]:
         limit = self.s.options.max_bytes
         return None if limit is None else limit // 8
 
     def _case(
-        self, n: int, seed: Seed, mutations: Tuple[Mutation, ...], minimizing: Optional[str] = None
+        self,
+        n: int,
+        seed: Seed,
+        mutations: Tuple[Mutation, ...],
+        minimizing: Optional[str] = None,
+        parent: Optional[Entry] = None,
     ) -> Optional[Case]:
         try:
             text = render(apply(seed.line, mutations))
@@ -461,7 +430,7 @@ class Campaign:
         if minimizing is not None:
             self.candidates += 1
             n = -self.candidates  # (a key of its own, apart from the drawn cases')
-        return Case(n, seed, mutations, text, minimizing)
+        return Case(n, seed, mutations, text, minimizing, parent=parent)
 
     def _finish(self, n: int) -> None:
         if n < 0:
@@ -510,8 +479,10 @@ class Campaign:
             return
         self.cases_run += 1
         self._finish(case.id)
+        if isinstance(event, pool.Done):
+            self._behaved(case, event.result.behaviour)
         if case.id < len(self.seeds) and isinstance(event, pool.Done):
-            last = event.result[-1] if event.result else None
+            last = event.result.runs[-1] if event.result.runs else None
             if last is None or (
                 last[0] == RUN and last[1] in (Status.INVALID.value, Status.REFUSED.value, Status.SKIPPED.value)
             ):
@@ -532,6 +503,16 @@ class Campaign:
         if time.monotonic() - self.saved > 2.0:
             self.save()
 
+    def _behaved(self, case: Case, behaviour: str) -> None:
+        """A drawn case's behaviour noted; with --feedback a new one for its
+        API keeps the case in the pool, and credits the entry it came from."""
+        line = case.seed.line
+        if not behaviour or not self.behaviours.add(case.id, line.api, behaviour, self.elapsed + self.now()):
+            return
+        if self.s.feedback:
+            self.pool.credit(case.parent)
+            self.pool.keep(self.seed_index[id(case.seed)], case.mutations, apply(line, case.mutations))
+
     def tick(self) -> None:
         if time.monotonic() - self.saved > 2.0:
             self.save()
@@ -539,7 +520,7 @@ class Campaign:
     # -- running ------------------------------------------------------------
     def run(self, progress: Any = None) -> None:
         checks = tuple(o for o in self.s.oracles if o in CHECKS or o.startswith("device:"))
-        init = (self.s.options, checks, os.path.join(self.s.out, WORKER_LOG))
+        init = (replace(self.s.options, behaviour=True), checks, os.path.join(self.s.out, WORKER_LOG))
         workers = pool.WorkerPool(
             run_cases, init, self.s.jobs, self.s.timeout, preload(self.s.options, checks), cpu_clock=True
         )

@@ -241,6 +241,17 @@ def signal_name(exitcode: Optional[int]) -> str:
     return f"exit code {exitcode}"
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What a worker says of a case it ran (campaign.run_cases): each
+    step's (oracle, status, error, message), in order, and what the plain
+    run did (replay/behaviour.py; "" where it tells nothing: the case did
+    not run as it is)."""
+
+    runs: List[Tuple[str, str, str, str]]
+    behaviour: str = ""
+
+
 def classify(api: str, event: Any) -> Outcome:
     """A case's outcome from its pool event (replay.pool): a worker that
     died is a crash, one killed past the timeout a hang; a finished case's
@@ -266,7 +277,7 @@ def classify(api: str, event: Any) -> Outcome:
             f"{api} hang [{oracle(event.note)}]",
             f"no result after {event.seconds:g} s (--timeout)" + (f": {event.why}" if event.why else ""),
         )
-    for run, status, error, message in event.result:
+    for run, status, error, message in event.result.runs:
         if status == Status.MISMATCH.value:
             leaf = message.split(":", 1)[0]
             return Outcome("mismatch", api, run, f"{api} mismatch {run} {_normalized(leaf)}", message)

@@ -81,15 +81,15 @@ def _run(
 
 
 def _status(f: Finding, event: object) -> Tuple[str, str]:
-    if isinstance(event, pool.Done) and event.result:
-        run, status, error, message = event.result[0]
+    if isinstance(event, pool.Done) and event.result.runs:
+        run, status, error, message = event.result.runs[0]
         if status in UNRUN:
             return NOT_RUN, f"{status}: {error + ': ' if error else ''}{message}"
     outcome = classify(f.api, event)
     if outcome.signature == f.signature:
         return STILL, ""
     if not outcome.kind:
-        runs = getattr(event, "result", None) or []
+        runs = event.result.runs if isinstance(event, pool.Done) else []
         return FIXED, "; ".join(f"{r}: {s}" + (f" ({e}: {m[:200]})" if s == "failed" else "") for r, s, e, m in runs)
     return CHANGED, f"{outcome.kind} [{outcome.oracle}]: {outcome.message}"
 

@@ -30,6 +30,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..config import format_line
 from ..replay.memory import contiguous_strides, storage_numel
 from ..values import FILLED, Call, Symbol, TensorSpec, walk
 from ..values import replace_at as replace_value
@@ -503,3 +504,8 @@ def smaller(m: Mutation) -> Optional[Mutation]:
         old, new, ints = m.params
         return Mutation(m.kind, m.op, m.where, (old, (old + new) // 2, ints))
     return None
+
+
+def render(line: Line) -> str:
+    """A parsed (and mutated) line written as a config line."""
+    return format_line(line.api, line.args, line.kwargs, show_device=True, show_requires_grad=True)

@@ -27,6 +27,7 @@ class ReplayOptions:
     imports: Tuple[str, ...] = ()  # the user's modules loaded into each replaying process (user_code.py)
     libraries: Tuple[str, ...] = ()  # the user's shared libraries, likewise
     dialect: Optional[str] = None  # the framework (None: each line's API says; framework.py)
+    behaviour: bool = False  # without check: Result.behaviour, what the call did (behaviour.py; fuzz sets it)
 
 
 @dataclass(frozen=True)

@@ -62,11 +62,17 @@ class Result:
     excess: Optional[float] = None
     # --check repeat: each output tensor's hash (check.output_hashes)
     hashes: Optional[Dict[str, str]] = None
+    # with ReplayOptions.behaviour, what the call did (behaviour.py); a report leaves it out where ""
+    behaviour: str = ""
 
     def to_json(self) -> str:
         """The result as a report's line: a JSON object, with an infinite
         error written as the string "inf" (JSON has no infinity)."""
-        fields = {k: "inf" if isinstance(v, float) and math.isinf(v) else v for k, v in asdict(self).items()}
+        fields = {
+            k: "inf" if isinstance(v, float) and math.isinf(v) else v
+            for k, v in asdict(self).items()
+            if k != "behaviour" or v
+        }
         return json.dumps(fields)
 
 

@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..formats.configs import Config
 from ..frameworks import FRAMEWORKS
 from . import pool, user_code
+from .behaviour import raised, returned
 from .builder import parse
 from .framework import DEFAULT, line_framework, replay_framework
 from .judge.across import judged_across
@@ -38,6 +39,7 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
     verdict: Optional[Verdict] = None
+    behaviour = ""
     try:
         api, args, kwargs = parse(config)
         framework = replay_framework(line_framework(api, options))
@@ -46,8 +48,10 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
             verdict = check(job, judged_across if options.check in FRAMEWORKS else None)
             status, message = verdict.status, verdict.message
         else:
-            run_side(job, Side("replay", options.device))
+            outcome = run_side(job, Side("replay", options.device))
             status = Status.OK
+            if options.behaviour:
+                behaviour = returned(outcome, outcome.operators)
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
     except Refused as e:
@@ -79,6 +83,8 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
     result = Result(
         config.file, config.line, config.text, api, status, error, message, column, time.perf_counter() - start
     )
+    if options.behaviour and not options.check:
+        result.behaviour = behaviour or (raised(error, message) if status == Status.FAILED else "")
     if verdict:
         worst = verdict.worst
         result.check, result.compared, result.hashes = options.check or "", verdict.compared, verdict.hashes

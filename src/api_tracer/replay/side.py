@@ -51,6 +51,7 @@ class Outcome:
     precision: Any = None  # the least precise floating dtype of the tensor inputs (torch.float64 if none)
     floating_inputs: bool = False  # whether the call had floating (or complex) tensor inputs
     inputs: Any = None  # the side's built (args, kwargs), after the call (None: not kept)
+    operators: Optional[List[str]] = None  # with options.behaviour: those the call ran inside (None: not seen)
 
     def tensors(self) -> List[Tuple[str, Any]]:
         """(where, tensor) of each tensor of the output and the gradients,

@@ -11,6 +11,7 @@ import contextlib
 import re
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from ... import _C
 from ...replay.builder import build
 from ...replay.memory import storage_numel
 from ...replay.options import Job
@@ -115,6 +116,7 @@ def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcom
                 held = {
                     path: held[ALL] for leaves in named for path, t in leaves if t.is_floating_point() or t.is_complex()
                 }
+        operators: Optional[List[str]] = None
         call = side.substitute if side.substitute is not None else compiled(func) if side.compiled else func
         random = RandomOps(watch)
         with grad_mode_kept():
@@ -123,9 +125,16 @@ def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcom
                 random,
                 torch.autograd.graph.saved_tensors_hooks(saved, _as_saved) if saved else contextlib.nullcontext(),
             ):
-                output = call(*args, **kwargs)
+                if options.behaviour and not options.check:
+                    with _C.NestedOps() as inside:
+                        output = call(*args, **kwargs)
+                    operators = inside.names()
+                else:
+                    output = call(*args, **kwargs)
             grads = {**held, **backward(output, inputs, options.seed, random)} if options.backward else {}
-    return Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs, (args, kwargs))
+    outcome = Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs, (args, kwargs))
+    outcome.operators = operators
+    return outcome
 
 
 def _as_saved(t: Any) -> Any:
