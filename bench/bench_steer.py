@@ -1,16 +1,18 @@
-"""api-tracer fuzz --feedback against blind drawing, side by side.
+"""api-tracer fuzz steered by behaviour against --blind drawing, side by side.
 
     python bench/bench_steer.py [--time SECONDS] [--repeats N] [--out DIR] [--part planted|real|both]
 
 For each --seed 0 .. N-1 (default 3), two campaigns run at once, one
-worker each (the machine's two cores), blind and --feedback, on the same
+worker each (the machine's two cores), --blind and steered, on the same
 seed lines for the same --time (default 240 s):
 
 - planted: tests/usercode/fuzz_planted.py's 9 operators, fuzz_staged.py's
   3 (each defect three conditions deep), and torch's add and mm;
-- real: the configs of FRESH_WORKLOADS (tests/support/workloads.py:
-  GPT-2, Mixtral, Mamba, Whisper; levels 2 and 3, with value ranges),
-  models no test tuned the fuzzer or the judge on.
+- real: --sample lines (default 48, spread evenly) of the configs of
+  FRESH_WORKLOADS (tests/support/workloads.py: GPT-2, Mixtral, Mamba,
+  Whisper; levels 2 and 3, with value ranges), models no test tuned the
+  fuzzer or the judge on: few enough that a campaign gets past the seeds'
+  edge cases to drawn ones, where the two modes differ.
 
 For each campaign: the distinct behaviour signatures it reached
 (campaign.json), its findings, the planted operators it found a defect
@@ -18,8 +20,8 @@ of (of 12), and its findings in torch's own operators whose reproducer
 (repro/NAME.py), run in a fresh python where api_tracer does not import,
 fails the way the finding says: those are its real torch defects,
 counted once an (API, kind). Defects per CPU-hour divide planted and
-torch defects by the campaign's CPU time (its process and its workers,
-os.wait4). Writes DIR/steer.json (default steer_bench).
+torch defects by the campaign's CPU time (its process group: the
+campaign, its workers and their fork server, read from /proc). Writes DIR/steer.json (default steer_bench).
 """
 
 from __future__ import annotations
@@ -28,16 +30,16 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import TEST_PATHS
 
-MODES = {"blind": (), "feedback": ("--feedback",)}
+MODES = {"blind": ("--blind",), "steered": ()}
 PLANTED_NAMESPACES = ("fuzzdefects", "fuzzstaged")
 
 
@@ -87,8 +89,25 @@ def real_seeds(out: str) -> str:
     return seeds
 
 
+def sampled(path: str, n: int) -> str:
+    """`n` of the file's lines, spread evenly over it (all where n is 0 or
+    more than it holds), with the value ranges beside them."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    if not n or n >= len(lines):
+        return path
+    directory = os.path.join(os.path.dirname(os.path.dirname(path)), f"sample-{n}")
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "api_configs.yaml"), "w", encoding="utf-8") as f:
+        f.writelines(lines[i * len(lines) // n] for i in range(n))
+    shutil.copy(os.path.join(os.path.dirname(path), "api_value_ranges.yaml"), directory)
+    return os.path.join(directory, "api_configs.yaml")
+
+
 def campaign_pair(seeds: str, out: str, seed: int, seconds: float, flags) -> dict:
-    """Blind and --feedback at once, each on one worker: mode -> (campaign dir, CPU seconds)."""
+    """Blind and steered at once, each on one worker: mode -> (campaign
+    dir, CPU seconds of its process group: the campaign, its workers and
+    their fork server, read from /proc twice a second)."""
     running = {}
     for mode, extra in MODES.items():
         directory = os.path.join(out, f"{mode}-{seed}")
@@ -96,15 +115,27 @@ def campaign_pair(seeds: str, out: str, seed: int, seconds: float, flags) -> dic
         command = [sys.executable, "-m", "api_tracer", "fuzz", seeds, "-o", directory, "--time", str(seconds)]
         command += ["--jobs", "1", "--seed", str(seed), *flags, *extra]
         log = open(os.path.join(out, f"{mode}-{seed}.log"), "w")
-        p = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env_with(TEST_PATHS))
-        running[p.pid] = (mode, directory, log)
+        p = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env_with(TEST_PATHS), start_new_session=True
+        )
+        running[mode] = (p, directory, log)
+    ticks: dict = {}  # (group, pid) -> the CPU ticks it was last seen with
+    while any(p.poll() is None for p, _, _ in running.values()):
+        groups = {p.pid for p, _, _ in running.values()}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) in groups:  # (fields after the name: state, ppid, pgrp, ...; utime, stime 11, 12)
+                ticks[(int(fields[2]), pid)] = int(fields[11]) + int(fields[12])
+        time.sleep(0.5)
+    per_second = os.sysconf("SC_CLK_TCK")
     done = {}
-    while running:
-        pid, _, usage = os.wait4(-1, 0)
-        if pid in running:
-            mode, directory, log = running.pop(pid)
-            log.close()
-            done[mode] = (directory, usage.ru_utime + usage.ru_stime)
+    for mode, (p, directory, log) in running.items():
+        log.close()
+        done[mode] = (directory, sum(t for (g, _), t in ticks.items() if g == p.pid) / per_second)
     return done
 
 
@@ -187,9 +218,9 @@ def part(name: str, seeds: str, out: str, args, flags) -> dict:
         b = statistics.median(r["behaviours"] for r in rows)
         d = statistics.median(r["defects_per_cpu_hour"] for r in rows)
         print(f"  {mode}: behaviours median {b:g}, defects per CPU-hour median {d:g}")
-    pairs = zip(results["feedback"], results["blind"])
+    pairs = zip(results["steered"], results["blind"])
     ratio = [f["behaviours"] / b["behaviours"] for f, b in pairs if b["behaviours"]]
-    print(f"  feedback / blind, behaviours, seed by seed: {', '.join(f'{x:.2f}' for x in ratio)}")
+    print(f"  steered / blind, behaviours, seed by seed: {', '.join(f'{x:.2f}' for x in ratio)}")
     return results
 
 
@@ -199,9 +230,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="steer_bench")
     parser.add_argument("--part", choices=("planted", "real", "both"), default="both")
+    parser.add_argument(
+        "--sample", type=int, default=48, help="real seed lines fuzzed, spread evenly over the file (0: all)"
+    )
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     report = {}
     if args.part in ("planted", "both"):
         out = os.path.join(args.out, "planted")
@@ -211,7 +244,7 @@ def main() -> None:
     if args.part in ("real", "both"):
         out = os.path.join(args.out, "real")
         os.makedirs(out, exist_ok=True)
-        report["real"] = part("real (fresh models)", real_seeds(args.out), out, args, ())
+        report["real"] = part("real (fresh models)", sampled(real_seeds(args.out), args.sample), out, args, ())
     with open(os.path.join(args.out, "steer.json"), "w") as f:
         json.dump(report, f, indent=1)
 

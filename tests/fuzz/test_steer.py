@@ -1,12 +1,13 @@
 """Steering by behaviour: what a call did read from a stock torch (the aten
 operators it ran inside, its outputs' kinds, what it raised), each
-API's signatures written down by a campaign, and with --feedback the
+API's signatures written down by a campaign, and unless --blind the
 cases that did something new kept, bounded, as seeds that later cases
 grow from, in campaign.json and back with --resume."""
 
 import json
 import math
 import os
+import random
 
 import fuzz_staged
 import pytest
@@ -96,19 +97,29 @@ def test_the_pool_is_bounded_and_keeps_its_fruitful_entries():
     pool.keep(0, (m,) * 5, line)
     pool.keep(1, (m,), line)
     assert [len(e.mutations) for e in pool.entries[0]] == [1, 3, 5] and len(pool) == 4
+    # a fast entry's cases are drawn far more than a slow one's; half the draws are of the seed line itself
+    fast, slow = SeedPool(), SeedPool()
+    for p in (fast, slow):
+        p.keep(0, (m,), line, 0.002)
+        p.keep(0, (m, m), line, 0.2)
+    rng = random.Random(0)
+    drawn = [fast.draw(rng, 0) for _ in range(2000)]
+    assert 800 < drawn.count(None) < 1200 and fast.draw(rng, 1) is None
+    chosen = [len(e.mutations) for e in drawn if e is not None]
+    assert chosen.count(1) > 10 * chosen.count(2) > 0
 
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
-    """The staged operators fuzzed 400 cases, blind and --feedback, on one
+    """The staged operators fuzzed 400 cases, --blind and steered, on one
     worker: results come back in the order the cases were drawn, so each
     campaign draws the same cases every time."""
     base = tmp_path_factory.mktemp("steer")
     seeds = base / "staged.yaml"
     fuzz_staged.write_seeds(seeds)
     out = {}
-    for mode in ("blind", "feedback"):
-        flags = ("--feedback",) if mode == "feedback" else ()
+    for mode in ("blind", "steered"):
+        flags = ("--blind",) if mode == "blind" else ()
         r = run_cli("fuzz", str(seeds), "-o", str(base / mode), "--budget", "400", *FLAGS, *flags, env=ENV)
         assert r.returncode in (0, 1), r.stdout + r.stderr
         with open(base / mode / "campaign.json") as f:
@@ -124,14 +135,14 @@ def test_a_campaign_writes_each_behaviour_it_reaches_once(campaigns):
         assert len({(r["api"], r["behaviour"]) for r in records}) == len(records)
         assert {r["api"] for r in records} == {line.split("(")[0] for line in fuzz_staged.SEEDS.values()}
         assert f"behaviours: {len(records)} distinct of 3 APIs" in stdout
-    assert out["blind"][1]["pool"] == []
+    assert out["blind"][1]["pool"] == [] and "; --blind" in out["blind"][2]
 
 
-def test_feedback_grows_cases_from_those_that_did_something_new(campaigns):
+def test_steering_grows_cases_from_those_that_did_something_new(campaigns):
     _, out = campaigns
-    directory, state, stdout = out["feedback"]
+    directory, state, stdout = out["steered"]
     pool = state["pool"]
-    assert 0 < len(pool) <= 3 * 32 and f"{len(pool)} cases kept as seeds" in stdout
+    assert 0 < len(pool) <= 3 * 32 and f"{len(pool)} cases kept as seeds for what they did" in stdout
     assert all(1 <= len(e["mutations"]) <= CHAIN_LIMIT for e in pool)
     # chains longer than one draw makes (three mutations at most): only grown from a kept case
     assert max(len(e["mutations"]) for e in pool) > 3
@@ -142,13 +153,13 @@ def test_feedback_grows_cases_from_those_that_did_something_new(campaigns):
 
 def test_resume_goes_on_with_the_pool_it_kept(campaigns, tmp_path):
     seeds, out = campaigns
-    directory, state, _ = out["feedback"]
+    directory, state, _ = out["steered"]
     copy = tmp_path / "c"
     os.makedirs(copy)
     for name in os.listdir(directory):
         if os.path.isfile(directory / name):
             (copy / name).write_bytes((directory / name).read_bytes())
-    r = run_cli("fuzz", str(seeds), "-o", str(copy), "--budget", "450", "--resume", "--feedback", *FLAGS, env=ENV)
+    r = run_cli("fuzz", str(seeds), "-o", str(copy), "--budget", "450", "--resume", *FLAGS, env=ENV)
     assert r.returncode in (0, 1), r.stdout + r.stderr
     with open(copy / "campaign.json") as f:
         after = json.load(f)
@@ -159,7 +170,7 @@ def test_resume_goes_on_with_the_pool_it_kept(campaigns, tmp_path):
     # a damaged pool is said, naming the file and the entry, before any case runs
     after["pool"][1]["mutations"][0][1] = "explode"
     (copy / "campaign.json").write_text(json.dumps(after))
-    r = run_cli("fuzz", str(seeds), "-o", str(copy), "--budget", "460", "--resume", "--feedback", *FLAGS, env=ENV)
+    r = run_cli("fuzz", str(seeds), "-o", str(copy), "--budget", "460", "--resume", *FLAGS, env=ENV)
     assert r.returncode == 2 and "campaign.json: pool entry 1" in r.stderr and "'explode'" in r.stderr, r.stderr
 
 

@@ -1,5 +1,5 @@
 """Operators whose defects lie three steps deep, for measuring fuzz
---feedback against blind drawing (bench/bench_fuzz.py --steer,
+steering against --blind drawing (bench/bench_steer.py,
 tests/fuzz/test_steer.py). Importing this module registers them in the
 namespace `fuzzstaged` (fuzz --import fuzz_staged).
 

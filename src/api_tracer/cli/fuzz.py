@@ -90,10 +90,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, help="the campaign's random seed (default 0)")
     p.add_argument(
-        "--feedback",
+        "--blind",
         action="store_true",
-        help="steer by behaviour: keep a case whose behaviour (its outputs' kinds, the aten operators it called "
-        "inside, the template of what it raised) is new for its API as a seed of later cases",
+        help="draw every case from the seed lines as they are, not also from the cases kept for doing something new "
+        "(steering by behaviour): a campaign the same case for case with the same --seed",
     )
     p.add_argument("--mutate", help=f"the kinds of mutation (default {','.join(KINDS)})")
     p.add_argument(
@@ -227,7 +227,7 @@ def settings_of(args: Any) -> Settings:
     time_limit = args.time if args.time is not None else (None if args.budget is not None else DEFAULT_TIME)
     seed = 0 if args.seed is None else args.seed
     return Settings(
-        args.output, seed, kinds, oracles, time_limit, args.budget, args.jobs, timeout, options, args.feedback
+        args.output, seed, kinds, oracles, time_limit, args.budget, args.jobs, timeout, options, not args.blind
     )
 
 
@@ -330,7 +330,7 @@ def _campaign_flags(args: Any) -> List[Tuple[str, bool]]:
         ("--mutate", args.mutate is not None),
         ("--oracle", args.oracle is not None),
         ("--seed", args.seed is not None),
-        ("--feedback", args.feedback),
+        ("--blind", args.blind),
     ]
 
 
@@ -419,7 +419,7 @@ def summary(c: Campaign) -> str:
         f"fuzz: {c.cases_run} cases in {seconds:.0f} s ({c.rate():.1f} cases/s) from {len(c.seeds)} seed lines "
         f"({len(c.active)} mutated); {len(c.findings)} findings in {c.s.out}",
         f"behaviours: {len(c.behaviours)} distinct of {c.behaviours.apis()} APIs ({BEHAVIOURS})"
-        + (f"; {len(c.pool)} cases kept as seeds (--feedback)" if c.s.feedback else ""),
+        + (f"; {len(c.pool)} cases kept as seeds for what they did" if c.s.feedback else "; --blind"),
     ]
     for f in sorted(c.findings, key=lambda f: f.case):
         how = "" if f.check is None else f" [--check {f.check}]"

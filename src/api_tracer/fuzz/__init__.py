@@ -4,7 +4,7 @@ value, scalar), campaign.py runs cases in worker processes under the
 oracles (crash, hang, error; replay --check's float64, layout, repeat,
 device:D, compile), findings.py deduplicates and keeps what they find,
 minimize.py shrinks it, steer.py keeps what the cases did (and with
---feedback the cases that did something new, as seeds), classes.py
+steering (unless --blind) the cases that did something new, as seeds), classes.py
 groups the findings by root cause, repro.py writes their reproducers,
 history.py rechecks and merges them; cli/fuzz.py is the command line.
 docs/fuzz.md says more."""

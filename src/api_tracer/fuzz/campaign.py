@@ -29,10 +29,14 @@ draws the very same drawn cases again.
 
 Each case's plain run also says what the call did (its behaviour
 signature: steer.py), and the first case to reach each of an API's
-signatures is written down. With --feedback (Settings.feedback), such a
+signatures is written down. Unless --blind (Settings.feedback), such a
 case joins a bounded pool that half of the later draws start from, its
 mutations then more: which case is drawn then depends on what came
-back before, so such a campaign is not the same case for case twice."""
+back before, so such a campaign is not the same case for case twice;
+a --blind one is, as long as no case times out.
+
+Steering is the default: bench/bench_steer.py measured it against blind
+drawing, side by side (docs/fuzz.md has the figures)."""
 
 from __future__ import annotations
 
@@ -119,7 +123,7 @@ class Case:
     text: str
     minimizing: Optional[str] = None  # the signature of the finding it tries to shrink
     confirming: bool = False  # it timed out once, and runs again with CONFIRM_FACTOR times the timeout
-    parent: Optional[Entry] = None  # the pool entry it was drawn from (--feedback; steer.py)
+    parent: Optional[Entry] = None  # the pool entry it was drawn from (steer.py)
 
 
 @dataclass
@@ -133,7 +137,7 @@ class Settings:
     jobs: int = 1
     timeout: float = 10.0  # per step of a case
     options: ReplayOptions = field(default_factory=ReplayOptions)
-    feedback: bool = False  # a case whose behaviour is new for its API becomes a seed (steer.py)
+    feedback: bool = True  # a case whose behaviour is new for its API becomes a seed (steer.py; not --blind)
 
 
 @dataclass
@@ -149,7 +153,7 @@ class State:
     findings: int
     seed_lines: Optional[str] = None  # seeds_digest of the seed lines; None: written before it was kept
     behaviours: int = 0  # distinct (API, behaviour signature) pairs reached (steer.py)
-    pool: List[Any] = field(default_factory=list)  # the seed pool (--feedback: SeedPool.to_json)
+    pool: List[Any] = field(default_factory=list)  # the seed pool (SeedPool.to_json; empty with --blind)
 
 
 CAMPAIGN_STATE = "a campaign's state"
@@ -238,15 +242,15 @@ def run_cases(conn: Any, options: ReplayOptions, checks: Tuple[str, ...], log: s
     for text, profiles in pool.tasks(conn):
         config = Config("<fuzz case>", 0, text)
         mine = replace(options, ranges={text: profiles})
-        runs, behaviour = [], ""
+        runs, behaviour, seconds = [], "", 0.0
         for check in (None, *checks):
             pool.started(conn, check or RUN)
             r = replay_one(config, replace(mine, check=check))
             runs.append((check or RUN, r.status.value, r.error, r.message))
-            behaviour = behaviour or r.behaviour
+            behaviour, seconds = behaviour or r.behaviour, seconds + r.seconds
             if (check is None and r.status != Status.OK) or r.status == Status.MISMATCH:
                 break  # (a case that does not run is judged by no check; one mismatch is the finding)
-        pool.done(conn, Ran(runs, behaviour))
+        pool.done(conn, Ran(runs, behaviour, seconds))
 
 
 class Campaign:
@@ -480,7 +484,7 @@ class Campaign:
         self.cases_run += 1
         self._finish(case.id)
         if isinstance(event, pool.Done):
-            self._behaved(case, event.result.behaviour)
+            self._behaved(case, event.result.behaviour, event.result.seconds)
         if case.id < len(self.seeds) and isinstance(event, pool.Done):
             last = event.result.runs[-1] if event.result.runs else None
             if last is None or (
@@ -503,15 +507,15 @@ class Campaign:
         if time.monotonic() - self.saved > 2.0:
             self.save()
 
-    def _behaved(self, case: Case, behaviour: str) -> None:
-        """A drawn case's behaviour noted; with --feedback a new one for its
+    def _behaved(self, case: Case, behaviour: str, seconds: float) -> None:
+        """A drawn case's behaviour noted; unless --blind, a new one for its
         API keeps the case in the pool, and credits the entry it came from."""
         line = case.seed.line
         if not behaviour or not self.behaviours.add(case.id, line.api, behaviour, self.elapsed + self.now()):
             return
         if self.s.feedback:
             self.pool.credit(case.parent)
-            self.pool.keep(self.seed_index[id(case.seed)], case.mutations, apply(line, case.mutations))
+            self.pool.keep(self.seed_index[id(case.seed)], case.mutations, apply(line, case.mutations), seconds)
 
     def tick(self) -> None:
         if time.monotonic() - self.saved > 2.0:

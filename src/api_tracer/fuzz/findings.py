@@ -244,12 +244,13 @@ def signal_name(exitcode: Optional[int]) -> str:
 @dataclass(frozen=True)
 class Ran:
     """What a worker says of a case it ran (campaign.run_cases): each
-    step's (oracle, status, error, message), in order, and what the plain
-    run did (replay/behaviour.py; "" where it tells nothing: the case did
-    not run as it is)."""
+    step's (oracle, status, error, message), in order, what the plain run
+    did (replay/behaviour.py; "" where it tells nothing: the case did not
+    run as it is), and how long the steps took."""
 
     runs: List[Tuple[str, str, str, str]]
     behaviour: str = ""
+    seconds: float = 0.0  # the steps' time, all together
 
 
 def classify(api: str, event: Any) -> Outcome:

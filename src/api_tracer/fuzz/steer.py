@@ -7,7 +7,7 @@ first time, in the campaign's behaviours.jsonl (one JSON object a line:
 the case, the API, the signature, the campaign's seconds then), which
 --resume reads back and the benchmarks count.
 
-With --feedback, a drawn case whose signature is new for its API joins
+Unless --blind, a drawn case whose signature is new for its API joins
 the `SeedPool`, under its seed line; a seed line drawn then gives half
 of its cases from its entries: an entry's mutations, then one to three
 more. The pool is bounded (POOL_LIMIT entries a seed line; a full one
@@ -35,6 +35,7 @@ from .mutate import APPLY, KINDS, Line, Mutation, NotApplicable, apply
 BEHAVIOURS = "behaviours.jsonl"
 POOL_LIMIT = 32  # entries of the seed pool, for each seed line
 CHAIN_LIMIT = 8  # mutations of a case the pool keeps
+FASTEST = 0.001  # seconds: an entry's case faster than this weighs as this
 POOL_SHARE = 0.5  # of a seed line's drawn cases, those drawn from its entries (once it has any)
 
 
@@ -43,6 +44,7 @@ class Entry:
     seed: int  # the seed line's number in the campaign (Campaign.seeds)
     mutations: Tuple[Mutation, ...]
     line: Line  # the seed line with the mutations applied
+    seconds: float = 0.0  # how long its case took to run, every step
     found: int = 0  # new signatures its cases reached
     drawn: int = 0  # cases drawn from it
 
@@ -113,7 +115,7 @@ class SeedPool:
     def __len__(self) -> int:
         return sum(len(e) for e in self.entries.values())
 
-    def keep(self, seed: int, mutations: Tuple[Mutation, ...], line: Line) -> bool:
+    def keep(self, seed: int, mutations: Tuple[Mutation, ...], line: Line, seconds: float = 0.0) -> bool:
         """Keeps a case whose behaviour was new, unless its chain is too
         long; a seed's full pool first gives up its least fruitful entry
         (the fewest new signatures found, the oldest of those)."""
@@ -122,18 +124,21 @@ class SeedPool:
         mine = self.entries.setdefault(seed, [])
         if len(mine) >= self.limit:
             del mine[min(range(len(mine)), key=lambda i: (mine[i].found, i))]
-        mine.append(Entry(seed, mutations, line))
+        mine.append(Entry(seed, mutations, line, seconds))
         return True
 
     def draw(self, rng: random.Random, seed: int) -> Optional[Entry]:
         """An entry of `seed` to mutate further, for POOL_SHARE of the
         draws (None: mutate the seed line itself), chosen with a weight
-        that grows with the new signatures its cases found and falls with
-        the cases drawn from it."""
+        that grows with the new signatures its cases found, and falls with
+        the cases drawn from it and with the time its case took (cases grown
+        from a slow one are slow: a campaign's time goes further on fast
+        ones)."""
         mine = self.entries.get(seed)
         if not mine or rng.random() >= POOL_SHARE:
             return None
-        entry = rng.choices(mine, [(1 + e.found) / (1 + e.drawn) for e in mine])[0]
+        weights = [(1 + e.found) / ((1 + e.drawn) * max(e.seconds, FASTEST)) for e in mine]
+        entry = rng.choices(mine, weights)[0]
         entry.drawn += 1
         return entry
 
@@ -145,7 +150,13 @@ class SeedPool:
     # -- campaign.json ---------------------------------------------------------
     def to_json(self) -> List[Dict[str, Any]]:
         return [
-            {"seed": e.seed, "found": e.found, "drawn": e.drawn, "mutations": [encode(m) for m in e.mutations]}
+            {
+                "seed": e.seed,
+                "seconds": round(e.seconds, 6),
+                "found": e.found,
+                "drawn": e.drawn,
+                "mutations": [encode(m) for m in e.mutations],
+            }
             for seed in sorted(self.entries)
             for e in self.entries[seed]
         ]
@@ -164,7 +175,7 @@ class SeedPool:
                 line = apply(seeds[r["seed"]], mutations)
             except (NotApplicable, ValueError, OverflowError):
                 continue
-            if self.keep(r["seed"], mutations, line):
+            if self.keep(r["seed"], mutations, line, r["seconds"]):
                 self.entries[r["seed"]][-1].found, self.entries[r["seed"]][-1].drawn = r["found"], r["drawn"]
 
 
@@ -195,6 +206,7 @@ def decode(record: Any, where: str) -> Mutation:
 
 POOL_FIELDS = {
     "seed": integer(0),
+    "seconds": Kind("a number of seconds", lambda v: type(v) in (int, float) and 0 <= v < float("inf")),
     "found": integer(0),
     "drawn": integer(0),
     "mutations": Kind("a list of mutations", lambda v: isinstance(v, list)),

@@ -1,5 +1,5 @@
 """What a call did, in a few words: its behaviour signature, which fuzz's
-feedback mode steers by (fuzz/campaign.py keeps a case as a seed when its
+steering steers by (fuzz/campaign.py keeps a case as a seed when its
 signature is new for its API) and counts. Read from a plain run on a
 stock build of the framework, no instrumented library:
 
