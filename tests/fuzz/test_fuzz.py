@@ -25,7 +25,8 @@ from api_tracer.fuzz.classes import group as by_class
 from api_tracer.fuzz.minimize import Minimizer
 from api_tracer.fuzz.mutate import KINDS, Mutation
 from api_tracer.replay import Config, ReplayOptions, replay_one
-from support import CLI, run_cli, user_code_env
+from support import CLI, TESTS, run_cli, user_code_env
+from support.browser import Browser
 
 ENV = user_code_env()
 
@@ -578,6 +579,12 @@ def test_report_shows_a_campaign_and_refuses_damaged_findings(planted, tmp_path)
     assert "By root cause" in shown and "past any bound" in shown and "infx" not in shown
     for cause in {CLASS_TITLES[key] for key in fuzz_planted.CLASSES.values()}:
         assert html.escape(cause, quote=False) in shown or html.escape(cause) in shown, cause
+    # read in a browser: each table fits the page, its long names and reproducer paths wrapped in their cells
+    with Browser(width=1280, height=900) as b:
+        b.open(page)
+        widths = b.run("return [...document.querySelectorAll('.scroll')].map(d => [d.scrollWidth, d.clientWidth])")
+        b.screenshot(TESTS / "artifacts" / "report" / "fuzz.png")
+    assert len(widths) == 2 and all(scroll <= client for scroll, client in widths), widths
     damaged = tmp_path / "findings.jsonl"
     damaged.write_text((out / "findings.jsonl").read_text().splitlines()[0] + "\n" + '{"kind": "boom"}\n')
     r = cli("report", str(damaged), "-o", str(tmp_path / "d.html"))

@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 from ..formats.io import decode
 from ..fuzz.classes import CLASSES_FILE, class_of, group
 from ..fuzz.findings import FOUND, KINDS, parse_findings
-from .page import Cell, Column, code, esc, note, number, sortable_table, tag, text
+from .page import Cell, Column, code, dotted, esc, note, number, sortable_table, tag, text
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
 MESSAGE_SHOWN = 140  # the characters of a finding's message shown in its row; the rest is one click away
@@ -121,7 +121,7 @@ def _findings(findings: List[Dict[str, Any]], pane: str) -> str:
             [
                 text(f["kind"]),
                 text(cause.title),
-                code(f["api"]),
+                dotted(f["api"]),
                 text(f.get("oracle", "")),
                 number(int(f.get("count") or 0)),
                 text(f.get("status") or FOUND),

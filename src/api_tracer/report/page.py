@@ -61,6 +61,12 @@ def code(value: str) -> Cell:
     return Cell(tag("code", esc(value)), value)
 
 
+def dotted(value: str) -> Cell:
+    """A cell of a dotted name (an API) that may wrap after each dot, so
+    that a long one leaves the width to the text beside it."""
+    return Cell(tag("code", ".<wbr>".join(esc(part) for part in value.split("."))), value)
+
+
 def number(value: Union[int, float], shown: Optional[str] = None) -> Cell:
     return Cell(esc(value if shown is None else shown), value)
 
@@ -69,7 +75,15 @@ def sortable_table(table_id: str, columns: Sequence[Column], rows: Sequence[Sequ
     """A table whose headers sort it (report.js) and a box that filters its
     rows by their text, with the count of rows shown."""
     head = "".join(
-        tag("th", esc(c.title), data_type="num" if c.numeric else "str", tabindex="0", scope="col") for c in columns
+        tag(
+            "th",
+            esc(c.title),
+            data_type="num" if c.numeric else "str",
+            tabindex="0",
+            scope="col",
+            cls="wide" if c.wide else None,
+        )
+        for c in columns
     )
     body = "".join(
         tag(
