@@ -1,40 +1,50 @@
 #include "aten/nested_ops.h"
 
-#include <memory>
+#include <utility>
 
 namespace api_tracer::aten {
 namespace {
 
-thread_local NestedOps* tl_on = nullptr;
+thread_local std::shared_ptr<NestedOps::Seen> tl_seen;
 
-}  // namespace
-
-std::unique_ptr<at::ObserverContext> NestedOpsSeen(const at::RecordFunction& fn) {
-  NestedOps* on = tl_on;
-  if (on == nullptr) return nullptr;
+std::unique_ptr<at::ObserverContext> Saw(const at::RecordFunction& fn) {
+  NestedOps::Seen* seen = tl_seen.get();
+  if (seen == nullptr) return nullptr;
   std::string name = fn.name();
   const char* overload = fn.overload_name();
   if (overload != nullptr && *overload != '\0') name.append(".").append(overload);
-  if (on->seen_.insert(name).second) on->names_.push_back(std::move(name));
+  if (seen->known.insert(name).second) seen->names.push_back(std::move(name));
   return nullptr;
 }
 
+const std::vector<std::string> kNone;
+
+}  // namespace
+
+NestedOps::~NestedOps() {
+  if (on() && owner_ == std::this_thread::get_id()) Stop();
+}
+
 bool NestedOps::Start() {
-  if (tl_on != nullptr && tl_on != this) return false;
-  Stop();
-  names_.clear();
-  seen_.clear();
-  tl_on = this;
+  if (on() || tl_seen != nullptr) return false;
+  auto seen = std::make_shared<Seen>();
   handle_ = at::addThreadLocalCallback(
-      at::RecordFunctionCallback(&NestedOpsSeen).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
+      at::RecordFunctionCallback(&Saw).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
+  owner_ = std::this_thread::get_id();
+  seen_ = seen;
+  tl_seen = std::move(seen);
   return true;
 }
 
-void NestedOps::Stop() {
-  if (handle_ == 0) return;
+bool NestedOps::Stop() {
+  if (!on()) return true;
+  if (owner_ != std::this_thread::get_id()) return false;
   at::removeCallback(handle_);
   handle_ = 0;
-  tl_on = nullptr;
+  tl_seen.reset();
+  return true;
 }
+
+const std::vector<std::string>& NestedOps::names() const { return seen_ ? seen_->names : kNone; }
 
 }  // namespace api_tracer::aten

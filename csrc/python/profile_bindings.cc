@@ -163,7 +163,10 @@ void InitProfileBindings(pybind11::module_& m) {
              if (!self.Start()) throw std::runtime_error("a NestedOps is already on on this thread");
              return self;
            })
-      .def("__exit__", [](aten::NestedOps& self, pybind11::args) { self.Stop(); })
+      .def("__exit__",
+           [](aten::NestedOps& self, pybind11::args) {
+             if (!self.Stop()) throw std::runtime_error("a NestedOps stops on the thread it started on");
+           })
       .def(
           "names", [](const aten::NestedOps& self) { return self.names(); },
           "\"aten::add.Tensor\" for each operator seen, once.");

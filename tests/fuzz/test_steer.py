@@ -8,6 +8,7 @@ import json
 import math
 import os
 import random
+import threading
 
 import fuzz_staged
 import pytest
@@ -16,8 +17,8 @@ import torch
 from api_tracer import _C
 from api_tracer.config import parse_call
 from api_tracer.errors import InputError
-from api_tracer.fuzz.mutate import Line, Mutation, apply, edges
-from api_tracer.fuzz.steer import CHAIN_LIMIT, SeedPool, decode, encode, read_behaviours
+from api_tracer.fuzz.mutate import APPLY, KIND_OF, Line, Mutation, apply, edges
+from api_tracer.fuzz.steer import CHAIN_LIMIT, POOL_LIMIT, SeedPool, decode, encode, read_behaviours
 from api_tracer.replay import Config, ReplayOptions, replay_one
 from api_tracer.replay.behaviour import template
 from support import run_cli, user_code_env
@@ -39,6 +40,25 @@ def test_nested_ops_are_the_operators_a_call_runs_inside():
     assert batched.names()[0] == "aten::linear" and "aten::_unsafe_view" in batched.names()
     assert "aten::select.int" in flat.names() and "aten::_unsafe_view" not in flat.names()
     assert "aten::add.Tensor" not in flat.names() and len(set(flat.names())) == len(flat.names())
+    # one stops on the thread it started on (a thread-local callback is removed by its own thread)
+    ops, said = _C.NestedOps(), []
+    ops.__enter__()
+
+    def stop_elsewhere():
+        try:
+            ops.__exit__(None, None, None)
+        except RuntimeError as e:
+            said.append(str(e))
+
+    thread = threading.Thread(target=stop_elsewhere)
+    thread.start()
+    thread.join()
+    torch.neg(x)
+    ops.__exit__(None, None, None)
+    assert said == ["a NestedOps stops on the thread it started on"] and "aten::neg" in ops.names()
+    with pytest.raises(RuntimeError, match="already on"):
+        with ops:
+            ops.__enter__()
 
 
 def behaviour(line):
@@ -76,14 +96,26 @@ def test_mutations_go_through_campaign_json_as_data():
         assert (back.kind, back.op, back.where) == (m.kind, m.op, m.where)
         assert [str(p) for p in back.params] == [str(p) for p in m.params]  # (nan == nan as text)
         assert str(apply(line, [back])) == str(apply(line, [m]))
+    assert set(KIND_OF) == set(APPLY) and all(KIND_OF[m.op] == m.kind for m in ms)
     for bad, said in [
         (["shape", "resize", "", "__import__('os').system('true')"], "its parameters"),
         (["shape", "resize", "", "os.system(1)"], "are not parameters"),
         (["shape", "explode", "", "parameters(1)"], "'explode'"),
+        (["dtype", "resize", "", "parameters(4, 2, False)"], "'dtype' 'resize'"),
         (["shape", "resize", ""], "four strings"),
     ]:
         with pytest.raises(InputError, match=said):
             decode(bad, "DIR/campaign.json: pool entry 3")
+    # a record of the right shape whose parameters no such mutation has, or with fields missing: said, not raised
+    entry = {"seed": 0, "seconds": 0.01, "found": 0, "drawn": 0}
+    for records, said in [
+        ([{**entry, "mutations": [["shape", "unsqueeze", "args[0]", 'parameters("a")']]}], "pool entry 0: not a"),
+        ([{**entry, "mutations": [["layout", "transpose", "args[0]", "parameters(5, 1)"]]}], "pool entry 0: not a"),
+        ([{"seed": 0, "mutations": [encode(ms[0])]}], "pool entry 0"),
+        ([{**entry, "mutations": [encode(ms[0])] * (CHAIN_LIMIT + 1)}], "a list of 1 to 8 mutations"),
+    ]:
+        with pytest.raises(InputError, match=said):
+            SeedPool().restore(records, [line], "DIR/campaign.json")
 
 
 def test_the_pool_is_bounded_and_keeps_its_fruitful_entries():
@@ -107,13 +139,50 @@ def test_the_pool_is_bounded_and_keeps_its_fruitful_entries():
     assert 800 < drawn.count(None) < 1200 and fast.draw(rng, 1) is None
     chosen = [len(e.mutations) for e in drawn if e is not None]
     assert chosen.count(1) > 10 * chosen.count(2) > 0
+    # weights that round to nothing still draw (a pool read back with huge times and counts)
+    huge = SeedPool()
+    huge.keep(0, (m,), line, 1e300)
+    huge.entries[0][0].drawn = 10**9
+    assert any(huge.draw(rng, 0) for _ in range(20))
+    # the pool in all is bounded too: the least fruitful, oldest entry of any seed goes first
+    small = SeedPool(limit=4, total=5)
+    for seed in range(6):
+        small.keep(seed, (m,), line)
+    assert len(small) == 5 and 0 not in [e.seed for es in small.entries.values() for e in es]
+
+
+def test_behaviours_are_read_back_checked(tmp_path, capsys):
+    path = tmp_path / "behaviours.jsonl"
+    good = json.dumps({"case": 3, "api": "torch.mm", "behaviour": "ok float32:2d", "seconds": 1.5})
+    path.write_text(good + "\n" + good[:20])  # (a last line cut short by a kill)
+    assert [n for n, _ in read_behaviours(str(path))] == [1]
+    assert "behaviours.jsonl:2: left out: a line cut short" in capsys.readouterr().err
+    for text, said in [
+        ("{}\n", "behaviours.jsonl:1"),
+        (good.replace("1.5", "-1") + "\n", "seconds"),
+        (good.replace('"case": 3', '"case": -3') + "\n", "case"),
+    ]:
+        path.write_text(text)
+        with pytest.raises(InputError, match=said):
+            read_behaviours(str(path))
+    path.write_bytes(b'{"case": 3, "api": "\xff"}\n')
+    with pytest.raises(InputError, match="UTF-8"):
+        read_behaviours(str(path))
+
+
+def test_an_argument_that_is_not_built_is_no_behaviour_of_the_api():
+    r = replay_one(
+        Config("<test>", 1, 'torch.add(Tensor([2], "float32"), torch.nn.Linear(-1, 2))'), ReplayOptions(behaviour=True)
+    )
+    assert r.status.value == "failed" and r.message.startswith("building ") and r.behaviour == ""
 
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
     """The staged operators fuzzed 400 cases, --blind and steered, on one
-    worker: results come back in the order the cases were drawn, so each
-    campaign draws the same cases every time."""
+    worker: the blind campaign draws the same cases every time; the
+    steered one weighs its pool's entries by their cases' time too, so
+    what it draws varies a little from run to run."""
     base = tmp_path_factory.mktemp("steer")
     seeds = base / "staged.yaml"
     fuzz_staged.write_seeds(seeds)
@@ -142,7 +211,7 @@ def test_steering_grows_cases_from_those_that_did_something_new(campaigns):
     _, out = campaigns
     directory, state, stdout = out["steered"]
     pool = state["pool"]
-    assert 0 < len(pool) <= 3 * 32 and f"{len(pool)} cases kept as seeds for what they did" in stdout
+    assert 0 < len(pool) <= 3 * POOL_LIMIT and f"{len(pool)} cases kept as seeds for what they did" in stdout
     assert all(1 <= len(e["mutations"]) <= CHAIN_LIMIT for e in pool)
     # chains longer than one draw makes (three mutations at most): only grown from a kept case
     assert max(len(e["mutations"]) for e in pool) > 3
@@ -172,6 +241,9 @@ def test_resume_goes_on_with_the_pool_it_kept(campaigns, tmp_path):
     (copy / "campaign.json").write_text(json.dumps(after))
     r = run_cli("fuzz", str(seeds), "-o", str(copy), "--budget", "460", "--resume", *FLAGS, env=ENV)
     assert r.returncode == 2 and "campaign.json: pool entry 1" in r.stderr and "'explode'" in r.stderr, r.stderr
+    # a campaign goes on as it began: steered, not --blind
+    r = run_cli("fuzz", str(seeds), "-o", str(directory), "--budget", "460", "--resume", "--blind", *FLAGS, env=ENV)
+    assert r.returncode == 2 and "the campaign ran steered" in r.stderr, r.stderr
 
 
 def test_nan_parameters_survive_the_round_trip():

@@ -93,7 +93,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--blind",
         action="store_true",
         help="draw every case from the seed lines as they are, not also from the cases kept for doing something new "
-        "(steering by behaviour): a campaign the same case for case with the same --seed",
+        "(steering by behaviour): a campaign the same case for case with the same --seed, as long as no case "
+        "times out",
     )
     p.add_argument("--mutate", help=f"the kinds of mutation (default {','.join(KINDS)})")
     p.add_argument(
@@ -235,7 +236,8 @@ def main(args: Any) -> int:
     if args.recheck is not None or args.merge is not None:
         return _history(args)
     s = settings_of(args)
-    # (read here, checked, before the user's code loads: a damaged campaign.json is said at once)
+    # (read here, checked, before the user's code loads: a damaged campaign.json is said at once; its pool
+    # and behaviours.jsonl, which need the seed lines, are read back checked by Campaign.resume)
     state: Optional[State] = read_state(os.path.join(s.out, STATE)) if args.resume else None
     try:  # here first: a module that does not import is said before any case runs
         prepare_process(s.options)

@@ -53,7 +53,7 @@ from ..config import parse_call
 from ..errors import InputError, warn
 from ..formats.configs import Config, ranges_beside, read_config_file
 from ..formats.io import replace_atomically
-from ..formats.json_fields import INT64, Kind, check_fields, finite, integer, parse_json
+from ..formats.json_fields import BOOLEAN, INT64, Kind, check_fields, finite, integer, parse_json
 from ..formats.summaries import read_value_ranges
 from ..replay import pool
 from ..replay.options import ReplayOptions
@@ -73,7 +73,7 @@ from .findings import (
     read_campaign_file,
 )
 from .minimize import Minimizer
-from .mutate import KINDS, Line, Mutation, NotApplicable, apply, edges, propose, render
+from .mutate import KINDS, UNAPPLICABLE, Line, Mutation, NotApplicable, apply, edges, propose, render
 from .steer import BEHAVIOURS, Behaviours, Entry, SeedPool
 
 STATE = "campaign.json"
@@ -153,6 +153,7 @@ class State:
     findings: int
     seed_lines: Optional[str] = None  # seeds_digest of the seed lines; None: written before it was kept
     behaviours: int = 0  # distinct (API, behaviour signature) pairs reached (steer.py)
+    feedback: Optional[bool] = None  # steered (not --blind); None: written before it was kept
     pool: List[Any] = field(default_factory=list)  # the seed pool (SeedPool.to_json; empty with --blind)
 
 
@@ -173,6 +174,7 @@ STATE_FIELDS = {
         lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
     ),
     "behaviours": integer(0),
+    "feedback": BOOLEAN,
     "pool": Kind("a list of pool entries", lambda v: isinstance(v, list)),
 }
 STATE_REQUIRED = ("seed", "seeds", "next_case", "cases_run", "seconds", "inactive_seeds", "findings")
@@ -291,6 +293,7 @@ class Campaign:
             seed_lines=seeds_digest(self.seeds),
             behaviours=len(self.behaviours),
             pool=self.pool.to_json(),
+            feedback=self.s.feedback,
         )
 
     def resume(self, state: State) -> None:
@@ -302,6 +305,9 @@ class Campaign:
         digest = seeds_digest(self.seeds)
         if state.seed != self.s.seed:
             raise InputError(path, f"the campaign ran with --seed {state.seed}, not {self.s.seed}")
+        if state.feedback is not None and state.feedback != self.s.feedback:
+            ran, now = ("steered", "--blind") if state.feedback else ("--blind", "steered (without --blind)")
+            raise InputError(path, f"the campaign ran {ran}: --resume goes on as it began, not {now}")
         if state.seeds != len(self.seeds) or state.seed_lines not in (None, digest):
             raise InputError(
                 path,
@@ -426,7 +432,7 @@ class Campaign:
     ) -> Optional[Case]:
         try:
             text = render(apply(seed.line, mutations))
-        except (NotApplicable, ValueError, OverflowError):
+        except UNAPPLICABLE:
             return None
         if minimizing is None and text in self.seen:
             return None

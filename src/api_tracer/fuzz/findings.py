@@ -35,7 +35,7 @@ from ..formats.fileset import OUTPUT_FILES
 from ..formats.io import decode, open_regular, read_all, replace_atomically
 from ..formats.json_fields import BOOLEAN, LINE, STRING, STRINGS, Kind, check_fields, integer, one_of, parse_json
 from ..formats.summaries import read_value_ranges
-from ..replay.results import Status
+from ..replay.results import Status, building_failed
 
 FINDINGS = "findings.jsonl"
 REPRODUCERS = "findings.yaml"
@@ -283,7 +283,7 @@ def classify(api: str, event: Any) -> Outcome:
             leaf = message.split(":", 1)[0]
             return Outcome("mismatch", api, run, f"{api} mismatch {run} {_normalized(leaf)}", message)
         unclean = error in UNCLEAN_TYPES or bool(UNCLEAN_MESSAGES.search(message))
-        building = message.startswith("building ") or " side: building " in message
+        building = building_failed(message)
         if status == Status.FAILED.value and unclean and not building:
             return Outcome("error", api, run, f"{api} error {error}: {_normalized(message)}", f"{error}: {message}")
     return Outcome()

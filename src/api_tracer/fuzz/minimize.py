@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from .findings import Finding
-from .mutate import Mutation, NotApplicable, apply, render, shrinks, smaller
+from .mutate import UNAPPLICABLE, Mutation, NotApplicable, apply, render, shrinks, smaller
 
 MINIMIZE_TRIES = 24  # candidate cases a finding's minimization may run (a hang: HANG_TRIES, each a timeout)
 HANG_TRIES = 2
@@ -32,7 +32,7 @@ class Minimizer:
     def _line(self, mutations: Tuple[Mutation, ...]) -> Optional[str]:
         try:
             return render(apply(self.seed.line, mutations))
-        except (NotApplicable, ValueError, OverflowError):
+        except UNAPPLICABLE:
             return None
 
     def _plan(self) -> List[Tuple[Mutation, ...]]:

@@ -248,6 +248,16 @@ def _shorten(line: Line, m: Mutation) -> None:
     replace_at(line, m.where, cut)
 
 
+# What a mutation that is no longer (or never was) one of its line's raises in `apply`.
+UNAPPLICABLE = (NotApplicable, ValueError, OverflowError)
+# The kind each operation is of (a Mutation's kind and op go together).
+KIND_OF = {
+    **dict.fromkeys(("resize", "set_dim", "unsqueeze", "merge_dims"), "shape"),
+    "retype": "dtype",
+    **dict.fromkeys(("transpose", "step", "expand", "channels_last", "offset"), "layout"),
+    "fill": "value",
+    **dict.fromkeys(("scalar", "shorten"), "scalar"),
+}
 APPLY: Dict[str, Callable[[Line, Mutation], None]] = {
     "resize": _resize,
     "set_dim": _set_dim,

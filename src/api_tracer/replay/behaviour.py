@@ -10,7 +10,8 @@ stock build of the framework, no instrumented library:
   3's view of a call, with no argument read);
 - a call that raised: "raised", the exception's type and its message's
   template (numbers written N, so that sizes do not make each message
-  new).
+  new); not where building an argument failed, which is not the API's
+  doing.
 
 The operators are a set, not counts: a loop over a batch would otherwise
 make every size a new behaviour."""
@@ -20,18 +21,36 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Optional, Sequence
 
+from .results import building_failed
 from .side import Outcome, tensor_leaves
 
 TEMPLATE_LENGTH = 200  # characters of a message's template kept
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # a number, not a digit of a name (mat1, float16); "3x4" is two numbers
 _NUMBER = re.compile(r"(?<![A-Za-wyz_\d.])-?\d+(\.\d+)?(e[-+]?\d+)?")
 
 
 def template(message: str) -> str:
-    """A message with its numbers written N, its first line, at most
-    TEMPLATE_LENGTH characters."""
-    first = message.strip().split("\n", 1)[0]
+    """A message with its numbers written N (an address 0xN), its first
+    line, at most TEMPLATE_LENGTH characters."""
+    first = _ADDRESS.sub("0xN", message.strip().split("\n", 1)[0])
     return _NUMBER.sub("N", first)[:TEMPLATE_LENGTH]
+
+
+def behaviour_of(outcome: Optional[Outcome], status: str, error: str, message: str) -> str:
+    """A plain run's signature: of its outcome where it returned, of what
+    it raised where it failed; "" where it tells nothing of the API (it did
+    not run: skipped, refused, invalid; or building an argument failed).
+    Reading the outcome never fails the run: where it cannot be read, the
+    signature says so."""
+    if outcome is not None:
+        try:
+            return returned(outcome, outcome.operators)
+        except Exception as e:  # noqa: BLE001 - an output this cannot read is still the call's
+            return f"ok (unread: {type(e).__name__})"
+    if status == "failed" and not building_failed(message):
+        return raised(error, message)
+    return ""
 
 
 def raised(error: str, message: str) -> str:

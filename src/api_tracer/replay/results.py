@@ -131,6 +131,13 @@ class SideError(Exception):
         self.cause: Exception = error.cause if built else error  # type: ignore[union-attr]
 
 
+def building_failed(message: str) -> bool:
+    """Whether a failed result's message says an argument could not be
+    built ("building ARG: ...", on a side of a check too): the line's
+    inputs, not the API's doing."""
+    return message.startswith("building ") or " side: building " in message
+
+
 def first_line(e: BaseException) -> str:
     """An exception's message as a report gives it: its first line, at most
     500 characters."""

@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..formats.configs import Config
 from ..frameworks import FRAMEWORKS
 from . import pool, user_code
-from .behaviour import raised, returned
+from .behaviour import behaviour_of
 from .builder import parse
 from .framework import DEFAULT, line_framework, replay_framework
 from .judge.across import judged_across
@@ -29,7 +29,7 @@ from .judge.check import Verdict, check, reference
 from .memory import available_bytes
 from .options import Job, ReplayOptions
 from .results import BuildError, Invalid, Refused, Result, SideError, Skip, Status, Unmapped, first_line
-from .side import Side, run_side
+from .side import Outcome, Side, run_side
 
 
 def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Result:
@@ -39,7 +39,7 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
     start = time.perf_counter()
     api, error, message, column = "", "", "", 0
     verdict: Optional[Verdict] = None
-    behaviour = ""
+    outcome: Optional[Outcome] = None
     try:
         api, args, kwargs = parse(config)
         framework = replay_framework(line_framework(api, options))
@@ -50,8 +50,6 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
         else:
             outcome = run_side(job, Side("replay", options.device))
             status = Status.OK
-            if options.behaviour:
-                behaviour = returned(outcome, outcome.operators)
     except Invalid as e:
         status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
     except Refused as e:
@@ -84,7 +82,7 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
         config.file, config.line, config.text, api, status, error, message, column, time.perf_counter() - start
     )
     if options.behaviour and not options.check:
-        result.behaviour = behaviour or (raised(error, message) if status == Status.FAILED else "")
+        result.behaviour = behaviour_of(outcome, status.value, error, message)
     if verdict:
         worst = verdict.worst
         result.check, result.compared, result.hashes = options.check or "", verdict.compared, verdict.hashes
