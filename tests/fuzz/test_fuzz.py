@@ -589,3 +589,65 @@ def test_report_shows_a_campaign_and_refuses_damaged_findings(planted, tmp_path)
     damaged.write_text((out / "findings.jsonl").read_text().splitlines()[0] + "\n" + '{"kind": "boom"}\n')
     r = cli("report", str(damaged), "-o", str(tmp_path / "d.html"))
     assert r.returncode == 2 and f"{damaged}:2" in r.stderr and "not a finding" in r.stderr, r.stderr
+
+
+def test_a_storage_too_large_for_a_script_is_refused_before_it_is_packed(monkeypatch):
+    """A reproducer holds at most MAX_PACKED bytes of one storage's values:
+    past that it is refused as soon as the compressed values pass it, not
+    after a whole large storage was compressed (a 1 GB float64 one, packed
+    whole then refused, ran a campaign's process out of memory)."""
+    import base64
+    import zlib
+
+    from api_tracer.frameworks.torch import repro
+    from api_tracer.replay.results import NotWritable
+
+    fed, compressobj = [], zlib.compressobj
+
+    class Counting:
+        def __init__(self, level):
+            self.inner = compressobj(level)
+
+        def compress(self, data):
+            fed.append(len(data))
+            return self.inner.compress(data)
+
+        def flush(self):
+            return self.inner.flush()
+
+    monkeypatch.setattr(repro.zlib, "compressobj", Counting)
+    monkeypatch.setattr(repro, "MAX_PACKED", 64 << 10)
+    monkeypatch.setattr(repro, "PACK_CHUNK", 16 << 10)
+    torch.manual_seed(0)
+    with pytest.raises(NotWritable, match=r"args\[0\]: its storage's values \(8,388,608 bytes\) are past"):
+        repro.storage_values(torch.randn(1 << 20, dtype=torch.float64), "args[0]")
+    assert sum(fed) <= 8 * (16 << 10), sum(fed)  # (random doubles barely compress: it stopped after a few chunks)
+    small = torch.randn(5000)
+    text = repro.storage_values(small, "args[0]")
+    packed = "".join(part.strip().strip('"') for part in text[len("packed((") : text.rindex("),")].splitlines())
+    assert zlib.decompress(base64.b85decode(packed)) == small.numpy().tobytes()
+
+
+def test_a_case_slow_to_judge_is_no_hang(tmp_path):
+    """A case whose plain run finishes at once and whose float64 check's
+    step runs past --timeout, and past 4 times it, is slow to judge, not
+    hung: counted in the summary, not a finding."""
+    seeds = tmp_path / "slow.yaml"
+    seeds.write_text('torch.ops.fuzzstaged.judged_slowly.default(Tensor([4], "float32"))\n')
+    out = tmp_path / "c"
+    r = cli(
+        "fuzz",
+        str(seeds),
+        "-o",
+        str(out),
+        "--budget",
+        "1",
+        "--timeout",
+        "0.5",
+        "--oracle",
+        "crash,hang,float64",
+        "--import",
+        "fuzz_staged",
+    )
+    assert r.returncode == 0 and "0 findings" in r.stdout, r.stdout + r.stderr
+    assert "1 cases too slow to judge: a check's step past 4 x --timeout" in r.stdout, r.stdout

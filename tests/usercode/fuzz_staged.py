@@ -13,6 +13,7 @@ blind drawing cannot."""
 
 import ctypes
 import os
+import time
 
 import torch
 
@@ -63,6 +64,18 @@ def strided_flip(x: torch.Tensor) -> torch.Tensor:
     if x.dim() >= 3:
         return wide.to(torch.float16)
     return wide.flip(-1).to(torch.float16)
+
+
+@torch.library.custom_op(f"{LIB}::judged_slowly", mutates_args=())
+def judged_slowly(x: torch.Tensor) -> torch.Tensor:
+    """x + 1, at once in float32, and after 3 CPU seconds of work in
+    float64: what the float64 check makes of a large case, slow, not hung
+    (not one of SEEDS: tests/fuzz/test_fuzz.py fuzzes it alone)."""
+    if x.dtype == torch.float64:
+        end = time.process_time() + 3
+        while time.process_time() < end:
+            pass
+    return x + 1
 
 
 SEEDS = {

@@ -20,6 +20,7 @@ from ..flags import FUZZ_MAX_BYTES, add_replay_flags, seconds
 from ..formats.configs import ranges_beside
 from ..formats.io import check_not_an_input, is_regular, unmakeable_directory
 from ..fuzz.campaign import (
+    CONFIRM_FACTOR,
     ORACLES,
     OUTPUTS,
     RUN_ORACLES,
@@ -423,6 +424,11 @@ def summary(c: Campaign) -> str:
         f"behaviours: {len(c.behaviours)} distinct of {c.behaviours.apis()} APIs ({BEHAVIOURS})"
         + (f"; {len(c.pool)} cases kept as seeds for what they did" if c.s.feedback else "; --blind"),
     ]
+    if c.slow:
+        lines.append(
+            f"{c.slow} cases too slow to judge: a check's step past {CONFIRM_FACTOR} x --timeout after the plain run "
+            "finished (slow, not hung: no finding)"
+        )
     for f in sorted(c.findings, key=lambda f: f.case):
         how = "" if f.check is None else f" [--check {f.check}]"
         lines.append(f"  {f.kind}{how} x{f.count}: {f.line}")

@@ -35,6 +35,10 @@ mutations then more: which case is drawn then depends on what came
 back before, so such a campaign is not the same case for case twice;
 a --blind one is, as long as no case times out.
 
+A case whose plain run finished within --timeout and whose check's step
+then timed out, twice, is slow to judge (the judge's float64 copies and
+draws of a large case), not hung: it is counted, not a finding.
+
 Steering is the default: bench/bench_steer.py measured it against blind
 drawing, side by side (docs/fuzz.md has the figures)."""
 
@@ -68,6 +72,7 @@ from .findings import (
     REPRODUCERS,
     RUN,
     Findings,
+    Outcome,
     Ran,
     classify,
     read_campaign_file,
@@ -266,6 +271,7 @@ class Campaign:
         self.elapsed = 0.0  # seconds of earlier runs (--resume)
         self.active = list(range(len(seeds)))  # the seeds mutated (those that ran as they are)
         self.seen: set = set()  # the lines run
+        self.slow = 0  # cases of this run too slow to judge: a check's step timed out, twice (no finding)
         self.behaviours = Behaviours(settings.out)
         self.pool = SeedPool()
         self.minimizers: Dict[str, Minimizer] = {}
@@ -472,6 +478,11 @@ class Campaign:
         if unconfirmed:
             self.confirm.append(replace(case, confirming=True))  # (same key: it finishes when that does)
             return
+        if isinstance(event, pool.TimedOut) and (event.note or RUN) != RUN:
+            # A check's step past CONFIRM_FACTOR x --timeout, where the plain run had finished within --timeout:
+            # the judge's work on a large case (float64 copies, its draws), slow, not hung.
+            outcome = Outcome()
+            self.slow += case.minimizing is None
         if case.minimizing is not None:
             m = self.minimizers.get(case.minimizing)
             same = outcome.signature == case.minimizing

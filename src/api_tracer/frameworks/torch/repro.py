@@ -87,8 +87,29 @@ def _listed(items: List[str]) -> str:
     return "[\n" + "".join(f"            {line}\n" for line in lines) + "        ]"
 
 
-def _packed(data: bytes) -> str:
-    text = base64.b85encode(zlib.compress(data, 9)).decode("ascii")
+PACK_CHUNK = 1 << 20  # bytes of a storage compressed at a time
+
+
+def _packed(data: Any, path: str) -> str:
+    """The bytes of `data` (a buffer), compressed and written in base85 as
+    the script's `packed` takes them; NotWritable as soon as what is
+    written would pass MAX_PACKED, before more of a large storage is
+    compressed (a 1 GB one, packed whole and then refused, took tens of GB
+    on its way)."""
+    view = memoryview(data).cast("B")
+    compressor, parts, size = zlib.compressobj(9), [], 0
+    for start in range(0, len(view), PACK_CHUNK):
+        parts.append(compressor.compress(view[start : start + PACK_CHUNK]))
+        size += len(parts[-1])
+        if size * 5 // 4 > MAX_PACKED:  # (base85 writes 5 characters for 4 bytes)
+            raise NotWritable(
+                f"{path}: its storage's values ({len(view):,} bytes) are past what a script holds "
+                f"({MAX_PACKED:,} bytes packed)"
+            )
+    parts.append(compressor.flush())
+    text = base64.b85encode(b"".join(parts)).decode("ascii")
+    if len(text) > MAX_PACKED:
+        raise NotWritable(f"{path}: its storage's values are {len(text):,} bytes packed, past what a script holds")
     chunks = [text[i : i + LINE_WIDTH - 8] for i in range(0, len(text), LINE_WIDTH - 8)] or [""]
     return "(\n" + "".join(f'            "{c}"\n' for c in chunks) + "        )"
 
@@ -107,11 +128,7 @@ def storage_values(t: Any, path: str) -> str:
         return f"full({_scalar(flat[0].item())}, {n})"
     if listable and n <= LISTED:
         return _listed([_scalar(v) for v in flat.tolist()])
-    data = flat.view(torch.uint8).numpy().tobytes()
-    packed = _packed(data)
-    if len(packed) > MAX_PACKED:
-        raise NotWritable(f"{path}: its storage's values are {len(packed):,} bytes packed, past what a script holds")
-    return f"packed({packed}, {n})"
+    return f"packed({_packed(flat.view(torch.uint8).numpy(), path)}, {n})"
 
 
 def literal(a: Any, b: Any, path: str) -> str:
