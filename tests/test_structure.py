@@ -178,6 +178,8 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.frameworks.*.gradients",
         "api_tracer.frameworks.*.repro",
         "api_tracer.frameworks.*.ties",
+        "api_tracer.frameworks.*.accumulations",
+        "api_tracer.frameworks.*.phases",
     ),
     ("api_tracer.replay.judge", "api_tracer.replay.judge.*"),
     ("api_tracer.replay", "api_tracer.replay.run", "api_tracer.replay.retrace"),

@@ -9,7 +9,8 @@ approximated transcendental, a wrong gradient under a right forward, a
 wrong index output. The judge must find every one, and none in torch's own
 kernels (judge_sets.py)."""
 
-from typing import List, Tuple
+import math
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -482,3 +483,66 @@ def sort_ties_reversed(x: torch.Tensor, dim: int = -1) -> Tuple[torch.Tensor, to
         return torch.sort(x, dim=dim, stable=True)
     values, indices = torch.sort(x.flip(dim), dim=dim, stable=True)
     return values, x.shape[dim] - 1 - indices
+
+
+@torch.library.custom_op(f"{LIB}::index_add", mutates_args=())
+def index_add(x: torch.Tensor, dim: int, index: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """index_add, named as torch's (so the judge counts what each
+    position receives: frameworks/torch/accumulations.py), which in low
+    precision loses all but one of the values sent to the same position
+    (a lost update, as a race gives)."""
+    if _exact(x):
+        return x.index_add(dim, index, source)
+    return x + torch.zeros_like(x).index_copy(dim, index, source)
+
+
+@torch.library.custom_op(f"{LIB}::log_softmax", mutates_args=())
+def log_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """log_softmax, named as torch's (so the judge allows the rounding of
+    its log of a sum, in absolute terms), whose sum of exponentials is
+    kept in bfloat16 in low precision."""
+    if _exact(x):
+        return x.log_softmax(dim)
+    shifted = x.float() - x.float().amax(dim, keepdim=True)
+    return (shifted - shifted.exp().bfloat16().sum(dim, keepdim=True).float().log()).to(x.dtype)
+
+
+@torch.library.custom_op(f"{LIB}::linalg_eigh", mutates_args=())
+def linalg_eigh(a: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """eigh, named as torch's (so the judge turns its eigenvectors to the
+    reference's signs: frameworks/torch/phases.py), whose last two
+    eigenvectors are mixed by a rotation of 1e-3 in low precision: a sign
+    cannot undo it."""
+    values, vectors = torch.linalg.eigh(a)
+    if not _exact(a):
+        c, s = math.cos(1e-3), math.sin(1e-3)
+        last, before = vectors[..., -1].clone(), vectors[..., -2].clone()
+        vectors = vectors.clone()
+        vectors[..., -2], vectors[..., -1] = c * before - s * last, s * before + c * last
+    return values, vectors
+
+
+@torch.library.custom_op(f"{LIB}::linalg_svd", mutates_args=())
+def linalg_svd(a: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The thin SVD, named as torch's, its singular values 1e-4 too large in
+    low precision (judged normwise, as LAPACK's bounds are, it still fails)."""
+    u, s, vh = torch.linalg.svd(a, full_matrices=False)
+    return u, s if _exact(a) else s * (1 + 1e-4), vh
+
+
+@torch.library.custom_op(f"{LIB}::batch_norm", mutates_args=())
+def batch_norm(
+    x: torch.Tensor,
+    running_mean: Optional[torch.Tensor],
+    running_var: Optional[torch.Tensor],
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> torch.Tensor:
+    """Batch norm, named as torch's functional one (so the judge allows its
+    fused form's cancellation: frameworks/torch/accumulations.py), with an
+    epsilon of 1e-2 in place of the one given in low precision."""
+    eps = eps if _exact(x) else 1e-2
+    return torch.nn.functional.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)

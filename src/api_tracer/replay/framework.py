@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, ContextManager, Iterable, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, Dict, Iterable, Optional, Tuple
 
 from ..config import api_of
 from ..frameworks import FRAMEWORKS, framework, framework_of, load
@@ -33,6 +34,28 @@ NO_GRADIENT_REFERENCE = (
     "{}'s float64 cannot be a gradient's reference: the error model moves what a forward saved "
     "for its backward, through saved-tensor hooks this framework's replay has none of"
 )
+
+
+@dataclass
+class Accumulated:
+    """What a kernel adds up on the way to one output, beyond the probes'
+    sight (the framework says: `ReplayFramework.accumulations`): `terms`,
+    per element (or one number), how many terms it sums into it (a scatter
+    that adds: the probes, moving one input element, see one); `size`, per
+    element, an intermediate it rounds, in the output's units (a log-space
+    reduction's log of its sum, of size 1 however small the result: each
+    of the `terms` rounded at it, and the intermediate held in the
+    result's dtype, as C_MID allows); `in_output`, whether the kernel adds
+    into the output tensor itself, each partial sum rounded to its dtype;
+    `normwise`, the dimensions along which the kernel's error is bounded
+    as a whole, not element by element (an eigenvector, the eigenvalues:
+    LAPACK's bounds are normwise, so a small component of a unit vector
+    errs by the roundings of its large ones)."""
+
+    terms: Any = 1.0
+    size: Any = None
+    in_output: bool = False
+    normwise: Tuple[int, ...] = ()  # dims along which its error is bounded as a whole: each element the largest bound
 
 
 class ReplayFramework:
@@ -145,12 +168,31 @@ class ReplayFramework:
         compare them."""
         return ()
 
-    def settle_ties(self, api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
-        """The reference side's output `theirs` with each index of equal
-        elements (a tie, which `api` may name either of) made the replay
-        side's `mine`'s, and a note of it ("": none); `inputs`, the replay
-        side's built (args, kwargs)."""
+    def settle_choices(self, api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
+        """The reference side's output `theirs` with each choice `api`
+        leaves open made the replay side's `mine`'s (the index of one of
+        equal elements, a tie; an eigenvector's sign), and a note of it
+        ("": none); `inputs`, the replay side's built (args, kwargs)."""
         return theirs, ""
+
+    def no_wider_reference(self, api: str) -> str:
+        """Why `api`'s result on float64 copies is another function's, not
+        its own more exactly (a step to the next value of its own dtype);
+        "" where it is its own."""
+        return ""
+
+    def raises_by_design(self, api: str) -> bool:
+        """Whether `api` exists to raise (an assertion): an error it raises,
+        however worded ("INTERNAL ASSERT FAILED"), is its purpose, not a
+        defect of it."""
+        return False
+
+    def accumulations(self, api: str, inputs: Any) -> Dict[str, Any]:
+        """Per output leaf of `api` ("output"), what its kernel adds up
+        beyond the error model's probes' sight (`Accumulated`: a
+        scatter's counts, a log-space reduction's log of its sum); `inputs`,
+        the replay side's built (args, kwargs). {}: the probes see all."""
+        return {}
 
     def grad_mode_kept(self) -> ContextManager[Any]:
         """While inside, a call that sets the framework's grad mode sets it

@@ -44,6 +44,9 @@ CUDA_ONLY = (
     "can neither read their checks nor probe them, so replay refuses them until they are reviewed on such a device"
 )
 
+# the family of operators that exist to raise: their errors are no defect (raises_by_design)
+ASSERTIONS = "assertions"
+
 FAMILIES: Tuple[Family, ...] = (
     # -- checked: replay checks the built arguments first -----------------------------------------
     checked(
@@ -300,8 +303,8 @@ FAMILIES: Tuple[Family, ...] = (
     ),
     kernel(
         "linear algebra",
-        "linalg's kernels check their matrices' shapes; _linalg_check_errors reads each value of its info",
-        "_linalg_* _lu_with_info",
+        "linalg's kernels check their matrices' shapes",
+        "_linalg_det _linalg_eigh _linalg_eigvals _linalg_slogdet _linalg_solve_ex _linalg_svd _lu_with_info",
     ),
     kernel(
         "pooling and upsampling",
@@ -354,9 +357,10 @@ FAMILIES: Tuple[Family, ...] = (
         "_amp_*",
     ),
     kernel(
-        "assertions",
-        "they check their argument and raise",
-        "_assert_* _functional_assert_* _functional_sym_constrain_range* _make_dep_token",
+        ASSERTIONS,
+        "they check their argument and raise: their errors are what they are for (_linalg_check_errors reads "
+        "each value of LAPACK's info, and calls a negative one a bug of its caller's)",
+        "_assert_* _functional_assert_* _functional_sym_constrain_range* _make_dep_token _linalg_check_errors",
     ),
     kernel(
         "queries",
@@ -462,6 +466,13 @@ def decision(op: str) -> Optional[Family]:
     """The family that decides the private aten operator `op`; None where
     none does, or two do."""
     return REVIEW.decision(op)
+
+
+def raises_by_design(op: str) -> bool:
+    """Whether the private aten operator `op` exists to raise (ASSERTIONS):
+    an error it raises, however worded, is its purpose."""
+    family = decision(op)
+    return family is not None and family.name == ASSERTIONS
 
 
 def undecided(ops: Sequence[str] = ()) -> Dict[str, List[str]]:

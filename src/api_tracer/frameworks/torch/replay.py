@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import re
 import sys
-from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 from ...replay.builder import UNPERTURBED, Builder
 from ...replay.framework import ReplayFramework
@@ -89,13 +89,25 @@ class TorchBuilder(Builder):
 # maximum indices (its float32 fast path leaves offset2bag empty, the
 # float64 kernel fills it). API -> the output indices.
 WORKSPACE_OUTPUTS = {
-    api: (1, 2, 3)
-    for api in (
-        "torch.embedding_bag",
-        "torch.ops.aten.embedding_bag",
-        "torch.ops.aten._embedding_bag",
-        "torch.ops.aten._embedding_bag_forward_only",
-    )
+    **{
+        api: (1, 2, 3)
+        for api in (
+            "torch.embedding_bag",
+            "torch.ops.aten.embedding_bag",
+            "torch.ops.aten._embedding_bag",
+            "torch.ops.aten._embedding_bag_forward_only",
+        )
+    },
+    # (oneDNN's workspace for the layer's backward, in a layout of its own: its bytes differ run to run)
+    "torch.ops.aten.mkldnn_rnn_layer": (3,),
+}
+
+
+# APIs whose result is a step of their dtype's own representation: float64's is another number (the
+# next float32 after infinity is float32's largest, the next float64 float64's), so no float64 reference.
+REPRESENTATION = {
+    name: "its result is the next value of its own dtype, and float64's next value is another number"
+    for name in ("nextafter", "nextafter_")
 }
 
 
@@ -172,10 +184,28 @@ class TorchReplay(ReplayFramework):
 
         return script(job, verdict, cast, about)
 
-    def settle_ties(self, api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
-        from .ties import settle
+    def settle_choices(self, api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
+        from . import phases, ties
 
-        return settle(api, inputs, mine, theirs)
+        theirs, tied = ties.settle(api, inputs, mine, theirs)
+        theirs, turned = phases.settle(api, mine, theirs)
+        return theirs, "; ".join(filter(None, [tied, turned]))
+
+    def no_wider_reference(self, api: str) -> str:
+        from .ties import name_of
+
+        return REPRESENTATION.get(name_of(api)[0], "")
+
+    def raises_by_design(self, api: str) -> bool:
+        from .private_operators import raises_by_design
+        from .ties import name_of
+
+        return raises_by_design(name_of(api)[0])
+
+    def accumulations(self, api: str, inputs: Any) -> Dict[str, Any]:
+        from .accumulations import accumulations
+
+        return accumulations(api, inputs)
 
     def workspace_outputs(self, api: str) -> Tuple[int, ...]:
         packet = api.rsplit(".", 1)[0] if api.startswith("torch.ops.") and api.count(".") == 4 else api

@@ -10,7 +10,9 @@ it finds a wrong index (one naming another value) and no tie.
 TIED names the operators, by their last name (torch.sort,
 torch.Tensor.sort, torch.ops.aten.sort.default are all "sort"), with
 their parameters in order as far as the index depends on them; the index
-is output 1 (output 0 where the operator returns the indices alone)."""
+is output 1 (output 0 where the operator returns the indices alone).
+POOLED names max pooling's operators, whose indices (output 1) are flat
+over the pooled dimensions of each plane of the input."""
 
 from __future__ import annotations
 
@@ -34,6 +36,18 @@ TIED: Dict[str, Tuple[Tuple[str, ...], Optional[int], Any]] = {
     "argmin": (("input", "dim", "keepdim"), None, None),
 }
 SELF = ("self", "input")  # the input's names, aten's and the public API's
+# max pooling's indices (output 1): each a flat index into its input's last POOLED[name] dimensions, per
+# plane; which of a window's equal maxima it names is open
+POOLED: Dict[str, int] = {
+    "max_pool1d_with_indices": 1,
+    "max_pool2d_with_indices": 2,
+    "max_pool3d_with_indices": 3,
+    "adaptive_max_pool1d": 1,
+    "adaptive_max_pool2d": 2,
+    "adaptive_max_pool3d": 3,
+    "fractional_max_pool2d": 2,
+    "fractional_max_pool3d": 3,
+}
 
 
 def name_of(api: str) -> Tuple[str, str]:
@@ -52,6 +66,8 @@ def settle(api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
     import torch
 
     name, _ = name_of(api)
+    if name in POOLED and inputs is not None:
+        return _pooled(POOLED[name], inputs, mine, theirs)
     spec = TIED.get(name)
     if spec is None or inputs is None:
         return theirs, ""
@@ -82,6 +98,14 @@ def settle(api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
         named_a, named_b = values.gather(d, ia), values.gather(d, ib)
     except (RuntimeError, IndexError):  # (an index out of range: no tie to settle; the comparison says so)
         return theirs, ""
+    return _settled(theirs, at, named_a, named_b, ia, ib, b)
+
+
+def _settled(theirs: Any, at: Optional[int], named_a: Any, named_b: Any, ia: Any, ib: Any, b: Any) -> Tuple[Any, str]:
+    """`theirs` with its index output `at` (None: it is the index) made
+    the replay side's (`ia`) where both name equal values."""
+    import torch
+
     tie = ((named_a == named_b) | (named_a.isnan() & named_b.isnan())) & (ia != ib)
     if not bool(tie.any()):
         return theirs, ""
@@ -93,3 +117,25 @@ def settle(api: str, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
     items = list(theirs)
     items[at] = settled
     return type(theirs)(items), note  # (a tuple, a list, or torch.return_types' structseq: each takes a sequence)
+
+
+def _pooled(k: int, inputs: Any, mine: Any, theirs: Any) -> Tuple[Any, str]:
+    """settle for max pooling: its indices (output 1) name elements of each
+    plane of the input, flattened over its last `k` dimensions."""
+    import torch
+
+    args, kwargs = inputs
+    x = args[0] if args else next((kwargs[k_] for k_ in SELF if k_ in kwargs), None)
+    pick = lambda out: out[1] if isinstance(out, (tuple, list)) and len(out) > 1 else None  # noqa: E731
+    a, b = pick(mine), pick(theirs)
+    if not isinstance(x, torch.Tensor) or not all(isinstance(t, torch.Tensor) for t in (a, b)) or a.shape != b.shape:
+        return theirs, ""
+    if a.dtype != torch.int64 or b.dtype != torch.int64 or x.dim() < k + 1 or a.dim() != x.dim():
+        return theirs, ""
+    try:
+        values = x.detach().flatten(-k)
+        ia, ib = a.to(values.device).flatten(-k), b.to(values.device).flatten(-k)
+        named_a, named_b = values.gather(-1, ia), values.gather(-1, ib)
+    except (RuntimeError, IndexError):  # (an index out of range: no tie to settle; the comparison says so)
+        return theirs, ""
+    return _settled(theirs, 1, named_a, named_b, ia, ib, b)

@@ -99,7 +99,8 @@ def judged_across(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
                 return run_other(replace(reference, perturb=perturb))
 
             try:
-                bounds = error_bounds(rerun, mine, theirs, options.seed, job.api)
+                accumulated = job.framework.accumulations(job.api, mine.inputs)
+                bounds = error_bounds(rerun, mine, theirs, options.seed, job.api, accumulated)
             except Exception as e:  # noqa: BLE001 - a probe past --max-bytes, say: the tolerance holds
                 bounds = None
                 note = f"no error model ({type(e).__name__}): judged within rtol/atol"

@@ -259,9 +259,9 @@ def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
         mine = run_side(job, Side("replay", options.device), watch=True)
         theirs, other, note = _reference_side(job, other)
         if options.check != "repeat":  # (a tie may be named either way by two kernels; by one, the same twice)
-            theirs.output, ties = job.framework.settle_ties(api, mine.inputs, mine.output, theirs.output)
-            note = "; ".join(filter(None, [note, ties]))
-        theirs.inputs = None  # (what settling ties needs is the replay side's alone)
+            theirs.output, settled = job.framework.settle_choices(api, mine.inputs, mine.output, theirs.output)
+            note = "; ".join(filter(None, [note, settled]))
+        theirs.inputs = None  # (what settling a choice needs is the replay side's alone)
         bounds = None
         extremes = holds_extremes(job.args, job.kwargs)  # (then no value is compared: no bound needed)
         modelled = other.cast is upcast and options.rtol is None and options.atol is None and not mine.random
@@ -274,7 +274,8 @@ def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
                 return run_side(job, replace(other, perturb=perturb))
 
             try:
-                bounds = error_bounds(rerun, mine, theirs, options.seed, api)
+                accumulated = job.framework.accumulations(api, mine.inputs)
+                bounds = error_bounds(rerun, mine, theirs, options.seed, api, accumulated)
             except Skip as e:  # a probe past --max-bytes, say
                 raise Skip(f"on the {other.label} side (its error model's probes): {e}") from e
             except Exception as e:
@@ -300,10 +301,11 @@ def _judged(job: Job) -> Tuple[Verdict, Optional[Dict[str, Any]]]:
 
 
 # APIs whose result depends on their inputs' layout by what they do: no
-# --check layout of theirs (as_strided's offset is into the storage).
+# --check layout of theirs (as_strided's offset is into the storage;
+# resize_ keeps a strided tensor's storage and reads it as contiguous).
 READS_LAYOUT = re.compile(
     r"as_strided|\bset_\b|\.stride$|is_contiguous|storage_offset|data_ptr|untyped_storage|"
-    r"\.storage$|_unsafe_view|\.view\b|_reshape_alias"
+    r"\.storage$|_unsafe_view|\.view\b|_reshape_alias|\bresize_|\bresize_as_"
 )
 
 
@@ -354,7 +356,12 @@ def layout_bounds(job: Job, mine: Outcome) -> Optional[Dict[str, Any]]:
     try:
         exact = run_side(job, wide)
         made = error_bounds(
-            lambda perturb: run_side(job, replace(wide, perturb=perturb)), mine, exact, job.options.seed, job.api
+            lambda perturb: run_side(job, replace(wide, perturb=perturb)),
+            mine,
+            exact,
+            job.options.seed,
+            job.api,
+            job.framework.accumulations(job.api, mine.inputs),
         )
     except Exception:  # noqa: BLE001 - no float64 kernel, a probe past --max-bytes: the tolerance holds
         return None
@@ -369,6 +376,9 @@ def _reference_side(job: Job, other: Side) -> Tuple[Outcome, Side, str]:
     computations of it (torch's decompositions) in float64; where none
     runs, or another device's reference fails, the config is skipped with
     why."""
+    why = job.framework.no_wider_reference(job.api) if other.cast is upcast else ""
+    if why:
+        raise Skip(f"no float64 reference: {why}")
     try:
         return run_side(job, other), other, ""
     except (Invalid, Refused):

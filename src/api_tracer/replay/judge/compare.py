@@ -153,7 +153,8 @@ class Comparison:
         if self.values:
             dtype = a.dtype  # (the tolerance of its own dtype, after rounded_to_infinity widens it)
             bound = self.bounds.get(where)
-            if a.is_floating_point() and b.is_floating_point() and b.dtype != a.dtype:
+            floating = (a.is_floating_point() or a.is_complex()) and (b.is_floating_point() or b.is_complex())
+            if floating and b.dtype != a.dtype:
                 a = rounded_to_infinity(a, b, bound.allowed if bound is not None else 0.0)
             if bound is not None:
                 self.errors.append(measure_bounded(a, b, bound, where))
@@ -169,9 +170,19 @@ def rounded_to_infinity(a: Any, b: Any, allowed: Any = 0.0) -> Any:
     a's dtype's largest (less what a's error may be, `allowed`) and a is
     the infinity of b's sign: b correctly rounded to a's dtype (pow(1e-38,
     -4) is inf in float32), or a result within its error of overflowing
-    (float16's 1 + tan(x)^2 near a pole, of a tan(x) rounded up)."""
+    (float16's 1 + tan(x)^2 near a pole, of a tan(x) rounded up); a
+    complex value part by part."""
     import torch
 
+    if a.is_complex():  # (each part rounded apart: a complex64 holds two float32s)
+        if not b.is_complex():
+            return a
+        part = torch.float16 if a.dtype == torch.complex32 else torch.float32 if a.dtype == torch.complex64 else None
+        if part is None:
+            return a
+        real = rounded_to_infinity(a.real.to(part), b.real, allowed)
+        imag = rounded_to_infinity(a.imag.to(part), b.imag, allowed)
+        return torch.complex(real, imag)
     largest = torch.finfo(a.dtype).max
     a, b = a.detach().cpu().to(b.dtype), b.detach().cpu()
     if not bool(a.isinf().any()):  # (no infinity to round: the masks below are as large as the output)

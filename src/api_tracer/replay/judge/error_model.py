@@ -22,10 +22,13 @@ element the model allows
   of their last place: the reference computed again with every floating
   input (tensors, modules' parameters) multiplied by 1 + U (D: the
   response along the inputs, the size of what adds up to the element
-  where its terms share a sign) and by 1 +- U at random (S, the largest of
-  SIGN_DRAWS draws: the root-sum-square of the terms where they cancel;
-  with two draws one element in a few hundred had both draws cancel by
-  chance and its S a quarter of its size), each over U; for an output of
+  where its terms share a sign) and by 1 +- U m at random, m = 1 in the
+  first draw and, where no output is elementwise, in [1/2, 1] in the
+  others (S, the largest of SIGN_DRAWS draws: the root-sum-square of the
+  terms where they cancel; with two draws one element in a few hundred
+  had both draws cancel by chance and its S a quarter of its size, and
+  with m = 1 a product's two factors moved apart cancel exactly), each
+  over U; for an output of
   a fan-in of a few (elementwise) and more than one floating input, S is
   at least the sum of the responses to each input moved alone (a + alpha
   * b near 0 moves by U * (|a| + |alpha * b|): no draw of signs left to
@@ -35,10 +38,16 @@ element the model allows
   (the attention matrix, batch norm's normalized input, the partial sums
   of a transposed convolution's col2im), hence the C_MID term; for a
   float32 result it is inside the accumulation's;
-- K is the element's fan-in, how many input elements feed it: a few input
-  elements moved one at a time, counting the outputs that move (a matmul's
-  inner size, a softmax's row, a norm's length, 1 for an elementwise op);
-  a sum of K rounded terms strays by about sqrt(K) roundings of their size;
+- K is the element's fan-in, how many input elements feed it: one
+  element of each of the PROBES largest inputs moved at a time, counting
+  the outputs that move (a matmul's inner size, a softmax's row, a norm's
+  length, 1 for an elementwise op); a sum of K rounded terms strays by
+  about sqrt(K) roundings of their size. What the probes cannot see, the
+  framework says (`Accumulated`, per element): a scatter that adds, whose
+  one position may receive hundreds of values where the average is one
+  (K its count, and u_acc = u: torch adds into the output itself), a
+  log-space reduction's log of its sum, of size 1 whatever the result's
+  (then + (C_ACC * u_acc * sqrt(K) + C_MID * u) * that size);
 - X is the size of input values a kernel computes with on its way to a
   far smaller result: for an elementwise output (of fan-in 1 and of an
   input's shape) its own input's magnitude, at u_in = u_acc (GELU of a
@@ -60,8 +69,9 @@ element the model allows
   measured in the output's own units (a softmax of inputs of size 3 is of
   size 1/n, and so are its errors).
 
-An elementwise output (fan-in up to ELEMENTWISE, not a resampling) is
-held to its own result instead (`_elementwise`): the input-sized X and the
+An elementwise output (fan-in up to ELEMENTWISE, not a resampling, and
+no element moved by a random half of its inputs' elements but its own:
+`_spread`) is held to its own result instead (`_elementwise`): the input-sized X and the
 accumulation's terms would allow thousands of times what a correct kernel
 needs where the result is small against its input (the tails of erfc,
 sigmoid, GELU), so its bound is
@@ -71,7 +81,7 @@ sigmoid, GELU), so its bound is
   + C_SAVED * V + C_MID * u * S                  (a gradient) what the forward saved, its own steps in u
 
 - M, the larger move of the element when every floating input moves by
-  one unit in its last place, up and down (`_Ulps`), at u_in: the
+  one unit in its last place, up and down (`Ulps`), at u_in: the
   precision kernels compute in (u_acc) for an output, the result's own
   for a gradient (torch computes a backward in its dtype): the function's
   own sensitivity, steps included (round(x, 3) at a half);
@@ -79,7 +89,7 @@ sigmoid, GELU), so its bound is
   float scalar moved alone (x - y where they cancel; x + 0.1, whose 0.1 a
   kernel rounds);
 - V, the move of a gradient when what the forward saved for it is rounded
-  to the result's dtype (`_Saved`: the reference's saved tensors moved by
+  to the result's dtype (`Saved`: the reference's saved tensors moved by
   u at random signs through the framework's saved-tensor hooks, and past
   the dtype's largest, infinite: tanh's output, which 1 - tanh^2 reads).
 
@@ -111,7 +121,6 @@ operators with planted defects, and are held on sets the tuning never saw
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 import re
@@ -119,8 +128,21 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..builder import Perturbation
+from ..framework import Accumulated
+from .probes import (
+    Alone,
+    Half,
+    Rounded,
+    Saved,
+    Scale,
+    U,
+    Ulps,
+    accumulation_roundoff,
+    one_element,
+    signs,
+    unit_roundoff,
+)
 
-U = 2.0**-30  # the inputs' relative move of the probes (far above float64's rounding)
 C_OUT = 4.0  # roundings of the result itself
 C_ACC = 8.0  # the accumulated roundings: standard deviations of their random walk, with room
 C_MID = 4.0  # intermediates a kernel holds in the result's dtype, each rounded once
@@ -131,7 +153,7 @@ C_RESULT = 6.0  # elementwise: the result's own rounding, and its function's err
 C_ULP = 1.0  # elementwise: the response to the inputs moved by one unit in their last place
 C_SAVED = 2.0  # elementwise gradients: the response to what the forward saved, rounded to the result's dtype
 ELEMENTWISE = 1.5  # the fan-in up to which an output is elementwise (one input element each, broadcast or not)
-PROBES = 2  # input tensors whose fan-in is measured (the largest)
+PROBES = 3  # input tensors whose fan-in is measured (the largest: a convolution's gradient, all three)
 ALONE_PROBES = 4  # input tensors moved one at a time, for S (the largest)
 ALONE_FAN_IN = 4.0  # ... for outputs of at most this fan-in (elementwise ones, their inputs' storage larger)
 
@@ -141,25 +163,6 @@ NAME = "error model"
 # in the result's precision: interpolation and resampling, torch's and
 # Paddle's, as functions, layers and operators.
 SIZED = re.compile(r"interpolate|upsample|Upsample|grid_sample|affine_grid")
-
-
-def accumulation_roundoff(dtype: Any) -> float:
-    """The roundoff of what a kernel of `dtype` accumulates in: float32 for
-    the dtypes below it, else the dtype's own."""
-    import torch
-
-    return min(unit_roundoff(dtype) or 2.0**-53, unit_roundoff(torch.float32))
-
-
-def unit_roundoff(dtype: Any) -> Optional[float]:
-    """The unit roundoff of a floating or complex dtype; None for others."""
-    import torch
-
-    if dtype.is_complex:
-        dtype = {torch.complex32: torch.float16, torch.complex64: torch.float32}.get(dtype, torch.float64)
-    if not dtype.is_floating_point:
-        return None
-    return torch.finfo(dtype).eps / 2
 
 
 @dataclass
@@ -177,148 +180,28 @@ class Bound:
 RunSide = Callable[[Perturbation], Any]  # the reference side run with a perturbation -> its Outcome
 
 
-class _Tensors(Perturbation):
-    """Each floating input tensor changed by `change(path, storage)`; float
-    scalars and layers left be."""
-
-    def __init__(self, change: Callable[[str, Any], None]) -> None:
-        self.change = change
-
-    def tensor(self, path: str, storage: Any) -> None:
-        self.change(path, storage)
-
-
-class _Rounded(Perturbation):
-    """Each composite layer's sublayers' outputs moved by `relative` at
-    random signs; the inputs left be (ROUNDING_DRAWS of them)."""
-
-    def __init__(self, relative: float, seed: int) -> None:
-        self.relative, self.seed = relative, seed
-
-    def layer(self, path: str, round_outputs: Callable[[float, int], None]) -> None:
-        round_outputs(self.relative, self.seed)
-
-
-class _Scale(Perturbation):
-    """Every floating input tensor scaled by 1 + U, and noted first in
-    `seen`: its path, its storage's number of elements and its elements'
-    magnitudes in its own order (non-finite ones as 0), and its largest
-    dimension in `spans`; the paths of nonzero float scalars noted in
-    `scalars`, and those of layers holding layers in `layered`."""
-
-    def __init__(self) -> None:
-        self.seen: List[Tuple[str, int, Any]] = []
-        self.scalars: List[str] = []
-        self.layered: List[str] = []
-        self.spans: List[int] = []
-
-    def tensor(self, path: str, storage: Any) -> None:
-        import torch
-
-        # the elements' magnitudes in the tensor's own order (the builder hands its storage, and the tensor)
-        logical = getattr(storage, "logical", storage)
-        self.spans.append(max(logical.shape, default=1))
-        magnitude = logical.detach().abs().to(torch.float64).reshape(-1)
-        self.seen.append((path, storage.numel(), torch.where(magnitude.isfinite(), magnitude, 0.0)))
-        storage.mul_(1 + U)
-
-    def scalar(self, path: str, value: float) -> float:
-        if value and math.isfinite(value):
-            self.scalars.append(path)
-        return value
-
-    def layer(self, path: str, round_outputs: Callable[[float, int], None]) -> None:
-        self.layered.append(path)
-
-
-def _signs(seed: int) -> Perturbation:
-    import torch
-
-    gen = torch.Generator().manual_seed(seed)
-
-    def change(path: str, t: Any) -> None:
-        signs = torch.randint(0, 2, t.shape, generator=gen).to(t.dtype if not t.is_complex() else torch.float64)
-        t.mul_(1 + U * (2 * signs - 1))
-
-    return _Tensors(change)
-
-
-class _Alone(Perturbation):
-    """The input `target` alone, a tensor or a float scalar, scaled by 1 + U."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-
-    def tensor(self, path: str, storage: Any) -> None:
-        if path == self.target:
-            storage.mul_(1 + U)
-
-    def scalar(self, path: str, value: float) -> float:
-        return value * (1 + U) if path == self.target else value
-
-
-def ulp(t: Any, u: float) -> Any:
-    """One unit in the last place of each value of `t` (float64), at the
-    precision whose unit roundoff is `u` (the spacing of that dtype's
-    values there; its smallest normal's below it, subnormals alike)."""
-    import torch
-
-    tiny = torch.finfo(_precisions()[u]).tiny
-    _, e = torch.frexp(t)
-    least = int(math.log2(tiny)) + 1
-    e = torch.where(t == 0, least, e.clamp(min=least))
-    return torch.ldexp(torch.full_like(t, u), e)
-
-
-@functools.lru_cache(maxsize=None)
-def _precisions() -> Dict[float, Any]:
-    """Each floating dtype by its unit roundoff."""
-    import torch
-
-    return {unit_roundoff(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16)}
-
-
-class _Ulps(Perturbation):
-    """Every real floating input tensor moved by one unit in its last place
-    at precision `u` (ulp), up (direction 1) or down (-1)."""
-
-    def __init__(self, u: float, direction: int) -> None:
-        self.u, self.direction = u, direction
-
-    def tensor(self, path: str, storage: Any) -> None:
-        if not storage.is_complex():
-            storage.add_(self.direction * ulp(storage, self.u))
-
-
-class _Saved(Perturbation):
-    """What the forward saved for the backward, each element moved by `u`
-    at random signs (drawn from `seed`), as rounding it to the result's
-    dtype would; the inputs left be."""
-
-    def __init__(self, u: float, seed: int) -> None:
-        import torch
-
-        self.u, self.gen = u, torch.Generator().manual_seed(seed)
-
-    def saved(self, t: Any) -> Any:
-        import torch
-
-        if not (t.is_floating_point() and t.layout == torch.strided) or t.is_complex():
-            return t
-        signs = torch.randint(0, 2, t.shape, generator=self.gen).to(device=t.device, dtype=t.dtype)
-        moved = t * (1 + self.u * (2 * signs - 1))
-        # (and past the dtype's largest, infinite: an exp's output that overflowed, which its gradient reads)
-        return torch.where(moved.abs() > torch.finfo(_precisions()[self.u]).max, moved * math.inf, moved)
-
-
-def _one(target: str, index: int) -> Perturbation:
-    def change(path: str, t: Any) -> None:
-        if path == target:
-            flat = t if t.dim() == 1 else t.view(-1)
-            x = flat[index]
-            flat[index] = x + max(abs(complex(x)), 1.0) * 2.0**-20
-
-    return _Tensors(change)
+def _spread(run: RunSide, judged: Dict[str, Any], candidates: set, inputs: List[int], seed: int) -> set:
+    """Of the outputs that look elementwise by one element probed per input
+    (`candidates`; `inputs`, the input tensors' numbers of elements),
+    those that are not: one smaller than an input (an elementwise output
+    is as large as its largest input: L of an LU, whose probed element
+    moved none of it), or one that, with a random half of the elements of
+    each input of its size moved, moved an element whose own input
+    elements stayed. One probed element can miss what an output sums (a
+    causal attention's gradient: the last row feeds every row, the first
+    row one); half of them cannot."""
+    found = {where for where in candidates if any(n > judged[where].numel() for n in inputs)}
+    for size in sorted({judged[where].numel() for where in candidates - found} & set(inputs)):
+        group = {where for where in candidates - found if judged[where].numel() == size}
+        probe = Half(size, seed)
+        outputs = leaves(run(probe))
+        own = probe.chosen[0]
+        for chosen in probe.chosen[1:]:
+            own = own | chosen
+        for where in group:
+            if where in outputs and bool(((_moved(outputs[where], judged[where]) > 0).reshape(-1) & ~own).any()):
+                found.add(where)
+    return found
 
 
 def leaves(outcome: Any) -> Dict[str, Any]:
@@ -362,38 +245,47 @@ def _folded(judged: Dict[str, Any], runs: Any, fold: Callable[[Any, Any], Any]) 
     return {where: m for where, m in acc.items() if where not in missing}
 
 
-def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Dict[str, Bound]:
+def bounds(
+    run: RunSide,
+    mine: Any,
+    theirs: Any,
+    seed: int,
+    api: str = "",
+    accumulated: Optional[Dict[str, Accumulated]] = None,
+) -> Dict[str, Bound]:
     """Per floating leaf of `mine`, its Bound: from the reference `theirs`
     and the reference run again with its inputs moved (see the module);
-    `api`, the call's, says whether it resamples (SIZED)."""
+    `api`, the call's, says whether it resamples (SIZED); `accumulated`,
+    per leaf, what its kernel adds up that the probes cannot see."""
     import torch
 
     from .compare import plain
 
+    accumulated = accumulated or {}
     mine_leaves, ref = leaves(mine), leaves(theirs)
     judged = {
         where: ref[where]
         for where, y in mine_leaves.items()
         if where in ref and unit_roundoff(y.dtype) is not None and tuple(ref[where].shape) == tuple(y.shape)
     }
-    scale = _Scale()
+    scale = Scale()
     scaled = _folded(judged, [leaves(run(scale))], torch.maximum)
     sizes, scalar_paths, layered, spans = scale.seen, scale.scalars, scale.layered, scale.spans
-    signed = _folded(judged, (leaves(run(_signs(seed + k))) for k in range(SIGN_DRAWS)), torch.maximum)
     # each input tensor moved alone: the sum of their responses is what the terms of an element add up to
     # where they cancel, with no draw of signs left to chance (a + alpha * b near 0, for an elementwise op)
     # (and each float scalar alone: a kernel rounds it to what it computes in)
     alone_paths = [path for path, _, _ in sorted(sizes, key=lambda s: -s[1])[:ALONE_PROBES]] + scalar_paths[
         :ALONE_PROBES
     ]
-    alone = _folded(judged, (leaves(run(_Alone(path))) for path in alone_paths), lambda a, b: a + b)
+    alone = _folded(judged, (leaves(run(Alone(path))) for path in alone_paths), lambda a, b: a + b)
     picker = random.Random(seed)
     fan_ins = dict.fromkeys(judged, 1.0)
     ratios: Dict[str, List[float]] = {}  # per output, each probe's input elements per output element
     largest_input = max((float(m.max()) for _, n, m in sizes if n), default=0.0)
-    for path, numel, _ in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
+    for path, _, elements in sorted(sizes, key=lambda s: -s[1])[:PROBES]:
+        numel = elements.numel()  # (the tensor's elements: a strided one's storage holds more, or fewer)
         if numel:
-            outputs = leaves(run(_one(path, picker.randrange(numel))))
+            outputs = leaves(run(one_element(path, picker.randrange(numel))))
             for where, r in judged.items():
                 if where in outputs and r.numel():
                     moved = int((_moved(outputs[where], r) > 0).sum())
@@ -409,7 +301,7 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
         u_most = max((unit_roundoff(y.dtype) or 0.0 for y in mine_leaves.values()), default=0.0)
         if getattr(mine, "precision", None) is not None:
             u_most = max(u_most, unit_roundoff(mine.precision) or 0.0)
-        draws = (leaves(run(_Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS))
+        draws = (leaves(run(Rounded(u_most, seed + SIGN_DRAWS + k))) for k in range(ROUNDING_DRAWS))
         rounded = _folded(judged, draws, torch.maximum)
     # as many input elements as output elements, each moving one (or a broadcast one moving its copies); not a
     # scatter into a larger output (max pooling's gradient: a probed element moves one of 4x the elements, some
@@ -421,7 +313,14 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
         and all(1 / ELEMENTWISE <= ratio <= ELEMENTWISE for ratio in ratios.get(where, []))
         and not span
         and not layered
+        and where not in accumulated
     }
+    elementwise -= _spread(run, judged, elementwise, [m.numel() for _, _, m in sizes], seed)
+    # (sizes drawn where no output is elementwise: an elementwise function of one input moves as its one
+    # term does, and where U already moves it past its linear reach (sinc, a Bessel function far out), a
+    # drawn size scrambles what S measures of it)
+    sized = not elementwise
+    signed = _folded(judged, (leaves(run(signs(seed, k, sized))) for k in range(SIGN_DRAWS)), torch.maximum)
     ulps, saved = _elementwise_probes(run, judged, mine_leaves, elementwise, seed)
     out: Dict[str, Bound] = {}
     for where, r in judged.items():
@@ -448,7 +347,10 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             if span:  # and a resampling's weights, each erring by u * span, times the cotangents (at most 1)
                 inputs += span * (outputs / max(r.numel(), 1) + 1)
         else:  # rounded on the way in what kernels compute in (outputs not judged as elementwise)
-            own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if fan_in <= 1.5 else []
+            # (not a resampling's: its grid may have the output's number of elements, and its coordinates' rounding
+            # is what moves it)
+            alike = fan_in <= 1.5 and not span
+            own = [m.reshape(r.shape) for _, _, m in sizes if m.numel() == r.numel()] if alike else []
             # an output element for element of inputs broadcast to it (fewer elements than it): their largest
             broadcast = not own and fan_in <= 1.5 and any(0 < m.numel() < r.numel() for _, _, m in sizes)
             inputs = (
@@ -461,14 +363,36 @@ def bounds(run: RunSide, mine: Any, theirs: Any, seed: int, api: str = "") -> Di
             u_in = u_acc if own or broadcast else u_out
         rounding = C_OUT * (u_out * magnitude + u_in * inputs)
         kept = u_out if gradient else 0.0
+        terms: Any = fan_in
+        known = accumulated.get(where)
+        if known is not None:  # what the kernel adds up beyond the probes' sight (Accumulated)
+            terms = _per_element(known.terms, magnitude).clamp(min=fan_in)
+            fan_in = float(terms.max()) if terms.numel() else fan_in
+            u_acc = u_out if known.in_output else u_acc
         # (underflow: each of the fan-in's terms may lose up to tiny, flushed to zero as subnormal)
-        allowed = (
-            rounding + C_ACC * (u_acc * math.sqrt(fan_in) + kept) * (d + s) + C_MID * u_out * s + C_OUT * tiny * fan_in
-        )
+        walk = u_acc * (terms.sqrt() if isinstance(terms, torch.Tensor) else math.sqrt(terms))
+        allowed = rounding + C_ACC * (walk + kept) * (d + s) + C_MID * u_out * s + C_OUT * tiny * terms
+        if known is not None and known.size is not None:  # (held in what it computes in, or in the result's dtype)
+            allowed = allowed + (C_ACC * walk + C_MID * u_out) * _per_element(known.size, magnitude)
+        if known is not None and known.normwise and allowed.dim() >= len(known.normwise) and allowed.numel():
+            allowed = allowed.amax(dim=known.normwise, keepdim=True).expand_as(allowed)
         if where in rounded and r.numel():
             allowed = allowed + C_LAYERS * float(rounded[where].max())
         out[where] = Bound(torch.where(allowed.isnan(), math.inf, allowed), rounding, fan_in)
     return out
+
+
+def _per_element(value: Any, like: Any) -> Any:
+    """A number, or a tensor of `like`'s elements (in any shape), as a
+    float64 tensor of `like`'s shape; another tensor as its largest."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().to(torch.float64)
+        if value.numel() == like.numel():
+            return value.reshape(like.shape)
+        value = float(value.max()) if value.numel() else 0.0
+    return torch.full_like(like, float(value))
 
 
 def _elementwise_probes(
@@ -477,9 +401,9 @@ def _elementwise_probes(
     """For the elementwise outputs: the greatest move of each element when
     every input moves by one unit in its last place, up and down (at the
     precision a kernel computes in for an output, at the result's own for
-    a gradient, which torch computes in its dtype: `_Ulps`), and for the
+    a gradient, which torch computes in its dtype: `Ulps`), and for the
     gradients, the move when what the forward saved is rounded to the
-    result's dtype (`_Saved`)."""
+    result's dtype (`Saved`)."""
     import torch
 
     if not elementwise:
@@ -492,13 +416,13 @@ def _elementwise_probes(
     ulps: Dict[str, Any] = {}
     for u in sorted({precision(where) for where in elementwise}):
         wanted = {where: judged[where] for where in elementwise if precision(where) == u}
-        moves = (leaves(run(_Ulps(u, direction))) for direction in (1, -1))
+        moves = (leaves(run(Ulps(u, direction))) for direction in (1, -1))
         ulps.update(_folded(wanted, moves, torch.maximum))
     gradients = {where: judged[where] for where in elementwise if where.startswith("the gradient of ")}
     saved: Dict[str, Any] = {}
     if gradients:
         u_most = max(unit_roundoff(mine_leaves[where].dtype) or 0.0 for where in gradients)
-        saved = _folded(gradients, [leaves(run(_Saved(u_most, seed)))], torch.maximum)
+        saved = _folded(gradients, [leaves(run(Saved(u_most, seed)))], torch.maximum)
     return ulps, saved
 
 
