@@ -651,3 +651,24 @@ def test_a_case_slow_to_judge_is_no_hang(tmp_path):
     )
     assert r.returncode == 0 and "0 findings" in r.stdout, r.stdout + r.stderr
     assert "1 cases too slow to judge: a check's step past 4 x --timeout" in r.stdout, r.stdout
+
+
+def test_an_assertion_operators_error_is_no_finding():
+    """_linalg_check_errors exists to raise on LAPACK's info (a negative one
+    is "INTERNAL ASSERT FAILED ... a bug in PyTorch", its caller's): a
+    campaign that fills its info with -1 finds what it is for, not a defect
+    (torch's dialect: private_operators.ASSERTIONS). The same message from
+    another operator is an unclean exception still."""
+    from api_tracer.fuzz.findings import Ran, by_design, classify
+    from api_tracer.replay import pool
+
+    message = "false INTERNAL ASSERT FAILED at BatchLinearAlgebra.cpp:1613, please report a bug to PyTorch."
+    event = pool.Done(Ran([("run", "failed", "RuntimeError", message)], "", 0.1))
+    options = ReplayOptions()
+    api = "torch.ops.aten._linalg_check_errors.default"
+    assert by_design(api, options) and classify(api, event, by_design(api, options)).kind == ""
+    other = "torch.ops.aten._fft_c2r.default"
+    assert not by_design(other, options) and classify(other, event, by_design(other, options)).kind == "error"
+    # and replayed as a campaign runs it: the error is the operator's own
+    r = replay_one(Config("x", 1, f'{api}(Filled(Tensor([], "int32"), -1), "inv", is_matrix=True)'), options)
+    assert r.status == "failed" and "INTERNAL ASSERT" in r.message

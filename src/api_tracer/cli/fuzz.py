@@ -33,7 +33,7 @@ from ..fuzz.campaign import (
     read_state,
 )
 from ..fuzz.classes import CLASSES_FILE, group
-from ..fuzz.findings import FINDINGS, FIXED, RANGES, RECHECKED, REPRODUCERS, RUN, Findings
+from ..fuzz.findings import FINDINGS, FIXED, RANGES, RECHECKED, REPRODUCERS, RUN, Findings, sighting
 from ..fuzz.mutate import KINDS
 from ..fuzz.repro import write_reports
 from ..fuzz.steer import BEHAVIOURS
@@ -343,10 +343,6 @@ def _findings_of(directory: str, args: Any) -> Findings:
     return findings
 
 
-def _seen(seen: dict) -> str:
-    return f"{seen['when']} (torch {seen['torch']}, {seen['device']})" if seen else "before sightings were kept"
-
-
 def recheck_summary(directory: str, results: List[Any]) -> str:
     here = results[0].finding.rechecks[-1] if results else {}
     counts = {status: sum(r.status == status for r in results) for status in RECHECKED}
@@ -359,7 +355,7 @@ def recheck_summary(directory: str, results: List[Any]) -> str:
         lines.append(f"  {r.status}: {f.kind} [{f.oracle}] {f.line}")
         if r.message:
             lines.append(f"      {r.message[:200]}")
-        lines.append(f"      first seen {_seen(f.first_seen)}; last seen {_seen(f.last_seen)}")
+        lines.append(f"      first seen {sighting(f.first_seen)}; last seen {sighting(f.last_seen)}")
     return "\n".join(lines) + "\n"
 
 
@@ -369,7 +365,7 @@ def merge_summary(out: str, sources: List[str], before: int, into: Findings) -> 
     ]
     for f in sorted(into, key=lambda f: f.first_seen.get("when", "")):
         lines.append(f"  {f.status}: {f.kind} [{f.oracle}] x{f.count}: {f.line}")
-        lines.append(f"      first seen {_seen(f.first_seen)}; last seen {_seen(f.last_seen)}")
+        lines.append(f"      first seen {sighting(f.first_seen)}; last seen {sighting(f.last_seen)}")
     return "\n".join(lines) + "\n"
 
 

@@ -74,6 +74,7 @@ from .findings import (
     Findings,
     Outcome,
     Ran,
+    by_design,
     classify,
     read_campaign_file,
 )
@@ -466,7 +467,7 @@ class Campaign:
         if isinstance(event, pool.TimedOut):
             index = self.seed_index[id(case.seed)]
             self.timeouts[index] = self.timeouts.get(index, 0) + 1
-        outcome = classify(case.seed.line.api, event)
+        outcome = classify(case.seed.line.api, event, by_design(case.seed.line.api, self.s.options))
         # A timeout counts once the case times out again, CONFIRM_FACTOR times as long: a new hang's, and
         # any minimization candidate's (on a loaded machine a candidate can be slow: it would shrink a
         # hang to a line that does not hang, or keep a crash from shrinking).

@@ -131,6 +131,13 @@ def read_campaign_file(path: str) -> str:
         return decode(read_all(path, f), path, 1)
 
 
+def sighting(seen: Dict[str, str]) -> str:
+    """A sighting (first_seen, last_seen, a recheck) as a sentence's part:
+    when, torch's version and the device; {} as findings from before
+    sightings were kept."""
+    return f"{seen['when']} (torch {seen['torch']}, {seen['device']})" if seen else "before sightings were kept"
+
+
 def _sighting(value: Any, more: Tuple[str, ...] = ()) -> bool:
     return (
         isinstance(value, dict)
@@ -163,16 +170,14 @@ FINDING_FIELDS = {
     "minimized": BOOLEAN,
     "reproducer": STRING,
     "no_reproducer": STRING,
-}
-FINDING_FIELDS.update(
-    status=one_of(*STATUSES),
-    first_seen=Kind(f"{{}} or an object of the strings {', '.join(SEEN)}", lambda v: v == {} or _sighting(v)),
-    last_seen=Kind(f"{{}} or an object of the strings {', '.join(SEEN)}", lambda v: v == {} or _sighting(v)),
-    rechecks=Kind(
+    "status": one_of(*STATUSES),
+    "first_seen": Kind(f"{{}} or an object of the strings {', '.join(SEEN)}", lambda v: v == {} or _sighting(v)),
+    "last_seen": Kind(f"{{}} or an object of the strings {', '.join(SEEN)}", lambda v: v == {} or _sighting(v)),
+    "rechecks": Kind(
         f"a list of objects of the strings {', '.join(SEEN)}, status ({', '.join(RECHECKED)}) and message",
         lambda v: isinstance(v, list) and all(_sighting(r, ("status", "message")) for r in v),
     ),
-)
+}
 FINDING_REQUIRED = ("kind", "api", "oracle", "line", "seed_line", "file", "mutation", "signature", "message")
 FINDING = "a finding"
 
@@ -253,11 +258,19 @@ class Ran:
     seconds: float = 0.0  # the steps' time, all together
 
 
-def classify(api: str, event: Any) -> Outcome:
+def by_design(api: str, options: Any) -> bool:
+    """Whether `api` raises by design (an assertion), as its framework says."""
+    from ..replay.framework import line_framework, replay_framework
+
+    return replay_framework(line_framework(api, options)).raises_by_design(api)
+
+
+def classify(api: str, event: Any, designed: bool = False) -> Outcome:
     """A case's outcome from its pool event (replay.pool): a worker that
     died is a crash, one killed past the timeout a hang; a finished case's
     runs (oracle, status, error, message) an error (an unclean exception,
-    not one of building the arguments) or a mismatch."""
+    not one of building the arguments, nor of an API that raises by design:
+    `designed`, see by_design) or a mismatch."""
     from ..replay import pool
 
     oracle = lambda note: note or RUN  # noqa: E731 - a one-line mapping, named for what it says
@@ -284,7 +297,7 @@ def classify(api: str, event: Any) -> Outcome:
             return Outcome("mismatch", api, run, f"{api} mismatch {run} {_normalized(leaf)}", message)
         unclean = error in UNCLEAN_TYPES or bool(UNCLEAN_MESSAGES.search(message))
         building = building_failed(message)
-        if status == Status.FAILED.value and unclean and not building:
+        if status == Status.FAILED.value and unclean and not building and not designed:
             return Outcome("error", api, run, f"{api} error {error}: {_normalized(message)}", f"{error}: {message}")
     return Outcome()
 

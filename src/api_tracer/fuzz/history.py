@@ -24,7 +24,7 @@ from ..replay.options import ReplayOptions
 from ..replay.results import Status
 from ..replay.run import preload
 from .campaign import CONFIRM_FACTOR, WORKER_LOG, run_cases
-from .findings import CHANGED, FIXED, NOT_RUN, RUN, STILL, Finding, Findings, classify, seen_here
+from .findings import CHANGED, FIXED, NOT_RUN, RUN, STILL, Finding, Findings, by_design, classify, seen_here
 
 # a line that does not run as it is here: not a finding's end, but no recheck of it either
 UNRUN = (Status.INVALID.value, Status.REFUSED.value, Status.SKIPPED.value, Status.UNMAPPED.value)
@@ -71,7 +71,7 @@ def _run(
 
     def on_event(signature: str, event: object) -> None:
         f = by_signature[signature]
-        said[signature] = _status(f, event)
+        said[signature] = _status(f, event, by_design(f.api, options))
 
     init = (options, checks, os.path.join(findings.directory, WORKER_LOG))
     limit = timeout * CONFIRM_FACTOR
@@ -80,12 +80,12 @@ def _run(
     return said
 
 
-def _status(f: Finding, event: object) -> Tuple[str, str]:
+def _status(f: Finding, event: object, designed: bool) -> Tuple[str, str]:
     if isinstance(event, pool.Done) and event.result.runs:
         run, status, error, message = event.result.runs[0]
         if status in UNRUN:
             return NOT_RUN, f"{status}: {error + ': ' if error else ''}{message}"
-    outcome = classify(f.api, event)
+    outcome = classify(f.api, event, designed)
     if outcome.signature == f.signature:
         return STILL, ""
     if not outcome.kind:

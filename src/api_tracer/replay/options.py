@@ -29,6 +29,12 @@ class ReplayOptions:
     dialect: Optional[str] = None  # the framework (None: each line's API says; framework.py)
     behaviour: bool = False  # without check: Result.behaviour, what the call did (behaviour.py; fuzz sets it)
 
+    @property
+    def watches_behaviour(self) -> bool:
+        """Whether a call's behaviour is seen: asked for, on a plain run
+        (a check's sides are judged, not signed)."""
+        return self.behaviour and not self.check
+
 
 @dataclass(frozen=True)
 class Job:

@@ -81,7 +81,7 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
     result = Result(
         config.file, config.line, config.text, api, status, error, message, column, time.perf_counter() - start
     )
-    if options.behaviour and not options.check:
+    if options.watches_behaviour:
         result.behaviour = behaviour_of(outcome, status.value, error, message)
     if verdict:
         worst = verdict.worst

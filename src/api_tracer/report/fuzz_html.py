@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 from ..formats.io import decode
 from ..fuzz.classes import CLASSES_FILE, class_of, group
-from ..fuzz.findings import FOUND, KINDS, parse_findings
+from ..fuzz.findings import FOUND, KINDS, parse_findings, sighting
 from .page import Cell, Column, code, dotted, esc, note, number, sortable_table, tag, text
 
 FIELDS = ("kind", "api", "line", "signature")  # what every finding has (fuzz/findings.py's Finding)
@@ -78,16 +78,12 @@ def _classes(findings: List[Dict[str, Any]], pane: str) -> str:
     ) + sortable_table(f"{pane}-classes", columns, rows, noun="classes")
 
 
-def _seen(seen: Dict[str, str]) -> str:
-    return f"{seen['when']} (torch {seen['torch']}, {seen['device']})" if seen else "unknown"
-
-
 def _history(f: Dict[str, Any]) -> str:
     """Where and when a finding was seen, and its rechecks (fuzz/history.py)."""
-    said = f"first seen {_seen(f.get('first_seen') or {})}; last seen {_seen(f.get('last_seen') or {})}"
+    said = f"first seen {sighting(f.get('first_seen') or {})}; last seen {sighting(f.get('last_seen') or {})}"
     for r in f.get("rechecks") or []:
         why = f" ({r['message'][:MESSAGE_SHOWN]})" if r["message"] else ""
-        said += f"; rechecked {_seen(r)}: {r['status']}{why}"
+        said += f"; rechecked {sighting(r)}: {r['status']}{why}"
     return said
 
 

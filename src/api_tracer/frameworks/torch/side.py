@@ -125,7 +125,7 @@ def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcom
                 random,
                 torch.autograd.graph.saved_tensors_hooks(saved, _as_saved) if saved else contextlib.nullcontext(),
             ):
-                if options.behaviour and not options.check:
+                if options.watches_behaviour:
                     with _C.NestedOps() as inside:
                         output = call(*args, **kwargs)
                     operators = inside.names()
