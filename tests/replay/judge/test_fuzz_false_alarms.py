@@ -79,13 +79,20 @@ def test_a_causal_attentions_gradient_is_not_elementwise(monkeypatch):
     assert [each["output[2]"] for each in seen] == [False], seen
 
 
-def test_a_float64_reference_of_a_step_of_the_dtype_is_refused():
+def test_a_float64_reference_of_another_function_is_refused():
     """nextafter(inf, 0) is float32's largest in float32 and float64's in
-    float64: another number, not a more exact one (the dialect's
-    no_wider_reference): skipped, saying so."""
+    float64: another number, not a more exact one; fractional max pooling
+    in bfloat16 computes its windows in bfloat16, float64 others (the
+    dialect's no_wider_reference): skipped, saying so."""
     line = 'torch.ops.aten.nextafter.default(Filled(Tensor([], "float32"), inf), Tensor([], "float32"))'
     r = replay_one(Config("campaign", 1, line), ReplayOptions(check="float64"))
     assert r.status == "skipped" and "next value of its own dtype" in r.message, r.message
+    line = (
+        'torch.ops.aten.fractional_max_pool2d.default(Tensor([1, 2, 9, 9], "bfloat16"), [2, 2], [4, 4], '
+        'Tensor([1, 2, 2], "bfloat16"))'
+    )
+    r = replay_one(Config("campaign", 1, line), ReplayOptions(check="float64"))
+    assert r.status == "skipped" and "pooling windows" in r.message, r.message
 
 
 def test_resize_reads_its_inputs_layout():

@@ -103,11 +103,19 @@ WORKSPACE_OUTPUTS = {
 }
 
 
-# APIs whose result is a step of their dtype's own representation: float64's is another number (the
-# next float32 after infinity is float32's largest, the next float64 float64's), so no float64 reference.
+# APIs whose float64 result is another function's, not theirs more exactly: no float64 reference. A step
+# of the dtype's own representation (the next float32 after infinity is float32's largest, the next float64
+# float64's); fractional max pooling's windows, drawn from its samples in its dtype's arithmetic
+# (bfloat16's (i + sample) * alpha floors to other windows than float64's).
 REPRESENTATION = {
-    name: "its result is the next value of its own dtype, and float64's next value is another number"
-    for name in ("nextafter", "nextafter_")
+    **{
+        name: "its result is the next value of its own dtype, and float64's next value is another number"
+        for name in ("nextafter", "nextafter_")
+    },
+    **{
+        name: "its pooling windows are computed from its samples in its dtype's arithmetic: float64 pools others"
+        for name in ("fractional_max_pool2d", "fractional_max_pool3d")
+    },
 }
 
 
