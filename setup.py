@@ -35,6 +35,15 @@ def public_version(version: str) -> str:
     return module.public_version(version)
 
 
+def pinned(name: str) -> str:
+    """The pin of package `name` in requirements.txt, the one place it is
+    written (an optional extra's requirement is the one CI tests)."""
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.split("==")[0].strip().lower() == name:
+            return line.strip()
+    raise RuntimeError(f"requirements.txt pins no {name}")
+
+
 class CMakeExtension(Extension):
     def __init__(self, name: str) -> None:
         super().__init__(name, sources=[])
@@ -74,4 +83,6 @@ setup(
     cmdclass={"build_ext": CMakeBuild},
     # The torch release the binary is built for, the one extension.py accepts at import.
     install_requires=[f"torch=={public_version(torch.__version__)}", "pyyaml>=6"],
+    # pip install 'api-tracer[ray]': replay --ray (api_tracer/replay/on_ray.py)
+    extras_require={"ray": [pinned("ray")]},
 )

@@ -162,6 +162,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.replay.pool",
         "api_tracer.replay.output",
         "api_tracer.replay.outcomes",
+        "api_tracer.replay.keyed",
         "api_tracer.frameworks.torch_paddle",
         "api_tracer.frameworks.*.replay",
         "api_tracer.frameworks.*.resolve",
@@ -182,7 +183,7 @@ LAYERS: List[Tuple[str, ...]] = [
         "api_tracer.frameworks.*.phases",
     ),
     ("api_tracer.replay.judge", "api_tracer.replay.judge.*"),
-    ("api_tracer.replay", "api_tracer.replay.run", "api_tracer.replay.retrace"),
+    ("api_tracer.replay", "api_tracer.replay.run", "api_tracer.replay.retrace", "api_tracer.replay.on_ray"),
     ("api_tracer.fuzz", "api_tracer.fuzz.*"),
     ("api_tracer.report", "api_tracer.report.*"),
     (

@@ -1,4 +1,5 @@
-"""The command line: api-tracer run | merge | replay | fuzz | repro | diff | stats | coverage | report | export.
+"""The command line: api-tracer run | merge | replay | collect | fuzz | repro | diff | stats | coverage | report |
+export.
 
     api-tracer run [--dialect paddle] [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
@@ -6,7 +7,8 @@
     api-tracer replay FILE [--device cpu] [--jobs N] [--isolate] [--allow-unsafe] [--max-bytes 8G] [--dialect paddle]
                        [--import MODULE]... [--load-library PATH]...
                        [--check float64|device:DEVICE|compile|repeat|layout [--backward] [--rtol R] [--atol A]]
-                       [-o REPORT.jsonl] [--junit REPORT.xml]
+                       [-o REPORT.jsonl [--resume]] [--junit REPORT.xml] [--shard I/N] [--ray [ADDRESS]]
+    api-tracer collect REPORT... -o REPORT [--junit REPORT.xml]
     api-tracer fuzz CONFIGS... [-o DIR] [--time SECONDS | --budget N] [--jobs N] [--seed S]
                     [--mutate shape,dtype,layout,value,scalar] [--oracle crash,hang,error,float64,layout,repeat,...]
                     [--import MODULE]... [--load-library PATH]... [--timeout SECONDS] [--max-bytes B] [--resume]
@@ -37,7 +39,7 @@ from ..errors import PROG, UsageError
 
 # The commands, in the order --help lists them: each the module of this
 # package of its name.
-COMMANDS = ("run", "merge", "replay", "fuzz", "repro", "diff", "stats", "coverage", "report", "export")
+COMMANDS = ("run", "merge", "replay", "collect", "fuzz", "repro", "diff", "stats", "coverage", "report", "export")
 
 
 def command(name: str) -> Any:

@@ -8,19 +8,34 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError, UsageError
 from ..flags import add_replay_flags, seconds
-from ..formats.configs import ranges_beside, read_config_file
+from ..formats.configs import ranges_beside, stream_config_file
 from ..formats.io import check_not_an_input, unwritable
 from ..formats.summaries import read_value_ranges
 from ..frameworks import FRAMEWORKS
 from ..replay import user_code
 from ..replay.framework import MixedFile, file_framework
+from ..replay.keyed import (
+    Counts,
+    KeySet,
+    RunIdentity,
+    Shard,
+    check_resumable,
+    key_of,
+    key_text,
+    keyed_configs,
+    parse_shard,
+    read_back,
+    write_identity,
+)
+from ..replay.on_ray import import_ray, run_on_ray
 from ..replay.outcomes import FILE_PREFIX, outcome_files
-from ..replay.output import JsonlReport, JunitReport, Progress, summary
+from ..replay.output import JsonlReport, JunitReport, Progress, Tally, summary
 from ..replay.results import Result, Status, first_line
 from ..replay.run import (
     DEFAULT_TIMEOUT,
@@ -28,7 +43,7 @@ from ..replay.run import (
     checked_options,
     prepare_process,
     run_in_process,
-    run_isolated,
+    run_stream,
 )
 
 # The options of a replay this command takes, flags.py's REPLAY defines their flags.
@@ -66,6 +81,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the framework of FILE's lines (default: read from their API names)",
     )
     p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="replay only the configs of shard I of N (0 <= I < N): those whose key is I modulo N, the same every "
+        "time, so that N copies of the command (an array job) replay each config once between them",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the report -o names: replay only the configs it does not hold, and append",
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run on a Ray cluster: 'auto' (the one this machine is in), an address, or none (a local one, "
+        "started for the run); --jobs is then each batch's worker processes (default 1)",
+    )
+    p.add_argument("--batch", type=int, default=32, help="configs a Ray task (with --ray; default 32)")
+    p.add_argument(
         "--strict",
         action="store_true",
         help="exit 1 when the policy refused a config too (by default a refused line, the policy working, "
@@ -88,12 +123,21 @@ def main(args: Any) -> int:
     check_readable(args.file, "replay")
     if args.jobs < 1:
         raise UsageError("replay: --jobs must be at least 1")
+    if args.batch < 1:
+        raise UsageError("replay: --batch must be at least 1")
+    try:
+        shard = parse_shard(args.shard) if args.shard else Shard()
+    except ValueError as e:
+        raise UsageError(f"replay: --shard {e}") from None
+    if args.resume and not args.report:
+        raise UsageError("replay: --resume needs -o REPORT, the report it goes on with")
+    if args.ray is not None:
+        import_ray("replay")  # (said before any config runs, where it is not installed)
     options = checked_options("replay", **{name: getattr(args, name) for name in OPTIONS}, seed=args.seed)
     if args.value_ranges:
         check_readable(args.value_ranges, "replay")
-    configs = read_config_file(args.file)
     try:
-        dialect = file_framework(configs, args.dialect)
+        dialect = file_framework(stream_config_file(args.file), args.dialect)
     except MixedFile as e:
         raise UsageError(f"replay: {e}") from None
     ranges_path = args.value_ranges or ranges_beside(args.file)
@@ -103,7 +147,139 @@ def main(args: Any) -> int:
         raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
     options = replace(options, ranges=ranges, dialect=dialect)
     check_framework(options, "replay")
-    inputs = [p for p in (args.file, ranges_path) if p]
+    identity = RunIdentity.of(options, ranges_path, shard)
+    check_outputs(args, [p for p in (args.file, ranges_path) if p])
+    if args.resume:
+        check_resumable(args.report, identity, "replay")
+    try:  # opened now, its first bytes written: a full disk is said before any config runs
+        junit = JunitReport(args.junit) if args.junit else None
+    except InputError as e:  # (a FIFO no process reads)
+        raise UsageError(f"replay: --junit {args.junit}: {e.message}") from None
+    except OSError as e:
+        raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
+    try:
+        report = JsonlReport(args.report, append=args.resume) if args.report else None
+        if report and not args.resume and os.path.isfile(args.report):
+            write_identity(args.report, identity)
+    except InputError as e:
+        raise UsageError(f"replay: -o {args.report}: {e.message}") from None
+    except OSError as e:
+        raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
+    if args.ray is None:
+        try:  # here first: a module that does not import is said before any config runs
+            prepare_process(options)
+        except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
+            raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
+    try:
+        outcomes = outcome_files(args.outcomes, dialect, args.check if args.check in FRAMEWORKS else "")
+    except OSError as e:
+        raise UsageError(f"replay: --outcomes {args.outcomes}: {e.strerror or e}") from None
+
+    tally, digest, seen, counts = Tally(), identity.digest(), KeySet(), Counts()
+    nodes = [0]
+    total = None
+    if sys.stderr.isatty() and os.path.getsize(args.file) < PROGRESS_COUNTED:  # (a bar needs the total)
+        total = sum(1 for _ in keyed_configs(args.file, digest, shard, KeySet(), Counts()))
+    progress = Progress(total, args.check, where=lambda: f"{nodes[0]} nodes" if nodes[0] else "")
+
+    def earlier(r: Result) -> None:  # a result the report held already (--resume)
+        counts.earlier += 1
+        tally(r)
+        if junit:
+            junit.add(r)
+        if outcomes:
+            outcomes(r)
+
+    def on_result(r: Result) -> None:
+        progress(r)
+        tally(r)
+        if report:
+            report(r)
+        if junit:
+            junit.add(r)
+        if outcomes:
+            outcomes(r)
+
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
+    lost: list = []
+    try:
+        with report or contextlib.nullcontext(), outcomes or contextlib.nullcontext():
+            if args.resume:
+                for key in read_back(args.report, earlier):
+                    seen.add(key)
+                if progress.total is not None:
+                    progress.total -= counts.earlier
+            tasks = ((key_text(k), c) for k, c in keyed_configs(args.file, digest, shard, seen, counts))
+            if args.ray is not None:
+                lost = run_on_ray(
+                    tasks,
+                    args.ray,
+                    options,
+                    on_result,
+                    jobs=args.jobs,
+                    batch=args.batch,
+                    timeout=timeout,
+                    nodes=lambda n: nodes.__setitem__(0, n),
+                )
+            elif args.isolate or args.jobs > 1 or args.timeout:
+                run_stream(tasks, args.jobs, options, lambda key, r: on_result(keyed(r, key)), timeout)
+            else:
+                run_in_process(
+                    (c for _, c in tasks),
+                    options,
+                    on_result,
+                    report_fd=report.file.fileno() if report else None,
+                    keys=lambda c: key_text(key_of(digest, c.text)),
+                )
+    except InputError as e:  # the report read back (--resume) is damaged: said, naming its line
+        raise UsageError(f"replay: --resume: {e}") from None
+    except OSError as e:  # the report could not be written (a full disk): said, not a traceback
+        written = f"--outcomes {args.outcomes}" if outcomes and e.filename in outcomes.paths() else f"-o {args.report}"
+        raise UsageError(f"replay: {written}: {e.strerror or e}") from None
+    progress.finish()
+    print(summary(tally, args.allow_unsafe, args.check, user_code.loaded(), dialect, args.report), end="")
+    print(shared_out(counts, shard, args.resume), end="")
+    if outcomes:
+        print(f"  sorted as PaddleAPITest sorts them, into {args.outcomes}: {outcomes.said()}")
+    if junit:
+        try:
+            junit.write()
+        except OSError as e:
+            raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
+    if lost:
+        first = lost[0][1]
+        print(
+            f"  LOST {len(lost)} configs with their batches, whose nodes died past Ray's retries "
+            f"(the first {first.file}:{first.line}): rerun with --resume to replay them",
+        )
+        return 1
+    return 1 if tally.failed(failing(args.strict)) else 0
+
+
+# A file of configs under this many bytes is counted first on a terminal, for the progress bar's total.
+PROGRESS_COUNTED = 64 << 20
+
+
+def keyed(r: Result, key: str) -> Result:
+    r.key = key
+    return r
+
+
+def shared_out(counts: Counts, shard: Shard, resumed: bool) -> str:
+    """What a summary says of how the lines were shared out, where it is not
+    plain: repeats dropped, other shards' configs, a report's earlier ones."""
+    said = []
+    if counts.repeats:
+        said.append(f"{counts.repeats} repeated lines replayed once")
+    if shard.count > 1:
+        said.append(f"shard {shard}: {counts.elsewhere} configs of the other shards left to them")
+    if resumed:
+        said.append(f"{counts.earlier} configs the report held already, {counts.given} replayed now")
+    return "".join(f"  {s}\n" for s in said)
+
+
+def check_outputs(args: Any, inputs: list) -> None:
+    """A UsageError where a report would replace an input, or another report."""
     for flag, path in (("-o", args.report), ("--junit", args.junit)):
         if path:
             check_not_an_input("replay", flag, path, inputs)
@@ -118,58 +294,6 @@ def main(args: Any) -> int:
             raise UsageError(f"replay: --outcomes {args.outcomes}: it holds {path}, an input, which it would replace")
     if args.junit and unwritable(args.junit):
         raise UsageError(f"replay: --junit {args.junit}: {unwritable(args.junit)}")
-    try:  # opened now, its first bytes written: a full disk is said before any config runs
-        junit = JunitReport(args.junit) if args.junit else None
-    except InputError as e:  # (a FIFO no process reads)
-        raise UsageError(f"replay: --junit {args.junit}: {e.message}") from None
-    except OSError as e:
-        raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
-    try:
-        report = JsonlReport(args.report) if args.report else None
-    except InputError as e:
-        raise UsageError(f"replay: -o {args.report}: {e.message}") from None
-    except OSError as e:
-        raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
-    try:  # here first: a module that does not import is said before any config runs
-        prepare_process(options)
-    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
-        raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
-    progress = Progress(len(configs), args.check)
-
-    try:
-        outcomes = outcome_files(args.outcomes, dialect, args.check if args.check in FRAMEWORKS else "")
-    except OSError as e:
-        raise UsageError(f"replay: --outcomes {args.outcomes}: {e.strerror or e}") from None
-
-    def on_result(r: Result) -> None:
-        progress(r)
-        if report:
-            report(r)
-        if outcomes:
-            outcomes(r)
-
-    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
-    try:
-        with report or contextlib.nullcontext(), outcomes or contextlib.nullcontext():
-            if args.isolate or args.jobs > 1 or args.timeout:
-                results = run_isolated(configs, args.jobs, options, on_result, timeout)
-            else:
-                results = run_in_process(
-                    configs, options, on_result, report_fd=report.file.fileno() if report else None
-                )
-    except OSError as e:  # the report could not be written (a full disk): said, not a traceback
-        written = f"--outcomes {args.outcomes}" if outcomes and e.filename in outcomes.paths() else f"-o {args.report}"
-        raise UsageError(f"replay: {written}: {e.strerror or e}") from None
-    progress.finish()
-    print(summary(results, args.allow_unsafe, args.check, user_code.loaded(), dialect), end="")
-    if outcomes:
-        print(f"  sorted as PaddleAPITest sorts them, into {args.outcomes}: {outcomes.said()}")
-    if junit:
-        try:
-            junit.write(results)
-        except OSError as e:
-            raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
-    return 1 if any(r.status in failing(args.strict) for r in results) else 0
 
 
 def failing(strict: bool) -> tuple:

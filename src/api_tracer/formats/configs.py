@@ -9,7 +9,7 @@ config line parsed, its errors located."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..config import api_of, parse_arguments
 from ..errors import ConfigSyntaxError, InputError, warn
@@ -150,14 +150,46 @@ def config_lines(path: str, data: bytes) -> List[Config]:
         return [Config(path, e.line, e.config) for e in reader.read(path, data)]
     seen = set()
     configs = []
-    for lineno, raw in enumerate(data.splitlines(), 1):  # the line ends text mode knows: \n, \r, \r\n
+    for c in _lines(path, enumerate(data.splitlines(), 1)):  # the line ends text mode knows: \n, \r, \r\n
+        if c.text not in seen:
+            seen.add(c.text)
+            configs.append(c)
+    return configs
+
+
+def _lines(path: str, numbered: Iterable[Tuple[int, bytes]]) -> Iterator[Config]:
+    """The Config of each numbered line that is not blank or a comment."""
+    for lineno, raw in numbered:
         text, error, column = decode_leniently(raw)
         text = text.strip()
-        if not text or text.startswith("#") or text in seen:
-            continue
-        seen.add(text)
-        configs.append(Config(path, lineno, text, error, column))
-    return configs
+        if text and not text.startswith("#"):
+            yield Config(path, lineno, text, error, column)
+
+
+SNIFFED = 1 << 20  # how much of a streamed file tells its format (foreign_reader)
+
+
+def stream_config_file(path: str) -> Iterator[Config]:
+    """What read_config_file reads, a line at a time and each line as often
+    as the file has it (a keyed replay, replay/keyed.py, drops repeats by
+    key, in bounded memory): for a corpus too large to hold. A file in
+    another tool's format is read whole, as read_config_file reads it."""
+    with open_regular(path) as f:
+        try:
+            head = f.read(SNIFFED)
+            if foreign_reader(head) is not None:
+                yield from config_lines(path, head + f.read())
+                return
+            f.seek(0)
+            yield from _lines(path, enumerate(_split(f), 1))
+        except OSError as e:
+            raise InputError(path, f"cannot read: {e.strerror or e}") from None
+
+
+def _split(f: Any) -> Iterator[bytes]:
+    """A binary file's lines, split where config_lines splits them (\n, \r, \r\n)."""
+    for raw in f:  # (split at \n: a \r\n stays whole)
+        yield from raw.splitlines() or [b""]
 
 
 def foreign_reader(data: bytes) -> Any:

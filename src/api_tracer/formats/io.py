@@ -258,15 +258,16 @@ def replace_atomically(path: str, data: Union[str, bytes]) -> None:
         raise InputError(path, f"cannot write: {e.strerror or e}") from None
 
 
-def open_output(path: str) -> TextIO:
+def open_output(path: str, append: bool = False) -> TextIO:
     """`path` opened to write text into as it comes (a report written a
     line at a time, each flushed, so that a crash loses none before it): a
-    regular file (or a new one) truncated, a link's target the same, and
-    anything else (a device, a FIFO a process reads) written as it is. A
-    FIFO no process reads, or a link to nothing, is an InputError naming
-    `path`, not a wait."""
+    regular file (or a new one) truncated (or, with `append`, written on
+    at its end), a link's target the same, and anything else (a device, a
+    FIFO a process reads) written as it is. A FIFO no process reads, or a
+    link to nothing, is an InputError naming `path`, not a wait."""
     _existing_mode(path)
-    return os.fdopen(_open_for_writing(path, os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8")
+    flags = os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    return os.fdopen(_open_for_writing(path, flags), "a" if append else "w", encoding="utf-8")
 
 
 def _open_for_writing(path: str, flags: int = 0) -> int:

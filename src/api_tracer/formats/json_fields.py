@@ -136,3 +136,28 @@ def check_fields(
         if name in value and not kind.test(value[name]):
             raise InputError(path, f"not {noun}: {json.dumps(name)} is {_value(value[name])}, not {kind.said}", line)
     return value
+
+
+def json_object(
+    path: str,
+    lineno: int,
+    raw: bytes,
+    what: str,
+    fields: Collection[str],
+    key: str,
+    values: Collection[str],
+    kinds: Optional[Mapping[str, Kind]] = None,
+) -> Dict[str, Any]:
+    """A JSON-lines file's line as the object it must be, `what`: its
+    `fields` strings, its `key` one of `values`, each field `kinds` names
+    (where it has it) of that kind; InputError naming path:line where not."""
+    try:
+        line = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(path, f"not {what} (JSON: {e})", lineno) from None
+    if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in fields):
+        raise InputError(path, f"not {what} (it needs {', '.join(fields)})", lineno)
+    if line[key] not in values:
+        raise InputError(path, f"unknown {key} {line[key]!r} (one of {', '.join(values)})", lineno)
+    check_fields(line, kinds or {}, path, what, lineno)
+    return line

@@ -9,7 +9,9 @@ import enum
 import json
 import math
 from dataclasses import asdict, dataclass
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
+
+from ..formats.json_fields import COUNT, MEASURE, SECONDS, STRING, STRING_VALUES, Kind, json_object, optional
 
 
 class Status(str, enum.Enum):
@@ -30,6 +32,9 @@ class Status(str, enum.Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+
+STATUSES = [s.value for s in Status]
 
 
 @dataclass
@@ -64,6 +69,9 @@ class Result:
     hashes: Optional[Dict[str, str]] = None
     # with ReplayOptions.behaviour, what the call did (behaviour.py); a report leaves it out where ""
     behaviour: str = ""
+    # a keyed run's (replay/keyed.py): the config's key, 16 hex digits of a hash of the line and the
+    # options that judge it, which shards, resumes and collections go by; a report leaves it out where ""
+    key: str = ""
 
     def to_json(self) -> str:
         """The result as a report's line: a JSON object, with an infinite
@@ -71,9 +79,50 @@ class Result:
         fields = {
             k: "inf" if isinstance(v, float) and math.isinf(v) else v
             for k, v in asdict(self).items()
-            if k != "behaviour" or v
+            if k not in OMITTED_EMPTY or v
         }
         return json.dumps(fields)
+
+
+OMITTED_EMPTY = ("behaviour", "key")  # the fields a report's line leaves out where they are ""
+
+# A report's line, read back (the report's pane, replay --resume, api-tracer collect): the fields every
+# line has, and what each other field holds where a line has it.
+REPORT_FIELDS = ("config", "api", "status")
+REPORT_KINDS: Dict[str, Kind] = {
+    "file": STRING,
+    "line": COUNT,
+    "error": STRING,
+    "message": STRING,
+    "column": COUNT,
+    "seconds": SECONDS,
+    "check": STRING,
+    "compared": STRING,
+    "worst": STRING,
+    "measure": STRING,
+    **{k: optional(MEASURE) for k in ("max_abs_error", "max_rel_error", "rtol", "atol", "excess")},
+    "hashes": optional(STRING_VALUES),
+    "behaviour": STRING,
+    "key": STRING,
+}
+REPORT_LINE = "a line of a replay report"
+
+
+def report_line(path: str, lineno: int, raw: bytes) -> Dict[str, Any]:
+    """A report's line read back, checked (REPORT_FIELDS, REPORT_KINDS, a
+    Status): an InputError naming path:line where it is not one."""
+    return json_object(path, lineno, raw, REPORT_LINE, REPORT_FIELDS, "status", STATUSES, REPORT_KINDS)
+
+
+def result_of(line: Dict[str, Any]) -> Result:
+    """The Result a report's line (report_line) writes."""
+    known = {k: line[k] for k in Result.__dataclass_fields__ if k in line}
+    for k in ("max_abs_error", "max_rel_error", "rtol", "atol", "excess"):
+        if known.get(k) == "inf":
+            known[k] = math.inf
+    return Result(
+        **{**known, "status": Status(line["status"]), "file": line.get("file", ""), "line": line.get("line", 0)}
+    )
 
 
 class Invalid(Exception):

@@ -223,18 +223,40 @@ def run_isolated(
     """Each config in a worker process (`jobs` of them, pool.py): a worker
     that dies (a crashing kernel) fails the config it held, and is
     replaced; so is one that holds a config past `timeout` seconds (None:
-    no limit): it is killed, and the config fails with a timeout."""
-    pending = list(range(len(configs)))[::-1]
+    no limit): it is killed, and the config fails with a timeout. The
+    results in the configs' order (run_stream's, keyed by index)."""
     out: Dict[int, Result] = {}
 
-    def feed() -> Optional[Tuple[int, Config]]:
-        if not pending:
-            return None
-        index = pending.pop()
-        return index, configs[index]
+    def keep(index: Any, r: Result) -> None:
+        out[index] = r
+        on_result(r)
 
-    def on_event(index: int, event: Any) -> None:
-        c = configs[index]
+    run_stream(enumerate(configs), min(max(1, jobs), len(configs)) or 1, options, keep, timeout)
+    return [out[i] for i in range(len(configs))]
+
+
+def run_stream(
+    tasks: Iterable[Tuple[Any, Config]],
+    jobs: int,
+    options: ReplayOptions,
+    on_result: Callable[[Any, Result], None],
+    timeout: Optional[float] = DEFAULT_TIMEOUT,
+) -> None:
+    """run_isolated's way for (key, config) pairs, taken from `tasks` as
+    workers come free (a corpus streamed: only the configs in the workers
+    are held); `on_result(key, result)` as each comes."""
+    tasks = iter(tasks)
+    held: Dict[Any, Config] = {}
+
+    def feed() -> Optional[Tuple[Any, Config]]:
+        key, config = next(tasks, (None, None))
+        if config is None:
+            return None
+        held[key] = config
+        return key, config
+
+    def on_event(key: Any, event: Any) -> None:
+        c = held.pop(key)
         if isinstance(event, pool.Done):
             result = event.result
         else:  # the worker is gone, and the config failed with it
@@ -248,34 +270,39 @@ def run_isolated(
             result = Result(
                 c.file, c.line, c.text, api=api_of(c.text), status=Status.FAILED, error=error, message=message
             )
-        out[index] = result
-        on_result(result)
+        on_result(key, result)
 
-    jobs = min(max(1, jobs), len(configs)) or 1
-    pool.WorkerPool(_worker, (options,), jobs, timeout, preload(options)).run(feed, on_event)
-    return [out[i] for i in range(len(configs))]
+    pool.WorkerPool(_worker, (options,), max(1, jobs), timeout, preload(options)).run(feed, on_event)
 
 
 def run_in_process(
-    configs: List[Config],
+    configs: Iterable[Config],
     options: ReplayOptions,
     on_result: Callable[[Result], None],
     *,
     report_fd: Optional[int] = None,
+    keys: Optional[Callable[[Config], str]] = None,
 ) -> List[Result]:
     """Each config in this process, in turn. A fatal signal (a crashing
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
-    `report_fd` (CrashNote)."""
+    `report_fd` (CrashNote), with its key (`keys`, a keyed run's). The
+    results, unless `keys` is given (a keyed run streams them to on_result
+    alone)."""
     prepare_process(options)
     results = []
+    done = 0
     with CrashNote(report_fd) as note:
         for c in configs:
+            key = keys(c) if keys else ""
             # (a line past MAX_LINE is refused unparsed and runs nothing: no note, which holds it per signal)
-            note.running(c if len(c.text) <= MAX_LINE else None, len(results))
+            note.running(c if len(c.text) <= MAX_LINE else None, done, key)
             r = replay_one(c, options)
-            note.running(None, len(results))
-            results.append(r)
+            r.key = key
+            note.running(None, done)
+            done += 1
+            if not keys:
+                results.append(r)
             on_result(r)
     return results
 
@@ -296,8 +323,8 @@ class CrashNote:
     def __exit__(self, *exc: Any) -> None:
         _C.replay_crash_note_uninstall()
 
-    def running(self, config: Optional[Config], done: int) -> None:
-        """`config` runs now (None: none does), after `done` others."""
+    def running(self, config: Optional[Config], done: int, key: str = "") -> None:
+        """`config` runs now (None: none does), after `done` others; `key`, its key in a keyed run."""
         if config is None:
             _C.replay_crash_note_set({})
             return
@@ -319,6 +346,7 @@ class CrashNote:
                 status=Status.FAILED,
                 error="Crashed",
                 message=died,
+                key=key,
             )
             notes[sig] = (encodable(message), encodable(line.to_json() + "\n"))
         _C.replay_crash_note_set(notes)

@@ -13,17 +13,14 @@ from collections import Counter
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..errors import InputError
-from ..formats.json_fields import COUNT, MEASURE, SECONDS, STRING, STRING_VALUES, Kind, check_fields, optional
+from ..formats.json_fields import Kind, json_object
 from ..frameworks import FRAMEWORKS, framework_of
 from ..replay.framework import DEFAULT, replay_framework
 from ..replay.judge.across import blamed
 from ..replay.outcomes import OUTCOMES, outcome_of
 from ..replay.output import counted
-from ..replay.results import Status
+from ..replay.results import REPORT_FIELDS, report_line
 from .page import Column, code, esc, note, number, sortable_table, tag, text
-
-STATUSES = [s.value for s in Status]
-FIELDS = ("config", "api", "status")  # what every line of a replay report has
 
 
 def excess_shown(excess: float) -> str:
@@ -38,24 +35,7 @@ def is_replay_report(first_line: bytes) -> bool:
         line = json.loads(first_line)
     except (ValueError, RecursionError):  # (a profile nested past the parser's depth: not one either)
         return False
-    return isinstance(line, dict) and all(k in line for k in FIELDS)
-
-
-# What each other field of a line holds (replay/results.py's Result, as to_json writes it).
-KINDS: Dict[str, Kind] = {
-    "file": STRING,
-    "line": COUNT,
-    "error": STRING,
-    "message": STRING,
-    "column": COUNT,
-    "seconds": SECONDS,
-    "check": STRING,
-    "compared": STRING,
-    "worst": STRING,
-    "measure": STRING,
-    **{k: optional(MEASURE) for k in ("max_abs_error", "max_rel_error", "rtol", "atol", "excess")},
-    "hashes": optional(STRING_VALUES),
-}
+    return isinstance(line, dict) and all(k in line for k in REPORT_FIELDS)
 
 
 def read_json_lines(
@@ -71,19 +51,7 @@ def read_json_lines(
     its `fields` strings, its `key` one of `values`, each field `kinds`
     names (where it has it) of that kind; InputError at the first line
     that is not one (path:line)."""
-    objects = []
-    for lineno, raw in json_lines(data):
-        try:
-            line = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise InputError(path, f"not {what} (JSON: {e})", lineno) from None
-        if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in fields):
-            raise InputError(path, f"not {what} (it needs {', '.join(fields)})", lineno)
-        if line[key] not in values:
-            raise InputError(path, f"unknown {key} {line[key]!r} (one of {', '.join(values)})", lineno)
-        check_fields(line, kinds or {}, path, what, lineno)
-        objects.append(line)
-    return objects
+    return [json_object(path, lineno, raw, what, fields, key, values, kinds) for lineno, raw in json_lines(data)]
 
 
 def json_lines(data: bytes) -> Iterator[Tuple[int, bytes]]:
@@ -99,11 +67,11 @@ def check_whole(path: str, data: bytes) -> None:
 
 
 def read_replay_report(path: str, data: bytes) -> List[Dict[str, Any]]:
-    """The results of a replay report, each line checked (FIELDS, KINDS);
+    """The results of a replay report, each line checked (results.report_line);
     InputError at the first line that is not one (path:line), or where the
     file ends inside a line (a replay killed as it wrote it)."""
     check_whole(path, data)
-    results = read_json_lines(path, data, "a line of a replay report", FIELDS, "status", STATUSES, KINDS)
+    results = [report_line(path, lineno, raw) for lineno, raw in json_lines(data)]
     if not results:
         raise InputError(path, "an empty replay report")
     return results

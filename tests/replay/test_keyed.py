@@ -1,0 +1,188 @@
+"""A replay keyed by config (replay/keyed.py): --shard I/N partitions by
+config, --resume goes on after a kill, `api-tracer collect` puts the shards
+together, and --ray runs on a Ray cluster that loses a node on the way:
+each time every config is reported exactly once, with the status a
+single run gives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from api_tracer.replay.keyed import KeySet, Shard, key_of, parse_shard
+from support import CLI, run_cli
+
+
+def corpus(path: Path, n: int = 48) -> Path:
+    """n distinct configs of ok, failing and invalid lines, with repeats among them."""
+    lines = []
+    for i in range(n):
+        kind = i % 6
+        if kind == 0:
+            lines.append(f'torch.mm(Tensor([{i + 2}, 3], "float32"), Tensor([3, 4], "float32"))')
+        elif kind == 1:
+            lines.append(f'torch.mm(Tensor([{i + 2}, 3], "float32"), Tensor([2, 4], "float32"))')  # fails
+        elif kind == 2:
+            lines.append(f'torch.add(Tensor([{i}, 3], "float64"), {i}.5)')
+        elif kind == 3:
+            lines.append(f'torch.linalg.svd(Tensor([{8 + i}, 8], "float32"))')
+        elif kind == 4:
+            lines.append(f'torch.relu(Tensor([{i}], "float16")')  # invalid: no closing parenthesis
+        else:
+            lines.append(f'torch.nn.functional.softmax(Tensor([3, {i}], "float32"), dim=-1)')
+    path.write_text("\n".join(lines + lines[:5]) + "\n")  # (5 repeats, each replayed once)
+    return path
+
+
+def statuses(report: Path) -> Dict[str, str]:
+    """key -> status of a report, asserting each key is there once."""
+    out: Dict[str, str] = {}
+    for line in report.read_text().splitlines():
+        r = json.loads(line)
+        assert r["key"] not in out, f"{r['config']} reported twice"
+        out[r["key"]] = r["status"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def single_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of one plain, isolated run of the corpus."""
+    d = tmp_path_factory.mktemp("single")
+    configs = corpus(d / "configs.txt")
+    done = run_cli("replay", str(configs), "--isolate", "-o", str(d / "all.jsonl"))
+    assert done.returncode == 1, done.stderr
+    out = statuses(d / "all.jsonl")
+    assert len(out) == 48 and set(out.values()) == {"ok", "failed", "invalid"}
+    return d / "all.jsonl"
+
+
+@pytest.fixture(scope="module")
+def single(single_report: Path) -> Dict[str, str]:
+    """key -> status of the single run."""
+    return statuses(single_report)
+
+
+def test_a_shard_holds_the_same_configs_whatever_the_order_of_the_lines() -> None:
+    digest = b"\x01" * 32
+    texts = [f"torch.relu(Tensor([{i}]))" for i in range(300)]
+    shards = [Shard(i, 4) for i in range(4)]
+    owner = {t: [s.holds(key_of(digest, t)) for s in shards].index(True) for t in texts}
+    shuffled = texts[:]
+    random.Random(1).shuffle(shuffled)
+    assert {t: [s.holds(key_of(digest, t)) for s in shards].index(True) for t in shuffled} == owner
+    sizes = [list(owner.values()).count(i) for i in range(4)]
+    assert min(sizes) > 40, sizes  # (each shard a fair share)
+    assert parse_shard("3/4") == Shard(3, 4)
+    for bad in ("4/4", "-1/4", "1", "a/b", "0/0"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def test_a_key_set_holds_what_was_added_across_its_folds() -> None:
+    keys = KeySet()
+    keys.FOLD = 64
+    rng = random.Random(2)
+    added = [rng.getrandbits(64) for _ in range(1000)]
+    for k in added:
+        keys.add(k)
+    assert len(keys) == 1000 and all(k in keys for k in added)
+    assert not any(rng.getrandbits(64) in keys for _ in range(1000))
+
+
+def test_three_shards_one_killed_and_resumed_collect_to_the_single_run(
+    tmp_path: Path, single: Dict[str, str], single_report: Path
+) -> None:
+    configs = corpus(tmp_path / "configs.txt")
+    reports = [tmp_path / f"shard{i}.jsonl" for i in range(3)]
+    for i in (0, 2):
+        done = run_cli("replay", str(configs), "--shard", f"{i}/3", "--isolate", "-o", str(reports[i]))
+        assert done.returncode in (0, 1), done.stderr
+    # Shard 1 is killed mid-run: one of its configs hangs its worker (no --timeout), and once the report
+    # holds results the whole process group is killed, as a lost machine would be.
+    mine = [k for k in single if Shard(1, 3).holds(int(k, 16))]
+    texts = {r["key"]: r["config"] for r in map(json.loads, _lines(single_report))}
+    hung = texts[mine[len(mine) // 2]]
+    env = {**os.environ, "API_TRACER_REPLAY_HANG_ON": hung}
+    argv = [*CLI, "replay", str(configs), "--shard", "1/3", "--isolate", "--timeout", "0", "-o", str(reports[1])]
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_lines(reports[1])) < 3:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = len(_lines(reports[1]))
+    assert 3 <= before < len(mine), "the kill came mid-run"
+    with open(reports[1], "a") as f:  # (a line cut short, as a kill while writing leaves it)
+        f.write('{"file": "configs.txt", "line": 9')
+    refused = run_cli("collect", *map(str, reports), "-o", str(tmp_path / "x.jsonl"))
+    assert refused.returncode == 2 and "shard1.jsonl:" in refused.stderr and "--resume" in refused.stderr
+    resumed = run_cli("replay", str(configs), "--shard", "1/3", "--isolate", "--resume", "-o", str(reports[1]))
+    assert resumed.returncode == 1, resumed.stderr
+    assert f"{before} configs the report held already, {len(mine) - before} replayed now" in resumed.stdout
+    merged = tmp_path / "merged.jsonl"
+    collected = run_cli("collect", *map(str, reports), "-o", str(merged), "--junit", str(tmp_path / "merged.xml"))
+    assert collected.returncode == 1, collected.stderr  # (the corpus has failing lines, as the single run)
+    assert statuses(merged) == single
+    assert f"{len(single)} configs:" in collected.stdout and "MISSING" not in collected.stdout
+    assert f'tests="{len(single)}"' in (tmp_path / "merged.xml").read_text()
+    # Two shards of three are not the whole run, and say so.
+    partial = run_cli("collect", str(reports[0]), str(reports[2]))
+    assert partial.returncode == 1 and "MISSING shards 1/3" in partial.stdout
+    # A report is resumed only by the run that wrote it.
+    other = run_cli("replay", str(configs), "--shard", "1/3", "--seed", "3", "--resume", "-o", str(reports[1]))
+    assert other.returncode == 2 and "seed 0 there, 3 here" in other.stderr
+
+
+def _lines(path: Path) -> list:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_ray_cluster_that_loses_a_node_reports_every_config_once(tmp_path: Path, single: Dict[str, str]) -> None:
+    """A local cluster of a head with no CPU and two nodes of one CPU each;
+    once results come back one node is removed (its raylet killed), and the
+    run finishes on the other with the single run's statuses. The nodes
+    listen on addresses of their own (127.0.0.2, .3): a driver attaches to
+    a raylet of its own machine's address, which must be the head's, as on
+    a real cluster, where the driver runs on the head."""
+    from ray.cluster_utils import Cluster
+
+    configs = corpus(tmp_path / "configs.txt")
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        nodes = [cluster.add_node(num_cpus=1, node_ip_address=f"127.0.0.{2 + i}") for i in range(2)]
+        cluster.wait_for_nodes()
+        report = tmp_path / "ray.jsonl"
+        argv = [*CLI, "replay", str(configs), "--ray", cluster.address, "--batch", "2", "-o", str(report)]
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and len(_lines(report)) < 4 and process.poll() is None:
+            time.sleep(0.1)
+        at_kill = len(_lines(report))
+        cluster.remove_node(nodes[0], allow_graceful=False)
+        out, err = process.communicate(timeout=240)
+        assert process.returncode == 1, err  # (the corpus has failing lines)
+        assert at_kill < len(single), "the node was lost mid-run"
+        assert statuses(report) == single
+        assert "LOST" not in out
+    finally:
+        cluster.shutdown()
+
+
+def test_ray_missing_is_said_with_how_to_install_it(tmp_path: Path) -> None:
+    configs = corpus(tmp_path / "configs.txt", 6)
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "ray.py").write_text("raise ImportError('no ray here')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([*CLI, "replay", str(configs), "--ray"], capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and "pip install 'api-tracer[ray]'" in done.stderr, done.stderr
+    assert sys.executable  # (the same interpreter, with Ray hidden)
