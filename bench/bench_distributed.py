@@ -1,0 +1,130 @@
+"""What a keyed replay (replay/keyed.py) costs and how it scales, side by
+side in one run:
+
+1. throughput: configs a second of `replay --isolate --jobs 1` and `--jobs
+   2`, and of `--ray` on a local Ray (the machine's CPUs, `--jobs 1` a batch),
+   each measured as (K - 1) / (t(K configs) - t(1 config)), so that the
+   start of torch, the pool and Ray is left out;
+2. Ray's cost a batch: the same K configs with `--batch 1` against
+   `--batch 32`, the extra time over the extra tasks;
+3. the driver's memory on a corpus of 10 million lines: `--shard 0/S` of
+   1 and of 10 million lines (S so that about 1000 configs of each are
+   replayed), in process, the peak resident size of each; and a KeySet of
+   10 million keys, what it adds to a process.
+
+    python bench/bench_distributed.py [--configs 400] [--lines 10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "api_tracer", "replay"]
+
+
+def corpus(path: Path, n: int, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    lines = set()
+    while len(lines) < n:
+        a, b = rng.randint(1, 64), rng.randint(1, 64)
+        api = rng.choice(["torch.add", "torch.mul", "torch.maximum"])
+        lines.add(
+            rng.choice(
+                [
+                    f'{api}(Tensor([{a}, {b}], "float32"), Tensor([{a}, {b}], "float32"))',
+                    f'torch.mm(Tensor([{a}, {b}], "float32"), Tensor([{b}, {a}], "float32"))',
+                    f'torch.nn.functional.softmax(Tensor([{a}, {b}], "float32"), dim=-1)',
+                ]
+            )
+        )
+    path.write_text("\n".join(sorted(lines)) + "\n")
+    return path
+
+
+def timed(args: list) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([*CLI, *args], capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)}: {done.stderr}")
+    return time.perf_counter() - start
+
+
+def peak_rss(args: list) -> float:
+    """The peak resident MiB of one `replay ARGS` process (in process: one process)."""
+    code = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *CLI, *args], capture_output=True, text=True, check=True)
+    return int(out.stdout) / 1024
+
+
+def throughput(k: int, tmp: Path) -> None:
+    big, one = corpus(tmp / "k.txt", k), corpus(tmp / "one.txt", 1)
+    ways = {
+        "--jobs 1": ["--isolate", "--jobs", "1"],
+        "--jobs 2": ["--isolate", "--jobs", "2"],
+        "--ray (local), batch 32": ["--ray", "--batch", "32"],
+        "--ray (local), batch 1": ["--ray", "--batch", "1"],
+    }
+    rates = {}
+    print(f"{'way':26} {'t(1) s':>8} {'t(K) s':>8} {'configs/s':>10}")
+    for name, flags in ways.items():
+        t1, tk = timed([str(one), *flags]), timed([str(big), *flags])
+        rates[name] = (k - 1) / max(tk - t1, 1e-9)
+        print(f"{name:26} {t1:8.2f} {tk:8.2f} {rates[name]:10.1f}")
+    tasks_32, tasks_1 = -(-k // 32), k
+    per_task = (k / rates["--ray (local), batch 1"] - k / rates["--ray (local), batch 32"]) / (tasks_1 - tasks_32)
+    print(f"Ray's cost a batch (task): {per_task * 1000:.1f} ms (on {os.cpu_count()} CPUs, tasks run 2 at a time)")
+
+
+def memory(lines: int, tmp: Path) -> None:
+    for n in (lines // 10, lines):
+        path = tmp / f"lines{n}.txt"
+        with open(path, "w") as f:
+            for i in range(n):
+                f.write(f'torch.add(Tensor([{i % 4099 + 1}, {i // 4099 + 1}], "float32"), {i % 7})\n')
+        shards = max(1, n // 1000)
+        start = time.perf_counter()
+        rss = peak_rss([str(path), "--dialect", "torch", "--shard", f"0/{shards}", "-o", str(tmp / "m.jsonl")])
+        replayed = sum(1 for _ in open(tmp / "m.jsonl"))
+        print(
+            f"{n:>10} lines, --shard 0/{shards}: {replayed} replayed, peak {rss:.0f} MiB, "
+            f"{time.perf_counter() - start:.0f} s"
+        )
+        path.unlink()
+    from api_tracer.replay.keyed import KeySet
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    keys, rng = KeySet(), random.Random(0)
+    for _ in range(lines):
+        keys.add(rng.getrandbits(64))
+    keys.fold()
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    per_key = grown * 2**20 / len(keys)
+    print(f"a KeySet of {len(keys)} keys: the process's peak grew {grown:.0f} MiB ({per_key:.1f} B a key)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--configs", type=int, default=400)
+    p.add_argument("--lines", type=int, default=10_000_000)
+    p.add_argument("--part", choices=["all", "throughput", "memory"], default="all")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        if args.part in ("all", "throughput"):
+            throughput(args.configs, Path(d))
+        if args.part in ("all", "memory"):
+            memory(args.lines, Path(d))
+
+
+if __name__ == "__main__":
+    main()
