@@ -689,3 +689,49 @@ def test_an_assertion_operators_error_is_no_finding():
     # and replayed as a campaign runs it: the error is the operator's own
     r = replay_one(Config("x", 1, f'{api}(Filled(Tensor([], "int32"), -1), "inv", is_matrix=True)'), options)
     assert r.status == "failed" and "INTERNAL ASSERT" in r.message
+
+
+def test_three_shards_one_killed_and_resumed_find_what_one_campaign_finds(tmp_path):
+    """--cases 150 --blind over the planted seeds (but the hang's and the
+    out-of-memory crash's, whose timeouts and kills would steer the draws
+    by the machine's load): one campaign, and three --shard campaigns, the
+    second killed mid-run and resumed, whose findings fuzz --merge joins.
+    One worker each, so that which seeds run as they are is known before
+    any case is drawn from them."""
+    seeds = tmp_path / "seeds.yaml"
+    left = [line for name, line in fuzz_planted.SEEDS.items() if name not in ("repeat_rows", "outer_table")]
+    seeds.write_text("".join(f"{line}\n" for line in [*left, *fuzz_planted.TORCH_SEEDS]))
+    flags = ["--blind", "--cases", "150", "--jobs", "1", "--timeout", "3", "--import", "fuzz_planted"]
+    one = cli("fuzz", str(seeds), "-o", str(tmp_path / "one"), *flags)
+    assert one.returncode == 1, one.stdout + one.stderr
+    for i in (0, 2):
+        r = cli("fuzz", str(seeds), "-o", str(tmp_path / f"shard{i}"), "--shard", f"{i}/3", *flags)
+        assert r.returncode == 1, r.stdout + r.stderr
+    argv = [*CLI, "fuzz", str(seeds), "-o", str(tmp_path / "shard1"), "--shard", "1/3", *flags]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=ENV)
+    state = tmp_path / "shard1" / "campaign.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not state.exists() or json.loads(state.read_text())["next_case"] < 40):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    killed_at = json.loads(state.read_text())["next_case"]
+    assert 40 <= killed_at < 150, killed_at
+    wrong = cli("fuzz", str(seeds), "-o", str(tmp_path / "shard1"), "--shard", "0/3", "--resume", *flags)
+    assert wrong.returncode == 2 and "--shard 1/3" in wrong.stderr, wrong.stderr
+    resumed = cli("fuzz", str(seeds), "-o", str(tmp_path / "shard1"), "--shard", "1/3", "--resume", *flags)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+    merged = tmp_path / "merged"
+    shards = [str(tmp_path / f"shard{i}") for i in range(3)]
+    m = cli("fuzz", "--merge", *shards, "-o", str(merged))
+    assert m.returncode == 1, m.stdout + m.stderr
+
+    def signatures(directory):
+        return sorted(f["signature"] for f in findings_of(directory))
+
+    assert signatures(merged) == signatures(tmp_path / "one")
+    assert len(signatures(merged)) >= 5  # (the planted defects those seeds hold, and more)
+    one_state = json.loads((tmp_path / "one" / "campaign.json").read_text())
+    assert one_state["next_case"] == 150
+    for shard in shards:  # (each drew its case numbers up to 150, and stopped at its first past it)
+        assert 150 <= json.loads((tmp_path / shard / "campaign.json").read_text())["next_case"] < 153

@@ -14,12 +14,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict
+from typing import Any, Dict, Iterator
 
 import pytest
 
 from api_tracer.replay.keyed import KeySet, Shard, key_of, parse_shard
-from support import CLI, run_cli
+from support import CLI, run_cli, user_code_env
 
 
 def corpus(path: Path, n: int = 48) -> Path:
@@ -142,39 +142,93 @@ def test_three_shards_one_killed_and_resumed_collect_to_the_single_run(
     assert other.returncode == 2 and "seed 0 there, 3 here" in other.stderr
 
 
+def _shards_back(out: Path) -> bool:
+    """Whether a shard of a fuzz --ray campaign has come back (its directory kept in -o/shards/)."""
+    return (out / "shards").is_dir() and bool(os.listdir(out / "shards"))
+
+
 def _lines(path: Path) -> list:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def test_a_ray_cluster_that_loses_a_node_reports_every_config_once(tmp_path: Path, single: Dict[str, str]) -> None:
-    """A local cluster of a head with no CPU and two nodes of one CPU each;
-    once results come back one node is removed (its raylet killed), and the
-    run finishes on the other with the single run's statuses. The nodes
-    listen on addresses of their own (127.0.0.2, .3): a driver attaches to
-    a raylet of its own machine's address, which must be the head's, as on
-    a real cluster, where the driver runs on the head."""
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A local Ray cluster: a head with no CPU and two nodes of one CPU
+    each. The nodes listen on addresses of their own (127.0.0.2, .3): a
+    driver attaches to a raylet of its own machine's address, which must
+    be the head's, as on a real cluster, where the driver runs on the
+    head. They import the user's code of the tests (fuzz_planted)."""
     from ray.cluster_utils import Cluster
 
-    configs = corpus(tmp_path / "configs.txt")
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = user_code_env()["PYTHONPATH"]  # (what the nodes' processes inherit)
+    made = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
     try:
-        nodes = [cluster.add_node(num_cpus=1, node_ip_address=f"127.0.0.{2 + i}") for i in range(2)]
-        cluster.wait_for_nodes()
-        report = tmp_path / "ray.jsonl"
-        argv = [*CLI, "replay", str(configs), "--ray", cluster.address, "--batch", "2", "-o", str(report)]
-        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and len(_lines(report)) < 4 and process.poll() is None:
-            time.sleep(0.1)
-        at_kill = len(_lines(report))
-        cluster.remove_node(nodes[0], allow_graceful=False)
-        out, err = process.communicate(timeout=240)
-        assert process.returncode == 1, err  # (the corpus has failing lines)
-        assert at_kill < len(single), "the node was lost mid-run"
-        assert statuses(report) == single
-        assert "LOST" not in out
+        made.nodes_added = [made.add_node(num_cpus=1, node_ip_address=f"127.0.0.{2 + i}") for i in range(2)]
+        made.wait_for_nodes()
+        yield made
     finally:
-        cluster.shutdown()
+        made.shutdown()
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def test_a_ray_cluster_that_loses_a_node_reports_every_config_once(
+    tmp_path: Path, single: Dict[str, str], cluster: Any
+) -> None:
+    """Once results come back one node is removed (its raylet killed), and
+    the run finishes on the other with the single run's statuses."""
+    configs = corpus(tmp_path / "configs.txt")
+    report = tmp_path / "ray.jsonl"
+    argv = [*CLI, "replay", str(configs), "--ray", cluster.address, "--batch", "2", "-o", str(report)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and len(_lines(report)) < 4 and process.poll() is None:
+        time.sleep(0.1)
+    at_kill = len(_lines(report))
+    cluster.remove_node(cluster.nodes_added[0], allow_graceful=False)
+    out, err = process.communicate(timeout=240)
+    assert process.returncode == 1, err  # (the corpus has failing lines)
+    assert at_kill < len(single), "the node was lost mid-run"
+    assert statuses(report) == single
+    assert "LOST" not in out
+    cluster.nodes_added[0] = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.2")  # (for the next test)
+    cluster.wait_for_nodes()
+
+
+def test_a_fuzz_campaign_on_ray_finds_what_one_campaign_finds(tmp_path: Path, cluster: Any) -> None:
+    """fuzz --ray --shards 3 --blind --cases 120: the shards' findings,
+    merged into -o's, are those of one campaign of the same seed and case
+    numbers; a node removed once the first shard is back costs nothing."""
+    import fuzz_planted
+
+    seeds = tmp_path / "seeds.yaml"
+    left = [line for name, line in fuzz_planted.SEEDS.items() if name not in ("repeat_rows", "outer_table")]
+    seeds.write_text("".join(f"{line}\n" for line in [*left, *fuzz_planted.TORCH_SEEDS]))
+    flags = ["--blind", "--cases", "120", "--jobs", "1", "--timeout", "3", "--import", "fuzz_planted"]
+    env = user_code_env()
+    one = run_cli("fuzz", str(seeds), "-o", str(tmp_path / "one"), *flags, env=env)
+    assert one.returncode == 1, one.stdout + one.stderr
+    out = tmp_path / "on_ray"
+    argv = [*CLI, "fuzz", str(seeds), "-o", str(out), "--ray", cluster.address, "--shards", "3", *flags]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not _shards_back(out) and process.poll() is None:
+        time.sleep(0.2)
+    lost_node = process.poll() is None
+    if lost_node:
+        cluster.remove_node(cluster.nodes_added[1], allow_graceful=False)
+    stdout, stderr = process.communicate(timeout=400)
+    assert process.returncode == 1, stdout + stderr
+
+    def signatures(directory: Path) -> list:
+        return sorted(json.loads(line)["signature"] for line in _lines(directory / "findings.jsonl"))
+
+    assert signatures(out) == signatures(tmp_path / "one") and len(signatures(out)) >= 5
+    assert sorted(os.listdir(out / "shards")) == ["0", "1", "2"] and "LOST" not in stdout
+    assert lost_node, "the node was removed while shards ran"
 
 
 def test_ray_missing_is_said_with_how_to_install_it(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ export.
     api-tracer fuzz CONFIGS... [-o DIR] [--time SECONDS | --budget N] [--jobs N] [--seed S]
                     [--mutate shape,dtype,layout,value,scalar] [--oracle crash,hang,error,float64,layout,repeat,...]
                     [--import MODULE]... [--load-library PATH]... [--timeout SECONDS] [--max-bytes B] [--resume]
+                    [--cases N] [--shard I/N | --ray [ADDRESS] [--shards N]]
     api-tracer repro CONFIGS|CAMPAIGN [-o DIR] [--line N] [--check MODE] [--import MODULE]... [--seed S]
     api-tracer diff A B [--json] [--fail-on new|gone|any] [--limit N]
     api-tracer stats DIR

@@ -24,19 +24,18 @@ from ..fuzz.campaign import (
     ORACLES,
     OUTPUTS,
     RUN_ORACLES,
-    STATE,
     Campaign,
     Settings,
-    State,
     oracles_of,
     read_seeds,
-    read_state,
 )
 from ..fuzz.classes import CLASSES_FILE, group
 from ..fuzz.findings import FINDINGS, FIXED, RANGES, RECHECKED, REPRODUCERS, RUN, Findings, sighting
 from ..fuzz.mutate import KINDS
 from ..fuzz.repro import write_reports
+from ..fuzz.state import STATE, State, read_state
 from ..fuzz.steer import BEHAVIOURS
+from ..replay.keyed import Shard, parse_shard
 from ..replay.results import first_line
 from ..replay.run import checked_options, prepare_process
 from .replay import check_readable
@@ -82,6 +81,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--time", type=seconds, metavar="SECONDS", help=f"run this long (default {DEFAULT_TIME:g} s unless --budget)"
     )
     budget.add_argument("--budget", type=int, metavar="N", help="run this many cases")
+    budget.add_argument(
+        "--cases",
+        type=int,
+        metavar="N",
+        help="draw the case numbers below N (the seeds' among them): the same cases with the same --seed, "
+        "whether one campaign or --shard's N campaigns draw them",
+    )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="draw only the case numbers that are I modulo N (each shard runs the seeds too): N campaigns, one an "
+        "array job's task, whose findings fuzz --merge joins",
+    )
     p.add_argument(
         "--jobs",
         type=int,
@@ -111,6 +123,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     add_replay_flags(p.add_argument, OPTIONS, max_bytes=FUZZ_MAX_BYTES)
     p.add_argument("--resume", action="store_true", help="go on with the campaign in -o where it stopped")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run --shards campaigns as Ray tasks on a cluster ('auto', an address, or none: a local one), each "
+        "--jobs workers on its node; their findings merged into -o's (their directories in -o/shards/)",
+    )
+    p.add_argument("--shards", type=int, help="with --ray: how many (default: as many as the cluster's CPUs hold)")
     return p
 
 
@@ -200,13 +221,19 @@ def check_directory(out: str, configs: List[str], resume: bool, merging: bool = 
             )
 
 
-def settings_of(args: Any) -> Settings:
+def settings_of(args: Any, directory: bool = True) -> Settings:
     if not args.configs:
         raise UsageError("fuzz: CONFIGS: at least one file of seed config lines (or --recheck, --merge)")
     for path in args.configs:
         check_readable(path, "fuzz")
     if args.budget is not None and args.budget < 1:
         raise UsageError("fuzz: --budget must be at least 1")
+    if args.cases is not None and args.cases < 1:
+        raise UsageError("fuzz: --cases must be at least 1")
+    try:
+        shard = parse_shard(args.shard) if args.shard else Shard()
+    except ValueError as e:
+        raise UsageError(f"fuzz: --shard {e}") from None
     timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     if not timeout > 0:
         raise UsageError("fuzz: --timeout must be more than 0")
@@ -226,16 +253,32 @@ def settings_of(args: Any) -> Settings:
     if unmakeable_directory(args.output):
         raise UsageError(f"fuzz: -o {args.output}: {unmakeable_directory(args.output)}")
     check_directory(args.output, args.configs, args.resume)
-    time_limit = args.time if args.time is not None else (None if args.budget is not None else DEFAULT_TIME)
+    bounded = args.budget is not None or args.cases is not None
+    time_limit = args.time if args.time is not None else (None if bounded else DEFAULT_TIME)
     seed = 0 if args.seed is None else args.seed
     return Settings(
-        args.output, seed, kinds, oracles, time_limit, args.budget, args.jobs, timeout, options, not args.blind
+        args.output,
+        seed,
+        kinds,
+        oracles,
+        time_limit,
+        args.budget,
+        args.jobs,
+        timeout,
+        options,
+        not args.blind,
+        cases=args.cases,
+        shard=shard,
     )
 
 
 def main(args: Any) -> int:
     if args.recheck is not None or args.merge is not None:
         return _history(args)
+    if args.ray is not None:
+        return _on_ray(args)
+    if args.shards is not None:
+        raise UsageError("fuzz: --shards needs --ray (an array job's task gives each campaign its --shard)")
     s = settings_of(args)
     # (read here, checked, before the user's code loads: a damaged campaign.json is said at once; its pool
     # and behaviours.jsonl, which need the seed lines, are read back checked by Campaign.resume)
@@ -267,6 +310,49 @@ def main(args: Any) -> int:
         print(f"{PROG}: fuzz: stopped by a second signal: the running cases were killed", file=sys.stderr)
         return 130
     return 1 if len(campaign.findings) else 0
+
+
+def _on_ray(args: Any) -> int:
+    """fuzz --ray: the campaign's shards as Ray tasks (fuzz/on_ray.py),
+    their findings merged into -o's, rebuilt from the shards each time."""
+    from ..fuzz.history import merge
+    from ..fuzz.on_ray import SHARDS, campaign_on_ray
+    from ..replay.on_ray import import_ray
+
+    import_ray("fuzz")  # (said before anything runs, where it is not installed)
+    if args.shard:
+        raise UsageError("fuzz: --ray: not with --shard (--shards says how many)")
+    if args.shards is not None and args.shards < 1:
+        raise UsageError("fuzz: --shards must be at least 1")
+    shards_dir = os.path.join(args.output, SHARDS)
+    resume = args.resume
+    if resume and not os.path.isdir(shards_dir):
+        raise UsageError(f"fuzz: --ray --resume: {args.output} holds no shards ({shards_dir})")
+    if not resume and os.path.isdir(shards_dir):
+        raise UsageError(f"fuzz: -o {args.output} holds a campaign's shards: --resume to go on, or another -o")
+    # (-o holds the shards' merged findings, no campaign.json: with --resume, it is not checked as a campaign's)
+    s = settings_of(args, directory=not resume)
+    try:
+        prepare_process(s.options)
+    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
+        raise UsageError(f"fuzz: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
+    os.makedirs(args.output, exist_ok=True)
+    done, lost = campaign_on_ray(
+        args.configs,
+        s,
+        args.ray,
+        args.shards,
+        resume,
+        on_shard=lambda i, cases: print(f"fuzz: shard {i}: {cases} cases", file=sys.stderr),
+    )
+    into = Findings(args.output, args.device)
+    merge([_findings_of(d, args) for d in done], into)
+    write_reports(into, s.options)
+    print(merge_summary(args.output, done, 0, into), end="")
+    if lost:
+        print(f"  LOST shards {', '.join(map(str, lost))} past Ray's retries: --resume runs them again")
+        return 1
+    return 1 if len(into) else 0
 
 
 # -- a finding's life after its campaign (fuzz/history.py) -----------------------------------------------
@@ -329,11 +415,15 @@ def _campaign_flags(args: Any) -> List[Tuple[str, bool]]:
         ("CONFIGS", bool(args.configs)),
         ("--time", args.time is not None),
         ("--budget", args.budget is not None),
+        ("--cases", args.cases is not None),
+        ("--shard", args.shard is not None),
         ("--resume", args.resume),
         ("--mutate", args.mutate is not None),
         ("--oracle", args.oracle is not None),
         ("--seed", args.seed is not None),
         ("--blind", args.blind),
+        ("--ray", args.ray is not None),
+        ("--shards", args.shards is not None),
     ]
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from ..errors import UsageError
 from ..formats.fileset import find_sets
 from ..formats.io import check_not_an_input
-from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it, or FINDINGS, is a fuzz campaign's)
 from ..fuzz.findings import FINDINGS
+from ..fuzz.state import STATE as CAMPAIGN_STATE  # (a directory holding it, or FINDINGS, is a fuzz campaign's)
 from ..report import check_output, files_read, read_campaign, read_file, read_profile, write_report
 from ..report.diff_html import is_diff, read_diff
 from ..report.fuzz_html import is_findings, read_findings

@@ -39,6 +39,12 @@ A case whose plain run finished within --timeout and whose check's step
 then timed out, twice, is slow to judge (the judge's float64 copies and
 draws of a large case), not hung: it is counted, not a finding.
 
+--cases N draws the case numbers below N, and --shard I/N only those that
+are I modulo N, past the seeds, which every shard runs (which of them run
+as they are decides the draws): N --blind campaigns of one --seed and
+--cases run the cases one campaign runs, and fuzz --merge joins their
+findings into its findings.
+
 Steering is the default: bench/bench_steer.py measured it against blind
 drawing, side by side (docs/fuzz.md has the figures)."""
 
@@ -57,9 +63,9 @@ from ..config import parse_call
 from ..errors import InputError, warn
 from ..formats.configs import Config, ranges_beside, read_config_file
 from ..formats.io import replace_atomically
-from ..formats.json_fields import BOOLEAN, INT64, Kind, check_fields, finite, integer, parse_json
 from ..formats.summaries import read_value_ranges
 from ..replay import pool
+from ..replay.keyed import Shard
 from ..replay.options import ReplayOptions
 from ..replay.results import Status
 from ..replay.run import preload, prepare_process
@@ -76,13 +82,12 @@ from .findings import (
     Ran,
     by_design,
     classify,
-    read_campaign_file,
 )
 from .minimize import Minimizer
 from .mutate import KINDS, UNAPPLICABLE, Line, Mutation, NotApplicable, apply, edges, propose, render
+from .state import STATE, State
 from .steer import BEHAVIOURS, Behaviours, Entry, SeedPool
 
-STATE = "campaign.json"
 WORKER_LOG = "workers.log"  # what the workers print
 # the files a campaign writes in its directory (and its repro/ folder: repro.py)
 OUTPUTS = (STATE, FINDINGS, REPRODUCERS, RANGES, WORKER_LOG, CLASSES_FILE, BEHAVIOURS)
@@ -144,64 +149,8 @@ class Settings:
     timeout: float = 10.0  # per step of a case
     options: ReplayOptions = field(default_factory=ReplayOptions)
     feedback: bool = True  # a case whose behaviour is new for its API becomes a seed (steer.py; not --blind)
-
-
-@dataclass
-class State:
-    """A campaign's campaign.json: where --resume goes on from."""
-
-    seed: int  # --seed
-    seeds: int  # how many seed lines
-    next_case: int  # every drawn case below it has finished
-    cases_run: int  # all runs together
-    seconds: float  # all runs together
-    inactive_seeds: List[int]  # the seeds not mutated: they do not run as they are
-    findings: int
-    seed_lines: Optional[str] = None  # seeds_digest of the seed lines; None: written before it was kept
-    behaviours: int = 0  # distinct (API, behaviour signature) pairs reached (steer.py)
-    feedback: Optional[bool] = None  # steered (not --blind); None: written before it was kept
-    pool: List[Any] = field(default_factory=list)  # the seed pool (SeedPool.to_json; empty with --blind)
-
-
-CAMPAIGN_STATE = "a campaign's state"
-STATE_FIELDS = {
-    "seed": integer(-INT64 - 1),
-    "seeds": integer(1),
-    "next_case": integer(0),
-    "cases_run": integer(0),
-    "seconds": finite(0),
-    "inactive_seeds": Kind(
-        "a list of distinct seed numbers",
-        lambda v: isinstance(v, list) and all(type(i) is int and i >= 0 for i in v) and len(set(v)) == len(v),
-    ),
-    "findings": integer(0),
-    "seed_lines": Kind(
-        "a SHA-256 digest in hex",
-        lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
-    ),
-    "behaviours": integer(0),
-    "feedback": BOOLEAN,
-    "pool": Kind("a list of pool entries", lambda v: isinstance(v, list)),
-}
-STATE_REQUIRED = ("seed", "seeds", "next_case", "cases_run", "seconds", "inactive_seeds", "findings")
-
-
-def read_state(path: str) -> State:
-    """The campaign.json at `path`, each field checked (STATE_FIELDS: its
-    type and range; the inactive seeds among the seeds); an InputError
-    naming it where it is not as a campaign writes it."""
-    text = read_campaign_file(path)
-    record = check_fields(
-        parse_json(text, path, CAMPAIGN_STATE), STATE_FIELDS, path, CAMPAIGN_STATE, required=STATE_REQUIRED, closed=True
-    )
-    past = [i for i in record["inactive_seeds"] if i >= record["seeds"]]
-    if past:
-        raise InputError(
-            path,
-            f"not {CAMPAIGN_STATE}: an inactive seed {past[0]}, of {record['seeds']} seed lines (0 to "
-            f"{record['seeds'] - 1})",
-        )
-    return State(**record)
+    cases: Optional[int] = None  # --cases: the case numbers below it are drawn, none past it
+    shard: Shard = Shard()  # --shard: the drawn case numbers this campaign takes (every shard runs the seeds)
 
 
 def seeds_digest(seeds: Sequence["Seed"]) -> str:
@@ -301,6 +250,7 @@ class Campaign:
             behaviours=len(self.behaviours),
             pool=self.pool.to_json(),
             feedback=self.s.feedback,
+            shard=str(self.s.shard),
         )
 
     def resume(self, state: State) -> None:
@@ -312,6 +262,10 @@ class Campaign:
         digest = seeds_digest(self.seeds)
         if state.seed != self.s.seed:
             raise InputError(path, f"the campaign ran with --seed {state.seed}, not {self.s.seed}")
+        if state.shard != str(self.s.shard):
+            raise InputError(
+                path, f"the campaign ran --shard {state.shard}: --resume goes on with it, not {self.s.shard}"
+            )
         if state.feedback is not None and state.feedback != self.s.feedback:
             ran, now = ("steered", "--blind") if state.feedback else ("--blind", "steered (without --blind)")
             raise InputError(path, f"the campaign ran {ran}: --resume goes on as it began, not {now}")
@@ -354,6 +308,8 @@ class Campaign:
             return True
         if self.s.budget is not None and self.cases_run + self._drawn_in_flight() >= self.s.budget:
             return True
+        if self.s.cases is not None and self._mine(self.next_id) >= self.s.cases:
+            return True
         return self.s.time_limit is not None and self.elapsed + self.now() >= self.s.time_limit
 
     def _drawn_in_flight(self) -> int:
@@ -383,12 +339,24 @@ class Campaign:
         if self.out_of_time() or not self.active:
             return None
         for _ in range(1000):  # (a line already run is drawn again; so many: the seeds are exhausted)
+            self.next_id = self._mine(self.next_id)
+            if self.s.cases is not None and self.next_id >= self.s.cases:
+                return None
             case = self._draw(self.next_id)
             self.next_id += 1
             if case is not None:
                 return self._send(case)
             self._finish(self.next_id - 1)
         return None
+
+    def _mine(self, n: int) -> int:
+        """The first case number from `n` on this campaign draws: every
+        seed's (each shard runs them: which are active decides the draws),
+        then those of its shard."""
+        shard = self.s.shard
+        if n < len(self.seeds) or shard.count == 1:
+            return n
+        return n + (shard.index - n) % shard.count
 
     def _send(self, case: Case) -> Tuple[Any, ...]:
         self.running[case.id] = case
@@ -453,8 +421,8 @@ class Campaign:
         if n < 0:
             return
         self.finished.add(n)
-        while self.done_below in self.finished:
-            self.finished.discard(self.done_below)
+        while self.done_below in self.finished or self._mine(self.done_below) != self.done_below:
+            self.finished.discard(self.done_below)  # (a case number of another shard: not this campaign's)
             self.done_below += 1
 
     # -- results ------------------------------------------------------------

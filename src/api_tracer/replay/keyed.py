@@ -78,6 +78,15 @@ def parse_shard(text: str) -> Shard:
     return shard
 
 
+def is_shard(text: Any) -> bool:
+    """Whether `text` is a shard as --shard takes it (a file read back holds one)."""
+    try:
+        parse_shard(text)
+    except (ValueError, AttributeError):
+        return False
+    return True
+
+
 def _file_digest(path: Optional[str]) -> str:
     """The sha256 of a file's bytes ("" for none), read in blocks."""
     if not path:

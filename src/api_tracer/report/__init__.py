@@ -32,9 +32,9 @@ from ..corpus.coverage import CoverageReport, coverage_of
 from ..errors import InputError, UsageError
 from ..formats.fileset import OUTPUT_FILES, FileSet, find_sets
 from ..formats.io import open_regular, replace_atomically, unwritable
-from ..fuzz.campaign import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
-from ..fuzz.campaign import read_state
 from ..fuzz.findings import FINDINGS
+from ..fuzz.state import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
+from ..fuzz.state import read_state
 from .coverage_html import coverage_pane
 from .diff_html import diff_pane
 from .fuzz_html import fuzz_pane, read_findings
