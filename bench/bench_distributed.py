@@ -91,7 +91,7 @@ def memory(lines: int, tmp: Path) -> None:
         path = tmp / f"lines{n}.txt"
         with open(path, "w") as f:
             for i in range(n):
-                f.write(f'torch.add(Tensor([{i % 4099 + 1}, {i // 4099 + 1}], "float32"), {i % 7})\n')
+                f.write(f'torch.add(Tensor([{i % 13 + 1}, {i % 11 + 1}], "float32"), {i})\n')  # (small, distinct)
         shards = max(1, n // 1000)
         start = time.perf_counter()
         rss = peak_rss([str(path), "--dialect", "torch", "--shard", f"0/{shards}", "-o", str(tmp / "m.jsonl")])

@@ -50,10 +50,19 @@ def connect(ray: Any, address: str, command: str) -> None:
         raise UsageError(f"{command}: --ray {address}: {type(e).__name__}: {str(e).strip().splitlines()[0]}") from None
 
 
+# A Ray worker process's pool, kept between the batches it runs (a worker's first call pays torch's lazy
+# start-up: some 0.6 s a batch when each had a pool of its own), by the run it serves.
+_POOLS: Dict[bytes, Any] = {}
+
+
 def _batch(configs: List[Tuple[str, Config]], options: ReplayOptions, jobs: int, timeout: Optional[float]) -> list:
     """Runs on a node: a batch of (key, config) in a pool of `jobs`
-    workers; the results, each with its key."""
-    from .run import run_stream
+    workers, kept for the run's next batch in this process; the results,
+    each with its key."""
+    import hashlib
+    import pickle
+
+    from .run import pool_for, run_stream
 
     out: List[Result] = []
 
@@ -61,7 +70,13 @@ def _batch(configs: List[Tuple[str, Config]], options: ReplayOptions, jobs: int,
         r.key = key
         out.append(r)
 
-    run_stream(configs, min(jobs, len(configs)), options, keep, timeout)
+    run = hashlib.sha256(pickle.dumps((options, jobs, timeout))).digest()
+    if run not in _POOLS:
+        for other in _POOLS.values():  # (another run's: its workers replay under other options)
+            other.close(idle=True)
+        _POOLS.clear()
+        _POOLS[run] = pool_for(options, jobs, timeout)
+    run_stream(configs, jobs, options, keep, timeout, workers=_POOLS[run])
     return out
 
 

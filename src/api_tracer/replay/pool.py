@@ -138,6 +138,8 @@ class WorkerPool:
         self.target, self.init, self.jobs, self.timeout = target, init, max(1, jobs), timeout
         self.cpu_clock = cpu_clock
         self.workers: Dict[Any, _Worker] = {}  # conn -> its worker
+        self.idle: Dict[Any, _Worker] = {}  # conn -> a worker kept between runs (run's keep), holding no task
+        self.keep = False
 
     def run(
         self,
@@ -145,16 +147,32 @@ class WorkerPool:
         on_event: Callable[[Hashable, Any], None],
         stop: Callable[[], bool] = lambda: False,
         tick: Optional[Callable[[], None]] = None,
+        keep: bool = False,
     ) -> None:
         """Runs tasks until `feed` (called whenever a worker is free) gives
         None and no worker holds one, or `stop()` says so; `on_event(key,
         Done | Died | TimedOut)` for each task; `tick` about every second.
         A task is (key, payload), or (key, payload, timeout) to have a
-        timeout of its own."""
+        timeout of its own. With `keep`, the workers left at the end are
+        kept, idle, for the next run (a worker's first call pays torch's
+        lazy start-up: replay --ray runs many batches on one pool)."""
         import multiprocessing.connection as connection
 
+        self.keep = keep
         try:
-            while len(self.workers) < self.jobs:
+            for conn, w in list(self.idle.items()):
+                del self.idle[conn]
+                if not w.process.is_alive():
+                    w.process.join()
+                    conn.close()
+                    continue
+                task = feed()
+                if task is None:
+                    self.idle[conn] = w
+                    break
+                self.workers[conn] = w
+                self._give(conn, task)
+            while len(self.workers) + len(self.idle) < self.jobs:
                 task = feed()
                 if task is None:
                     break
@@ -235,6 +253,9 @@ class WorkerPool:
             self._give(conn, task)
             return
         w = self.workers.pop(conn)
+        if self.keep:
+            self.idle[conn] = w
+            return
         try:
             conn.send(None)
         except OSError:
@@ -260,11 +281,14 @@ class WorkerPool:
         if task is not None:
             self._give(self._start(), task)
 
-    def close(self) -> None:
-        """Stops every worker still there (stop() said so): killed."""
-        for conn, w in list(self.workers.items()):
+    def close(self, idle: bool = False) -> None:
+        """Stops every worker still there (stop() said so): killed; the
+        idle ones too, with `idle`."""
+        for conn, w in list(self.workers.items()) + (list(self.idle.items()) if idle else []):
             if w.process.is_alive():
                 w.process.kill()
                 w.process.join()
             conn.close()
         self.workers.clear()
+        if idle:
+            self.idle.clear()

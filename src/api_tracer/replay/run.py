@@ -241,10 +241,12 @@ def run_stream(
     options: ReplayOptions,
     on_result: Callable[[Any, Result], None],
     timeout: Optional[float] = DEFAULT_TIMEOUT,
+    workers: Optional[pool.WorkerPool] = None,
 ) -> None:
     """run_isolated's way for (key, config) pairs, taken from `tasks` as
     workers come free (a corpus streamed: only the configs in the workers
-    are held); `on_result(key, result)` as each comes."""
+    are held); `on_result(key, result)` as each comes. On `workers`, a pool
+    of `pool_for`'s, its workers kept for the next call."""
     tasks = iter(tasks)
     held: Dict[Any, Config] = {}
 
@@ -272,7 +274,15 @@ def run_stream(
             )
         on_result(key, result)
 
-    pool.WorkerPool(_worker, (options,), max(1, jobs), timeout, preload(options)).run(feed, on_event)
+    if workers is not None:
+        workers.run(feed, on_event, keep=True)
+    else:
+        pool_for(options, jobs, timeout).run(feed, on_event)
+
+
+def pool_for(options: ReplayOptions, jobs: int, timeout: Optional[float]) -> pool.WorkerPool:
+    """The pool of `jobs` workers run_stream replays configs in."""
+    return pool.WorkerPool(_worker, (options,), max(1, jobs), timeout, preload(options))
 
 
 def run_in_process(
