@@ -7,7 +7,10 @@ side in one run:
    start of torch, the pool and Ray is left out;
 2. Ray's cost a batch: the same K configs with `--batch 1` against
    `--batch 32`, the extra time over the extra tasks;
-3. the driver's memory on a corpus of 10 million lines: `--shard 0/S` of
+3. the driver's cost a result: `api-tracer collect` of a report of 200,000
+   results (each read back, checked, counted and written again: more
+   than the driver does with a result);
+4. the driver's memory on a corpus of 10 million lines: `--shard 0/S` of
    1 and of 10 million lines (S so that about 1000 configs of each are
    replayed), in process, the peak resident size of each; and a KeySet of
    10 million keys, what it adds to a process.
@@ -86,6 +89,29 @@ def throughput(k: int, tmp: Path) -> None:
     print(f"Ray's cost a batch (task): {per_task * 1000:.1f} ms (on {os.cpu_count()} CPUs, tasks run 2 at a time)")
 
 
+def per_result(tmp: Path, n: int = 200_000) -> None:
+    import json
+
+    from api_tracer.replay.keyed import RunIdentity, Shard, write_identity
+    from api_tracer.replay.options import ReplayOptions
+    from api_tracer.replay.results import Result, Status
+
+    report = tmp / "results.jsonl"
+    with open(report, "w") as f:
+        for i in range(n):
+            line = f'torch.add(Tensor([{i % 13 + 1}, 3], "float32"), {i})'
+            r = Result("c.txt", i + 1, line, "torch.add", Status.OK, seconds=0.001, key=f"{i:016x}")
+            f.write(r.to_json() + "\n")
+    write_identity(str(report), RunIdentity.of(ReplayOptions(), None, Shard()))
+    start = time.perf_counter()
+    done = subprocess.run([*CLI[:-1], "collect", str(report), "-o", str(tmp / "all.jsonl")], capture_output=True)
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    each = seconds / n * 1e6
+    print(f"collect of {n} results: {seconds:.1f} s, {each:.0f} us a result (with the start of the process)")
+    json.loads((tmp / "all.jsonl").read_text().splitlines()[0])
+
+
 def memory(lines: int, tmp: Path) -> None:
     for n in (lines // 10, lines):
         path = tmp / f"lines{n}.txt"
@@ -117,11 +143,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configs", type=int, default=400)
     p.add_argument("--lines", type=int, default=10_000_000)
-    p.add_argument("--part", choices=["all", "throughput", "memory"], default="all")
+    p.add_argument("--part", choices=["all", "throughput", "result", "memory"], default="all")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         if args.part in ("all", "throughput"):
             throughput(args.configs, Path(d))
+        if args.part in ("all", "result"):
+            per_result(Path(d))
         if args.part in ("all", "memory"):
             memory(args.lines, Path(d))
 
