@@ -82,7 +82,8 @@ setup(
     ext_modules=[CMakeExtension("api_tracer._C")],
     cmdclass={"build_ext": CMakeBuild},
     # The torch release the binary is built for, the one extension.py accepts at import.
-    install_requires=[f"torch=={public_version(torch.__version__)}", "pyyaml>=6"],
+    # (numpy: replay's KeySet, api_tracer/replay/keyed.py; torch's wheel does not require it)
+    install_requires=[f"torch=={public_version(torch.__version__)}", "pyyaml>=6", "numpy"],
     # pip install 'api-tracer[ray]': replay --ray (api_tracer/replay/on_ray.py)
     extras_require={"ray": [pinned("ray")]},
 )

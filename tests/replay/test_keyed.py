@@ -121,6 +121,8 @@ def test_three_shards_one_killed_and_resumed_collect_to_the_single_run(
     process.wait()
     before = len(_lines(reports[1]))
     assert 3 <= before < len(mine), "the kill came mid-run"
+    unfinished = run_cli("collect", *map(str, reports))
+    assert unfinished.returncode == 1 and f"INCOMPLETE: {reports[1]}" in unfinished.stdout, unfinished.stdout
     with open(reports[1], "a") as f:  # (a line cut short, as a kill while writing leaves it)
         f.write('{"file": "configs.txt", "line": 9')
     refused = run_cli("collect", *map(str, reports), "-o", str(tmp_path / "x.jsonl"))
@@ -222,6 +224,11 @@ def test_a_fuzz_campaign_on_ray_finds_what_one_campaign_finds(tmp_path: Path, cl
         cluster.remove_node(cluster.nodes_added[1], allow_graceful=False)
     stdout, stderr = process.communicate(timeout=400)
     assert process.returncode == 1, stdout + stderr
+    # Resumed, each shard goes on from its directory (each has drawn its cases: it ends at once).
+    again = run_cli("fuzz", str(seeds), "-o", str(out), "--ray", cluster.address, "--resume", *flags, env=env)
+    assert again.returncode == 1, again.stdout + again.stderr
+    other = run_cli("fuzz", str(seeds), "-o", str(out), "--ray", cluster.address, "--resume", "--shards", "2", *flags)
+    assert other.returncode == 2 and "has 3" in other.stderr, other.stderr
 
     def signatures(directory: Path) -> list:
         return sorted(json.loads(line)["signature"] for line in _lines(directory / "findings.jsonl"))
@@ -229,6 +236,22 @@ def test_a_fuzz_campaign_on_ray_finds_what_one_campaign_finds(tmp_path: Path, cl
     assert signatures(out) == signatures(tmp_path / "one") and len(signatures(out)) >= 5
     assert sorted(os.listdir(out / "shards")) == ["0", "1", "2"] and "LOST" not in stdout
     assert lost_node, "the node was removed while shards ran"
+
+
+def test_a_line_that_is_not_utf8_has_a_key_of_its_own() -> None:
+    from api_tracer.formats.configs import Config
+    from api_tracer.replay.keyed import config_key
+
+    escaped = Config("c.txt", 1, "torch.relu(\\xff)", "the line is not UTF-8", 12)
+    literal = Config("c.txt", 2, "torch.relu(\\xff)")
+    assert config_key(b"d", escaped) != config_key(b"d", literal)
+
+
+def test_ray_with_user_code_that_does_not_import_is_refused_before_any_config(tmp_path: Path) -> None:
+    configs = corpus(tmp_path / "configs.txt", 6)
+    done = run_cli("replay", str(configs), "--ray", "--import", "no_such_module_here", "-o", str(tmp_path / "r"))
+    assert done.returncode == 2 and "no_such_module_here" in done.stderr, done.stderr
+    assert not (tmp_path / "r").exists()  # (refused before any output was opened)
 
 
 def test_ray_missing_is_said_with_how_to_install_it(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..formats.io import check_not_an_input
-from ..replay.keyed import RunIdentity, collect_reports, identity_path, read_identity, write_identity
+from ..replay.keyed import RunIdentity, check_collectable, collect_reports, identity_path, write_identity
 from ..replay.output import JsonlReport, JunitReport, Tally, summary
 from ..replay.results import Result
 from .replay import check_readable, failing
@@ -33,6 +33,7 @@ def main(args: Any) -> int:
     for flag, path in (("-o", args.report), ("--junit", args.junit)):
         if path:
             check_not_an_input("collect", flag, path, args.reports + [identity_path(r) for r in args.reports])
+    collected = check_collectable(args.reports)  # (before any output is opened: a report refused loses none)
     tally = Tally()
     try:
         report = JsonlReport(args.report) if args.report else None
@@ -48,12 +49,16 @@ def main(args: Any) -> int:
             junit.add(r)
 
     with report or contextlib.nullcontext():
-        collected = collect_reports(args.reports, on_result)
+        collect_reports(args.reports, collected, on_result)
     if junit:
         junit.write()
-    first = read_identity(args.reports[0])
-    if report and not collected.missing and os.path.isfile(args.report):  # the whole run: one shard of one
-        write_identity(args.report, RunIdentity(first.options, first.ranges, "0/1"))
+    first = collected.identity
+    whole = not collected.missing and not collected.incomplete
+    if report and os.path.isfile(args.report):
+        if whole:  # the whole run: one shard of one, complete (replay --resume -o can take it on)
+            write_identity(args.report, RunIdentity(first.options, first.ranges, "0/1"), complete=True)
+        elif os.path.lexists(identity_path(args.report)):  # (not a run's to go on with: no identity)
+            os.remove(identity_path(args.report))
     check = first.options.get("check")
     print(summary(tally, bool(first.options.get("allow_unsafe")), check, report=args.report), end="")
     print(f"  collected from {len(args.reports)} reports (shards {', '.join(collected.shards)})", end="")
@@ -61,5 +66,11 @@ def main(args: Any) -> int:
     if collected.missing:
         count = first.shard.split("/")[1]
         print(f"  MISSING shards {', '.join(f'{i}/{count}' for i in collected.missing)}: not the whole run")
+    if collected.incomplete:
+        print(
+            f"  INCOMPLETE: {', '.join(collected.incomplete)}: their runs stopped before their end "
+            "(killed, or configs lost with their nodes): replay --resume each"
+        )
+    if not whole:
         return 1
     return 1 if tally.failed(failing(args.strict)) else 0

@@ -78,7 +78,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="fuzz_output", help="the campaign's directory (default fuzz_output)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument(
-        "--time", type=seconds, metavar="SECONDS", help=f"run this long (default {DEFAULT_TIME:g} s unless --budget)"
+        "--time",
+        type=seconds,
+        metavar="SECONDS",
+        help=f"run this long (default {DEFAULT_TIME:g} s unless --budget or --cases)",
     )
     budget.add_argument("--budget", type=int, metavar="N", help="run this many cases")
     budget.add_argument(
@@ -252,7 +255,7 @@ def settings_of(args: Any, directory: bool = True) -> Settings:
         raise UsageError(f"fuzz: --jobs {args.jobs}: at most {most} on this machine ({why})")
     if unmakeable_directory(args.output):
         raise UsageError(f"fuzz: -o {args.output}: {unmakeable_directory(args.output)}")
-    check_directory(args.output, args.configs, args.resume)
+    check_directory(args.output, args.configs, args.resume, merging=not directory)  # (--ray --resume: -o holds shards)
     bounded = args.budget is not None or args.cases is not None
     time_limit = args.time if args.time is not None else (None if bounded else DEFAULT_TIME)
     seed = 0 if args.seed is None else args.seed
@@ -316,7 +319,7 @@ def _on_ray(args: Any) -> int:
     """fuzz --ray: the campaign's shards as Ray tasks (fuzz/on_ray.py),
     their findings merged into -o's, rebuilt from the shards each time."""
     from ..fuzz.history import merge
-    from ..fuzz.on_ray import SHARDS, campaign_on_ray
+    from ..fuzz.on_ray import SHARDS, campaign_on_ray, shards_kept
     from ..replay.on_ray import import_ray
 
     import_ray("fuzz")  # (said before anything runs, where it is not installed)
@@ -332,6 +335,12 @@ def _on_ray(args: Any) -> int:
         raise UsageError(f"fuzz: -o {args.output} holds a campaign's shards: --resume to go on, or another -o")
     # (-o holds the shards' merged findings, no campaign.json: with --resume, it is not checked as a campaign's)
     s = settings_of(args, directory=not resume)
+    shards = args.shards
+    if resume:  # (the shards go on as they were split: a count of their own, from their campaign.json)
+        kept = shards_kept(args.output)
+        if kept is not None and shards is not None and shards != kept:
+            raise UsageError(f"fuzz: --ray --resume: --shards {shards}: the campaign in {args.output} has {kept}")
+        shards = kept or shards
     try:
         prepare_process(s.options)
     except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
@@ -341,7 +350,7 @@ def _on_ray(args: Any) -> int:
         args.configs,
         s,
         args.ray,
-        args.shards,
+        shards,
         resume,
         on_shard=lambda i, cases: print(f"fuzz: shard {i}: {cases} cases", file=sys.stderr),
     )

@@ -26,7 +26,7 @@ from ..replay.keyed import (
     RunIdentity,
     Shard,
     check_resumable,
-    key_of,
+    config_key,
     key_text,
     keyed_configs,
     parse_shard,
@@ -151,6 +151,15 @@ def main(args: Any) -> int:
     check_outputs(args, [p for p in (args.file, ranges_path) if p])
     if args.resume:
         check_resumable(args.report, identity, "replay")
+        try:  # each line checked (a last one cut short cut off) before any output is opened or replaced
+            for _ in read_back(args.report, lambda r: None):
+                pass
+        except InputError as e:
+            raise UsageError(f"replay: --resume: {e}") from None
+    try:  # before any output is opened (on Ray's nodes too, later): user code that does not import loses nothing
+        prepare_process(options)
+    except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
+        raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
     try:  # opened now, its first bytes written: a full disk is said before any config runs
         junit = JunitReport(args.junit) if args.junit else None
     except InputError as e:  # (a FIFO no process reads)
@@ -159,27 +168,22 @@ def main(args: Any) -> int:
         raise UsageError(f"replay: --junit {args.junit}: {e.strerror or e}") from None
     try:
         report = JsonlReport(args.report, append=args.resume) if args.report else None
-        if report and not args.resume and os.path.isfile(args.report):
+        if report and os.path.isfile(args.report):  # (not complete until the run's end says so)
             write_identity(args.report, identity)
     except InputError as e:
         raise UsageError(f"replay: -o {args.report}: {e.message}") from None
     except OSError as e:
         raise UsageError(f"replay: -o {args.report}: {e.strerror}") from None
-    if args.ray is None:
-        try:  # here first: a module that does not import is said before any config runs
-            prepare_process(options)
-        except Exception as e:  # noqa: BLE001 - the user's code: whatever it raises
-            raise UsageError(f"replay: loading the user's code: {type(e).__name__}: {first_line(e)}") from None
     try:
         outcomes = outcome_files(args.outcomes, dialect, args.check if args.check in FRAMEWORKS else "")
     except OSError as e:
         raise UsageError(f"replay: --outcomes {args.outcomes}: {e.strerror or e}") from None
 
-    tally, digest, seen, counts = Tally(), identity.digest(), KeySet(), Counts()
+    tally, digest, done, counts = Tally(), identity.digest(), KeySet(), Counts()
     nodes = [0]
     total = None
     if sys.stderr.isatty() and os.path.getsize(args.file) < PROGRESS_COUNTED:  # (a bar needs the total)
-        total = sum(1 for _ in keyed_configs(args.file, digest, shard, KeySet(), Counts()))
+        total = sum(1 for _ in keyed_configs(args.file, digest, shard, Counts()))
     progress = Progress(total, args.check, where=lambda: f"{nodes[0]} nodes" if nodes[0] else "")
 
     def earlier(r: Result) -> None:  # a result the report held already (--resume)
@@ -202,16 +206,17 @@ def main(args: Any) -> int:
 
     timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
     lost: list = []
+    why: list = []
     try:
         with report or contextlib.nullcontext(), outcomes or contextlib.nullcontext():
             if args.resume:
                 for key in read_back(args.report, earlier):
-                    seen.add(key)
+                    done.add(key)
                 if progress.total is not None:
                     progress.total -= counts.earlier
-            tasks = ((key_text(k), c) for k, c in keyed_configs(args.file, digest, shard, seen, counts))
+            tasks = ((key_text(k), c) for k, c in keyed_configs(args.file, digest, shard, counts, done))
             if args.ray is not None:
-                lost = run_on_ray(
+                lost, why = run_on_ray(
                     tasks,
                     args.ray,
                     options,
@@ -229,10 +234,10 @@ def main(args: Any) -> int:
                     options,
                     on_result,
                     report_fd=report.file.fileno() if report else None,
-                    keys=lambda c: key_text(key_of(digest, c.text)),
+                    keys=lambda c: key_text(config_key(digest, c)),
                 )
-    except InputError as e:  # the report read back (--resume) is damaged: said, naming its line
-        raise UsageError(f"replay: --resume: {e}") from None
+    except InputError as e:  # the file of configs cannot be read on (said, naming it)
+        raise UsageError(f"replay: {e}") from None
     except OSError as e:  # the report could not be written (a full disk): said, not a traceback
         written = f"--outcomes {args.outcomes}" if outcomes and e.filename in outcomes.paths() else f"-o {args.report}"
         raise UsageError(f"replay: {written}: {e.strerror or e}") from None
@@ -249,10 +254,12 @@ def main(args: Any) -> int:
     if lost:
         first = lost[0][1]
         print(
-            f"  LOST {len(lost)} configs with their batches, whose nodes died past Ray's retries "
-            f"(the first {first.file}:{first.line}): rerun with --resume to replay them",
+            f"  LOST {len(lost)} configs with their batches, past Ray's retries ({why[0]}; the first "
+            f"{first.file}:{first.line}): rerun with --resume to replay them",
         )
         return 1
+    if report and os.path.isfile(args.report):  # every config of the shard reported: the run is complete
+        write_identity(args.report, identity, complete=True)
     return 1 if tally.failed(failing(args.strict)) else 0
 
 

@@ -166,7 +166,7 @@ def _lines(path: str, numbered: Iterable[Tuple[int, bytes]]) -> Iterator[Config]
             yield Config(path, lineno, text, error, column)
 
 
-SNIFFED = 1 << 20  # how much of a streamed file tells its format (foreign_reader)
+SNIFFED = 1 << 20  # what a streamed file is read by, until a line that is no comment tells its format
 
 
 def stream_config_file(path: str) -> Iterator[Config]:
@@ -177,6 +177,11 @@ def stream_config_file(path: str) -> Iterator[Config]:
     with open_regular(path) as f:
         try:
             head = f.read(SNIFFED)
+            while not _has_a_line(head):  # (what tells a format is its first line that is no comment)
+                more = f.read(SNIFFED)
+                if not more:
+                    break
+                head += more
             if foreign_reader(head) is not None:
                 yield from config_lines(path, head + f.read())
                 return
@@ -184,6 +189,11 @@ def stream_config_file(path: str) -> Iterator[Config]:
             yield from _lines(path, enumerate(_split(f), 1))
         except OSError as e:
             raise InputError(path, f"cannot read: {e.strerror or e}") from None
+
+
+def _has_a_line(head: bytes) -> bool:
+    """Whether `head` holds a whole line that is neither blank nor a comment."""
+    return any(line.strip() and not line.strip().startswith(b"#") for line in head.splitlines()[:-1])
 
 
 def _split(f: Any) -> Iterator[bytes]:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..errors import InputError
 from ..formats.configs import ranges_beside
 from ..replay.keyed import Shard
 from ..replay.on_ray import MAX_RETRIES, connect, import_ray
@@ -40,12 +42,24 @@ def _packed(directory: str) -> bytes:
 
 
 def _unpacked(data: bytes, directory: str) -> None:
-    """A _packed directory written at `directory` (what was there replaced)."""
-    if os.path.isdir(directory):
-        shutil.rmtree(directory)
-    os.makedirs(directory)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        tar.extractall(directory, filter="data")
+    """A _packed directory written at `directory`, what was there replaced
+    once the new one is whole (a full disk leaves the old one)."""
+    parent = os.path.dirname(os.path.abspath(directory))
+    os.makedirs(parent, exist_ok=True)
+    new = tempfile.mkdtemp(prefix=".unpacking-", dir=parent)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(new, filter="data")
+        old = None
+        if os.path.isdir(directory):
+            old = tempfile.mkdtemp(prefix=".replaced-", dir=parent)
+            os.rename(directory, os.path.join(old, "dir"))
+        os.rename(new, directory)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
 
 
 def seed_files(paths: List[str]) -> List[Tuple[str, bytes, Optional[Tuple[str, bytes]]]]:
@@ -65,29 +79,27 @@ def seed_files(paths: List[str]) -> List[Tuple[str, bytes, Optional[Tuple[str, b
 
 def _run_shard(files: list, settings: Settings, shard: Shard, previous: Optional[bytes]) -> Tuple[bytes, int]:
     """On a node: shard `shard` of the campaign, in a directory of its own
-    (the seed files written under their own relative paths, so that the
-    findings name the seeds as the driver does), resumed from `previous`
-    where given. Its directory packed, and the cases it ran."""
+    (each seed file in a folder of its own, the findings naming it as the
+    driver does), resumed from `previous` where given. Its directory packed, and the cases it ran."""
     from ..replay.run import prepare_process
 
     work = tempfile.mkdtemp(prefix="api-tracer-shard-")
-    here = os.getcwd()
     try:
-        os.chdir(work)  # (only while the seeds are written and read: the worker pool forks elsewhere)
-        try:
-            paths = []
-            for path, data, beside in files:
-                local = path.lstrip(os.sep)
-                os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-                with open(local, "wb") as f:
-                    f.write(data)
-                if beside:
-                    with open(os.path.join(os.path.dirname(local), beside[0]), "wb") as f:
-                        f.write(beside[1])
-                paths.append(local)
-            seeds, _ = read_seeds(paths)
-        finally:
-            os.chdir(here)
+        # Each seed file in a folder of its own (with the value ranges beside it), read there, then named
+        # as the driver names it: its findings say where their seeds came from as one campaign's would.
+        local: Dict[str, str] = {}
+        for i, (path, data, beside) in enumerate(files):
+            folder = os.path.join(work, "seeds", str(i))
+            os.makedirs(folder)
+            local[os.path.join(folder, os.path.basename(path))] = path
+            with open(os.path.join(folder, os.path.basename(path)), "wb") as f:
+                f.write(data)
+            if beside:
+                with open(os.path.join(folder, beside[0]), "wb") as f:
+                    f.write(beside[1])
+        seeds, _ = read_seeds(list(local))
+        for seed in seeds:
+            seed.file = local[seed.file]
         out = os.path.join(work, "out")
         if previous is not None:
             _unpacked(previous, out)
@@ -116,7 +128,8 @@ def campaign_on_ray(
     `address` (None: as many as the cluster's CPUs hold, `settings.jobs`
     CPUs each), each `settings.jobs` CPUs; each shard's directory kept as
     -o/shards/I as it comes back (`on_shard(I, cases)`). The directories of
-    the shards that came back, and the shards lost past the retries."""
+    every shard there (those of an earlier run too, --resume), and the
+    shards lost past the retries this time."""
     ray = import_ray("fuzz")
     started_here = not ray.is_initialized()
     if started_here:
@@ -128,7 +141,6 @@ def campaign_on_ray(
     root = os.path.join(settings.out, SHARDS)
     os.makedirs(root, exist_ok=True)
     pending: Dict[Any, int] = {}
-    done: List[str] = []
     lost: List[int] = []
     try:
         files_ref = ray.put(files)
@@ -142,14 +154,30 @@ def campaign_on_ray(
                 index = pending.pop(ref)
                 try:
                     packed, cases = ray.get(ref)
-                except Exception:  # noqa: BLE001 - the shard lost past its retries (its node died, again and again)
+                except Exception as e:  # noqa: BLE001 - lost: its node died past the retries, or it raised
                     lost.append(index)
+                    last = str(e).strip().splitlines()[-1][:300] if str(e).strip() else ""
+                    print(f"fuzz: shard {index} lost: {type(e).__name__}: {last}", file=sys.stderr)
                     continue
-                directory = os.path.join(root, str(index))
-                _unpacked(packed, directory)
-                done.append(directory)
+                _unpacked(packed, os.path.join(root, str(index)))
                 on_shard(index, cases)
     finally:
         if started_here:
             ray.shutdown()
-    return sorted(done), sorted(lost)
+    kept = [os.path.join(root, name) for name in sorted(os.listdir(root), key=lambda n: (len(n), n))]
+    return [d for d in kept if os.path.isfile(os.path.join(d, STATE))], sorted(lost)
+
+
+def shards_kept(out: str) -> Optional[int]:
+    """How many shards the campaign in -o was split into (the shard each
+    kept directory's campaign.json names), None where it keeps none; an
+    InputError where two name different counts."""
+    root = os.path.join(out, SHARDS)
+    counts = set()
+    for name in os.listdir(root) if os.path.isdir(root) else ():
+        state = os.path.join(root, name, STATE)
+        if os.path.isfile(state):
+            counts.add(read_state(state).shard.split("/")[1])
+    if len(counts) > 1:
+        raise InputError(root, f"shards of campaigns split in different counts ({', '.join(sorted(counts))})")
+    return int(counts.pop()) if counts else None

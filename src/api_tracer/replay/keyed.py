@@ -191,13 +191,16 @@ class Counts:
     given: int = 0  # configs handed to be replayed
 
 
-def keyed_configs(path: str, digest: bytes, shard: Shard, seen: KeySet, counts: Counts) -> Iterator[Tuple[int, Config]]:
+def keyed_configs(
+    path: str, digest: bytes, shard: Shard, counts: Counts, done: Optional[KeySet] = None
+) -> Iterator[Tuple[int, Config]]:
     """(key, config) of each config of the file at `path` this run must
-    replay: its shard's, each once, none `seen` holds (those a report
-    already holds); a line at a time."""
+    replay: its shard's, each once, none `done` holds (those its report
+    holds already, --resume); a line at a time."""
+    seen = KeySet()
     for c in stream_config_file(path):
         counts.lines += 1
-        key = key_of(digest, c.text)
+        key = config_key(digest, c)
         if not shard.holds(key):
             counts.elsewhere += 1
             continue
@@ -205,8 +208,16 @@ def keyed_configs(path: str, digest: bytes, shard: Shard, seen: KeySet, counts: 
             counts.repeats += 1
             continue
         seen.add(key)
+        if done is not None and key in done:
+            continue
         counts.given += 1
         yield key, c
+
+
+def config_key(digest: bytes, c: Config) -> int:
+    """A config's key: of its text, and where the line was not UTF-8 of
+    that too (its text escapes the bad bytes, as a line may spell them)."""
+    return key_of(digest, c.text + (f"\x00{c.error}" if c.error else ""))
 
 
 # -- a report read back -------------------------------------------------------------------
@@ -216,14 +227,20 @@ def identity_path(report: str) -> str:
     return report + IDENTITY_SUFFIX
 
 
-def write_identity(report: str, identity: RunIdentity) -> None:
-    """The run's identity beside its report (REPORT.run.json), replaced whole."""
-    text = json.dumps(asdict(identity), sort_keys=True, indent=1) + "\n"
+def write_identity(report: str, identity: RunIdentity, complete: bool = False) -> None:
+    """The run's identity beside its report (REPORT.run.json), replaced
+    whole; `complete` once the run has reported every config of its shard
+    (written false as it starts, so that a run killed is known as one)."""
+    text = json.dumps({**asdict(identity), COMPLETE: complete}, sort_keys=True, indent=1) + "\n"
     replace_atomically(identity_path(report), text.encode())
 
 
-def read_identity(report: str) -> RunIdentity:
-    """The identity kept beside a report; an InputError naming the file where it is missing or damaged."""
+COMPLETE = "complete"  # REPORT.run.json's: whether the run reported every config of its shard
+
+
+def read_identity(report: str) -> Tuple[RunIdentity, bool]:
+    """The identity kept beside a report, and whether its run was
+    complete; an InputError naming the file where it is missing or damaged."""
     path = identity_path(report)
     if not os.path.exists(path):
         raise InputError(path, "no such file: a keyed replay writes it beside its report (-o)")
@@ -231,6 +248,9 @@ def read_identity(report: str) -> RunIdentity:
         data = read_all(path, f)
     try:
         fields = json.loads(data.decode("utf-8"))
+        complete = fields.pop(COMPLETE, None)
+        if not isinstance(complete, bool):
+            raise TypeError(f"{COMPLETE}: not true or false")
         identity = RunIdentity(**fields)
         if not isinstance(identity.options, dict) or not all(
             isinstance(v, str) for v in (identity.ranges, identity.shard)
@@ -239,7 +259,7 @@ def read_identity(report: str) -> RunIdentity:
         parse_shard(identity.shard)
     except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as e:
         raise InputError(path, f"not a run's identity ({type(e).__name__}: {e})") from None
-    return identity
+    return identity, complete
 
 
 def read_back(report: str, on_result: Callable[[Result], None]) -> Iterator[int]:
@@ -263,10 +283,12 @@ def read_back(report: str, on_result: Callable[[Result], None]) -> Iterator[int]
 def check_resumable(report: str, identity: RunIdentity, command: str) -> None:
     """A UsageError where --resume cannot go on with `report`: none there,
     or written by a run that judges otherwise or holds another shard."""
-    if not os.path.isfile(report):
+    if not os.path.exists(report):
         raise UsageError(f"{command}: --resume: -o {report}: no such file (a first run has no --resume)")
+    if not os.path.isfile(report):
+        raise UsageError(f"{command}: --resume: -o {report}: not a regular file (a report to go on with is one)")
     try:
-        kept = read_identity(report)
+        kept, _ = read_identity(report)
     except InputError as e:
         raise UsageError(f"{command}: --resume: {e}") from None
     differs = identity.differences(kept)
@@ -284,37 +306,48 @@ def check_resumable(report: str, identity: RunIdentity, command: str) -> None:
 class Collected:
     """What collect_reports put together."""
 
+    identity: RunIdentity
     results: int = 0  # distinct configs written
     repeats: int = 0  # results of a config another report (or line) held already, left out
     shards: List[str] = field(default_factory=list)  # each report's shard, in order
     missing: List[int] = field(default_factory=list)  # the shards of the run no report holds
+    incomplete: List[str] = field(default_factory=list)  # the reports of runs killed before their end
 
 
-def collect_reports(reports: List[str], on_result: Callable[[Result], None], command: str = "collect") -> Collected:
-    """The results of keyed reports (shards of one run, or one run's
-    reports) handed to `on_result`, each config once (by key, the first
-    kept), in memory that holds a key a config. A UsageError where a
-    report's identity (REPORT.run.json) is missing or differs from the
-    first's in what judges a config; `missing` names the shards of the run
-    none of them holds."""
+def check_collectable(reports: List[str], command: str = "collect") -> Collected:
+    """What collect_reports will put together, checked before any output
+    is opened: a UsageError where a report's identity (REPORT.run.json) is
+    missing or differs from the first's in what judges a config, or the
+    reports split the run in different counts of shards; the shards none
+    of them holds (`missing`), and the reports of runs killed (`incomplete`)."""
     identities = []
     for report in reports:
         try:
             identities.append(read_identity(report))
         except InputError as e:
             raise UsageError(f"{command}: {e}") from None
-    first = identities[0]
-    for report, identity in zip(reports[1:], identities[1:]):
+    first = identities[0][0]
+    for report, (identity, _) in zip(reports[1:], identities[1:]):
         differs = [d for d in identity.differences(first) if not d.startswith("--shard")]
         if differs:
             raise UsageError(f"{command}: {report} is of another run than {reports[0]} ({'; '.join(differs)})")
-    shards = [parse_shard(i.shard) for i in identities]
-    counts = {s.count for s in shards}
-    if len(counts) > 1:
+    shards = [parse_shard(i.shard) for i, _ in identities]
+    if len({s.count for s in shards}) > 1:
         said = ", ".join(f"{r}: {s}" for r, s in zip(reports, shards))
         raise UsageError(f"{command}: the reports are of runs split in different counts of shards ({said})")
-    seen, out = KeySet(), Collected(shards=[str(s) for s in shards])
+    out = Collected(first, shards=[str(s) for s in shards])
     out.missing = sorted(set(range(shards[0].count)) - {s.index for s in shards})
+    out.incomplete = [r for r, (_, complete) in zip(reports, identities) if not complete]
+    return out
+
+
+def collect_reports(
+    reports: List[str], out: Collected, on_result: Callable[[Result], None], command: str = "collect"
+) -> None:
+    """The results of keyed reports (shards of one run, checked by
+    check_collectable into `out`) handed to `on_result`, each config once
+    (by key, the first kept), in memory that holds a key a config."""
+    seen = KeySet()
 
     def take(r: Result) -> None:
         key = int(r.key, 16)
@@ -331,7 +364,6 @@ def collect_reports(reports: List[str], on_result: Callable[[Result], None], com
                 pass
         except InputError as e:
             raise UsageError(f"{command}: {e}") from None
-    return out
 
 
 def _read_only(report: str, on_result: Callable[[Result], None]) -> Iterator[int]:

@@ -91,20 +91,30 @@ def run_on_ray(
     timeout: Optional[float] = None,
     command: str = "replay",
     nodes: Optional[Callable[[int], None]] = None,
-) -> List[Tuple[str, Config]]:
+) -> Tuple[List[Tuple[str, Config]], List[str]]:
     """Replays the (key, config) pairs of `tasks` on the cluster at
         `address`, `batch` configs a Ray task, each task `jobs` CPUs and a pool
         of as many workers; `on_result` for each result as its batch comes
         back, `nodes(count)` with the count of live nodes now and then. Every
     node imports api_tracer (installed there, as on the driver). The
-        configs of batches lost past MAX_RETRIES (none where the run finished)."""
+        configs of batches lost past MAX_RETRIES (none where the run finished),
+    and why each batch was lost (a node that died, or what a batch raised).
+    A task asks for `jobs` CPUs, and a GPU where the device is CUDA; a
+    UsageError where no node has that many."""
     ray = import_ray(command)
     started_here = not ray.is_initialized()
     if started_here:
         connect(ray, address, command)
-    remote = ray.remote(num_cpus=jobs, max_retries=MAX_RETRIES, retry_exceptions=False)(_batch)
+    gpus = 1 if options.device.startswith("cuda") else 0
     lost: List[Tuple[str, Config]] = []
+    why: List[str] = []
     try:
+        largest = max((n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=0)
+        if largest < jobs:
+            raise UsageError(
+                f"{command}: --ray: --jobs {jobs}: no node of the cluster has that many CPUs ({largest:g})"
+            )
+        remote = ray.remote(num_cpus=jobs, num_gpus=gpus, max_retries=MAX_RETRIES, retry_exceptions=False)(_batch)
         options_ref = ray.put(options)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         limit = max(2, IN_FLIGHT * cpus // max(1, jobs))
@@ -113,13 +123,13 @@ def run_on_ray(
         for chunk in chunks:
             pending[remote.remote(chunk, options_ref, jobs, timeout)] = chunk
             while len(pending) >= limit:
-                _collect(ray, pending, on_result, lost, nodes)
+                _collect(ray, pending, on_result, lost, why, nodes)
         while pending:
-            _collect(ray, pending, on_result, lost, nodes)
+            _collect(ray, pending, on_result, lost, why, nodes)
     finally:
         if started_here:
             ray.shutdown()
-    return lost
+    return lost, why
 
 
 def _chunks(tasks: Iterator[Tuple[str, Config]], size: int) -> Iterator[List[Tuple[str, Config]]]:
@@ -130,15 +140,18 @@ def _chunks(tasks: Iterator[Tuple[str, Config]], size: int) -> Iterator[List[Tup
         yield chunk
 
 
-def _collect(ray: Any, pending: Dict[Any, list], on_result: Callable, lost: list, nodes: Optional[Callable]) -> None:
+def _collect(
+    ray: Any, pending: Dict[Any, list], on_result: Callable, lost: list, why: list, nodes: Optional[Callable]
+) -> None:
     """Waits for a batch to come back, and hands on its results (or keeps its configs as lost)."""
     done, _ = ray.wait(list(pending), num_returns=1)
     for ref in done:
         chunk = pending.pop(ref)
         try:
             results = ray.get(ref)
-        except Exception:  # noqa: BLE001 - the batch lost past its retries (its node died, again and again)
+        except Exception as e:  # noqa: BLE001 - the batch lost: its node died past the retries, or it raised
             lost.extend(chunk)
+            why.append(f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}")
             continue
         for r in results:
             on_result(r)

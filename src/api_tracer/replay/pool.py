@@ -31,9 +31,17 @@ def done(conn: Any, result: Any) -> None:
     conn.send((DONE, result))
 
 
+# How long a worker waits for its next task before it ends (a pool kept between runs, WorkerPool.run's
+# keep, in a process that may never run another: replay --ray's, in a Ray worker that outlives the run).
+IDLE_EXIT = 300.0
+
+
 def tasks(conn: Any) -> Iterator[Any]:
-    """The tasks a worker receives, until told to stop."""
+    """The tasks a worker receives, until told to stop, or IDLE_EXIT
+    seconds pass without one."""
     while True:
+        if not conn.poll(IDLE_EXIT):
+            return
         task = conn.recv()
         if task is None:
             return
@@ -171,7 +179,13 @@ class WorkerPool:
                     self.idle[conn] = w
                     break
                 self.workers[conn] = w
-                self._give(conn, task)
+                try:
+                    self._give(conn, task)
+                except OSError:  # (it died since: idle past IDLE_EXIT, or killed) the task to a new one
+                    del self.workers[conn]
+                    w.process.join()
+                    conn.close()
+                    self._give(self._start(), task)
             while len(self.workers) + len(self.idle) < self.jobs:
                 task = feed()
                 if task is None:
