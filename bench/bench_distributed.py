@@ -2,7 +2,8 @@
 side in one run:
 
 1. throughput: configs a second of `replay --isolate --jobs 1` and `--jobs
-   2`, and of `--ray` on a local Ray (the machine's CPUs, `--jobs 1` a batch),
+   2`, and of `--ray` on a Ray cluster of this machine of 1 and of 2 CPUs
+   (ray start --head; `--jobs 1` a batch),
    each measured as (K - 1) / (t(K configs) - t(1 config)), so that the
    start of torch, the pool and Ray is left out;
 2. Ray's cost a batch: the same K configs with `--batch 1` against
@@ -21,7 +22,7 @@ side in one run:
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
 import random
 import resource
 import subprocess
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 CLI = [sys.executable, "-m", "api_tracer", "replay"]
 
@@ -70,23 +72,38 @@ def peak_rss(args: list) -> float:
     return int(out.stdout) / 1024
 
 
+@contextlib.contextmanager
+def ray_cluster(cpus: int) -> Iterator[None]:
+    """A Ray cluster of one node of `cpus` CPUs on this machine (ray start
+    --head), which `--ray auto` joins; stopped after."""
+    ray = str(Path(sys.executable).parent / "ray")
+    flags = [f"--num-cpus={cpus}", "--include-dashboard=false", "--disable-usage-stats"]
+    subprocess.run([ray, "start", "--head", *flags], capture_output=True, check=True)
+    try:
+        yield
+    finally:
+        subprocess.run([ray, "stop", "--force"], capture_output=True)
+
+
 def throughput(k: int, tmp: Path) -> None:
     big, one = corpus(tmp / "k.txt", k), corpus(tmp / "one.txt", 1)
-    ways = {
-        "--jobs 1": ["--isolate", "--jobs", "1"],
-        "--jobs 2": ["--isolate", "--jobs", "2"],
-        "--ray (local), batch 32": ["--ray", "--batch", "32"],
-        "--ray (local), batch 1": ["--ray", "--batch", "1"],
-    }
+    ways = [
+        ("--isolate --jobs 1", 0, ["--isolate", "--jobs", "1"]),
+        ("--isolate --jobs 2", 0, ["--isolate", "--jobs", "2"]),
+        ("--ray, 1 CPU, batch 32", 1, ["--ray", "auto", "--batch", "32"]),
+        ("--ray, 2 CPUs, batch 32", 2, ["--ray", "auto", "--batch", "32"]),
+        ("--ray, 2 CPUs, batch 1", 2, ["--ray", "auto", "--batch", "1"]),
+    ]
     rates = {}
     print(f"{'way':26} {'t(1) s':>8} {'t(K) s':>8} {'configs/s':>10}")
-    for name, flags in ways.items():
-        t1, tk = timed([str(one), *flags]), timed([str(big), *flags])
+    for name, cpus, flags in ways:
+        with ray_cluster(cpus) if cpus else contextlib.nullcontext():
+            t1, tk = timed([str(one), *flags]), timed([str(big), *flags])
         rates[name] = (k - 1) / max(tk - t1, 1e-9)
         print(f"{name:26} {t1:8.2f} {tk:8.2f} {rates[name]:10.1f}")
     tasks_32, tasks_1 = -(-k // 32), k
-    per_task = (k / rates["--ray (local), batch 1"] - k / rates["--ray (local), batch 32"]) / (tasks_1 - tasks_32)
-    print(f"Ray's cost a batch (task): {per_task * 1000:.1f} ms (on {os.cpu_count()} CPUs, tasks run 2 at a time)")
+    per_task = (k / rates["--ray, 2 CPUs, batch 1"] - k / rates["--ray, 2 CPUs, batch 32"]) / (tasks_1 - tasks_32)
+    print(f"Ray's cost a batch (task): {per_task * 1000:.1f} ms (2 CPUs: tasks run 2 at a time)")
 
 
 def per_result(tmp: Path, n: int = 200_000) -> None:

@@ -2,7 +2,8 @@
 config, --resume goes on after a kill, `api-tracer collect` puts the shards
 together, and --ray runs on a Ray cluster that loses a node on the way:
 each time every config is reported exactly once, with the status a
-single run gives it."""
+single run gives it. And a fuzz campaign split likewise (--shard, --ray)
+finds what one campaign of the same case numbers finds."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Tuple
 
 import pytest
 
@@ -200,19 +201,74 @@ def test_a_ray_cluster_that_loses_a_node_reports_every_config_once(
     cluster.wait_for_nodes()
 
 
-def test_a_fuzz_campaign_on_ray_finds_what_one_campaign_finds(tmp_path: Path, cluster: Any) -> None:
-    """fuzz --ray --shards 3 --blind --cases 120: the shards' findings,
-    merged into -o's, are those of one campaign of the same seed and case
-    numbers; a node removed once the first shard is back costs nothing."""
+# One --blind campaign's cases, by number: the planted seeds but the hang's and the out-of-memory crash's,
+# whose timeouts and kills would steer the draws by the machine's load.
+CAMPAIGN = ["--blind", "--cases", "150", "--jobs", "1", "--timeout", "3", "--import", "fuzz_planted"]
+
+
+@pytest.fixture(scope="module")
+def one_campaign(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, Path]:
+    """The seeds, and the directory of one campaign of CAMPAIGN over them."""
     import fuzz_planted
 
-    seeds = tmp_path / "seeds.yaml"
+    d = tmp_path_factory.mktemp("campaign")
+    seeds = d / "seeds.yaml"
     left = [line for name, line in fuzz_planted.SEEDS.items() if name not in ("repeat_rows", "outer_table")]
     seeds.write_text("".join(f"{line}\n" for line in [*left, *fuzz_planted.TORCH_SEEDS]))
-    flags = ["--blind", "--cases", "120", "--jobs", "1", "--timeout", "3", "--import", "fuzz_planted"]
-    env = user_code_env()
-    one = run_cli("fuzz", str(seeds), "-o", str(tmp_path / "one"), *flags, env=env)
+    one = run_cli("fuzz", str(seeds), "-o", str(d / "one"), *CAMPAIGN, env=user_code_env())
     assert one.returncode == 1, one.stdout + one.stderr
+    assert json.loads((d / "one" / "campaign.json").read_text())["next_case"] == 150
+    return seeds, d / "one"
+
+
+def signatures(directory: Path) -> list:
+    return sorted(json.loads(line)["signature"] for line in _lines(directory / "findings.jsonl"))
+
+
+def test_three_fuzz_shards_one_killed_and_resumed_find_what_one_campaign_finds(
+    tmp_path: Path, one_campaign: Tuple[Path, Path]
+) -> None:
+    """Three --shard campaigns of CAMPAIGN, the second killed mid-run and
+    resumed, whose findings fuzz --merge joins: one campaign's. One worker
+    each, so that which seeds run as they are is known before any case is
+    drawn from them."""
+    seeds, one = one_campaign
+    env = user_code_env()
+    for i in (0, 2):
+        r = run_cli("fuzz", str(seeds), "-o", str(tmp_path / f"shard{i}"), "--shard", f"{i}/3", *CAMPAIGN, env=env)
+        assert r.returncode == 1, r.stdout + r.stderr
+    argv = [*CLI, "fuzz", str(seeds), "-o", str(tmp_path / "shard1"), "--shard", "1/3", *CAMPAIGN]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    state = tmp_path / "shard1" / "campaign.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not state.exists() or json.loads(state.read_text())["next_case"] < 40):
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    killed_at = json.loads(state.read_text())["next_case"]
+    assert 40 <= killed_at < 150, killed_at
+    shard1 = ["fuzz", str(seeds), "-o", str(tmp_path / "shard1"), "--resume", *CAMPAIGN]
+    wrong = run_cli(*shard1, "--shard", "0/3", env=env)
+    assert wrong.returncode == 2 and "--shard 1/3" in wrong.stderr, wrong.stderr
+    resumed = run_cli(*shard1, "--shard", "1/3", env=env)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+    shards = [tmp_path / f"shard{i}" for i in range(3)]
+    m = run_cli("fuzz", "--merge", *map(str, shards), "-o", str(tmp_path / "merged"), env=env)
+    assert m.returncode == 1, m.stdout + m.stderr
+    assert signatures(tmp_path / "merged") == signatures(one) and len(signatures(one)) >= 5
+    for shard in shards:  # (each drew its case numbers up to 150, and stopped at its first past it)
+        assert 150 <= json.loads((shard / "campaign.json").read_text())["next_case"] < 153
+
+
+def test_a_fuzz_campaign_on_ray_finds_what_one_campaign_finds(
+    tmp_path: Path, cluster: Any, one_campaign: Tuple[Path, Path]
+) -> None:
+    """fuzz --ray --shards 3 of CAMPAIGN: the shards' findings, merged
+    into -o's, are those of one campaign of the same seed and case
+    numbers; a node removed once the first shard is back costs nothing."""
+    seeds, one = one_campaign
+    flags = CAMPAIGN
+    env = user_code_env()
     out = tmp_path / "on_ray"
     argv = [*CLI, "fuzz", str(seeds), "-o", str(out), "--ray", cluster.address, "--shards", "3", *flags]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -230,10 +286,7 @@ def test_a_fuzz_campaign_on_ray_finds_what_one_campaign_finds(tmp_path: Path, cl
     other = run_cli("fuzz", str(seeds), "-o", str(out), "--ray", cluster.address, "--resume", "--shards", "2", *flags)
     assert other.returncode == 2 and "has 3" in other.stderr, other.stderr
 
-    def signatures(directory: Path) -> list:
-        return sorted(json.loads(line)["signature"] for line in _lines(directory / "findings.jsonl"))
-
-    assert signatures(out) == signatures(tmp_path / "one") and len(signatures(out)) >= 5
+    assert signatures(out) == signatures(one) and len(signatures(out)) >= 5
     assert sorted(os.listdir(out / "shards")) == ["0", "1", "2"] and "LOST" not in stdout
     assert lost_node, "the node was removed while shards ran"
 

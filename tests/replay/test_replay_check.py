@@ -331,10 +331,14 @@ def test_the_progress_bar_counts_mismatches_when_checking(monkeypatch):
     progress = Progress(2, "float64")
     progress(Result("f", 1, "c", "a", Status.OK))
     progress(Result("f", 2, "c", "a", Status.MISMATCH))
-    assert sys.stderr.getvalue().endswith("2/2 ok 1 mismatch 1 vacuous 0 failed 0 skipped 0 refused 0 invalid 0")
-    plain = Progress(1)
-    plain(Result("f", 1, "c", "a", Status.OK))
-    assert sys.stderr.getvalue().endswith("1/1 ok 1 failed 0 skipped 0 refused 0 invalid 0")
+    last = sys.stderr.getvalue().rsplit("\r", 1)[-1]
+    counts = "ok 1 mismatch 1 vacuous 0 failed 0 skipped 0 refused 0 invalid 0"
+    assert re.fullmatch(rf"\[#{{30}}\] 2/2 [0-9.]+/s {counts}", last), last
+    # A streamed corpus (its total not known): the configs done, their rate, and the cluster's nodes.
+    streamed = Progress(None, where=lambda: "2 nodes")
+    streamed(Result("f", 1, "c", "a", Status.OK))
+    last = sys.stderr.getvalue().rsplit("\r", 1)[-1]
+    assert re.fullmatch(r"1 done [0-9.]+/s ok 1 failed 0 skipped 0 refused 0 invalid 0 \[2 nodes\]", last), last
 
 
 def test_an_infinite_error_is_written_as_a_string_in_the_json_report():
