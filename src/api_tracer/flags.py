@@ -61,6 +61,18 @@ def seconds(text: str) -> float:
     return value
 
 
+def shard_pair(text: str) -> Tuple[int, int]:
+    """`I/N` (0 <= I < N), as --shard takes it: (I, N)."""
+    index, slash, number = text.partition("/")
+    if not slash or not index.strip().isdigit() or not number.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not I/N (the shard's index from 0, then their count: 0/4 ... 3/4)"
+        )
+    if int(number) < 1 or int(index) >= int(number):
+        raise argparse.ArgumentTypeError(f"{text!r}: the index must be at least 0 and below the count")
+    return int(index), int(number)
+
+
 # -- a replay's flags ---------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any, List, Optional, Tuple
 
 from ..errors import PROG, UsageError, warn
-from ..flags import FUZZ_MAX_BYTES, add_replay_flags, seconds
+from ..flags import FUZZ_MAX_BYTES, add_replay_flags, seconds, shard_pair
 from ..formats.configs import ranges_beside
 from ..formats.io import check_not_an_input, is_regular, unmakeable_directory
 from ..fuzz.campaign import (
@@ -35,7 +35,7 @@ from ..fuzz.mutate import KINDS
 from ..fuzz.repro import write_reports
 from ..fuzz.state import STATE, State, read_state
 from ..fuzz.steer import BEHAVIOURS
-from ..replay.keyed import Shard, parse_shard
+from ..replay.keyed import Shard
 from ..replay.results import first_line
 from ..replay.run import checked_options, prepare_process
 from .replay import check_readable
@@ -93,6 +93,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--shard",
+        type=shard_pair,
         metavar="I/N",
         help="draw only the case numbers that are I modulo N (each shard runs the seeds too): N campaigns, one an "
         "array job's task, whose findings fuzz --merge joins",
@@ -233,10 +234,7 @@ def settings_of(args: Any, directory: bool = True) -> Settings:
         raise UsageError("fuzz: --budget must be at least 1")
     if args.cases is not None and args.cases < 1:
         raise UsageError("fuzz: --cases must be at least 1")
-    try:
-        shard = parse_shard(args.shard) if args.shard else Shard()
-    except ValueError as e:
-        raise UsageError(f"fuzz: --shard {e}") from None
+    shard = Shard(*args.shard) if args.shard else Shard()
     timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     if not timeout > 0:
         raise UsageError("fuzz: --timeout must be more than 0")

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError, UsageError
-from ..flags import add_replay_flags, seconds
+from ..flags import add_replay_flags, seconds, shard_pair
 from ..formats.configs import ranges_beside, stream_config_file
 from ..formats.io import check_not_an_input, unwritable
 from ..formats.summaries import read_value_ranges
@@ -26,10 +26,8 @@ from ..replay.keyed import (
     RunIdentity,
     Shard,
     check_resumable,
-    config_key,
     key_text,
     keyed_configs,
-    parse_shard,
     read_back,
     write_identity,
 )
@@ -82,6 +80,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--shard",
+        type=shard_pair,
         metavar="I/N",
         help="replay only the configs of shard I of N (0 <= I < N): those whose key is I modulo N, the same every "
         "time, so that N copies of the command (an array job) replay each config once between them",
@@ -125,10 +124,7 @@ def main(args: Any) -> int:
         raise UsageError("replay: --jobs must be at least 1")
     if args.batch < 1:
         raise UsageError("replay: --batch must be at least 1")
-    try:
-        shard = parse_shard(args.shard) if args.shard else Shard()
-    except ValueError as e:
-        raise UsageError(f"replay: --shard {e}") from None
+    shard = Shard(*args.shard) if args.shard else Shard()
     if args.resume and not args.report:
         raise UsageError("replay: --resume needs -o REPORT, the report it goes on with")
     if args.ray is not None:
@@ -230,11 +226,7 @@ def main(args: Any) -> int:
                 run_stream(tasks, args.jobs, options, lambda key, r: on_result(keyed(r, key)), timeout)
             else:
                 run_in_process(
-                    (c for _, c in tasks),
-                    options,
-                    on_result,
-                    report_fd=report.file.fileno() if report else None,
-                    keys=lambda c: key_text(config_key(digest, c)),
+                    tasks, options, on_result, report_fd=report.file.fileno() if report else None, keyed=True
                 )
     except InputError as e:  # the file of configs cannot be read on (said, naming it)
         raise UsageError(f"replay: {e}") from None

@@ -21,6 +21,7 @@ about 3 in a million (n^2 / 2^65)."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import InputError, UsageError
+from ..flags import shard_pair
 from ..formats.configs import Config, stream_config_file
 from ..formats.io import open_regular, read_all, replace_atomically
 from .options import ReplayOptions
@@ -69,13 +71,10 @@ class Shard:
 
 def parse_shard(text: str) -> Shard:
     """`I/N` (0 <= I < N), as --shard takes it; ValueError saying what is wrong."""
-    index, slash, count = text.partition("/")
-    if not slash or not index.strip().isdigit() or not count.strip().isdigit():
-        raise ValueError(f"{text!r} is not I/N (the shard's index from 0, then their count: 0/4 ... 3/4)")
-    shard = Shard(int(index), int(count))
-    if shard.count < 1 or shard.index >= shard.count:
-        raise ValueError(f"{text!r}: the index must be at least 0 and below the count")
-    return shard
+    try:
+        return Shard(*shard_pair(text))
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(str(e)) from None
 
 
 def is_shard(text: Any) -> bool:
@@ -262,22 +261,26 @@ def read_identity(report: str) -> Tuple[RunIdentity, bool]:
     return identity, complete
 
 
-def read_back(report: str, on_result: Callable[[Result], None]) -> Iterator[int]:
+def read_back(report: str, on_result: Callable[[Result], None], repair: bool = True) -> Iterator[int]:
     """The key of each result a report holds, each handed to `on_result`
-    as it is read; a last line cut short (the run was killed as it wrote
-    it) is cut off the file. An InputError naming report:line at a line
-    that is not a result, or one without a key (not a keyed run's)."""
-    with open(report, "r+b") as f:
+    as it is read. A last line cut short (the run was killed as it wrote
+    it) is cut off the file, or without `repair` (the file left as it is)
+    an InputError. An InputError naming report:line at a line that is not
+    a result, or one without a key (not a keyed run's)."""
+    with open(report, "r+b") if repair else open_regular(report) as f:
         lineno, whole = 0, 0
         for raw in f:
             lineno += 1
             if not raw.endswith(b"\n"):
+                if not repair:
+                    raise InputError(
+                        report, "ends inside a line: the run was killed as it wrote it (--resume mends it)", lineno
+                    )
                 f.truncate(whole)
                 break
             whole += len(raw)
-            if not raw.strip():
-                continue
-            yield _keyed_line(report, lineno, raw, on_result)
+            if raw.strip():
+                yield _keyed_line(report, lineno, raw, on_result)
 
 
 def check_resumable(report: str, identity: RunIdentity, command: str) -> None:
@@ -360,22 +363,10 @@ def collect_reports(
 
     for report in reports:
         try:
-            for _ in _read_only(report, take):
+            for _ in read_back(report, take, repair=False):
                 pass
         except InputError as e:
             raise UsageError(f"{command}: {e}") from None
-
-
-def _read_only(report: str, on_result: Callable[[Result], None]) -> Iterator[int]:
-    """read_back's lines, the file left as it is: a last line cut short is an InputError."""
-    with open_regular(report) as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.endswith(b"\n"):
-                raise InputError(
-                    report, "ends inside a line: the run was killed as it wrote it (--resume mends it)", lineno
-                )
-            if raw.strip():
-                yield _keyed_line(report, lineno, raw, on_result)
 
 
 def _keyed_line(report: str, lineno: int, raw: bytes, on_result: Callable[[Result], None]) -> int:

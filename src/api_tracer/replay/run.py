@@ -50,17 +50,41 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
         else:
             outcome = run_side(job, Side("replay", options.device))
             status = Status.OK
-    except Invalid as e:
-        status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
-    except Refused as e:
-        status, message, column = Status.REFUSED, str(e), e.column
-    except Skip as e:
-        status, message = Status.SKIPPED, str(e)
-    except Unmapped as e:
-        status, message = Status.UNMAPPED, str(e)
-    except (BuildError, SideError) as e:
-        status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
     except Exception as e:  # noqa: BLE001 - the API's own failure, reported
+        status, error, message, column = failure_of(e, config, api, options)
+    result = Result(
+        config.file, config.line, config.text, api, status, error, message, column, time.perf_counter() - start
+    )
+    if options.watches_behaviour:
+        result.behaviour = behaviour_of(outcome, status.value, error, message)
+    if verdict:
+        worst = verdict.worst
+        result.check, result.compared, result.hashes = options.check or "", verdict.compared, verdict.hashes
+        if worst:
+            result.worst, result.max_abs_error, result.max_rel_error = worst.where, worst.max_abs, worst.max_rel
+            result.measure, result.excess = worst.measure, worst.excess
+            if worst.measure == "rtol/atol":
+                result.rtol, result.atol = worst.rtol, worst.atol
+    return result
+
+
+def failure_of(e: Exception, config: Config, api: str, options: ReplayOptions) -> Tuple[Status, str, str, int]:
+    """(status, error, message, column) of a config whose replay raised
+    `e`: the line's doing (invalid, refused), replay's (skipped: its
+    inputs, the framework's build on this machine, values outside the
+    operator's domain), or the call's own failure."""
+    status, error, message, column = Status.FAILED, "", "", 0
+    if isinstance(e, Invalid):
+        status, error, message, column = Status.INVALID, "Invalid", str(e), e.column
+    elif isinstance(e, Refused):
+        status, message, column = Status.REFUSED, str(e), e.column
+    elif isinstance(e, Skip):
+        status, message = Status.SKIPPED, str(e)
+    elif isinstance(e, Unmapped):
+        status, message = Status.UNMAPPED, str(e)
+    elif isinstance(e, (BuildError, SideError)):
+        status, error, message = Status.FAILED, type(e.cause).__name__, str(e)
+    else:
         status, error, message = Status.FAILED, type(e).__name__, first_line(e)
         domain = outside_domain(message)
         lacking = api and replay_framework(line_framework(api, options)).no_kernel(message)
@@ -78,20 +102,7 @@ def replay_one(config: Config, options: ReplayOptions = ReplayOptions()) -> Resu
                 else "drawn from N(0, 1): no floating profile (trace with float_ranges=True)"
             )
             message = f"inputs outside the operator's domain ({domain}), {drawn}: {type(e).__name__}: {message}"
-    result = Result(
-        config.file, config.line, config.text, api, status, error, message, column, time.perf_counter() - start
-    )
-    if options.watches_behaviour:
-        result.behaviour = behaviour_of(outcome, status.value, error, message)
-    if verdict:
-        worst = verdict.worst
-        result.check, result.compared, result.hashes = options.check or "", verdict.compared, verdict.hashes
-        if worst:
-            result.worst, result.max_abs_error, result.max_rel_error = worst.where, worst.max_abs, worst.max_rel
-            result.measure, result.excess = worst.measure, worst.excess
-            if worst.measure == "rtol/atol":
-                result.rtol, result.atol = worst.rtol, worst.atol
-    return result
+    return status, error, message, column
 
 
 # What an operator says when random inputs fall outside its domain: the
@@ -286,32 +297,32 @@ def pool_for(options: ReplayOptions, jobs: int, timeout: Optional[float]) -> poo
 
 
 def run_in_process(
-    configs: Iterable[Config],
+    configs: Iterable[Any],
     options: ReplayOptions,
     on_result: Callable[[Result], None],
     *,
     report_fd: Optional[int] = None,
-    keys: Optional[Callable[[Config], str]] = None,
+    keyed: bool = False,
 ) -> List[Result]:
     """Each config in this process, in turn. A fatal signal (a crashing
     kernel) kills the process, but first says which config died and how far
     the replay got, and appends that config's line to the report on
-    `report_fd` (CrashNote), with its key (`keys`, a keyed run's). The
-    results, unless `keys` is given (a keyed run streams them to on_result
-    alone)."""
+    `report_fd` (CrashNote), with its key. The results; with `keyed`,
+    `configs` are (key, config) pairs (a keyed run's), each result carries
+    its key, and they are streamed to on_result alone."""
     prepare_process(options)
     results = []
     done = 0
     with CrashNote(report_fd) as note:
-        for c in configs:
-            key = keys(c) if keys else ""
+        for item in configs:
+            key, c = item if keyed else ("", item)
             # (a line past MAX_LINE is refused unparsed and runs nothing: no note, which holds it per signal)
             note.running(c if len(c.text) <= MAX_LINE else None, done, key)
             r = replay_one(c, options)
             r.key = key
             note.running(None, done)
             done += 1
-            if not keys:
+            if not keyed:
                 results.append(r)
             on_result(r)
     return results
