@@ -28,13 +28,16 @@ build: setup
 
 # pytest's planted-defect campaigns first, alone (their workers time each
 # case against a --timeout of 1.5 s, which a loaded machine would pass); then
-# the wheel's test beside the rest of pytest (its build on one core), its
-# output shown after pytest's.
+# the wheel's test beside the rest of pytest, which runs in PYTEST_WORKERS
+# processes (pytest-xdist, a test file's tests in one of them, so that a
+# module's fixture, a Ray cluster or a campaign, is made once; the wheel's
+# build on one core), its output shown after pytest's, with the slowest tests.
 FUZZ_TESTS := tests/fuzz/test_fuzz.py
+PYTEST_WORKERS ?= 2
 test: build lint test-cpp
 	$(PY) -m pytest -q $(FUZZ_TESTS)
 	@CMAKE_BUILD_PARALLEL_LEVEL=1 $(MAKE) --no-print-directory test-wheel > $(BUILD)/test-wheel.log 2>&1 & wheel=$$!; \
-	$(PY) -m pytest -q --ignore=$(FUZZ_TESTS); python=$$?; \
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=20 --ignore=$(FUZZ_TESTS); python=$$?; \
 	wait $$wheel; status=$$?; cat $(BUILD)/test-wheel.log; \
 	[ $$status -eq 0 ] || echo "test-wheel failed ($(BUILD)/test-wheel.log)"; \
 	[ $$python -eq 0 ] && [ $$status -eq 0 ]
