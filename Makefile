@@ -83,6 +83,7 @@ bench: build
 	$(PY) bench/bench_steer.py --out /tmp/api-tracer-steer-bench
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_distributed.py
+	$(PY) bench/bench_timing.py
 	$(PY) bench/bench_paddle.py
 
 # Regenerates src/api_tracer/api_list/*.yaml from the installed torch and paddle.

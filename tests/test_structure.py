@@ -184,7 +184,7 @@ LAYERS: List[Tuple[str, ...]] = [
     ),
     ("api_tracer.replay.judge", "api_tracer.replay.judge.*"),
     ("api_tracer.replay", "api_tracer.replay.run", "api_tracer.replay.retrace", "api_tracer.replay.on_ray"),
-    ("api_tracer.fuzz", "api_tracer.fuzz.*"),
+    ("api_tracer.fuzz", "api_tracer.fuzz.*", "api_tracer.timing", "api_tracer.timing.*"),
     ("api_tracer.report", "api_tracer.report.*"),
     (
         "api_tracer",

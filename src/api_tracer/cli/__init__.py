@@ -1,5 +1,5 @@
-"""The command line: api-tracer run | merge | replay | collect | fuzz | repro | diff | stats | coverage | report |
-export.
+"""The command line: api-tracer run | merge | replay | collect | fuzz | repro | bench | diff | stats | coverage |
+report | export.
 
     api-tracer run [--dialect paddle] [--levels 1,2] [-o DIR] [--merge] [--stack short] script.py ARGS...
     api-tracer run -m package.module ARGS...
@@ -14,6 +14,9 @@ export.
                     [--import MODULE]... [--load-library PATH]... [--timeout SECONDS] [--max-bytes B] [--resume]
                     [--cases N] [--shard I/N | --ray [ADDRESS] [--shards N]]
     api-tracer repro CONFIGS|CAMPAIGN [-o DIR] [--line N] [--check MODE] [--import MODULE]... [--seed S]
+    api-tracer bench CONFIGS [-o RESULTS.jsonl [--resume]] [--rounds N] [--threads N] [--clock cpu|wall] [--backward]
+                     [--jobs N] [--timeout SECONDS] [--sources FILE] [--compare BASELINE.jsonl] [--json]
+    api-tracer bench --compare BASELINE.jsonl RESULTS.jsonl
     api-tracer diff A B [--json] [--fail-on new|gone|any] [--limit N]
     api-tracer stats DIR
     api-tracer coverage DIR... [--list FILE] [--json] [--untouched] [--top N]
@@ -40,7 +43,20 @@ from ..errors import PROG, UsageError
 
 # The commands, in the order --help lists them: each the module of this
 # package of its name.
-COMMANDS = ("run", "merge", "replay", "collect", "fuzz", "repro", "diff", "stats", "coverage", "report", "export")
+COMMANDS = (
+    "run",
+    "merge",
+    "replay",
+    "collect",
+    "fuzz",
+    "repro",
+    "bench",
+    "diff",
+    "stats",
+    "coverage",
+    "report",
+    "export",
+)
 
 
 def command(name: str) -> Any:

@@ -144,6 +144,14 @@ class ReplayFramework:
         built and made; its `Outcome`, the output's tensors torch's."""
         raise NotImplementedError
 
+    def timed_backward(self, job: Any) -> Any:
+        """The job's call built once on options.device, one call made, and
+        its backward ready to be timed (side.py: `TimedCall`), or Skip
+        where the framework gives none. Raises what build raises."""
+        from .results import Skip
+
+        raise Skip(f"--backward: {self.title}'s calls are timed forward only")
+
     def reproducer(self, job: Any, verdict: Any, cast: Any, about: Any) -> str:
         """The job's call as a standalone script of this framework alone
         (fuzz/repro.py says what it shows); NotWritable where the

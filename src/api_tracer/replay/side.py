@@ -43,6 +43,18 @@ class NoGradient:
 
 
 @dataclass
+class TimedCall:
+    """A job's call built to be timed (timing/measure.py): `func` called
+    with `args` and `kwargs`; with --backward, `backward` the same of the
+    backward of one call already made (its graph kept)."""
+
+    func: Callable[..., Any]
+    args: list
+    kwargs: dict
+    backward: Optional[Tuple[Callable[..., Any], tuple, dict]] = None
+
+
+@dataclass
 class Outcome:
     output: Any
     grads: Dict[str, Any] = field(default_factory=dict)  # input's path -> its gradient (None: none reached it)

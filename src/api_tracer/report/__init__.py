@@ -10,7 +10,9 @@ verdicts per API, its mismatches by how far they exceed their measure, and
 the configs that did not run; a fuzz campaign (its directory, or its
 findings.jsonl) gives what it ran and its findings with their reproducers;
 a diff (the JSON lines of `api-tracer diff --json`) gives its differences
-by kind and in a table.
+by kind and in a table; a benchmark run (`api-tracer bench -o`) gives its
+configs by what they cost a program, and each run after the first is
+compared against the first, its baseline, config by config.
 Each trace directory also gives a coverage pane (corpus/coverage.py): per module
 of the API list, and per namespace of the registered operators, the share
 touched as a table with a bar, and the names touched and never touched.
@@ -35,6 +37,10 @@ from ..formats.io import open_regular, replace_atomically, unwritable
 from ..fuzz.findings import FINDINGS
 from ..fuzz.state import STATE as CAMPAIGN_STATE  # (a directory holding it is a fuzz campaign)
 from ..fuzz.state import read_state
+from ..timing.compare import compare
+from ..timing.output import weigh
+from ..timing.results import Run
+from .bench_html import bench_pane, comparison_pane
 from .coverage_html import coverage_pane
 from .diff_html import diff_pane
 from .fuzz_html import fuzz_pane, read_findings
@@ -54,11 +60,13 @@ def render(
     campaigns: Sequence[Tuple[str, List[Dict[str, Any]], Dict[str, Any]]] = (),
     diffs: Sequence[Tuple[str, List[Dict[str, Any]]]] = (),
     found_sets: Optional[Mapping[str, List[FileSet]]] = None,
+    benches: Sequence[Run] = (),
 ) -> str:
     """The report's HTML: a pane per view of each trace directory, one per
     (name, Profile.raw() data) profile, one per (name, results) replay
     report, one per (name, findings, campaign state) fuzz campaign, one per
-    (name, lines) diff, and last the coverage of each trace directory
+    (name, lines) diff, one per benchmark run and one per comparison of a
+    run after the first against the first, and last the coverage of each trace directory
     (corpus/coverage.py). `found_sets`: the sets of each trace directory,
     where the caller found them already (else they are found here)."""
     panes: List[Tuple[str, str, str]] = []
@@ -95,6 +103,14 @@ def render(
     for name, lines in diffs:
         pane = f"p{len(panes)}"
         panes.append((pane, f"diff: {os.path.basename(name)}", diff_pane(name, lines, pane)))
+    for i, run in enumerate(benches):
+        weigh(run)  # (by the sources beside its configs, or their lines)
+        pane = f"p{len(panes)}"
+        panes.append((pane, f"bench: {os.path.basename(run.path)}", bench_pane(run, pane)))
+        if i:
+            pane = f"p{len(panes)}"
+            title = f"bench: {os.path.basename(run.path)} against {os.path.basename(benches[0].path)}"
+            panes.append((pane, title, comparison_pane(compare(benches[0], run), pane)))
     for title, coverage in coverages:
         pane = f"p{len(panes)}"
         panes.append((pane, title, coverage_pane(coverage, title, pane)))
@@ -104,6 +120,7 @@ def render(
         + [f"replay report {n}" for n, _ in replays]
         + [f"fuzz campaign {n}" for n, _, _ in campaigns]
         + [f"diff {n}" for n, _ in diffs]
+        + [f"benchmark run {run.path}" for run in benches]
     )
     subtitle = esc("From " + ", ".join(sources) + ".")
     return page(TITLE, subtitle, switch("views", panes))

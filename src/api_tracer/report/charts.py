@@ -4,8 +4,9 @@ a bar or a cell shows its <title>; nothing needs script."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .page import esc, tag
 
@@ -21,9 +22,12 @@ def clip(label: str, width: float) -> str:
     return label[: max(room - 1, 0)] + "…" if room > 1 else ""
 
 
-def bar_chart(items: Sequence[Tuple[str, int, str]], row: int = 18) -> str:
-    """One bar per (label, value, tooltip), in the order given; the labels
-    take what room they need, up to 480 px."""
+def bar_chart(
+    items: Sequence[Tuple[str, float, str]], row: int = 18, shown: Callable[[float], str] = "{:,}".format
+) -> str:
+    """One bar per (label, value, tooltip), in the order given, each value
+    written beside its bar as `shown` writes it; the labels take what room
+    they need, up to 480 px."""
     top = max((v for _, v, _ in items), default=0) or 1
     label_width = int(min(max((len(label) for label, _, _ in items), default=0) * CHAR + 16, 480))
     room = WIDTH - label_width - 90
@@ -37,11 +41,40 @@ def bar_chart(items: Sequence[Tuple[str, int, str]], row: int = 18) -> str:
                 tag("title", esc(tooltip))
                 + tag("text", esc(clip(label, label_width - 10)), x=label_width - 8, y=y + 13, text_anchor="end")
                 + tag("rect", cls="bar", x=label_width, y=y + 3, width=f"{w:.1f}", height=row - 5)
-                + tag("text", esc(f"{value:,}"), x=f"{label_width + w + 6:.1f}", y=y + 13),
+                + tag("text", esc(shown(value)), x=f"{label_width + w + 6:.1f}", y=y + 13),
             )
         )
     height = len(items) * row + 4
     return _svg("".join(bars), height, "bar chart")
+
+
+def speedup_chart(items: Sequence[Tuple[str, float, str, str]], row: int = 18) -> str:
+    """One bar per (label, speedup, verdict, tooltip), in the order given,
+    from the line of 1x on a log scale: to the right a config that got
+    faster, to the left one that got slower, each coloured by its verdict
+    (report.css: .faster, .slower, .same), its speedup written at its end."""
+    label_width = int(min(max((len(label) for label, _, _, _ in items), default=0) * CHAR + 16, 480))
+    room = (WIDTH - label_width - 120) / 2
+    reach = max((abs(math.log(max(s, 1e-12))) for _, s, _, _ in items), default=0.0) or math.log(2)
+    middle = label_width + 60 + room
+    bars = []
+    for i, (label, speedup, verdict, tooltip) in enumerate(items):
+        y = i * row
+        length = room * math.log(max(speedup, 1e-12)) / reach
+        x, w = (middle, max(length, 1.0)) if length >= 0 else (middle + length, max(-length, 1.0))
+        end = f"{x + w + 6:.1f}" if length >= 0 else f"{x - 6:.1f}"
+        bars.append(
+            tag(
+                "g",
+                tag("title", esc(tooltip))
+                + tag("text", esc(clip(label, label_width - 10)), x=label_width - 8, y=y + 13, text_anchor="end")
+                + tag("rect", cls=verdict, x=f"{x:.1f}", y=y + 3, width=f"{w:.1f}", height=row - 5)
+                + tag("text", esc(f"{speedup:.2f}x"), x=end, y=y + 13, text_anchor=None if length >= 0 else "end"),
+            )
+        )
+    height = len(items) * row + 4
+    axis = tag("line", x1=f"{middle:.1f}", x2=f"{middle:.1f}", y1=0, y2=height, cls="axis")
+    return _svg(axis + "".join(bars), height, "speedup chart")
 
 
 def _svg(body: str, height: int, label: str) -> str:

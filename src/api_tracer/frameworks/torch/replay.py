@@ -187,6 +187,9 @@ class TorchReplay(ReplayFramework):
     def grad_mode_kept(self) -> Any:
         return side_module.grad_mode_kept()
 
+    def timed_backward(self, job: Any) -> Any:
+        return side_module.timed_backward(job)
+
     def reproducer(self, job: Any, verdict: Any, cast: Any, about: Any) -> str:
         from .repro import script
 

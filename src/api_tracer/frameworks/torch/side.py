@@ -15,8 +15,8 @@ from ... import _C
 from ...replay.builder import build
 from ...replay.memory import storage_numel
 from ...replay.options import Job
-from ...replay.results import first_line
-from ...replay.side import NoGradient, Outcome, Side, cotangent, device_of, dict_item_path, tensor_leaves
+from ...replay.results import Skip, first_line
+from ...replay.side import NoGradient, Outcome, Side, TimedCall, cotangent, device_of, dict_item_path, tensor_leaves
 from ...values import argument_path, arguments, call_keyword_path, item_path, keyword_path
 
 
@@ -135,6 +135,45 @@ def _run_side(job: Job, side: Side, watch: bool, held: Dict[str, Any]) -> Outcom
     outcome = Outcome(output, grads, random.ops, random.unrepeatable, precision, floating_inputs, (args, kwargs))
     outcome.operators = operators
     return outcome
+
+
+def timed_backward(job: Job) -> TimedCall:
+    """The job's call built on options.device, its floating inputs made to
+    require grad (grad_inputs: an argument the call refuses so made as it
+    was), one call made, and the backward of its floating outputs that
+    require grad ready to be timed, with fixed cotangents and the graph
+    kept (retain_graph) for the next."""
+    import torch
+
+    func, args, kwargs = build(job)
+    held: Dict[str, Any] = {}
+    while True:
+        inputs: List[Tuple[str, Any, Callable[[Any], Any]]] = []
+        grad_args, grad_kwargs = grad_inputs(args, kwargs, inputs, held)
+        try:
+            with grad_mode_kept():
+                output = func(*grad_args, **grad_kwargs)
+            break
+        except RuntimeError as e:
+            refused = refused_argument(e, func, args, kwargs)
+            if not refused:
+                raise Skip(f"--backward: the call refuses inputs that require grad: {first_line(e)}") from None
+            if refused in held:
+                raise
+            held[refused] = NoGradient("not differentiable")
+    outs = [t for _, t in tensor_leaves(output, "") if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    if not outs or not inputs:
+        raise Skip("--backward: no floating output of the call requires grad: it has no backward to time")
+    weights = [cotangent(t, job.options.seed + i) for i, t in enumerate(outs)]
+    # The backward from the outputs to the arguments as the call took them: the call's own. A call that
+    # wrote into an argument has left none as it took it, so its backward runs on to the leaf the argument
+    # was made from (a copy's backward with it).
+    argued = [t for _, t in tensor_leaves([grad_args, grad_kwargs], "") if t.requires_grad]
+    argued += [p for _, p, _ in inputs if isinstance(p, torch.nn.Parameter)]  # (a module's, as they are)
+    wrote = any(a._version > 0 for a in argued)
+    leaves = [leaf for _, leaf, _ in inputs] if wrote else argued
+    grad = (torch.autograd.grad, (outs, leaves, weights), {"retain_graph": True, "allow_unused": True})
+    return TimedCall(func, grad_args, grad_kwargs, grad)
 
 
 def _as_saved(t: Any) -> Any:
