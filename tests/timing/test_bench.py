@@ -192,7 +192,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     out = {}
     for name, env in (("base", {}), ("again", {}), ("slower", {"BENCHOPS_SLOWER": "64,128", "BENCHOPS_FACTOR": "3"})):
         out[name] = folder / f"{name}.jsonl"
-        done = _bench(str(configs), "--import", "bench_ops", "--rounds", "5", "-o", str(out[name]), env=env)
+        flags = ["--rounds", "5", "--max-time", "0.2"]
+        done = _bench(str(configs), "--import", "bench_ops", *flags, "-o", str(out[name]), env=env)
         assert done.returncode == 0, done.stderr
     return out
 

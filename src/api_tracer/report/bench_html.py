@@ -22,8 +22,9 @@ def _environment(run: Run) -> str:
     env = run.header.environment
     said = ", ".join(f"{k} {env[k]}" for k in ("torch", "device", "device_name", "cpu", "host") if env.get(k))
     s = run.header.settings
-    how = f"{s.get('rounds')} rounds of each config, {s.get('threads')} threads" + (
-        ", backward too" if s.get("backward") else ""
+    threads = s.get("threads")
+    how = f"{s.get('rounds')} rounds of each config, {threads} thread{'' if threads == 1 else 's'}, " + (
+        f"the {s.get('clock')} clock" + (", backward too" if s.get("backward") else "")
     )
     return f"{esc(said)}; {esc(how)}."
 
@@ -116,8 +117,9 @@ def comparison_pane(cmp: Comparison, pane: str) -> str:
     parts = [
         note(
             f"{esc(cmp.new.path)} against the baseline {esc(cmp.base.path)}: {len(cmp.changes)} configs timed in both: "
-            f"{esc(said)}.{esc(shift)} Slower or faster is a Welch t-test over the rounds of each config, "
-            "false discoveries held to 1% of the configs flagged (Benjamini-Hochberg)."
+            f"{esc(said)}.{esc(shift)} Slower or faster: a t-test of each config's log ratio against the "
+            f"spread of its rounds and the noise between the two runs (tau {cmp.tau:.3f}, from every config's "
+            "ratio), the false discoveries held to 1% of the configs flagged (Benjamini-Hochberg; docs/bench.md)."
         ),
         note(f"Baseline: {_environment(cmp.base)} New: {_environment(cmp.new)}"),
     ]
