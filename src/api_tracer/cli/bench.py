@@ -11,27 +11,23 @@ import argparse
 import os
 import sys
 import tempfile
-from dataclasses import replace
 from typing import Any, Optional
 
 from ..errors import InputError, UsageError
 from ..flags import add_replay_flags, count, seconds
-from ..formats.configs import ranges_beside
 from ..formats.io import check_not_an_input, open_output
 from ..formats.sources import SOURCES
-from ..formats.summaries import read_value_ranges
 from ..frameworks import FRAMEWORKS
-from ..replay.framework import MixedFile, file_framework
 from ..replay.keyed import _file_digest
 from ..replay.output import Progress
 from ..replay.results import Status
-from ..replay.run import DEFAULT_TIMEOUT, check_framework, checked_options, prepare_process
+from ..replay.run import DEFAULT_TIMEOUT, checked_options, prepare_process
 from ..timing.compare import FALSE_DISCOVERIES, compare
 from ..timing.measure import CLOCKS, BenchOptions, environment
 from ..timing.output import change_json, comparison_table, run_table, summary_json, untimed_configs, weigh, weighted
 from ..timing.results import Header, Run, Timing, looks_like_results, read_header, read_summaries, read_timings
 from ..timing.run import Plan, plan, time_configs
-from .replay import check_readable
+from .replay import check_readable, file_options
 
 # The options of a replay this command takes (flags.py's REPLAY defines their flags).
 OPTIONS = ("device", "imports", "libraries", "max_bytes", "allow_unsafe")
@@ -153,17 +149,7 @@ def _time(args: Any) -> Run:
         if os.path.exists(args.results) and not os.path.isfile(args.results):
             raise UsageError(f"bench: -o {args.results}: not a regular file (the results are read back at the end)")
     options = checked_options("bench", **{name: getattr(args, name) for name in OPTIONS}, seed=args.seed)
-    try:
-        dialect = file_framework(_lines_of(path), args.dialect)
-    except MixedFile as e:
-        raise UsageError(f"bench: {e}") from None
-    ranges_path = args.value_ranges or ranges_beside(path)
-    try:
-        ranges = read_value_ranges(ranges_path)
-    except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
-        raise UsageError(f"bench: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
-    options = replace(options, ranges=ranges, dialect=dialect)
-    check_framework(options, "bench")
+    options, ranges_path = file_options("bench", path, options, args.dialect, args.value_ranges)
     bench = BenchOptions(
         args.rounds, args.threads, args.min_time, args.max_time, backward=args.backward, clock=args.clock
     )
@@ -208,12 +194,6 @@ def _time(args: Any) -> Run:
     finally:
         if not args.results:
             os.unlink(out_path)
-
-
-def _lines_of(path: str) -> Any:
-    from ..formats.configs import stream_config_file
-
-    return stream_config_file(path)
 
 
 def _scratch() -> str:

@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional, Tuple
 
 from ..errors import InputError, UsageError
 from ..flags import add_replay_flags, seconds, shard_pair
@@ -32,6 +32,7 @@ from ..replay.keyed import (
     write_identity,
 )
 from ..replay.on_ray import import_ray, run_on_ray
+from ..replay.options import ReplayOptions
 from ..replay.outcomes import FILE_PREFIX, outcome_files
 from ..replay.output import JsonlReport, JunitReport, Progress, Tally, summary
 from ..replay.results import Result, Status, first_line
@@ -109,6 +110,30 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+def file_options(
+    command: str, path: str, options: ReplayOptions, dialect: Optional[str], value_ranges: Optional[str]
+) -> Tuple[ReplayOptions, Optional[str]]:
+    """The options the configs of the file at `path` run with, and the
+    value-ranges file they are drawn from: its framework (`dialect`, or
+    read from its lines: a file of two is refused) and its value ranges
+    (`value_ranges`, or the file beside it), the framework checked to take
+    the options; a UsageError said as `command`'s."""
+    if value_ranges:
+        check_readable(value_ranges, command)
+    try:
+        framework = file_framework(stream_config_file(path), dialect)
+    except MixedFile as e:
+        raise UsageError(f"{command}: {e}") from None
+    ranges_path = value_ranges or ranges_beside(path)
+    try:
+        ranges = read_value_ranges(ranges_path)
+    except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
+        raise UsageError(f"{command}: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
+    options = replace(options, ranges=ranges, dialect=framework)
+    check_framework(options, command)
+    return options, ranges_path
+
+
 def check_readable(path: str, command: str) -> None:
     """A UsageError where `path` is not a regular file (a directory, a FIFO
     or a device is read by no replay)."""
@@ -130,19 +155,8 @@ def main(args: Any) -> int:
     if args.ray is not None:
         import_ray("replay")  # (said before any config runs, where it is not installed)
     options = checked_options("replay", **{name: getattr(args, name) for name in OPTIONS}, seed=args.seed)
-    if args.value_ranges:
-        check_readable(args.value_ranges, "replay")
-    try:
-        dialect = file_framework(stream_config_file(args.file), args.dialect)
-    except MixedFile as e:
-        raise UsageError(f"replay: {e}") from None
-    ranges_path = args.value_ranges or ranges_beside(args.file)
-    try:
-        ranges = read_value_ranges(ranges_path)
-    except Exception as e:  # noqa: BLE001 - any way the file is not a value-ranges file
-        raise UsageError(f"replay: {ranges_path}: not a value-ranges file ({type(e).__name__}: {e})") from None
-    options = replace(options, ranges=ranges, dialect=dialect)
-    check_framework(options, "replay")
+    options, ranges_path = file_options("replay", args.file, options, args.dialect, args.value_ranges)
+    dialect = options.dialect
     identity = RunIdentity.of(options, ranges_path, shard)
     check_outputs(args, [p for p in (args.file, ranges_path) if p])
     if args.resume:

@@ -206,6 +206,28 @@ def sorted_lines(path: str, noun: str, check: Optional[Callable[[str, str, int],
 # -- writing --------------------------------------------------------------------------------
 
 
+def appended_lines(path: str, repair: bool, skip: int = 0) -> Iterator[Tuple[int, bytes]]:
+    """(number, bytes) of each line that is not blank of a file a run
+    appends a line at a time (a report, a benchmark's results), past its
+    first `skip` lines. A last line cut short (the run was killed as it
+    wrote it) is an InputError naming it, or with `repair` (a --resume,
+    which appends after it) cut off the file."""
+    with open(path, "r+b") if repair else open_regular(path) as f:
+        lineno, whole = 0, 0
+        for raw in f:
+            lineno += 1
+            if not raw.endswith(b"\n"):
+                if not repair:
+                    raise InputError(
+                        path, "ends inside a line: the run was killed as it wrote it (--resume mends it)", lineno
+                    )
+                f.truncate(whole)
+                return
+            whole += len(raw)
+            if lineno > skip and raw.strip():
+                yield lineno, raw
+
+
 def temporary_of(path: str) -> str:
     """Where a file is written before it is renamed to `path`: the name the
     tracer's own writers use (.NAME.tmp beside it: core/file.h's

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from ..errors import InputError, UsageError
 from ..flags import shard_pair
 from ..formats.configs import Config, stream_config_file
-from ..formats.io import open_regular, read_all, replace_atomically
+from ..formats.io import appended_lines, open_regular, read_all, replace_atomically
 from .options import ReplayOptions
 from .results import Result, report_line, result_of
 
@@ -267,20 +267,8 @@ def read_back(report: str, on_result: Callable[[Result], None], repair: bool = T
     it) is cut off the file, or without `repair` (the file left as it is)
     an InputError. An InputError naming report:line at a line that is not
     a result, or one without a key (not a keyed run's)."""
-    with open(report, "r+b") if repair else open_regular(report) as f:
-        lineno, whole = 0, 0
-        for raw in f:
-            lineno += 1
-            if not raw.endswith(b"\n"):
-                if not repair:
-                    raise InputError(
-                        report, "ends inside a line: the run was killed as it wrote it (--resume mends it)", lineno
-                    )
-                f.truncate(whole)
-                break
-            whole += len(raw)
-            if raw.strip():
-                yield _keyed_line(report, lineno, raw, on_result)
+    for lineno, raw in appended_lines(report, repair):
+        yield _keyed_line(report, lineno, raw, on_result)
 
 
 def check_resumable(report: str, identity: RunIdentity, command: str) -> None:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ..errors import InputError
-from ..formats.io import open_regular
+from ..formats.io import appended_lines, open_regular
 from ..formats.json_fields import (
     COUNT,
     STRING,
@@ -169,30 +169,17 @@ def read_timings(path: str, on_timing: Callable[[Timing], None], repair: bool = 
     not one, a round past the run's rounds, or a round of a config a line
     before held. A last line cut short (the run was killed as it wrote it)
     is an InputError, or with `repair` (--resume) cut off the file."""
-    with open(path, "r+b") if repair else open_regular(path) as f:
-        header = header_of(path, f.readline())
-        rounds = header.settings.get("rounds")
-        seen = set()
-        lineno, whole = 1, f.tell()
-        for raw in f:
-            lineno += 1
-            if not raw.endswith(b"\n"):
-                if not repair:
-                    raise InputError(
-                        path, "ends inside a line: the run was killed as it wrote it (--resume mends it)", lineno
-                    )
-                f.truncate(whole)
-                break
-            whole += len(raw)
-            if not raw.strip():
-                continue
-            t = timing_of(path, lineno, raw)
-            if isinstance(rounds, int) and t.round >= rounds:
-                raise InputError(path, f"round {t.round} of a run of {rounds} rounds", lineno)
-            if (t.key, t.round) in seen:
-                raise InputError(path, f"round {t.round} of {t.key} twice: two runs' results mixed", lineno)
-            seen.add((t.key, t.round))
-            on_timing(t)
+    header = read_header(path)
+    rounds = header.settings.get("rounds")
+    seen = set()
+    for lineno, raw in appended_lines(path, repair, skip=1):
+        t = timing_of(path, lineno, raw)
+        if isinstance(rounds, int) and t.round >= rounds:
+            raise InputError(path, f"round {t.round} of a run of {rounds} rounds", lineno)
+        if (t.key, t.round) in seen:
+            raise InputError(path, f"round {t.round} of {t.key} twice: two runs' results mixed", lineno)
+        seen.add((t.key, t.round))
+        on_timing(t)
     return header
 
 
