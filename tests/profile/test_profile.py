@@ -671,7 +671,9 @@ def test_the_bundled_profile_example_runs_and_writes_its_exports(tmp_path):
     # the row of greatest self time of its own export is not.
     busiest = max(data["rows"], key=lambda r: r["self_cpu_ns"] + r["self_cpu_bwd_ns"])
     assert f"busiest module by self time: {busiest['name']}, {busiest['calls']} call(s)" in r.stdout
-    assert "aten::" in r.stdout
+    # (its operators listed, where it ran any of its own: under load a module that only calls others
+    # may be the busiest by self time, its Python the time)
+    assert ("aten::" in r.stdout) == bool(busiest["ops"]) and any(row["ops"] for row in data["rows"])
     assert data["root"] == "BertModel" and data["rows"][0]["cpu_total_ns"] > 0
     assert next(csv.reader(open(tmp_path / "profile.csv")))[0] == "name"
     assert json.load(open(tmp_path / "profile.trace.json"))["traceEvents"]
