@@ -8,6 +8,7 @@ inputs (`Outcome`, its tensors torch's whatever the framework)."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -15,7 +16,7 @@ from ..util.units import fmt_bytes
 from ..values import item_path, value_path
 from .builder import Perturbation
 from .memory import CHECK_FACTOR, WORKING_FACTOR, WORKING_SLACK, bounded, byte_limit, out_of_memory
-from .options import Job
+from .options import Job, ReplayOptions
 from .results import Skip, first_line
 
 
@@ -128,23 +129,31 @@ def device_of(device: str) -> Any:
 CHECKED = f", at most what is left of a check's {CHECK_FACTOR} x"  # (the check's bound holds too)
 
 
-def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
-    """The call of one side, made by the job's framework (a
-    ReplayFramework: built on side.device, cast as side.cast says, from the
-    options' seed; with options.backward the gradients of its floating
-    inputs; `watch` notes the random operators that run). What it allocates
-    on its way is bounded (memory.bounded): past that, Skip. Raises
-    Invalid, Refused, Skip, BuildError or what the call raises."""
-    limit = byte_limit(job.options.max_bytes, job.framework.memory_device(side.device))
+@contextmanager
+def within_memory(options: ReplayOptions, device: str) -> Iterator[None]:
+    """The block's allocations bounded (memory.bounded) by `options.max_bytes`
+    on `device`: running out of memory on its way is Skip, saying the bound."""
+    limit = byte_limit(options.max_bytes, device)
     with bounded(limit) as working:
         try:
-            return job.framework.run_side(job, side, watch)
+            yield
         except Exception as e:
             if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
                 raise
             raise Skip(
                 f"it allocates more than a call may on its way ({fmt_bytes(working, digits=1)}: "
                 f"{WORKING_FACTOR} x the limit of {fmt_bytes(limit, digits=1)}, --max-bytes, and "
-                f"{fmt_bytes(WORKING_SLACK, digits=1)}{CHECKED if job.options.check else ''}): "
+                f"{fmt_bytes(WORKING_SLACK, digits=1)}{CHECKED if options.check else ''}): "
                 f"{first_line(e) or type(e).__name__}"
             ) from None
+
+
+def run_side(job: Job, side: Side, watch: bool = False) -> Outcome:
+    """The call of one side, made by the job's framework (a
+    ReplayFramework: built on side.device, cast as side.cast says, from the
+    options' seed; with options.backward the gradients of its floating
+    inputs; `watch` notes the random operators that run). What it allocates
+    on its way is bounded (within_memory): past that, Skip. Raises
+    Invalid, Refused, Skip, BuildError or what the call raises."""
+    with within_memory(job.options, job.framework.memory_device(side.device)):
+        return job.framework.run_side(job, side, watch)

@@ -26,12 +26,11 @@ from ..config import api_of
 from ..formats.configs import Config
 from ..replay.builder import build, parse
 from ..replay.framework import line_framework, replay_framework
-from ..replay.memory import bounded, byte_limit, out_of_memory, storage_numel
+from ..replay.memory import storage_numel
 from ..replay.options import Job, ReplayOptions
-from ..replay.results import Skip, Status, first_line
+from ..replay.results import Status
 from ..replay.run import failure_of
-from ..replay.side import TimedCall, tensor_leaves
-from ..util.units import fmt_bytes
+from ..replay.side import TimedCall, tensor_leaves, within_memory
 from .results import Timing
 
 
@@ -111,17 +110,8 @@ def measure(config: Config, key: str, round_: int, options: ReplayOptions, bench
         timing.api = api
         framework = replay_framework(line_framework(api, options))
         job = Job(config, api, args, kwargs, options, framework)
-        limit = byte_limit(options.max_bytes, framework.memory_device(options.device))
-        with bounded(limit) as working, framework.grad_mode_kept(), _rng_kept():
-            try:
-                _timed(job, bench, timing)
-            except Exception as e:
-                if not out_of_memory(getattr(e, "cause", e)):  # (a BuildError holds what building raised)
-                    raise
-                raise Skip(
-                    f"it allocates more than a call may on its way ({fmt_bytes(working, digits=1)}, for a "
-                    f"--max-bytes of {fmt_bytes(limit, digits=1)}): {first_line(e) or type(e).__name__}"
-                ) from None
+        with within_memory(options, framework.memory_device(options.device)), framework.grad_mode_kept(), _rng_kept():
+            _timed(job, bench, timing)
     except Exception as e:  # noqa: BLE001 - whatever the build or the call raises is the config's outcome
         timing.status, timing.error, timing.message, _ = failure_of(e, config, api, options)
         timing.times, timing.number, timing.flops, timing.bytes = None, 0, None, None
