@@ -8,6 +8,7 @@ import json
 import math
 import os
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -159,6 +160,50 @@ def test_a_damaged_results_file_is_named_at_its_line(tmp_path: Path) -> None:
     assert piped.returncode == 2 and "a regular file" in piped.stderr
     no_time = _bench(str(configs), "--max-time", "0")
     assert no_time.returncode == 2 and "--max-time" in no_time.stderr
+
+
+def test_a_call_past_max_bytes_on_its_way_is_skipped_as_replay_says(tmp_path: Path) -> None:
+    """What a call allocates on its way is bounded as in replay (its
+    within_memory): past it, the config is skipped, saying the bound."""
+    from api_tracer.replay.memory import WORKING_FACTOR
+
+    configs = tmp_path / "configs.txt"
+    configs.write_text('torch.combinations(Tensor([100], "float32"), 4)\n')
+    results = tmp_path / "results.jsonl"
+    done = _bench(str(configs), "--rounds", "2", "--max-bytes", "100M", "-o", str(results))
+    assert done.returncode == 0, done.stderr
+    (timing,) = _timings(results)  # (skipped in its first round: not timed again)
+    assert timing["status"] == "skipped"
+    assert f": {WORKING_FACTOR} x the limit of 100.0 MiB, --max-bytes" in timing["message"], timing
+
+
+def test_an_output_through_a_link_is_its_target_and_a_device_is_refused(tmp_path: Path) -> None:
+    """-o is read back at the end: a link to a regular file writes its
+    target and stays a link; a link to nothing and a character device (a
+    terminal of the test's own, never the machine's) are refused, exit 2,
+    and stay what they were."""
+    configs = tmp_path / "configs.txt"
+    configs.write_text(WORK.format(16) + "\n")
+    target, link = tmp_path / "target.jsonl", tmp_path / "link.jsonl"
+    target.write_text("")
+    link.symlink_to(target)
+    done = _bench(str(configs), "--import", "bench_ops", "--rounds", "1", "--max-time", "0.05", "-o", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and [t["status"] for t in _timings(target)] == ["ok"]
+    dangling = tmp_path / "dangling.jsonl"
+    dangling.symlink_to(tmp_path / "nowhere" / "results.jsonl")
+    refused = _bench(str(configs), "--import", "bench_ops", "-o", str(dangling))
+    assert refused.returncode == 2 and "link to nothing" in refused.stderr and str(dangling) in refused.stderr
+    assert dangling.is_symlink() and not (tmp_path / "nowhere").exists()
+    master, slave = os.openpty()
+    try:
+        terminal = os.ttyname(slave)
+        refused = _bench(str(configs), "--import", "bench_ops", "-o", terminal)
+        assert refused.returncode == 2 and "not a regular file" in refused.stderr and terminal in refused.stderr
+        assert stat.S_ISCHR(os.stat(terminal).st_mode)
+    finally:
+        os.close(slave)
+        os.close(master)
 
 
 def test_the_backward_is_timed_where_there_is_one(tmp_path: Path) -> None:
