@@ -12,7 +12,8 @@
    A P A P A ...: the configs flagged between two A runs (false alarms) and
    between an A and a P run (the planted six found, others flagged).
 
-    python bench/bench_timing.py [--configs 250] [--pairs 2] [--factor 1.2] [--max-time 0.25]
+    python bench/bench_timing.py [--configs 250] [--pairs 2] [--factor 1.2] [--rounds 5] [--max-time 0.25]
+                                 [--no-overhead] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -76,13 +77,14 @@ def corpus(path: Path, limit: int) -> int:
     return len(real)
 
 
-def timed_run(configs: Path, out: Path, planted: bool, factor: float, max_time: float) -> float:
+def timed_run(configs: Path, out: Path, planted: bool, args: argparse.Namespace) -> float:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([USER_CODE, os.environ.get("PYTHONPATH", "")])}
     if planted:
-        env.update(BENCHOPS_SLOWER=",".join(map(str, SLOWER)), BENCHOPS_FACTOR=str(factor))
+        env.update(BENCHOPS_SLOWER=",".join(map(str, SLOWER)), BENCHOPS_FACTOR=str(args.factor))
     start = time.monotonic()
     done = subprocess.run(
-        [*CLI, str(configs), "--import", "bench_ops", "-o", str(out), "--max-time", str(max_time), "--json"],
+        [*CLI, str(configs), "--import", "bench_ops", "-o", str(out), "--json"]
+        + ["--rounds", str(args.rounds), "--max-time", str(args.max_time)],
         env=env,
         capture_output=True,
         text=True,
@@ -108,7 +110,7 @@ def rates(args: argparse.Namespace, folder: Path) -> None:
     order = ["A", "P"] * args.pairs + ["A"]
     for i, kind in enumerate(order):
         out = folder / f"{kind}{len(runs[kind])}.jsonl"
-        seconds = timed_run(configs, out, kind == "P", args.factor, args.max_time)
+        seconds = timed_run(configs, out, kind == "P", args)
         runs[kind].append(out)
         print(f"  run {i + 1}/{len(order)} ({kind}): {seconds:.0f} s")
     planted = {WORK.format(n) for n in SLOWER}
@@ -177,13 +179,16 @@ def main() -> None:
     parser.add_argument("--configs", type=int, default=250, help="real configs at most (default 250)")
     parser.add_argument("--pairs", type=int, default=2, help="A P pairs (default 2: A P A P A)")
     parser.add_argument("--factor", type=float, default=1.2, help="the planted slowdown (default 1.2)")
+    parser.add_argument("--rounds", type=int, default=5, help="bench's --rounds (default 5)")
     parser.add_argument(
         "--max-time", type=float, default=0.25, help="bench's --max-time: seconds of a round at most (default 0.25)"
     )
     parser.add_argument("--repeats", type=int, default=7, help="repeats of the overhead measure (default 7)")
     parser.add_argument("--keep", help="a folder to keep the runs' results in")
+    parser.add_argument("--no-overhead", action="store_true", help="the rates alone, not the harness's overhead")
     args = parser.parse_args()
-    overhead(args.repeats)
+    if not args.no_overhead:
+        overhead(args.repeats)
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
         rates(args, Path(args.keep))
