@@ -15,8 +15,9 @@ from typing import Any, Optional
 
 from ..errors import InputError, UsageError
 from ..flags import add_replay_flags, count, seconds
+from ..formats.fileset import set_file_beside
 from ..formats.io import check_not_an_input, open_output
-from ..formats.sources import SOURCES
+from ..formats.sources import SOURCES, calls_of
 from ..frameworks import FRAMEWORKS
 from ..replay.keyed import _file_digest
 from ..replay.output import Progress
@@ -31,6 +32,10 @@ from .replay import check_readable, file_options
 
 # The options of a replay this command takes (flags.py's REPLAY defines their flags).
 OPTIONS = ("device", "imports", "libraries", "max_bytes", "allow_unsafe")
+# A round's wall time, at most, over its --max-time (twice with --backward): its blocks past --max-time
+# by one block at most, the call made once to check it and once to count its FLOPs, the warm-up, a
+# loaded machine's wall clock against its CPU clock. --timeout must leave it that.
+ROUND_SHARE = 3.0
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -115,7 +120,7 @@ def _show(args: Any, run: Run, baseline: Optional[Run]) -> None:
     try:
         weigh(run, args.sources)
     except InputError as e:
-        raise UsageError(f"bench: --sources: {e}") from None
+        raise UsageError(f"bench: {e}") from None
     if args.json:
         for s in weighted(run).configs + untimed_configs(run):
             print(summary_json(s))
@@ -144,12 +149,27 @@ def _time(args: Any) -> Run:
         raise UsageError(f"bench: --max-time {args.max_time:g} is below --min-time {args.min_time:g}")
     if args.resume and not args.results:
         raise UsageError("bench: --resume needs -o RESULTS, the results it goes on with")
-    if args.results:
-        check_not_an_input("bench", "-o", args.results, [path] + ([args.compare] if args.compare else []))
-        if os.path.exists(args.results) and not os.path.isfile(args.results):
-            raise UsageError(f"bench: -o {args.results}: not a regular file (the results are read back at the end)")
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
+    least = ROUND_SHARE * (2 if args.backward else 1) * args.max_time
+    if timeout is not None and timeout < least:
+        raise UsageError(
+            f"bench: --timeout {timeout:g} is too short for --max-time {args.max_time:g}"
+            f"{' with --backward' if args.backward else ''}: a round may take {least:g} s (a wall clock's, its "
+            "check and warm-up calls beside the timed ones); give --timeout at least that, or 0 for none"
+        )
     options = checked_options("bench", **{name: getattr(args, name) for name in OPTIONS}, seed=args.seed)
     options, ranges_path = file_options("bench", path, options, args.dialect, args.value_ranges)
+    sources = args.sources or set_file_beside(path, SOURCES)
+    if sources:  # (read before any timing: a bad one ends the run before, not after, its hours)
+        try:
+            calls_of(sources)
+        except InputError as e:
+            raise UsageError(f"bench: {e}") from None
+    if args.results:
+        inputs = [path, ranges_path, sources, args.compare]
+        check_not_an_input("bench", "-o", args.results, [p for p in inputs if p])
+        if os.path.exists(args.results) and not os.path.isfile(args.results):
+            raise UsageError(f"bench: -o {args.results}: not a regular file (the results are read back at the end)")
     bench = BenchOptions(
         args.rounds, args.threads, args.min_time, args.max_time, backward=args.backward, clock=args.clock
     )
@@ -174,7 +194,6 @@ def _time(args: Any) -> Run:
     except InputError as e:
         raise UsageError(f"bench: -o {out_path}: {e.message}") from None
     progress = Progress(plan_.left(args.rounds))
-    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout or None
 
     def on_timing(t: Timing) -> None:
         progress(t)

@@ -207,6 +207,13 @@ class ReplayFramework:
         for itself only: the mode before comes back."""
         return contextlib.nullcontext()
 
+    def seeded(self, seed: int, device: str) -> ContextManager[Any]:
+        """While inside, the framework's global generators (the CPU's and
+        `device`'s) are seeded with `seed`; their states come back after:
+        what run_side does around a side's call, for callers that make
+        the call themselves (bench's timing)."""
+        return contextlib.nullcontext()
+
     def names_of_its_own(self) -> ContextManager[Any]:
         """What a config's call runs inside so that the names it gives its
         objects are its own (Paddle's parameter names)."""

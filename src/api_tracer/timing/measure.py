@@ -14,21 +14,21 @@ the same way."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import socket
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Optional
 
 from ..config import api_of
 from ..formats.configs import Config
 from ..replay.builder import build, parse
 from ..replay.framework import line_framework, replay_framework
+from ..replay.judge.check import writes
 from ..replay.memory import storage_numel
 from ..replay.options import Job, ReplayOptions
-from ..replay.results import Status
+from ..replay.results import Skip, Status
 from ..replay.run import failure_of
 from ..replay.side import TimedCall, tensor_leaves, within_memory
 from .results import Timing
@@ -110,7 +110,11 @@ def measure(config: Config, key: str, round_: int, options: ReplayOptions, bench
         timing.api = api
         framework = replay_framework(line_framework(api, options))
         job = Job(config, api, args, kwargs, options, framework)
-        with within_memory(options, framework.memory_device(options.device)), framework.grad_mode_kept(), _rng_kept():
+        with (
+            within_memory(options, framework.memory_device(options.device)),
+            framework.grad_mode_kept(),
+            framework.seeded(options.seed, options.device),
+        ):
             _timed(job, bench, timing)
     except Exception as e:  # noqa: BLE001 - whatever the build or the call raises is the config's outcome
         timing.status, timing.error, timing.message, _ = failure_of(e, config, api, options)
@@ -131,47 +135,38 @@ def _timed(job: Job, bench: BenchOptions, timing: Timing) -> None:
     m = _measured(call.func, call.args, call.kwargs, bench, job.options.device, restore)
     timing.times, timing.number = list(m.times), m.number_per_run
     if bench.backward:  # (its own inputs and graph, made once the forward's timing is done)
-        backward = job.framework.timed_backward(job).backward
+        try:
+            backward = job.framework.timed_backward(job).backward
+        except Skip as e:  # (no backward to time: the forward's times stand, and the message says why)
+            timing.message = f"{e} (its forward timed alone)"
+            return
         timing.backward_flops = counted_flops(*backward)
         m = _measured(*backward, bench, job.options.device, lambda: None)
         timing.backward_times, timing.backward_number = list(m.times), m.number_per_run
 
 
-@contextlib.contextmanager
-def _rng_kept() -> Iterator[None]:
-    """torch's global generators as they were before (a random call's
-    draws, thousands of them, leave the next config's as this one found it)."""
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        yield
-
-
 def restorer(api: str, call: TimedCall) -> Callable[[], None]:
-    """What puts back the values of a call's tensor arguments, where the
-    call writes into them (an in-place API, a schema's mutable argument,
-    out= or inplace=True): run before each block of calls, outside the
-    clock, so that a block starts from the values built, not from what
-    thousands of calls before it left (inf, denormals); nothing for
-    another call."""
+    """What puts back a call's tensor arguments, where the call writes into
+    them (judge.check.writes: an in-place API, __iadd__ and its kind, a
+    schema's mutable argument, out= or inplace=True): each on its storage,
+    with its shape, strides and offset (unsqueeze_, resize_, set_ change
+    those), and its values. Run before each block of calls, outside the
+    clock, so that a block starts from the arguments built, not from what
+    thousands of calls before it left (inf, denormals, a shape grown);
+    nothing for another call."""
     import torch
 
-    schema = getattr(call.func, "_schema", None)
-    name = api.rsplit(".", 1)[-1]
-    writes = (
-        schema.is_mutable
-        if schema is not None
-        else (name.endswith("_") and not name.endswith("__"))
-        or "out" in call.kwargs
-        or call.kwargs.get("inplace") is True
-    )
-    if not writes:
+    if not writes(call.func, api, call.kwargs):
         return lambda: None
-    saved = [(t, t.detach().clone()) for _, t in tensor_leaves([call.args, call.kwargs], "")]
+    saved = [
+        (t, t.untyped_storage(), t.storage_offset(), t.size(), t.stride(), t.detach().clone())
+        for _, t in tensor_leaves([call.args, call.kwargs], "")
+    ]
 
     def restore() -> None:
         with torch.no_grad():
-            for t, value in saved:
+            for t, storage, offset, size, stride, value in saved:
+                t.set_(storage, offset, size, stride)
                 t.copy_(value)
 
     return restore

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 from ..config import api_of
-from ..formats.configs import Config
+from ..formats.configs import Config, stream_config_file
 from ..replay import pool
 from ..replay.keyed import Counts, Shard, config_key, key_text, keyed_configs
 from ..replay.options import ReplayOptions
@@ -57,24 +57,13 @@ class Plan:
         return max(0, (self.configs - len(self.failed)) * rounds - len(timed))
 
 
-def plan(path: str, header: Header, plan_: Plan) -> Dict[str, str]:
-    """Reads the file once: each distinct config's key, counted into `plan_`;
-    returns key -> line text (for the weights of a trace's repeats)."""
+def plan(path: str, header: Header, plan_: Plan) -> None:
+    """Reads the file once: how many lines of it each distinct config's key
+    is (a trace's repeats: its weight), counted into `plan_`."""
     digest = digest_of(header)
-    texts: Dict[str, str] = {}
-    for c in _lines(path):
-        key = key_text(config_key(digest, c))
-        plan_.lines[key] += 1
-        if key not in texts:
-            texts[key] = c.text
-    plan_.configs = len(texts)
-    return texts
-
-
-def _lines(path: str) -> Iterator[Config]:
-    from ..formats.configs import stream_config_file
-
-    return stream_config_file(path)
+    for c in stream_config_file(path):
+        plan_.lines[key_text(config_key(digest, c))] += 1
+    plan_.configs = len(plan_.lines)
 
 
 def time_configs(

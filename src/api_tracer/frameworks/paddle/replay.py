@@ -439,6 +439,9 @@ class PaddleReplay(ReplayFramework):
     def grad_mode_kept(self) -> Any:
         return grad_mode_kept()
 
+    def seeded(self, seed: int, device: str) -> Any:
+        return seeded(seed)
+
     def workspace_outputs(self, api: str) -> Tuple[int, ...]:
         return WORKSPACE_OUTPUTS.get(api, ())
 

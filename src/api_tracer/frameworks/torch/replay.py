@@ -187,6 +187,9 @@ class TorchReplay(ReplayFramework):
     def grad_mode_kept(self) -> Any:
         return side_module.grad_mode_kept()
 
+    def seeded(self, seed: int, device: str) -> Any:
+        return side_module.seeded(seed, device)
+
     def timed_backward(self, job: Any) -> Any:
         return side_module.timed_backward(job)
 

@@ -16,6 +16,7 @@ infinite on both sides tested nothing and is `vacuous` (`Verdict`)."""
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
@@ -333,15 +334,25 @@ def layout_unjudged(job: Job) -> str:
     return ""
 
 
+# Python's in-place operators as methods (__iadd__, __imul__, ...: operator's `iadd` where it has `add`), and
+# item assignment: each writes into the object it is called on.
+IN_PLACE_DUNDERS = frozenset(
+    {f"__{name}__" for name in dir(operator) if name.startswith("i") and f"__{name[1:]}__" in dir(operator)}
+    | {"__setitem__"}
+)
+
+
 def writes(func: Any, api: str, kwargs: dict) -> bool:
     """Whether a call writes into its arguments: an operator whose schema
-    says so, an in-place method or function (add_), or out=."""
+    says so, an in-place method or function (add_, __iadd__, __setitem__),
+    out=, or inplace=True."""
     import torch
 
     if isinstance(func, torch._ops.OpOverload):
         return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
     name = api.rsplit(".", 1)[-1]
-    return "out" in kwargs or (name.endswith("_") and not name.endswith("__"))
+    in_place = (name.endswith("_") and not name.endswith("__")) or name in IN_PLACE_DUNDERS
+    return in_place or "out" in kwargs or kwargs.get("inplace") is True
 
 
 def layout_bounds(job: Job, mine: Outcome) -> Optional[Dict[str, Any]]:
