@@ -160,6 +160,21 @@ def test_a_damaged_results_file_is_named_at_its_line(tmp_path: Path) -> None:
     assert piped.returncode == 2 and "a regular file" in piped.stderr
     no_time = _bench(str(configs), "--max-time", "0")
     assert no_time.returncode == 2 and "--max-time" in no_time.stderr
+    past_timeout = _bench(str(configs), "--max-time", "30", "--backward")  # (a round may take 180 s; timeout 60)
+    assert past_timeout.returncode == 2 and "--timeout 60 is too short" in past_timeout.stderr
+    # what FILE's set holds beside it is checked before any timing: a damaged sources file is named, and -o
+    # never replaces the value ranges or the sources a run reads
+    (tmp_path / "api_value_ranges.yaml").write_text("[]\n")
+    sources = tmp_path / "api_config_sources.yaml"
+    sources.write_text("not: [a sources file\n")
+    damaged_sources = _bench(str(configs), "--import", "bench_ops", "-o", str(tmp_path / "new.jsonl"))
+    assert damaged_sources.returncode == 2 and str(sources) in damaged_sources.stderr
+    assert not (tmp_path / "new.jsonl").exists()
+    sources.unlink()
+    for kept, text in (("api_value_ranges.yaml", "[]\n"), ("api_config_sources.yaml", "")):
+        (tmp_path / kept).write_text(text)
+        into_set = _bench(str(configs), "--import", "bench_ops", "-o", str(tmp_path / kept))
+        assert into_set.returncode == 2 and "-o" in into_set.stderr and (tmp_path / kept).read_text() == text
 
 
 def test_a_call_past_max_bytes_on_its_way_is_skipped_as_replay_says(tmp_path: Path) -> None:
@@ -206,6 +221,39 @@ def test_an_output_through_a_link_is_its_target_and_a_device_is_refused(tmp_path
         os.close(master)
 
 
+def test_a_call_that_writes_into_its_arguments_gets_them_back_before_each_block() -> None:
+    """restorer: an in-place operator (mul_, __imul__, __setitem__, one
+    that changes the shape: unsqueeze_, resize_) finds its arguments as
+    they were built, values, shape, strides and storage; a call that
+    writes nothing has nothing put back."""
+    import torch
+
+    from api_tracer.replay.side import TimedCall
+    from api_tracer.timing.measure import restorer
+
+    calls = {
+        "torch.Tensor.mul_": (torch.Tensor.mul_, 0.5),
+        "torch.Tensor.__imul__": (torch.Tensor.__imul__, 0.5),
+        "torch.Tensor.__setitem__": (torch.Tensor.__setitem__, 0, 9.0),
+        "torch.Tensor.unsqueeze_": (torch.Tensor.unsqueeze_, 0),
+        "torch.Tensor.resize_": (torch.Tensor.resize_, [40]),
+    }
+    for api, (func, *rest) in calls.items():
+        x = torch.arange(12.0).reshape(3, 4)[:, 1:]  # (a view: an offset and strides to keep)
+        built = (x.clone(), x.shape, x.stride(), x.storage_offset(), x.untyped_storage()._cdata)
+        restore = restorer(api, TimedCall(func, [x, *rest], {}))
+        for _ in range(3):
+            func(x, *rest)
+        restore()
+        assert (x.shape, x.stride(), x.storage_offset(), x.untyped_storage()._cdata) == built[1:], api
+        assert torch.equal(x, built[0]), api
+    y = torch.ones(3)
+    restorer("torch.add", TimedCall(torch.add, [y, 1], {}))()
+    torch.add(y, 1, out=y)
+    restorer("torch.add", TimedCall(torch.add, [y, 1], {}))()
+    assert torch.equal(y, torch.full((3,), 2.0))  # (no out=, nothing written: nothing put back)
+
+
 def test_the_backward_is_timed_where_there_is_one(tmp_path: Path) -> None:
     configs = tmp_path / "configs.txt"
     mm = 'torch.matmul(Tensor([32, 32], "float32"), Tensor([32, 32], "float32"))'
@@ -217,7 +265,9 @@ def test_the_backward_is_timed_where_there_is_one(tmp_path: Path) -> None:
     timed, argmax = [t for t in _timings(results) if t["line"] == 1], [t for t in _timings(results) if t["line"] == 2]
     assert len(timed) == 2 and all(t["backward_times"] and t["backward_number"] >= 1 for t in timed)
     assert timed[0]["flops"] == 2 * 32**3 and timed[0]["backward_flops"] == 2 * 2 * 32**3  # (torch's counter)
-    assert argmax[0]["status"] == "skipped" and "no backward" in argmax[0]["message"]
+    # (no backward to time: its forward is, and the message says why)
+    assert argmax[0]["status"] == "ok" and argmax[0]["times"] and argmax[0].get("backward_times") is None
+    assert "no backward" in argmax[0]["message"] and "forward timed alone" in argmax[0]["message"]
     mul_ = [t for t in _timings(results) if t["line"] == 3]
     assert [t["status"] for t in mul_] == ["ok", "ok"] and all(t["backward_times"] for t in mul_)
 
@@ -260,6 +310,43 @@ def test_a_planted_slowdown_is_flagged_on_exactly_its_configs(runs: Dict[str, Pa
 def test_two_runs_of_one_environment_differ_in_nothing(runs: Dict[str, Path]) -> None:
     verdicts = _verdicts(runs["base"], runs["again"])
     assert list(verdicts.values()) == ["same"] * len(SIZES)
+
+
+def test_a_comparison_shows_the_times_its_ratio_is_of_and_says_what_it_cannot_know(tmp_path: Path) -> None:
+    """The times beside a speedup are what it divides (each run's geometric
+    mean of its rounds, not their median); with fewer than 3 configs the
+    noise between runs cannot be estimated, and the table says so."""
+    header = {"bench": 1, "settings": {"rounds": 5}, "environment": {}}
+    config = 'torch.relu(Tensor([4], "float32"))'
+
+    def results(name: str, rounds: List[float]) -> Path:
+        path = tmp_path / name
+        lines = [json.dumps(header)] + [
+            json.dumps(
+                {
+                    "key": "k1",
+                    "file": "c",
+                    "line": 1,
+                    "config": config,
+                    "api": "torch.relu",
+                    "round": r,
+                    "status": "ok",
+                    "times": [t],
+                    "number": 1,
+                }
+            )  # fmt: skip
+            for r, t in enumerate(rounds)
+        ]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    base, new = results("base.jsonl", [1e-6] * 5), results("new.jsonl", [1e-6] * 4 + [5e-6])
+    (change,) = [json.loads(x) for x in _bench("--compare", str(base), str(new), "--json").stdout.splitlines()
+                 if "verdict" in x]  # fmt: skip
+    assert change["new_seconds"] == pytest.approx(5 ** (1 / 5) * 1e-6) and change["base_seconds"] == pytest.approx(1e-6)
+    assert change["speedup"] == pytest.approx(change["base_seconds"] / change["new_seconds"])
+    table = _bench("--compare", str(base), str(new)).stdout
+    assert "the noise between two runs is unknown (1 configs tested, 3 needed" in table
 
 
 def test_the_report_charts_each_configs_speedup(runs: Dict[str, Path], tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import List
 
-from ..timing.compare import Change, Comparison
+from ..timing.compare import FALSE_DISCOVERIES, Change, Comparison
 from ..timing.output import seconds_text, total_of, untimed_configs, weighted
 from ..timing.results import Run
 from .charts import bar_chart, speedup_chart
@@ -117,9 +117,10 @@ def comparison_pane(cmp: Comparison, pane: str) -> str:
     parts = [
         note(
             f"{esc(cmp.new.path)} against the baseline {esc(cmp.base.path)}: {len(cmp.changes)} configs timed in both: "
-            f"{esc(said)}.{esc(shift)} Slower or faster: a t-test of each config's log ratio against the "
-            f"spread of its rounds and the noise between the two runs (tau {cmp.tau:.3f}, from every config's "
-            "ratio), the false discoveries held to 1% of the configs flagged (Benjamini-Hochberg; docs/bench.md)."
+            f"{esc(said)}.{esc(shift)} Slower or faster: a t-test of each config's log ratio, less the median "
+            f"config's, against the spread of its rounds and the noise between the two runs (tau {cmp.tau:.3f}, "
+            f"from every config's ratio), the false discoveries held to {FALSE_DISCOVERIES:.0%} of the configs "
+            "flagged (Benjamini-Hochberg; docs/bench.md)."
         ),
         note(f"Baseline: {_environment(cmp.base)} New: {_environment(cmp.new)}"),
     ]
@@ -136,7 +137,7 @@ def comparison_pane(cmp: Comparison, pane: str) -> str:
                         c.config,
                         c.speedup,
                         c.verdict,
-                        f"{c.config}\n{seconds_text(c.base.seconds)} -> {seconds_text(c.new.seconds)}: "
+                        f"{c.config}\n{seconds_text(c.base_seconds)} -> {seconds_text(c.new_seconds)}: "
                         f"{c.speedup:.3f}x, {c.verdict}" + (f" (p = {c.p:.2g})" if c.p is not None else ""),
                     )
                     for c in shown
@@ -158,8 +159,8 @@ def comparison_pane(cmp: Comparison, pane: str) -> str:
             dotted(c.api),
             text(c.verdict),
             number(c.speedup, f"{c.speedup:.3f}x"),
-            _time_cell(c.base.seconds),
-            _time_cell(c.new.seconds),
+            _time_cell(c.base_seconds),
+            _time_cell(c.new_seconds),
             number(c.p, f"{c.p:.2g}") if c.p is not None else text(""),
         ]
         for c in sorted(cmp.changes, key=lambda c: c.speedup)

@@ -16,7 +16,7 @@ from ..formats.sources import calls_of, config_calls
 from ..replay.results import Status
 from ..util.text_table import format_table
 from ..util.units import fmt_time
-from .compare import Comparison
+from .compare import BETWEEN_RUNS_FROM, Comparison
 from .results import Run, Summary
 
 CONFIG_SHOWN = 72  # characters of a config line a table shows
@@ -152,8 +152,8 @@ def comparison_table(cmp: Comparison, top: int) -> str:
         rows = [
             [
                 shown_config(c.config),
-                seconds_text(c.base.seconds),
-                seconds_text(c.new.seconds),
+                seconds_text(c.base_seconds),
+                seconds_text(c.new_seconds),
                 f"{c.speedup:.2f}x",
                 f"{c.p:.1e}" if c.p is not None else "",
             ]
@@ -164,6 +164,12 @@ def comparison_table(cmp: Comparison, top: int) -> str:
     said = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v in ("slower", "faster"))
     shift = "" if math.isnan(cmp.shift) else f"; the median config takes {cmp.shift:.3f}x its base's time"
     out.append(f"\n{len(cmp.changes)} configs compared: {said}{shift}")
+    tested = len(cmp.changes) - counts["untested"]
+    if 0 < tested < BETWEEN_RUNS_FROM:
+        out.append(
+            f"  the noise between two runs is unknown ({tested} configs tested, {BETWEEN_RUNS_FROM} needed to "
+            "estimate it): tested on their rounds alone, which overstates how sure the test is"
+        )
     for side, summaries in cmp.unpaired.items():
         if summaries:
             out.append(f"  {len(summaries)} configs timed only in the {side} run")
@@ -198,8 +204,8 @@ def change_json(c: Any) -> str:
             "config": c.config,
             "api": c.api,
             "verdict": c.verdict,
-            "base_seconds": c.base.seconds,
-            "new_seconds": c.new.seconds,
+            "base_seconds": c.base_seconds,
+            "new_seconds": c.new_seconds,
             "speedup": c.speedup,
             "p": c.p,
         }
